@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# kvarena top-level Makefile.
+#
+#   make              module, libkvarena, kernels and tools
+#   make check        native tests, then the VM tests (module in qemu)
+#   make demo         the main job: boot the VM, create an arena, attach two
+#                     clients, allocate, print the STAT totals
+#   make install      libkvarena, headers, tools (PREFIX, DESTDIR)
+#
+# Userspace output goes to $(B) (build/ by default).  The module is built
+# per kernel release in $(B)/kmod/<release>/ so that several kernels can be
+# built from one tree.  Parts of the tree add themselves through their own
+# *.mk fragment; each appends to ALL, CHECK_NATIVE and INSTALL_TARGETS.
+
+B        ?= build
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+CC       ?= cc
+CUDA_HOME ?= /usr/local/cuda
+NVCC     ?= $(wildcard $(CUDA_HOME)/bin/nvcc)
+
+SRC      := $(CURDIR)
+Q        := $(if $(V),,@)
+
+CFLAGS   ?= -O2 -g
+KVA_CFLAGS := -std=gnu11 -Wall -Wextra -Wshadow -Wno-unused-parameter \
+	      -D_GNU_SOURCE -fno-strict-aliasing \
+	      -I$(SRC)/include -I$(SRC)/lib/include
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer \
+	     -fno-sanitize-recover=all
+
+ALL             :=
+CHECK_NATIVE    :=
+INSTALL_TARGETS :=
+
+.PHONY: all check check-native check-vm demo install clean module \
+	module-all-kernels
+.DEFAULT_GOAL := all
+
+include mk/kmod.mk
+-include $(sort $(wildcard driver/*.mk lib/*.mk kernels/*.mk tools/*/*.mk \
+			   selftests/*/*.mk))
+
+all: module $(ALL)
+
+check: check-native check-vm
+
+check-native: $(CHECK_NATIVE)
+
+install: $(INSTALL_TARGETS)
+
+clean:
+	rm -rf $(B)

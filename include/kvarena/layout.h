@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kvarena/layout.h - the frame layout: the contract between the runtime
+ * (libkvarena, which maps frames behind one contiguous virtual range per
+ * sequence) and the attention kernels (which read that range with address
+ * arithmetic alone).
+ *
+ * One frame holds all layers of T_f consecutive tokens of one sequence:
+ *
+ *   frame = [layer][K|V][kv_head][token_in_frame][head_dim]   dtype elements
+ *   T_f   = floor(frame_size / bytes_per_token)
+ *   bytes_per_token = 2 * layers * kv_heads * head_dim * dtype_size
+ *
+ *   offset(l, kv, h, t) = (t / T_f) * frame_size
+ *       + ((((l * 2 + kv) * kv_heads + h) * T_f + t % T_f) * head_dim)
+ *         * dtype_size
+ *
+ * Where frame_size is not a multiple of bytes_per_token, the tail of every
+ * frame (frame_size - T_f * bytes_per_token bytes) is unused.
+ *
+ * Header-only, C99 and C++, no dependencies beyond the C library, so the
+ * runtime, the CPU kernels, the CUDA kernels (host side) and the tools all
+ * use the same arithmetic.
+ */
+#ifndef KVARENA_LAYOUT_H
+#define KVARENA_LAYOUT_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** enum kva_dtype - element type of the K and V caches. */
+enum kva_dtype {
+	KVA_DTYPE_FP32 = 0,
+	KVA_DTYPE_FP16 = 1,	/* IEEE 754 binary16 */
+	KVA_DTYPE_BF16 = 2,	/* bfloat16: the top half of an fp32 */
+	KVA_DTYPE_COUNT
+};
+
+/** K and V index of the second layout dimension. */
+enum { KVA_K = 0, KVA_V = 1 };
+
+static inline size_t kva_dtype_size(enum kva_dtype dt)
+{
+	return dt == KVA_DTYPE_FP32 ? 4 : 2;
+}
+
+static inline const char *kva_dtype_name(enum kva_dtype dt)
+{
+	switch (dt) {
+	case KVA_DTYPE_FP32: return "fp32";
+	case KVA_DTYPE_FP16: return "fp16";
+	case KVA_DTYPE_BF16: return "bf16";
+	default:             return "?";
+	}
+}
+
+/**
+ * struct kva_geometry - model KV geometry and the frame size it is laid
+ * out in.  Fill the first five fields and call kva_geometry_init(), which
+ * checks them and derives the rest.
+ */
+struct kva_geometry {
+	uint32_t layers;		/* transformer layers */
+	uint32_t kv_heads;		/* KV heads per layer */
+	uint32_t head_dim;		/* elements per head */
+	uint32_t dtype;			/* enum kva_dtype */
+	uint64_t frame_size;		/* bytes per frame */
+
+	/* derived by kva_geometry_init() */
+	uint64_t bytes_per_token;	/* K and V of all layers */
+	uint32_t tokens_per_frame;	/* T_f */
+	uint32_t head_stride;		/* bytes of one [token][head_dim] block
+					 * of one (layer, K|V, head): T_f *
+					 * head_dim * dtype_size */
+};
+
+/**
+ * kva_geometry_init() - check a geometry and derive its frame figures.
+ *
+ * Returns 0, -EINVAL for a zero or out-of-range field or an unknown dtype,
+ * or -E2BIG when one token does not fit in a frame (T_f would be 0).
+ */
+static inline int kva_geometry_init(struct kva_geometry *g)
+{
+	uint64_t bpt, tpf, hs;
+
+	if (!g->layers || !g->kv_heads || !g->head_dim || !g->frame_size ||
+	    g->dtype >= KVA_DTYPE_COUNT)
+		return -EINVAL;
+	/* Keep every product below 2^63 whatever the inputs. */
+	if (g->layers > (1u << 16) || g->kv_heads > (1u << 16) ||
+	    g->head_dim > (1u << 16) || g->frame_size > (1ull << 40))
+		return -EINVAL;
+	bpt = 2ull * g->layers * g->kv_heads * g->head_dim *
+	      kva_dtype_size((enum kva_dtype)g->dtype);
+	tpf = g->frame_size / bpt;
+	if (tpf == 0)
+		return -E2BIG;
+	if (tpf > UINT32_MAX)
+		return -EINVAL;
+	hs = tpf * g->head_dim * kva_dtype_size((enum kva_dtype)g->dtype);
+	if (hs > UINT32_MAX)
+		return -EINVAL;
+	g->bytes_per_token = bpt;
+	g->tokens_per_frame = (uint32_t)tpf;
+	g->head_stride = (uint32_t)hs;
+	return 0;
+}
+
+/**
+ * kva_kv_offset() - byte offset, from a sequence's base, of element 0 of
+ * head @head of the K (@kv == KVA_K) or V cache of layer @layer at token
+ * @token.  Element d lies d * dtype_size bytes further on.
+ */
+static inline uint64_t kva_kv_offset(const struct kva_geometry *g,
+				     uint32_t layer, uint32_t kv,
+				     uint32_t head, uint64_t token)
+{
+	uint64_t frame = token / g->tokens_per_frame;
+	uint64_t t = token % g->tokens_per_frame;
+	uint64_t block = ((uint64_t)layer * 2 + kv) * g->kv_heads + head;
+
+	return frame * g->frame_size + block * g->head_stride +
+	       t * g->head_dim * kva_dtype_size((enum kva_dtype)g->dtype);
+}
+
+/** kva_frames_for() - frames needed to hold @tokens tokens. */
+static inline uint64_t kva_frames_for(const struct kva_geometry *g,
+				      uint64_t tokens)
+{
+	return (tokens + g->tokens_per_frame - 1) / g->tokens_per_frame;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KVARENA_LAYOUT_H */

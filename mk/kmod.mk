@@ -1,0 +1,38 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Building kvarena.ko out of tree.
+#
+# KDIR defaults to the running kernel's build tree and falls back to the
+# newest installed headers (a container or CI host often runs a kernel with
+# no headers installed).  Each kernel release gets its own output directory,
+# $(B)/kmod/<release>/, holding links to the sources, the results of the
+# compile probes (kva_config.h) and the objects.
+
+KDIR ?= $(or $(wildcard /lib/modules/$(shell uname -r)/build),\
+	     $(shell ls -d /lib/modules/*/build 2>/dev/null | sort -V | tail -n 1))
+KVER  = $(shell cat $(KDIR)/include/config/kernel.release 2>/dev/null)
+KOBJ  = $(B)/kmod/$(KVER)
+# Every kernel with headers installed, for `make module-all-kernels`.
+KDIRS_ALL = $(shell ls -d /lib/modules/*/build 2>/dev/null | sort -V)
+
+DRIVER_SRCS := $(wildcard $(SRC)/driver/*.c $(SRC)/driver/*.h)
+PROBE_SRCS  := $(wildcard $(SRC)/driver/probes/*.c)
+
+module: $(KOBJ)/kvarena.ko
+
+$(KOBJ)/kva_config.h: $(PROBE_SRCS) $(SRC)/driver/probes/run-probes.sh
+	@test -n "$(KVER)" || { echo "kvarena: no kernel build tree found (KDIR='$(KDIR)'); install linux-headers" >&2; exit 1; }
+	$(Q)mkdir -p $(KOBJ)
+	$(Q)$(SRC)/driver/probes/run-probes.sh $(KDIR) $(KOBJ)/probe $@
+
+$(KOBJ)/kvarena.ko: $(KOBJ)/kva_config.h $(DRIVER_SRCS) $(SRC)/Kbuild \
+		    $(SRC)/include/uapi/linux/kvarena.h
+	$(Q)mkdir -p $(KOBJ)/driver
+	$(Q)ln -sf $(SRC)/Kbuild $(KOBJ)/Kbuild
+	$(Q)for f in $(SRC)/driver/*.c; do ln -sf $$f $(KOBJ)/driver/; done
+	$(Q)$(MAKE) -C $(KDIR) M=$(abspath $(KOBJ)) KVA_SRC=$(SRC) \
+		KVA_CONFIG=$(abspath $(KOBJ)) W=1 modules
+
+module-all-kernels:
+	$(Q)for k in $(KDIRS_ALL); do \
+		$(MAKE) --no-print-directory KDIR=$$k module || exit 1; done
