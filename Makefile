@@ -26,7 +26,9 @@ Q        := $(if $(V),,@)
 CFLAGS   ?= -O2 -g
 KVA_CFLAGS := -std=gnu11 -Wall -Wextra -Wshadow -Wno-unused-parameter \
 	      -D_GNU_SOURCE -fno-strict-aliasing \
-	      -I$(SRC)/include -I$(SRC)/lib/include
+	      -I$(SRC)/include -I$(SRC)/include/uapi -I$(SRC)/lib/include
+# The kselftest harness compares mixed signedness in its macros.
+KSFT_CFLAGS := -Wno-sign-compare
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer \
 	     -fno-sanitize-recover=all
 
@@ -39,6 +41,7 @@ INSTALL_TARGETS :=
 .DEFAULT_GOAL := all
 
 include mk/kmod.mk
+include mk/kselftest.mk
 -include $(sort $(wildcard driver/*.mk lib/*.mk kernels/*.mk tools/*/*.mk \
 			   selftests/*/*.mk))
 

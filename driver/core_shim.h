@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * The few things the core allocator (core.c) needs from its surroundings,
+ * for the kernel module and for userspace (libkvarena's embedded arena and
+ * the native tests).  Everything else in core.c is plain C.
+ */
+#ifndef KVA_CORE_SHIM_H
+#define KVA_CORE_SHIM_H
+
+#ifdef __KERNEL__
+
+#include <linux/bug.h>
+#include <linux/errno.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <linux/types.h>
+
+#define kva_calloc(n, size)	kvcalloc(n, size, GFP_KERNEL)
+#define kva_free(p)		kvfree(p)
+#define KVA_WARN_ON(cond)	WARN_ON(cond)
+
+#else /* userspace */
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef uint32_t u32;
+typedef uint64_t u64;
+
+#define kva_calloc(n, size)	calloc(n, size)
+#define kva_free(p)		free(p)
+
+#ifndef likely
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+#endif
+
+static inline int kva_warn_on(int cond, const char *what, const char *file,
+			      int line)
+{
+	if (unlikely(cond))
+		fprintf(stderr, "kvarena: WARNING %s:%d: %s\n", file, line,
+			what);
+	return cond;
+}
+#define KVA_WARN_ON(cond) kva_warn_on(!!(cond), #cond, __FILE__, __LINE__)
+
+#endif /* __KERNEL__ */
+
+#endif /* KVA_CORE_SHIM_H */

@@ -1,0 +1,472 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * kvarena - a shared arena of KV-cache frames for LLM serving processes.
+ *
+ * /dev/kvarena hands out page-frame handles for named arenas of equal
+ * frames (GPU or host memory), keeps the per-client accounting, and returns
+ * everything a client held when its file is released (close or process
+ * death).  This header is the whole ABI; Documentation/kvarena.rst explains
+ * it at length.
+ *
+ * Conventions
+ *
+ *  - Every command is `ioctl(fd, KVARENA_IOC_x, &struct kvarena_x)`, or the
+ *    same command number in `sqe->cmd_op` of an IORING_OP_URING_CMD with
+ *    struct kvarena_uring_cmd in the SQE's command area (see below).  Both
+ *    paths run the same checks and the same code.
+ *  - All structs have explicit padding.  Fields named `flags` take only the
+ *    bits defined here; fields named `reserved*` must be zero.  Either
+ *    violation gives -EINVAL and changes nothing.
+ *  - Unknown command numbers give -ENOTTY.
+ *  - Names (arenas) and labels (clients) are NUL-terminated within their
+ *    fixed-size arrays; an arena name is 1-31 characters of [A-Za-z0-9_.-].
+ *  - Handles are `generation << 32 | frame index`.  A frame's generation
+ *    changes every time it is freed, so a handle kept past its FREE is
+ *    refused with -ESTALE and can never reach the frame's next holder.
+ *
+ * Who may do what
+ *
+ *  - VERSION, STAT, CLIENTS: any opener, read-only opens included.
+ *  - Everything else needs the file open for writing (-EBADF otherwise).
+ *  - ARENA_CREATE, ARENA_DESTROY, ARENA_SET_BACKING and SET_LIMITS also
+ *    need CAP_SYS_ADMIN (-EPERM otherwise).
+ *  - ALLOC, FREE, FRAME_FD and SET_USAGE need the file to be attached to an
+ *    arena (ATTACH; -ENOTCONN otherwise).  One file attaches once.
+ *
+ * Error numbers
+ *
+ *  EINVAL   unknown flag, non-zero reserved field, bad name, size or count
+ *  ENOTTY   unknown command
+ *  EBADF    mutating command on a read-only open; bad backing fd
+ *  EPERM    missing CAP_SYS_ADMIN; frame held by another client
+ *  ENOENT   no such arena or client; handle names a frame nobody holds
+ *  ESTALE   handle from before the frame was last freed
+ *  EEXIST   ARENA_CREATE of a name in use
+ *  EBUSY    ARENA_DESTROY with clients attached; ATTACH twice; backing set
+ *           twice on a frame
+ *  ENOSPC   ALLOC or a min guarantee cannot be met (free frames, other
+ *           clients' guarantees, or the client's max)
+ *  ENOTCONN the file is not attached to an arena
+ *  ENODATA  FRAME_FD of a frame that has no backing registered
+ *  EFAULT   a user pointer could not be read or written
+ */
+#ifndef _UAPI_LINUX_KVARENA_H
+#define _UAPI_LINUX_KVARENA_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define KVARENA_DEVICE		"/dev/kvarena"
+#define KVARENA_ABI_VERSION	1
+
+#define KVARENA_NAME_LEN	32	/* arena names, NUL included */
+#define KVARENA_LABEL_LEN	32	/* client labels, NUL included */
+
+#define KVARENA_MAX_FRAMES	(1u << 24)	/* frames per arena */
+#define KVARENA_MIN_FRAME_SIZE	4096u		/* and at least PAGE_SIZE */
+#define KVARENA_MAX_FRAME_SIZE	(1u << 30)
+#define KVARENA_MAX_BATCH	65536u		/* handles per ALLOC/FREE */
+
+/* A handle: generation in the high 32 bits, frame index in the low 32. */
+#define KVARENA_HANDLE(gen, idx) (((__u64)(gen) << 32) | (__u32)(idx))
+#define KVARENA_HANDLE_IDX(h)	((__u32)(h))
+#define KVARENA_HANDLE_GEN(h)	((__u32)((h) >> 32))
+
+/**
+ * enum kvarena_mem - where an arena's frames live.
+ * @KVARENA_MEM_HOST: host RAM (memfd or other shmem-backed files).
+ * @KVARENA_MEM_CUDA: GPU memory of CUDA device @mem_dev, exported as
+ *	POSIX file descriptors by cuMemExportToShareableHandle().
+ */
+enum kvarena_mem {
+	KVARENA_MEM_HOST = 0,
+	KVARENA_MEM_CUDA = 1
+};
+
+/* struct kvarena_version.features */
+#define KVARENA_FEAT_URING_CMD	((__u64)1 << 0)	/* IORING_OP_URING_CMD */
+#define KVARENA_FEAT_POLL	((__u64)1 << 1)	/* EPOLLPRI on pressure */
+#define KVARENA_FEAT_SYSFS	((__u64)1 << 2)	/* /sys/class/misc/kvarena/arenas */
+
+/**
+ * struct kvarena_version - KVARENA_IOC_VERSION, anyone.
+ * @abi_version:	out: KVARENA_ABI_VERSION of the running module.
+ * @reserved0:		must be zero.
+ * @features:		out: KVARENA_FEAT_* bits.
+ * @reserved:		must be zero.
+ */
+struct kvarena_version {
+	__u32 abi_version;
+	__u32 reserved0;
+	__u64 features;
+	__u64 reserved[2];
+};
+
+/**
+ * struct kvarena_arena_create - KVARENA_IOC_ARENA_CREATE, CAP_SYS_ADMIN.
+ * @name:		arena name, 1-31 characters of [A-Za-z0-9_.-].
+ * @frame_size:		bytes per frame: a power of two, at least
+ *			max(KVARENA_MIN_FRAME_SIZE, PAGE_SIZE), at most
+ *			KVARENA_MAX_FRAME_SIZE.
+ * @nr_frames:		frames in the arena, 1..KVARENA_MAX_FRAMES.
+ * @mem_kind:		enum kvarena_mem.
+ * @mem_dev:		device ordinal for KVARENA_MEM_CUDA, 0 for host.
+ * @low_watermark:	pressure threshold in frames: the arena is under
+ *			pressure while free + cached frames are below it;
+ *			0 disables pressure reports.  At most @nr_frames.
+ * @bytes_per_token:	KV bytes per token of the model the arena is sized
+ *			for, or 0; tools use it to show tokens.
+ * @flags:		must be zero.
+ * @reserved0:		must be zero.
+ * @reserved:		must be zero.
+ *
+ * The frames exist as handles at once; ARENA_SET_BACKING tells the module
+ * what memory each frame is.  -EEXIST if the name is taken.
+ */
+struct kvarena_arena_create {
+	char  name[KVARENA_NAME_LEN];
+	__u64 frame_size;
+	__u32 nr_frames;
+	__u32 mem_kind;
+	__u32 mem_dev;
+	__u32 low_watermark;
+	__u64 bytes_per_token;
+	__u32 flags;
+	__u32 reserved0;
+	__u64 reserved[4];
+};
+
+/**
+ * struct kvarena_arena_destroy - KVARENA_IOC_ARENA_DESTROY, CAP_SYS_ADMIN.
+ * @name:	arena name.
+ * @flags:	must be zero.
+ * @reserved0:	must be zero.
+ * @reserved:	must be zero.
+ *
+ * Refused with -EBUSY while any client is attached.  Drops the module's
+ * references to the backing files.
+ */
+struct kvarena_arena_destroy {
+	char  name[KVARENA_NAME_LEN];
+	__u32 flags;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
+/**
+ * struct kvarena_set_backing - KVARENA_IOC_ARENA_SET_BACKING, CAP_SYS_ADMIN.
+ * @name:		arena name.
+ * @first_frame:	first frame index of the range.
+ * @nr_frames:		frames in the range, at least 1.
+ * @fd:			file that holds the memory: frame first_frame + i
+ *			is bytes [offset + i * frame_size, + frame_size) of
+ *			it.  For a regular or shmem file (memfd) the file
+ *			must be at least that long (-EINVAL).
+ * @flags:		must be zero.
+ * @offset:		byte offset of the first frame in @fd; a multiple
+ *			of PAGE_SIZE.
+ * @reserved:		must be zero.
+ *
+ * The module takes a reference to the file, so the memory outlives the
+ * process that made it; the reference is dropped at ARENA_DESTROY.  Each
+ * frame's backing may be set once (-EBUSY if any frame of the range has
+ * one already; nothing is changed then).  A CUDA arena registers one fd
+ * per frame (nr_frames = 1, offset = 0), since cuMemMap() maps whole
+ * allocations.
+ */
+struct kvarena_set_backing {
+	char  name[KVARENA_NAME_LEN];
+	__u32 first_frame;
+	__u32 nr_frames;
+	__s32 fd;
+	__u32 flags;
+	__u64 offset;
+	__u64 reserved[2];
+};
+
+/**
+ * struct kvarena_attach - KVARENA_IOC_ATTACH, O_RDWR opener.
+ * @name:		arena to join.
+ * @label:		free-form client label shown by the tools (may be
+ *			empty).
+ * @min_frames:		guaranteed frames: other clients' allocations never
+ *			take the frames this client needs to reach @min_frames.
+ *			-ENOSPC if the arena cannot guarantee them now.
+ * @max_frames:		limit on frames held; 0 means the arena's size.
+ *			Must be >= @min_frames.
+ * @flags:		must be zero.
+ * @client_id:		out: the client's id in this arena (CLIENTS,
+ *			SET_LIMITS).
+ * @nr_frames:		out: the arena's frame count.
+ * @mem_kind:		out: the arena's enum kvarena_mem.
+ * @frame_size:		out: the arena's frame size.
+ * @bytes_per_token:	out: the arena's bytes_per_token.
+ * @reserved:		must be zero.
+ *
+ * The client lives until the file is released (close of the last
+ * reference, or process death); then every frame it held is freed.
+ */
+struct kvarena_attach {
+	char  name[KVARENA_NAME_LEN];
+	char  label[KVARENA_LABEL_LEN];
+	__u32 min_frames;
+	__u32 max_frames;
+	__u32 flags;
+	__u32 client_id;
+	__u32 nr_frames;
+	__u32 mem_kind;
+	__u64 frame_size;
+	__u64 bytes_per_token;
+	__u64 reserved[2];
+};
+
+/* struct kvarena_frames.flags, ALLOC only */
+#define KVARENA_ALLOC_PARTIAL	(1u << 0)	/* take what can be had */
+
+/**
+ * struct kvarena_frames - KVARENA_IOC_ALLOC and KVARENA_IOC_FREE, client.
+ * @handles:	user pointer to an array of @count __u64 handles: written
+ *		by ALLOC, read by FREE.
+ * @count:	handles in the array, 1..KVARENA_MAX_BATCH.
+ * @flags:	ALLOC: KVARENA_ALLOC_PARTIAL; FREE: must be zero.
+ * @nr_done:	out: handles allocated or freed.
+ * @reserved0:	must be zero.
+ * @reserved:	must be zero.
+ *
+ * ALLOC is all-or-nothing: @count frames or -ENOSPC and none.  With
+ * KVARENA_ALLOC_PARTIAL it takes as many as it can (at least one, else
+ * -ENOSPC) and returns the number taken in @nr_done.
+ *
+ * FREE is all-or-nothing too: every handle is checked first (-ESTALE,
+ * -EPERM, -ENOENT, or -EINVAL for one handle given twice), and only when
+ * all are good are they freed.  On error nothing is freed and @nr_done is
+ * zero.
+ */
+struct kvarena_frames {
+	__u64 handles;
+	__u32 count;
+	__u32 flags;
+	__u32 nr_done;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
+/**
+ * struct kvarena_frame_fd - KVARENA_IOC_FRAME_FD, client holding the frame.
+ * @handle:	frame handle held by the caller.
+ * @fd:		out: a new O_CLOEXEC file descriptor for the frame's
+ *		backing file.
+ * @flags:	must be zero.
+ * @offset:	out: byte offset of the frame within that file.
+ * @size:	out: the frame size.
+ * @reserved:	must be zero.
+ *
+ * For a host arena, mmap(@fd, @offset, @size) maps the frame; for a CUDA
+ * arena, cuMemImportFromShareableHandle(@fd) imports it.
+ */
+struct kvarena_frame_fd {
+	__u64 handle;
+	__s32 fd;
+	__u32 flags;
+	__u64 offset;
+	__u64 size;
+	__u64 reserved[2];
+};
+
+/**
+ * struct kvarena_usage - KVARENA_IOC_SET_USAGE, client.
+ * @filled_tokens:	tokens of KV state the client keeps in its frames.
+ * @filled_bytes:	bytes of those frames that hold KV state; at most
+ *			held frames * frame_size (-EINVAL).
+ * @flags:		must be zero.
+ * @reserved0:		must be zero.
+ * @reserved:		must be zero.
+ *
+ * Absolute values, not deltas: the latest report replaces the previous
+ * one.  This is the "filled" level of the accounting (capacity >= held >=
+ * filled); held - filled is the internal fragmentation.
+ */
+struct kvarena_usage {
+	__u64 filled_tokens;
+	__u64 filled_bytes;
+	__u32 flags;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
+/* struct kvarena_stat.flags (in) */
+#define KVARENA_STAT_BY_INDEX	(1u << 0)	/* use @index, not @name */
+
+/* struct kvarena_stat.state (out) */
+#define KVARENA_STATE_PRESSURE	(1u << 0)	/* free + cached < low_watermark */
+
+/**
+ * struct kvarena_stat - KVARENA_IOC_STAT, anyone.
+ * @name:		in: arena name; out (BY_INDEX): the name found.
+ * @flags:		KVARENA_STAT_BY_INDEX: walk arenas by @index
+ *			(0, 1, ...; -ENOENT past the last) instead of @name.
+ * @index:		in: with KVARENA_STAT_BY_INDEX.
+ * @frame_size:		bytes per frame.
+ * @nr_frames:		capacity in frames.
+ * @nr_free:		frames no client holds.
+ * @nr_held:		frames held by clients.
+ * @nr_cached:		frames holding unreferenced published prefixes,
+ *			reclaimable (0 until PUBLISH exists).
+ * @nr_backed:		frames with backing registered.
+ * @nr_reserved:	free frames set aside for clients' unmet minimums.
+ * @nr_clients:		clients attached.
+ * @low_watermark:	pressure threshold in frames.
+ * @state:		KVARENA_STATE_* bits.
+ * @mem_kind:		enum kvarena_mem.
+ * @mem_dev:		device ordinal.
+ * @peak_held:		highest @nr_held since the arena was created.
+ * @filled_bytes:	sum of the clients' SET_USAGE bytes.
+ * @filled_tokens:	sum of the clients' SET_USAGE tokens.
+ * @bytes_per_token:	as given at create.
+ * @alloc_calls:	ALLOC commands that reached the allocator.
+ * @free_calls:		FREE commands that reached the allocator.
+ * @alloc_failures:	ALLOC commands refused with -ENOSPC.
+ * @frames_allocated:	frames handed out, ever.
+ * @frames_freed:	frames returned, ever (FREE and release).
+ * @reserved:		must be zero.
+ */
+struct kvarena_stat {
+	char  name[KVARENA_NAME_LEN];
+	__u32 flags;
+	__u32 index;
+	__u64 frame_size;
+	__u32 nr_frames;
+	__u32 nr_free;
+	__u32 nr_held;
+	__u32 nr_cached;
+	__u32 nr_backed;
+	__u32 nr_reserved;
+	__u32 nr_clients;
+	__u32 low_watermark;
+	__u32 state;
+	__u32 mem_kind;
+	__u32 mem_dev;
+	__u32 peak_held;
+	__u64 filled_bytes;
+	__u64 filled_tokens;
+	__u64 bytes_per_token;
+	__u64 alloc_calls;
+	__u64 free_calls;
+	__u64 alloc_failures;
+	__u64 frames_allocated;
+	__u64 frames_freed;
+	__u64 reserved[4];
+};
+
+/**
+ * struct kvarena_client_info - one row of KVARENA_IOC_CLIENTS.
+ * @client_id:		id given at ATTACH.
+ * @pid:		thread-group id of the attaching process, in the
+ *			caller's pid namespace (0 if not visible there).
+ * @label:		label given at ATTACH.
+ * @min_frames:		guaranteed frames.
+ * @max_frames:		limit.
+ * @held:		frames held now.
+ * @shared:		frames held that other clients also hold (0 until
+ *			PUBLISH/LOOKUP exist).
+ * @peak:		highest @held.
+ * @reserved0:		zero.
+ * @filled_bytes:	latest SET_USAGE report.
+ * @filled_tokens:	latest SET_USAGE report.
+ * @alloc_calls:	ALLOC commands.
+ * @free_calls:		FREE commands.
+ * @alloc_failures:	ALLOC commands refused with -ENOSPC.
+ * @reserved:		zero.
+ */
+struct kvarena_client_info {
+	__u32 client_id;
+	__s32 pid;
+	char  label[KVARENA_LABEL_LEN];
+	__u32 min_frames;
+	__u32 max_frames;
+	__u32 held;
+	__u32 shared;
+	__u32 peak;
+	__u32 reserved0;
+	__u64 filled_bytes;
+	__u64 filled_tokens;
+	__u64 alloc_calls;
+	__u64 free_calls;
+	__u64 alloc_failures;
+	__u64 reserved[2];
+};
+
+/**
+ * struct kvarena_clients - KVARENA_IOC_CLIENTS, anyone.
+ * @name:	arena name.
+ * @clients:	user pointer to an array of @count struct kvarena_client_info.
+ * @count:	rows the array can take (0 to ask only for @nr_clients).
+ * @nr_clients:	out: clients attached; rows written = min(@count,
+ *		@nr_clients), in attach order.
+ * @flags:	must be zero.
+ * @reserved0:	must be zero.
+ * @reserved:	must be zero.
+ */
+struct kvarena_clients {
+	char  name[KVARENA_NAME_LEN];
+	__u64 clients;
+	__u32 count;
+	__u32 nr_clients;
+	__u32 flags;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
+/**
+ * struct kvarena_limits - KVARENA_IOC_SET_LIMITS, CAP_SYS_ADMIN.
+ * @name:	arena name.
+ * @client_id:	client to change.
+ * @min_frames:	new guarantee; -ENOSPC if it cannot be met now.
+ * @max_frames:	new limit (0: the arena's size), >= @min_frames.  A limit
+ *		below what the client holds now stops further ALLOCs; it
+ *		takes nothing away.
+ * @flags:	must be zero.
+ * @reserved:	must be zero.
+ */
+struct kvarena_limits {
+	char  name[KVARENA_NAME_LEN];
+	__u32 client_id;
+	__u32 min_frames;
+	__u32 max_frames;
+	__u32 flags;
+	__u64 reserved[2];
+};
+
+/**
+ * struct kvarena_uring_cmd - the command area of an IORING_OP_URING_CMD SQE.
+ * @arg:	user pointer to the command's struct, exactly as the third
+ *		argument of ioctl().
+ * @reserved:	must be zero.
+ *
+ * sqe->opcode = IORING_OP_URING_CMD, sqe->fd = the /dev/kvarena fd,
+ * sqe->cmd_op = the KVARENA_IOC_x number, and this struct at sqe->cmd
+ * (16 bytes, so plain 64-byte SQEs suffice).  cqe->res is what ioctl()
+ * would have returned: 0 or a negative errno.
+ */
+struct kvarena_uring_cmd {
+	__u64 arg;
+	__u64 reserved;
+};
+
+#define KVARENA_IOC_MAGIC	'K'
+
+#define KVARENA_IOC_VERSION	  _IOWR(KVARENA_IOC_MAGIC, 0x00, struct kvarena_version)
+#define KVARENA_IOC_ARENA_CREATE  _IOWR(KVARENA_IOC_MAGIC, 0x01, struct kvarena_arena_create)
+#define KVARENA_IOC_ARENA_DESTROY _IOWR(KVARENA_IOC_MAGIC, 0x02, struct kvarena_arena_destroy)
+#define KVARENA_IOC_ARENA_SET_BACKING _IOWR(KVARENA_IOC_MAGIC, 0x03, struct kvarena_set_backing)
+#define KVARENA_IOC_ATTACH	  _IOWR(KVARENA_IOC_MAGIC, 0x04, struct kvarena_attach)
+#define KVARENA_IOC_ALLOC	  _IOWR(KVARENA_IOC_MAGIC, 0x05, struct kvarena_frames)
+#define KVARENA_IOC_FREE	  _IOWR(KVARENA_IOC_MAGIC, 0x06, struct kvarena_frames)
+#define KVARENA_IOC_FRAME_FD	  _IOWR(KVARENA_IOC_MAGIC, 0x07, struct kvarena_frame_fd)
+#define KVARENA_IOC_SET_USAGE	  _IOWR(KVARENA_IOC_MAGIC, 0x08, struct kvarena_usage)
+#define KVARENA_IOC_STAT	  _IOWR(KVARENA_IOC_MAGIC, 0x09, struct kvarena_stat)
+#define KVARENA_IOC_CLIENTS	  _IOWR(KVARENA_IOC_MAGIC, 0x0a, struct kvarena_clients)
+#define KVARENA_IOC_SET_LIMITS	  _IOWR(KVARENA_IOC_MAGIC, 0x0b, struct kvarena_limits)
+/* 0x0c and 0x0d are reserved for PUBLISH and LOOKUP (prefix sharing). */
+
+#endif /* _UAPI_LINUX_KVARENA_H */
