@@ -1,0 +1,26 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# kvplan: the KV-cache capacity planner.
+#
+#   $(B)/tools/kvplan        the tool
+#   $(B)/tools/kvplan-san    the same under ASan/UBSan, for check-kvplan
+
+KVPLAN_SRCS := $(addprefix $(SRC)/tools/kvplan/,main.c num.c plan.c trace.c waste.c)
+KVPLAN_DEPS := $(KVPLAN_SRCS) $(SRC)/tools/kvplan/kvplan.h \
+	       $(SRC)/include/kvarena/layout.h
+
+$(B)/tools/kvplan: $(KVPLAN_DEPS)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) -o $@ $(KVPLAN_SRCS)
+
+$(B)/tools/kvplan-san: $(KVPLAN_DEPS)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(SAN_FLAGS) -o $@ $(KVPLAN_SRCS)
+
+.PHONY: install-kvplan
+install-kvplan: $(B)/tools/kvplan
+	$(Q)install -d $(DESTDIR)$(PREFIX)/bin
+	$(Q)install -m 755 $(B)/tools/kvplan $(DESTDIR)$(PREFIX)/bin/kvplan
+
+ALL             += $(B)/tools/kvplan
+INSTALL_TARGETS += install-kvplan

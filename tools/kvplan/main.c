@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvplan - KV-cache capacity planner.
+ *
+ *   kvplan [options]             the plan for one model on one GPU (plan.c)
+ *   kvplan waste-table           expected waste for mean lengths x blocks
+ *   kvplan waste --trace FILE    waste measured on a request trace (waste.c)
+ *
+ * See Documentation/kvplan.rst.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "kvplan.h"
+
+const char *kvp_prog = "kvplan";
+
+void kvp_help(FILE *f)
+{
+	fputs(
+"Usage: kvplan [-m MODEL] [GEOMETRY] --gpu-mem-gib X [options] [--json]\n"
+"       kvplan waste-table [--avg-len L,...] [--block-tokens B,...] [--json]\n"
+"       kvplan waste --trace FILE [--block-tokens B,...] [--json]\n"
+"Plan KV-cache capacity: blocks or frames, tokens, sequences and waste.\n"
+"\n"
+"  -m, --model NAME      llama-3-8b, llama-3-70b, qwen2.5-7b or mistral-7b;\n"
+"                        the options below override its geometry\n"
+"      --layers N, --kv-heads N, --head-dim N\n"
+"      --dtype T         fp16, bf16 or fp32 (default: the model's, else fp16)\n"
+"      --gpu-mem-gib X   GPU memory, GiB (required)\n"
+"      --util F          gpu_memory_utilization, in (0, 1] (default 0.9)\n"
+"      --weights-gib X   weights, GiB (default with --model: its parameter\n"
+"                        count x 2 bytes, as bf16; llama-3-8b: 14.96 GiB)\n"
+"      --overhead-gib X  activations, CUDA graphs, workspace, GiB (default 0)\n"
+"      --block-tokens B  blocks of B tokens, or\n"
+"      --frame-size S    kvarena frames of S bytes: 64K, 2M (default 2M)\n"
+"      --max-seq-len N   also report how many N-token sequences fit\n"
+"      --avg-len L       also report the expected waste at mean length L\n"
+"      --trace FILE      Azure CSV or Mooncake JSONL request trace\n"
+"      --json            one JSON object, numbers as numbers\n"
+"  -h, --help\n"
+"Waste (B-1)/(2L+B-1): a sequence's last block is half empty on average.\n"
+"Exit status: 0 ok, 1 impossible plan, 2 usage error or unreadable trace.\n",
+	      f);
+}
+
+void kvp_usage_hint(void)
+{
+	fprintf(stderr, "Try '%s --help'.\n", kvp_prog);
+}
+
+int main(int argc, char **argv)
+{
+	int ret;
+
+	if (argc > 1 && !strcmp(argv[1], "waste-table"))
+		ret = kvp_cmd_waste_table(argc - 1, argv + 1);
+	else if (argc > 1 && !strcmp(argv[1], "waste"))
+		ret = kvp_cmd_waste(argc - 1, argv + 1);
+	else
+		ret = kvp_cmd_plan(argc, argv);
+
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "%s: writing the output: %s\n", kvp_prog,
+			strerror(errno));
+		return KVP_EXIT_USAGE;
+	}
+	return ret;
+}
