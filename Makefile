@@ -40,8 +40,8 @@ INSTALL_TARGETS :=
 	module-all-kernels
 .DEFAULT_GOAL := all
 
-include mk/kmod.mk
 include mk/kselftest.mk
+include mk/kmod.mk
 -include $(sort $(wildcard driver/*.mk lib/*.mk kernels/*.mk tools/*/*.mk \
 			   selftests/*/*.mk))
 

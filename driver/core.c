@@ -16,6 +16,8 @@ static u32 unmet(const struct kva_core_client *cl)
 
 /**
  * kva_core_init() - set up @c with @nr_frames free frames.
+ * @c:		the core to set up.
+ * @nr_frames:	its capacity.
  *
  * Return: 0, -EINVAL for a zero or too large @nr_frames, -ENOMEM.
  */
@@ -40,7 +42,10 @@ int kva_core_init(struct kva_core *c, u32 nr_frames)
 	return 0;
 }
 
-/** kva_core_fini() - free the frame table; no client may be attached. */
+/**
+ * kva_core_fini() - free the frame table; no client may be attached.
+ * @c:	the core.
+ */
 void kva_core_fini(struct kva_core *c)
 {
 	KVA_WARN_ON(c->nr_clients);
@@ -60,6 +65,10 @@ static int check_limits(const struct kva_core *c, u32 min, u32 *max)
 /**
  * kva_core_attach() - add a client with a guarantee of @min frames and a
  * limit of @max (0: the arena's size).
+ * @c:		the core.
+ * @cl:		the client, owned by the caller; initialised here.
+ * @min:	guaranteed frames.
+ * @max:	limit.
  *
  * Return: 0; -EINVAL if @min > @max or @max exceeds the arena; -ENOSPC if
  * the free frames not already reserved for others cannot cover @min.
@@ -98,6 +107,8 @@ static void frame_release(struct kva_core *c, u32 idx)
 
 /**
  * kva_core_detach() - remove a client, freeing every frame it holds.
+ * @c:	the core.
+ * @cl:	the client.
  *
  * Return: the number of frames freed.
  */
@@ -122,9 +133,13 @@ u32 kva_core_detach(struct kva_core *c, struct kva_core_client *cl)
 }
 
 /**
- * kva_core_set_limits() - change a client's @min and @max (0: the arena's
- * size).  Lowering @max below what the client holds takes nothing away; it
- * only stops further allocations.
+ * kva_core_set_limits() - change a client's guarantee and limit.
+ * @c:		the core.
+ * @cl:		the client.
+ * @min:	new guarantee.
+ * @max:	new limit, 0 for the arena's size.  Lowering it below what the
+ *		client holds takes nothing away; it only stops further
+ *		allocations.
  *
  * Return: 0, -EINVAL as for attach, -ENOSPC if the new @min cannot be
  * covered now.  On error nothing changes.
@@ -147,7 +162,12 @@ int kva_core_set_limits(struct kva_core *c, struct kva_core_client *cl,
 }
 
 /**
- * kva_core_available() - frames @cl could allocate now.
+ * kva_core_available() - frames a client could allocate now.
+ * @c:	the core.
+ * @cl:	the client.
+ *
+ * Return: the free frames less the other clients' unmet minimums, and no
+ * more than the client's room below its max.
  */
 u32 kva_core_available(const struct kva_core *c,
 		       const struct kva_core_client *cl)
@@ -160,8 +180,12 @@ u32 kva_core_available(const struct kva_core *c,
 }
 
 /**
- * kva_core_alloc() - take @n frames for @cl, writing their handles.
- * @partial: take as many as available (at least one) instead of all @n.
+ * kva_core_alloc() - take frames for a client, writing their handles.
+ * @c:		the core.
+ * @cl:		the client.
+ * @handles:	@n entries: the new handles.
+ * @n:		frames wanted.
+ * @partial:	take as many as available (at least one) instead of all @n.
  *
  * Return: the number of frames taken (@n unless @partial), or -ENOSPC
  * (nothing taken), -EINVAL for @n == 0.
@@ -212,7 +236,10 @@ int kva_core_alloc(struct kva_core *c, struct kva_core_client *cl,
 }
 
 /**
- * kva_core_lookup() - check that @handle names a frame @cl holds.
+ * kva_core_lookup() - check that a handle names a frame the client holds.
+ * @c:		the core.
+ * @cl:		the client.
+ * @handle:	the handle.
  *
  * Return: the frame index, or -ENOENT (no such frame, or nobody holds it),
  * -ESTALE (the frame was freed since the handle was issued), -EPERM (held
@@ -245,7 +272,11 @@ static void unmark(struct kva_core *c, const u64 *handles, u32 n)
 }
 
 /**
- * kva_core_free() - return @n frames held by @cl.
+ * kva_core_free() - return frames a client holds.
+ * @c:		the core.
+ * @cl:		the client.
+ * @handles:	@n handles.
+ * @n:		how many.
  *
  * All or nothing: every handle is checked before any frame is freed.
  *
@@ -299,7 +330,8 @@ err_unmark:
 }
 
 /**
- * kva_core_check() - verify every invariant of @c (tests and fuzzing).
+ * kva_core_check() - verify every invariant (tests and fuzzing).
+ * @c:	the core.
  *
  * Walks the free list and checks the counts, links and flags of every
  * frame.  It cannot see the clients' lists as a set, but checks that each

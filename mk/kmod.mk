@@ -10,7 +10,8 @@
 
 KDIR ?= $(or $(wildcard /lib/modules/$(shell uname -r)/build),\
 	     $(shell ls -d /lib/modules/*/build 2>/dev/null | sort -V | tail -n 1))
-KVER  = $(shell cat $(KDIR)/include/config/kernel.release 2>/dev/null)
+KVER  = $(shell sed -n 's/.*UTS_RELEASE "\(.*\)"/\1/p' \
+	   $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
 KOBJ  = $(B)/kmod/$(KVER)
 # Every kernel with headers installed, for `make module-all-kernels`.
 KDIRS_ALL = $(shell ls -d /lib/modules/*/build 2>/dev/null | sort -V)
@@ -31,8 +32,23 @@ $(KOBJ)/kvarena.ko: $(KOBJ)/kva_config.h $(DRIVER_SRCS) $(SRC)/Kbuild \
 	$(Q)ln -sf $(SRC)/Kbuild $(KOBJ)/Kbuild
 	$(Q)for f in $(SRC)/driver/*.c; do ln -sf $$f $(KOBJ)/driver/; done
 	$(Q)$(MAKE) -C $(KDIR) M=$(abspath $(KOBJ)) KVA_SRC=$(SRC) \
-		KVA_CONFIG=$(abspath $(KOBJ)) W=1 modules
+		KVA_CONFIG=$(abspath $(KOBJ)) W=1 modules \
+		>$(KOBJ)/build.log 2>&1 || { cat $(KOBJ)/build.log; exit 1; }
+	@# Warnings (W=1: extra compiler checks and kernel-doc) fail the build.
+	$(Q)if grep -i 'warning' $(KOBJ)/build.log | grep -v 'Skipping BTF'; then \
+		rm -f $@; echo "kvarena: warnings building for $(KVER)" >&2; exit 1; fi
+	@echo "  KMOD    $@"
 
 module-all-kernels:
 	$(Q)for k in $(KDIRS_ALL); do \
 		$(MAKE) --no-print-directory KDIR=$$k module || exit 1; done
+
+# checkpatch.pl from the kernel source package, on everything kernel-side.
+.PHONY: checkpatch
+checkpatch: $(CHECKPATCH)
+	$(Q)perl $(CHECKPATCH) --no-tree -q --terse --show-types -f \
+		$(SRC)/driver/*.c $(SRC)/driver/*.h $(SRC)/driver/probes/*.c \
+		$(SRC)/include/uapi/linux/kvarena.h | \
+		grep -v 'total: 0 errors, 0 warnings' | { ! grep .; }
+
+CHECK_NATIVE += checkpatch module-all-kernels

@@ -1,0 +1,411 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvarena.ko: arenas - create, destroy, backing, lookup and STAT.
+ */
+#include <linux/ctype.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/overflow.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+
+#include "kva.h"
+
+DEFINE_MUTEX(kva_arenas_lock);
+static LIST_HEAD(kva_arenas);	/* protected by kva_arenas_lock */
+
+/**
+ * kva_name_valid() - check an arena name from userspace.
+ * @name:	KVARENA_NAME_LEN bytes.
+ *
+ * Valid names are 1-31 characters of [A-Za-z0-9_.-], NUL-terminated
+ * within KVARENA_NAME_LEN, not starting with '.'.
+ *
+ * Return: 0 or -EINVAL.
+ */
+int kva_name_valid(const char *name)
+{
+	size_t len = strnlen(name, KVARENA_NAME_LEN), i;
+
+	if (!len || len == KVARENA_NAME_LEN || name[0] == '.')
+		return -EINVAL;
+	for (i = 0; i < len; i++) {
+		char c = name[i];
+
+		if (!isalnum(c) && c != '_' && c != '.' && c != '-')
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static struct kva_arena *kva_arena_find(const char *name)
+{
+	struct kva_arena *a;
+
+	lockdep_assert_held(&kva_arenas_lock);
+	list_for_each_entry(a, &kva_arenas, node)
+		if (!strcmp(a->name, name))
+			return a;
+	return NULL;
+}
+
+/**
+ * kva_arena_get_locked() - find a live arena by name and take a reference;
+ * the caller holds kva_arenas_lock.
+ * @name:	arena name.
+ *
+ * Return: the arena, or NULL if there is none of that name.
+ */
+struct kva_arena *kva_arena_get_locked(const char *name)
+{
+	struct kva_arena *a = kva_arena_find(name);
+
+	if (a)
+		kobject_get(&a->kobj);
+	return a;
+}
+
+/**
+ * kva_arena_get() - kva_arena_get_locked() without the lock held.
+ * @name:	arena name.
+ *
+ * Return: the arena with a reference taken, or NULL.
+ */
+struct kva_arena *kva_arena_get(const char *name)
+{
+	struct kva_arena *a;
+
+	mutex_lock(&kva_arenas_lock);
+	a = kva_arena_get_locked(name);
+	mutex_unlock(&kva_arenas_lock);
+	return a;
+}
+
+void kva_arena_put(struct kva_arena *a)
+{
+	kobject_put(&a->kobj);
+}
+
+/* kobject release: the last reference is gone (list, clients, sysfs). */
+void kva_arena_free(struct kva_arena *a)
+{
+	kva_core_fini(&a->core);
+	kvfree(a->backing);
+	kfree(a);
+}
+
+/**
+ * kva_arena_update_pressure() - recompute the pressure state after the
+ * free frame count changed, and wake poll() waiters when it flips.
+ * @a:	the arena, locked.
+ */
+void kva_arena_update_pressure(struct kva_arena *a)
+{
+	bool p;
+
+	lockdep_assert_held(&a->lock);
+	p = a->core.nr_free < a->low_watermark;
+	if (p != a->pressure) {
+		WRITE_ONCE(a->pressure, p);
+		wake_up_interruptible_all(&a->pressure_wq);
+	}
+}
+
+static int check_create(const struct kvarena_arena_create *c)
+{
+	if (c->flags || c->reserved0 ||
+	    !kva_all_zero(c->reserved, sizeof(c->reserved)))
+		return -EINVAL;
+	if (kva_name_valid(c->name))
+		return -EINVAL;
+	if (!is_power_of_2(c->frame_size) || c->frame_size < PAGE_SIZE ||
+	    c->frame_size < KVARENA_MIN_FRAME_SIZE ||
+	    c->frame_size > KVARENA_MAX_FRAME_SIZE)
+		return -EINVAL;
+	if (!c->nr_frames || c->nr_frames > KVARENA_MAX_FRAMES)
+		return -EINVAL;
+	if (c->mem_kind != KVARENA_MEM_HOST && c->mem_kind != KVARENA_MEM_CUDA)
+		return -EINVAL;
+	if (c->mem_kind == KVARENA_MEM_HOST && c->mem_dev)
+		return -EINVAL;
+	if (c->low_watermark > c->nr_frames)
+		return -EINVAL;
+	return 0;
+}
+
+long kva_ioc_arena_create(void __user *argp)
+{
+	struct kvarena_arena_create c;
+	struct kva_arena *a;
+	int ret;
+
+	if (copy_from_user(&c, argp, sizeof(c)))
+		return -EFAULT;
+	ret = check_create(&c);
+	if (ret)
+		return ret;
+
+	a = kzalloc(sizeof(*a), GFP_KERNEL);
+	if (!a)
+		return -ENOMEM;
+	strscpy(a->name, c.name, sizeof(a->name));
+	a->frame_size = c.frame_size;
+	a->bytes_per_token = c.bytes_per_token;
+	a->mem_kind = c.mem_kind;
+	a->mem_dev = c.mem_dev;
+	a->low_watermark = c.low_watermark;
+	mutex_init(&a->lock);
+	INIT_LIST_HEAD(&a->clients);
+	init_waitqueue_head(&a->pressure_wq);
+	ret = kva_core_init(&a->core, c.nr_frames);
+	if (ret)
+		goto err_free_arena;
+	a->backing = kvcalloc(c.nr_frames, sizeof(*a->backing), GFP_KERNEL);
+	if (!a->backing) {
+		ret = -ENOMEM;
+		goto err_fini_core;
+	}
+	kobject_init(&a->kobj, &kva_arena_ktype);
+	/* From here on the kobject release frees the arena. */
+
+	mutex_lock(&kva_arenas_lock);
+	if (kva_arena_find(a->name)) {
+		ret = -EEXIST;
+		goto err_unlock;
+	}
+	ret = kva_sysfs_add_arena(a);
+	if (ret)
+		goto err_unlock;
+	list_add_tail(&a->node, &kva_arenas);
+	mutex_unlock(&kva_arenas_lock);
+	return 0;
+
+err_unlock:
+	mutex_unlock(&kva_arenas_lock);
+	kobject_put(&a->kobj);
+	return ret;
+err_fini_core:
+	kva_core_fini(&a->core);
+err_free_arena:
+	kfree(a);
+	return ret;
+}
+
+/* Drop the backing references and the list's reference of a dead arena. */
+static void kva_arena_kill(struct kva_arena *a)
+{
+	u32 i;
+
+	lockdep_assert_held(&kva_arenas_lock);
+	list_del(&a->node);
+	mutex_lock(&a->lock);
+	a->dead = true;
+	for (i = 0; i < a->core.nr_frames; i++) {
+		if (a->backing[i].file)
+			fput(a->backing[i].file);
+		a->backing[i].file = NULL;
+	}
+	a->nr_backed = 0;
+	mutex_unlock(&a->lock);
+	kobject_del(&a->kobj);
+	kobject_put(&a->kobj);
+}
+
+long kva_ioc_arena_destroy(void __user *argp)
+{
+	struct kvarena_arena_destroy d;
+	struct kva_arena *a;
+	int ret = 0;
+
+	if (copy_from_user(&d, argp, sizeof(d)))
+		return -EFAULT;
+	if (d.flags || d.reserved0 ||
+	    !kva_all_zero(d.reserved, sizeof(d.reserved)) ||
+	    kva_name_valid(d.name))
+		return -EINVAL;
+
+	mutex_lock(&kva_arenas_lock);
+	a = kva_arena_find(d.name);
+	if (!a) {
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+	/* Clients attach under kva_arenas_lock, so this cannot go stale. */
+	mutex_lock(&a->lock);
+	if (a->nr_clients)
+		ret = -EBUSY;
+	mutex_unlock(&a->lock);
+	if (!ret)
+		kva_arena_kill(a);
+out_unlock:
+	mutex_unlock(&kva_arenas_lock);
+	return ret;
+}
+
+void kva_arenas_destroy_all(void)
+{
+	struct kva_arena *a, *tmp;
+
+	mutex_lock(&kva_arenas_lock);
+	list_for_each_entry_safe(a, tmp, &kva_arenas, node)
+		kva_arena_kill(a);
+	mutex_unlock(&kva_arenas_lock);
+}
+
+/*
+ * A backing file must be memory the runtime can map or import, and must not
+ * be able to hold a reference back to a kvarena file: the module keeps it
+ * until ARENA_DESTROY, and ARENA_DESTROY waits for every client to go.
+ * Host memory is a regular (shmem, hugetlbfs) file, readable, writable,
+ * mappable and long enough; device memory is whatever file the GPU driver
+ * exports, which is never a socket (sockets can carry fds in flight) nor
+ * one of ours.
+ */
+static int check_backing_file(struct kva_arena *a, struct file *file,
+			      u64 offset, u32 nr_frames)
+{
+	struct inode *inode = file_inode(file);
+	u64 len, end;
+
+	if (file->f_op == &kva_fops || S_ISSOCK(inode->i_mode) ||
+	    S_ISDIR(inode->i_mode))
+		return -EINVAL;
+	if (a->mem_kind != KVARENA_MEM_HOST)
+		return 0;
+	if (!S_ISREG(inode->i_mode) || !file->f_op->mmap ||
+	    (file->f_mode & (FMODE_READ | FMODE_WRITE)) !=
+	    (FMODE_READ | FMODE_WRITE))
+		return -EINVAL;
+	if (check_mul_overflow((u64)nr_frames, a->frame_size, &len) ||
+	    check_add_overflow(offset, len, &end) ||
+	    end > (u64)i_size_read(inode))
+		return -EINVAL;
+	return 0;
+}
+
+long kva_ioc_set_backing(void __user *argp)
+{
+	struct kvarena_set_backing b;
+	struct kva_arena *a;
+	struct file *file;
+	u32 i;
+	int ret;
+
+	if (copy_from_user(&b, argp, sizeof(b)))
+		return -EFAULT;
+	if (b.flags || !kva_all_zero(b.reserved, sizeof(b.reserved)) ||
+	    kva_name_valid(b.name) || !b.nr_frames || !PAGE_ALIGNED(b.offset))
+		return -EINVAL;
+
+	a = kva_arena_get(b.name);
+	if (!a)
+		return -ENOENT;
+	file = fget(b.fd);
+	if (!file) {
+		ret = -EBADF;
+		goto err_put_arena;
+	}
+	ret = -EINVAL;
+	if (b.first_frame >= a->core.nr_frames ||
+	    b.nr_frames > a->core.nr_frames - b.first_frame)
+		goto err_put_file;
+	ret = check_backing_file(a, file, b.offset, b.nr_frames);
+	if (ret)
+		goto err_put_file;
+
+	mutex_lock(&a->lock);
+	if (a->dead) {
+		ret = -ENOENT;
+		goto err_unlock;
+	}
+	for (i = b.first_frame; i < b.first_frame + b.nr_frames; i++) {
+		if (a->backing[i].file) {
+			ret = -EBUSY;
+			goto err_unlock;
+		}
+	}
+	for (i = 0; i < b.nr_frames; i++) {
+		struct kva_backing *bk = &a->backing[b.first_frame + i];
+
+		bk->file = get_file(file);
+		bk->offset = b.offset + (u64)i * a->frame_size;
+	}
+	a->nr_backed += b.nr_frames;
+	ret = 0;
+err_unlock:
+	mutex_unlock(&a->lock);
+err_put_file:
+	fput(file);
+err_put_arena:
+	kva_arena_put(a);
+	return ret;
+}
+
+/* By name, or the @index-th arena in creation order. */
+static struct kva_arena *kva_arena_get_stat(struct kvarena_stat *s)
+{
+	struct kva_arena *a = NULL, *it;
+	u32 i = 0;
+
+	if (!(s->flags & KVARENA_STAT_BY_INDEX))
+		return kva_arena_get(s->name);
+	mutex_lock(&kva_arenas_lock);
+	list_for_each_entry(it, &kva_arenas, node) {
+		if (i++ == s->index) {
+			a = it;
+			kobject_get(&a->kobj);
+			break;
+		}
+	}
+	mutex_unlock(&kva_arenas_lock);
+	return a;
+}
+
+long kva_ioc_stat(void __user *argp)
+{
+	struct kvarena_stat s;
+	struct kva_arena *a;
+
+	if (copy_from_user(&s, argp, sizeof(s)))
+		return -EFAULT;
+	if ((s.flags & ~KVARENA_STAT_BY_INDEX) ||
+	    !kva_all_zero(s.reserved, sizeof(s.reserved)))
+		return -EINVAL;
+	if (!(s.flags & KVARENA_STAT_BY_INDEX) &&
+	    (s.index || kva_name_valid(s.name)))
+		return -EINVAL;
+
+	a = kva_arena_get_stat(&s);
+	if (!a)
+		return -ENOENT;
+	memset(s.name, 0, sizeof(s.name));
+	strscpy(s.name, a->name, sizeof(s.name));
+	s.frame_size = a->frame_size;
+	s.bytes_per_token = a->bytes_per_token;
+	s.low_watermark = a->low_watermark;
+	s.mem_kind = a->mem_kind;
+	s.mem_dev = a->mem_dev;
+
+	mutex_lock(&a->lock);
+	s.nr_frames = a->core.nr_frames;
+	s.nr_free = a->core.nr_free;
+	s.nr_held = kva_core_held(&a->core);
+	s.nr_cached = 0;
+	s.nr_backed = a->nr_backed;
+	s.nr_reserved = a->core.unmet_min;
+	s.nr_clients = a->nr_clients;
+	s.state = a->pressure ? KVARENA_STATE_PRESSURE : 0;
+	s.peak_held = a->core.peak_held;
+	s.filled_bytes = a->filled_bytes;
+	s.filled_tokens = a->filled_tokens;
+	s.alloc_calls = a->core.alloc_calls;
+	s.free_calls = a->core.free_calls;
+	s.alloc_failures = a->core.alloc_failures;
+	s.frames_allocated = a->core.frames_allocated;
+	s.frames_freed = a->core.frames_freed;
+	mutex_unlock(&a->lock);
+	kva_arena_put(a);
+
+	return copy_to_user(argp, &s, sizeof(s)) ? -EFAULT : 0;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Portability between the kernels kvarena builds for (Debian's 6.1 and
+ * 6.12 at least), decided by the compile probes in probes/ (kva_config.h
+ * is generated per kernel by probes/run-probes.sh), never by version
+ * numbers.
+ */
+#ifndef KVA_COMPAT_H
+#define KVA_COMPAT_H
+
+#include <linux/kconfig.h>
+
+#include "kva_config.h"
+
+#if defined(KVA_HAVE_URING_CMD) && IS_ENABLED(CONFIG_IO_URING)
+#define KVA_URING_CMD 1
+
+#ifdef KVA_HAVE_IO_URING_CMD_H
+#include <linux/io_uring/cmd.h>
+#else
+#include <linux/io_uring.h>
+#endif
+
+/* The 16-byte command area of the SQE (struct kvarena_uring_cmd). */
+static inline const void *kva_uring_cmd_area(struct io_uring_cmd *ioucmd)
+{
+#ifdef KVA_HAVE_IO_URING_SQE_CMD
+	return io_uring_sqe_cmd(ioucmd->sqe);
+#else
+	return ioucmd->cmd;
+#endif
+}
+#endif /* uring_cmd */
+
+#endif /* KVA_COMPAT_H */

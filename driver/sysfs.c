@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvarena.ko: sysfs.  Each arena is a directory
+ * /sys/class/misc/kvarena/arenas/<name>/ with one read-only value per file,
+ * the same totals as KVARENA_IOC_STAT, for scripts and exporters.
+ */
+#include <linux/kobject.h>
+#include <linux/sysfs.h>
+
+#include "kva.h"
+
+static struct kobject *kva_arenas_kobj;
+
+#define to_arena(k) container_of(k, struct kva_arena, kobj)
+
+/* Constant after create: no lock needed. */
+#define KVA_CONST_ATTR(field, fmt)					\
+static ssize_t field##_show(struct kobject *k, struct kobj_attribute *attr, \
+			    char *buf)					\
+{									\
+	return sysfs_emit(buf, fmt "\n", to_arena(k)->field);		\
+}									\
+static struct kobj_attribute field##_attr = __ATTR_RO(field)
+
+/* Changing values, read under the arena lock. */
+#define KVA_LOCKED_ATTR(name, fmt, expr)				\
+static ssize_t name##_show(struct kobject *k, struct kobj_attribute *attr, \
+			   char *buf)					\
+{									\
+	struct kva_arena *a = to_arena(k);				\
+	ssize_t n;							\
+									\
+	mutex_lock(&a->lock);						\
+	n = sysfs_emit(buf, fmt "\n", expr);				\
+	mutex_unlock(&a->lock);						\
+	return n;							\
+}									\
+static struct kobj_attribute name##_attr = __ATTR_RO(name)
+
+KVA_CONST_ATTR(frame_size, "%llu");
+KVA_CONST_ATTR(bytes_per_token, "%llu");
+KVA_CONST_ATTR(low_watermark, "%u");
+KVA_CONST_ATTR(mem_dev, "%u");
+KVA_LOCKED_ATTR(mem_kind, "%s",
+		a->mem_kind == KVARENA_MEM_CUDA ? "cuda" : "host");
+KVA_LOCKED_ATTR(nr_frames, "%u", a->core.nr_frames);
+KVA_LOCKED_ATTR(free, "%u", a->core.nr_free);
+KVA_LOCKED_ATTR(held, "%u", kva_core_held(&a->core));
+KVA_LOCKED_ATTR(cached, "%u", 0u);
+KVA_LOCKED_ATTR(backed, "%u", a->nr_backed);
+KVA_LOCKED_ATTR(reserved, "%u", a->core.unmet_min);
+KVA_LOCKED_ATTR(clients, "%u", a->nr_clients);
+KVA_LOCKED_ATTR(peak_held, "%u", a->core.peak_held);
+KVA_LOCKED_ATTR(pressure, "%d", a->pressure);
+KVA_LOCKED_ATTR(filled_bytes, "%llu", a->filled_bytes);
+KVA_LOCKED_ATTR(filled_tokens, "%llu", a->filled_tokens);
+KVA_LOCKED_ATTR(alloc_calls, "%llu", a->core.alloc_calls);
+KVA_LOCKED_ATTR(free_calls, "%llu", a->core.free_calls);
+KVA_LOCKED_ATTR(alloc_failures, "%llu", a->core.alloc_failures);
+KVA_LOCKED_ATTR(frames_allocated, "%llu", a->core.frames_allocated);
+KVA_LOCKED_ATTR(frames_freed, "%llu", a->core.frames_freed);
+
+static struct attribute *kva_arena_attrs[] = {
+	&frame_size_attr.attr,
+	&bytes_per_token_attr.attr,
+	&low_watermark_attr.attr,
+	&mem_dev_attr.attr,
+	&mem_kind_attr.attr,
+	&nr_frames_attr.attr,
+	&free_attr.attr,
+	&held_attr.attr,
+	&cached_attr.attr,
+	&backed_attr.attr,
+	&reserved_attr.attr,
+	&clients_attr.attr,
+	&peak_held_attr.attr,
+	&pressure_attr.attr,
+	&filled_bytes_attr.attr,
+	&filled_tokens_attr.attr,
+	&alloc_calls_attr.attr,
+	&free_calls_attr.attr,
+	&alloc_failures_attr.attr,
+	&frames_allocated_attr.attr,
+	&frames_freed_attr.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(kva_arena);
+
+static void kva_arena_release(struct kobject *k)
+{
+	kva_arena_free(to_arena(k));
+}
+
+const struct kobj_type kva_arena_ktype = {
+	.release	= kva_arena_release,
+	.sysfs_ops	= &kobj_sysfs_ops,
+	.default_groups	= kva_arena_groups,
+};
+
+/* The arena's kobject is initialised; give it its directory. */
+int kva_sysfs_add_arena(struct kva_arena *a)
+{
+	return kobject_add(&a->kobj, kva_arenas_kobj, "%s", a->name);
+}
+
+int kva_sysfs_init(struct kobject *parent)
+{
+	kva_arenas_kobj = kobject_create_and_add("arenas", parent);
+	return kva_arenas_kobj ? 0 : -ENOMEM;
+}
+
+void kva_sysfs_exit(void)
+{
+	kobject_put(kva_arenas_kobj);
+}
