@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * attn_internal.h - what the CPU dispatcher (attn_cpu.c) hands to the
+ * per-ISA kernels (attn_scalar.c, attn_avx2.c, attn_avx512.c).
+ */
+#ifndef KVA_ATTN_INTERNAL_H
+#define KVA_ATTN_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kvattn.h"
+
+/**
+ * struct kva_walk - the strides of one layer of the frame layout, all
+ * derived from kva_kv_offset() so that layout.h stays the one definition:
+ *
+ *   row(kv, h, t) = base + kv_off[kv] + h * head_stride
+ *                   + (t / tpf) * frame_size + (t % tpf) * row_bytes
+ */
+struct kva_walk {
+	uint64_t frame_size;
+	uint64_t kv_off[2];	/* head 0, token 0 of K and of V */
+	uint32_t head_stride;	/* from one head's block to the next */
+	uint32_t row_bytes;	/* from one token's row to the next */
+	uint32_t tpf;		/* tokens per frame, T_f */
+};
+
+static inline void kva_walk_init(struct kva_walk *w,
+				 const struct kva_geometry *g, uint32_t layer)
+{
+	uint64_t k0 = kva_kv_offset(g, layer, KVA_K, 0, 0);
+
+	w->kv_off[KVA_K] = k0;
+	w->kv_off[KVA_V] = kva_kv_offset(g, layer, KVA_V, 0, 0);
+	w->frame_size = kva_kv_offset(g, layer, KVA_K, 0, g->tokens_per_frame) -
+			k0;
+	w->head_stride = g->head_stride;
+	w->row_bytes = g->head_dim * (uint32_t)kva_dtype_size(g->dtype);
+	w->tpf = g->tokens_per_frame;
+}
+
+/** kva_walk_tok() - offset of token @t's row from head 0's row of token 0. */
+static inline uint64_t kva_walk_tok(const struct kva_walk *w, uint64_t t)
+{
+	return (t / w->tpf) * w->frame_size + (t % w->tpf) * w->row_bytes;
+}
+
+/** Everything about a call that is the same for every piece of work. */
+struct kva_attn_shape {
+	struct kva_walk walk;
+	uint32_t head_dim;
+	uint32_t kv_heads;
+	uint32_t q_heads;
+	uint32_t group;		/* q_heads / kv_heads */
+	uint32_t dtype;		/* enum kva_dtype */
+	float scale;
+};
+
+/**
+ * struct kva_decode_span - decode of one sequence, every head, over the
+ * tokens [t0, t1).  The kernel leaves, per query head h, the state of the
+ * online softmax in m[h], l[h] and the unnormalised accumulator
+ * acc[h * head_dim ..] (natural element order).
+ */
+struct kva_decode_span {
+	const struct kva_attn_shape *sh;
+	const uint8_t *base;
+	uint64_t t0, t1;
+	const float *q;		/* [q_heads][head_dim] */
+	float *m, *l;		/* [q_heads] */
+	float *acc;		/* [q_heads][head_dim] */
+	void *scratch;		/* kva_isa_ops.scratch_bytes, 64-byte aligned */
+};
+
+/**
+ * struct kva_prefill_block - prefill of nq consecutive query tokens of one
+ * sequence against one KV head: the group's G query heads of each token,
+ * nq * G rows in all.  Query token i sits at position pos0 + i and sees
+ * keys 0 .. pos0 + i.  The kernel writes normalised output rows.
+ */
+struct kva_prefill_block {
+	const struct kva_attn_shape *sh;
+	const uint8_t *base;
+	uint32_t kv_head;
+	uint64_t pos0;
+	uint32_t nq;
+	const float *q;		/* query token 0, head 0 of the sequence ... */
+	float *out;		/* ... rows q_heads * head_dim apart */
+	void *scratch;
+};
+
+/** Query-token rows of one prefill block: nq * G <= this, nq >= 1. */
+#define KVA_PREFILL_ROWS 64u
+
+struct kva_isa_ops {
+	void (*decode)(const struct kva_decode_span *s);
+	void (*prefill)(const struct kva_prefill_block *b);
+	/* scratch one call of either needs, for this shape */
+	size_t (*scratch_bytes)(const struct kva_attn_shape *sh);
+	/* head_dim must be a multiple of this, else the scalar kernels run */
+	uint32_t dim_multiple;
+};
+
+extern const struct kva_isa_ops kva_ops_scalar;
+extern const struct kva_isa_ops kva_ops_avx2;
+extern const struct kva_isa_ops kva_ops_avx512;
+
+/**
+ * kva_attn_shape_init() - check @p and derive the shape of a call.
+ * Returns 0 or -EINVAL.  (attn_cpu.c)
+ */
+int kva_attn_shape_init(struct kva_attn_shape *sh,
+			const struct kva_attn_params *p);
+
+static inline size_t kva_align64(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
+}
+
+/** Rows of a prefill block of this shape: max(G, floor(64 / G) * G). */
+static inline uint32_t kva_prefill_block_tokens(uint32_t group)
+{
+	uint32_t nq = KVA_PREFILL_ROWS / group;
+
+	return nq ? nq : 1;
+}
+
+#endif /* KVA_ATTN_INTERNAL_H */

@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: MIT
+#
+# kernels/: attention over the frame layout.
+#
+#   $(B)/kernels/libkvkernels.a       CPU kernels (reference, scalar, AVX2,
+#                                     AVX-512; chosen at run time)
+#   $(B)/kernels/libkvkernels-san.a   the same under ASan/UBSan, for tests
+#   $(B)/kernels/libkvkernels_cuda.a  CUDA kernels, sm_80 and sm_90 (needs
+#                                     nvcc; link with -lcudart -lstdc++)
+#
+# Each ISA file is compiled with its own -m flags; nothing else is, so the
+# library runs on any x86-64 and picks its path with __builtin_cpu_supports.
+
+KVK_DIR      := $(B)/kernels
+KVK_SRCS     := attn_cpu.c attn_ref.c attn_scalar.c pool.c attn_avx2.c \
+		attn_avx512.c
+KVK_HDRS     := $(wildcard $(SRC)/kernels/*.h) $(SRC)/include/kvarena/layout.h
+KVK_CFLAGS   := $(KVA_CFLAGS) -I$(SRC)/kernels -pthread
+KVK_FLAGS_attn_avx2.c   := -mavx2 -mfma -mf16c
+KVK_FLAGS_attn_avx512.c := -mavx512f -mavx512bw -mavx512dq -mavx512vl \
+			   -mfma -mf16c
+
+KVK_LIB      := $(KVK_DIR)/libkvkernels.a
+KVK_LIB_SAN  := $(KVK_DIR)/libkvkernels-san.a
+KVK_OBJS     := $(KVK_SRCS:%.c=$(KVK_DIR)/%.o)
+KVK_OBJS_SAN := $(KVK_SRCS:%.c=$(KVK_DIR)/san/%.o)
+# Libraries a program linking libkvkernels.a needs after it.
+KVK_LDLIBS   := -pthread -lm
+
+ALL += $(KVK_LIB) $(KVK_LIB_SAN)
+
+$(KVK_DIR)/%.o: $(SRC)/kernels/%.c $(KVK_HDRS)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(KVK_CFLAGS) $(CFLAGS) -O3 $(KVK_FLAGS_$(notdir $<)) \
+		-c $< -o $@
+
+$(KVK_DIR)/san/%.o: $(SRC)/kernels/%.c $(KVK_HDRS)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(KVK_CFLAGS) $(CFLAGS) $(SAN_FLAGS) \
+		$(KVK_FLAGS_$(notdir $<)) -c $< -o $@
+
+$(KVK_LIB): $(KVK_OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(KVK_LIB_SAN): $(KVK_OBJS_SAN)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+# ---- CUDA ----------------------------------------------------------------
+
+KVK_CUDA_LIB  := $(KVK_DIR)/libkvkernels_cuda.a
+KVK_CU_SRCS   := $(wildcard $(SRC)/kernels/cuda/*.cu)
+KVK_CU_HDRS   := $(wildcard $(SRC)/kernels/cuda/*.cuh) $(KVK_HDRS)
+KVK_CU_OBJS   := $(KVK_CU_SRCS:$(SRC)/kernels/cuda/%.cu=$(KVK_DIR)/cuda/%.o)
+KVK_NVCC_FLAGS := -O3 -std=c++17 -I$(SRC)/include -I$(SRC)/kernels \
+		  -gencode arch=compute_80,code=sm_80 \
+		  -gencode arch=compute_90,code=sm_90 \
+		  -Xcompiler -Wall,-Wextra,-Wno-unused-parameter \
+		  -Xptxas -warn-spills
+KVK_CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcudart -lstdc++ -ldl -lrt \
+		   -pthread -lm
+
+ifneq ($(NVCC),)
+ALL += $(KVK_CUDA_LIB)
+
+$(KVK_DIR)/cuda/%.o: $(SRC)/kernels/cuda/%.cu $(KVK_CU_HDRS)
+	@mkdir -p $(@D)
+	$(Q)$(NVCC) $(KVK_NVCC_FLAGS) $(KVK_NVCC_EXTRA) -c $< -o $@
+
+$(KVK_CUDA_LIB): $(KVK_CU_OBJS)
+	$(Q)rm -f $@ && ar rcs $@ $^
+else
+ALL += kernels-cuda-skip
+.PHONY: kernels-cuda-skip
+kernels-cuda-skip:
+	@echo "kernels: skipping CUDA: nvcc not found (CUDA_HOME=$(CUDA_HOME))"
+endif

@@ -1,0 +1,32 @@
+# SPDX-License-Identifier: MIT
+#
+# selftests/kernels/: the CPU attention kernels against the reference.
+#
+#   make check-kernels    test_attn on every ISA this CPU has, then the
+#                         ASan/UBSan build on the reference and scalar
+#                         paths (all shapes) and the SIMD paths (--quick)
+
+KVT_DIR  := $(B)/selftests/kernels
+KVT_SRCS := $(SRC)/selftests/kernels/test_attn.c \
+	    $(SRC)/selftests/kernels/fixture.c
+KVT_HDRS := $(SRC)/selftests/kernels/fixture.h $(KVK_HDRS)
+KVT_CFLAGS := $(KVA_CFLAGS) -I$(SRC)/kernels -I$(SRC)/selftests/kernels
+
+ALL += $(KVT_DIR)/test_attn $(KVT_DIR)/test_attn-san
+CHECK_NATIVE += check-kernels
+.PHONY: check-kernels
+
+$(KVT_DIR)/test_attn: $(KVT_SRCS) $(KVT_HDRS) $(KVK_LIB)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(KVT_CFLAGS) $(CFLAGS) $(KVT_SRCS) $(KVK_LIB) \
+		$(KVK_LDLIBS) -o $@
+
+$(KVT_DIR)/test_attn-san: $(KVT_SRCS) $(KVT_HDRS) $(KVK_LIB_SAN)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(KVT_CFLAGS) $(CFLAGS) $(SAN_FLAGS) $(KVT_SRCS) \
+		$(KVK_LIB_SAN) $(KVK_LDLIBS) -o $@
+
+check-kernels: $(KVT_DIR)/test_attn $(KVT_DIR)/test_attn-san
+	$(KVT_DIR)/test_attn
+	$(KVT_DIR)/test_attn-san --isa scalar
+	$(KVT_DIR)/test_attn-san --quick --isa avx2 --isa avx512
