@@ -1,0 +1,16 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# kvarena.ko selftests (kselftest harness, KTAP output), statically linked
+# to run in the VM's initramfs.  VM_TESTS collects every program the VM
+# runs; other parts of the tree append theirs.
+
+KVA_SELFTEST := $(B)/selftests/kvarena/kvarena_test
+
+$(KVA_SELFTEST): $(SRC)/selftests/kvarena/kvarena_test.c \
+		 $(SRC)/selftests/kvarena/kva_test.h \
+		 $(SRC)/include/uapi/linux/kvarena.h $(KSFT_HARNESS)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(KSFT_CFLAGS) -I$(KSFT_INC) \
+		-static -o $@ $< -luring
+
+VM_TESTS += $(KVA_SELFTEST)
