@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libFuzzer target for the core allocator: the input is a program of
+ * operations on four clients (attach with limits, alloc, partial alloc,
+ * free of held, stale, forged or duplicated handles, set_limits, detach)
+ * over a small arena.  After every operation kva_core_check() verifies
+ * every invariant, and the clients' held counts are checked against a
+ * model kept here.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+#define NR	48
+#define NCL	4
+
+struct fz_client {
+	struct kva_core_client cl;
+	bool attached;
+	u64 held[NR];
+	u32 n;
+};
+
+static void check(const struct kva_core *c, const struct fz_client *m)
+{
+	u32 i, held = 0;
+
+	if (kva_core_check(c))
+		abort();
+	for (i = 0; i < NCL; i++) {
+		if (!m[i].attached)
+			continue;
+		if (m[i].cl.held != m[i].n)
+			abort();
+		held += m[i].n;
+	}
+	if (held != kva_core_held(c))
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fz_client m[NCL];
+	struct kva_core c;
+	u64 buf[NR + 2], stale = 0;
+	size_t pos = 0;
+	u32 i;
+
+	memset(m, 0, sizeof(m));
+	if (kva_core_init(&c, NR))
+		abort();
+	while (pos + 3 <= size) {
+		uint8_t op = data[pos] % 7, a = data[pos + 1], b = data[pos + 2];
+		struct fz_client *x = &m[(data[pos] >> 3) % NCL];
+		int ret;
+
+		pos += 3;
+		if (!x->attached && op != 0)
+			continue;
+		switch (op) {
+		case 0:	/* attach, or detach if attached */
+			if (x->attached) {
+				if (kva_core_detach(&c, &x->cl) != x->n)
+					abort();
+				x->attached = false;
+				x->n = 0;
+			} else if (!kva_core_attach(&c, &x->cl, a % (NR / 2),
+						    b % (NR + 1))) {
+				x->attached = true;
+			}
+			break;
+		case 1:	/* alloc, all or nothing or partial */
+		case 2: {
+			u32 n = 1 + a % 8, avail = kva_core_available(&c, &x->cl);
+
+			ret = kva_core_alloc(&c, &x->cl, buf, n, op == 2);
+			if (ret < 0) {
+				if (ret != -ENOSPC || (n <= avail) ||
+				    (op == 2 && avail))
+					abort();
+				break;
+			}
+			if ((u32)ret != (n <= avail ? n : avail))
+				abort();
+			memcpy(x->held + x->n, buf, ret * sizeof(u64));
+			x->n += ret;
+			break;
+		}
+		case 3: {	/* free some held handles */
+			u32 n = 1 + a % 4, j;
+
+			if (n > x->n)
+				break;
+			for (j = 0; j < n; j++) {
+				u32 k = (b + j * 7) % (x->n - j);
+
+				buf[j] = x->held[k];
+				x->held[k] = x->held[x->n - j - 1];
+				x->held[x->n - j - 1] = buf[j];
+			}
+			if (kva_core_free(&c, &x->cl, buf, n))
+				abort();
+			x->n -= n;
+			stale = buf[0];
+			break;
+		}
+		case 4:	/* free of a stale, forged or duplicated batch */
+			buf[0] = stale;
+			buf[1] = KVA_HANDLE(a, b % (NR + 4));
+			if (x->n) {
+				buf[2] = x->held[a % x->n];
+				buf[3] = buf[2];
+				if (!kva_core_free(&c, &x->cl, buf + 2, 2))
+					abort();
+			}
+			if (!kva_core_free(&c, &x->cl, buf, 2) &&
+			    kva_core_lookup(&c, &x->cl, buf[0]) >= 0)
+				abort();
+			/* A forged pair may name held frames: resync. */
+			x->n = 0;
+			for (i = 0; i < NR; i++)
+				if (c.frames[i].holder == &x->cl)
+					x->held[x->n++] =
+						KVA_HANDLE(c.frames[i].gen, i);
+			break;
+		case 5:
+			kva_core_set_limits(&c, &x->cl, a % NR, b % (NR + 2));
+			break;
+		case 6:	/* lookups never succeed for what is not held */
+			ret = kva_core_lookup(&c, &x->cl, KVA_HANDLE(a, b));
+			if (ret >= 0 && c.frames[ret].holder != &x->cl)
+				abort();
+			break;
+		}
+		check(&c, m);
+	}
+	for (i = 0; i < NCL; i++)
+		if (m[i].attached && kva_core_detach(&c, &m[i].cl) != m[i].n)
+			abort();
+	if (c.nr_free != NR || c.unmet_min || kva_core_check(&c))
+		abort();
+	kva_core_fini(&c);
+	return 0;
+}
