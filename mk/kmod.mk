@@ -52,3 +52,16 @@ checkpatch: $(CHECKPATCH)
 		grep -v 'total: 0 errors, 0 warnings' | { ! grep .; }
 
 CHECK_NATIVE += checkpatch module-all-kernels
+
+# The uapi header stands alone: C90 (pedantic) and C++, no warnings.
+.PHONY: check-uapi
+check-uapi:
+	$(Q)printf '#include <linux/kvarena.h>\nstruct kvarena_stat kva_s;\n' | \
+		$(CC) -std=c90 -Wall -Wextra -pedantic -Werror \
+		-I$(SRC)/include/uapi -x c -c -o /dev/null -
+	$(Q)printf '#include <linux/kvarena.h>\nstruct kvarena_stat kva_s;\n' | \
+		$(CXX) -std=c++11 -Wall -Wextra -pedantic -Werror \
+		-I$(SRC)/include/uapi -x c++ -c -o /dev/null -
+	@echo "  UAPI    include/uapi/linux/kvarena.h: C90 and C++ clean"
+
+CHECK_NATIVE += check-uapi
