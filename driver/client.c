@@ -160,9 +160,16 @@ long kva_ioc_alloc(struct kva_client *cl, void __user *argp)
 
 	if (copy_to_user(u64_to_user_ptr(f.handles), buf, n * sizeof(u64)) ||
 	    put_user((u32)n, &uf->nr_done)) {
-		/* The caller cannot learn the handles: take them back. */
+		/*
+		 * The caller cannot learn the handles: take them back, one by
+		 * one, since another thread of the client may have guessed and
+		 * freed some meanwhile.  Any left over go at release.
+		 */
+		int i;
+
 		mutex_lock(&a->lock);
-		WARN_ON(kva_core_free(&a->core, &cl->core, buf, n));
+		for (i = 0; i < n; i++)
+			kva_core_free(&a->core, &cl->core, &buf[i], 1);
 		kva_arena_update_pressure(a);
 		mutex_unlock(&a->lock);
 		n = -EFAULT;
@@ -336,6 +343,12 @@ long kva_ioc_clients(void __user *argp)
 	a = kva_arena_get(c.name);
 	if (!a)
 		return -ENOENT;
+	/*
+	 * Rows for the clients there are, not for what was asked: a reader
+	 * should not make the kernel allocate megabytes for nothing.  Clients
+	 * attaching meanwhile show in nr_clients, and the caller asks again.
+	 */
+	c.count = min(c.count, READ_ONCE(a->nr_clients));
 	if (c.count) {
 		rows = kvcalloc(c.count, sizeof(*rows), GFP_KERNEL);
 		if (!rows) {

@@ -48,7 +48,7 @@ struct kva_arena {
 	struct kva_backing *backing;	/* core.nr_frames entries */
 	u32 nr_backed;
 	struct list_head clients;	/* struct kva_client.node */
-	u32 nr_clients;
+	u32 nr_clients;			/* also read as a hint, unlocked */
 	u32 next_client_id;
 	u64 filled_bytes;		/* sum over clients */
 	u64 filled_tokens;
