@@ -1,0 +1,560 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libkvarena - the kvarena runtime.
+ *
+ * A serving engine links this library to keep each sequence's KV cache in
+ * one contiguous virtual range made of arena frames, laid out as
+ * <kvarena/layout.h> says, so that attention kernels need only the range's
+ * base address and the model geometry.
+ *
+ * The pieces:
+ *
+ *   arena     struct kva_arena: this process's handle on one arena of
+ *             equal frames.  Either a client of /dev/kvarena (the frames
+ *             belong to the kernel module and may be shared with other
+ *             processes) or an embedded, in-process arena built from the
+ *             module's own allocator (one process; laptops and CI).
+ *   backend   how frames become memory: "host" (memfd + mmap) or "cuda"
+ *             (CUDA's virtual memory management API, loaded at run time).
+ *   sequence  struct kva_seq: one reserved virtual range of max_tokens
+ *             tokens, of which the first `tokens` are filled; frames are
+ *             mapped behind it as it grows.
+ *
+ * Conventions
+ *
+ *  - Functions return 0 (or a count) on success and a negative errno on
+ *    failure; they never set errno.  A call that fails changes nothing:
+ *    a failed grow leaves every sequence it named exactly as it was.
+ *  - Option structs must be zeroed before use (designated initialisers do
+ *    it); fields named reserved must stay zero and unknown flag bits give
+ *    -EINVAL, so that later versions can give them meaning.
+ *  - No global state: everything hangs off a struct kva_arena.
+ *
+ * Thread safety
+ *
+ *  - A struct kva_arena may be shared by any number of threads: every
+ *    kva_* function that takes one serialises on an internal mutex, except
+ *    kva_close(), which must not race with any other use of the arena.
+ *  - A struct kva_seq is used by one thread at a time (the caller's
+ *    sequence-level lock, if it has several threads per sequence).
+ *    Different sequences of one arena may be used by different threads at
+ *    once.  kva_seq_fork() uses the parent; neither it nor the child may be
+ *    in use elsewhere during the call.
+ *  - kva_seq_grow()'s fast path touches only the sequence: no lock, no
+ *    system call.
+ *
+ * Environment (read by kva_open() and kva_arena_create() only)
+ *
+ *  KVA_MODE          "device", "embedded" or "auto": forces the arena
+ *                    kind when kva_open_opts.mode is KVA_MODE_AUTO.
+ *  KVA_DEVICE        device node to use instead of /dev/kvarena.
+ *  KVA_ARENA         arena name when kva_open_opts.name is NULL.
+ *  KVA_TRANSPORT     "ioctl" or "uring": how frame operations reach the
+ *                    module when the options do not say.
+ *  KVA_CUDA_LIBRARY  the CUDA driver library to load instead of
+ *                    libcuda.so.1.
+ */
+#ifndef KVARENA_H
+#define KVARENA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <kvarena/layout.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KVA_VERSION_MAJOR	1
+#define KVA_VERSION_MINOR	0
+
+struct kva_arena;
+
+/** enum kva_mode - where an arena's frames come from. */
+enum kva_mode {
+	KVA_MODE_AUTO = 0,	/* device if the node exists, else embedded */
+	KVA_MODE_DEVICE = 1,	/* a client of /dev/kvarena */
+	KVA_MODE_EMBEDDED = 2,	/* an in-process arena */
+};
+
+/** enum kva_backend - what a frame is, and how it is mapped. */
+enum kva_backend {
+	KVA_BACKEND_HOST = 0,	/* memfd pages, mmap(MAP_FIXED|MAP_SHARED) */
+	KVA_BACKEND_CUDA = 1,	/* cuMemCreate/cuMemMap on one CUDA device */
+};
+
+/** enum kva_transport - how frame operations reach /dev/kvarena. */
+enum kva_transport {
+	KVA_TRANSPORT_AUTO = 0,	 /* io_uring when the module offers it */
+	KVA_TRANSPORT_IOCTL = 1, /* one ioctl(2) per command */
+	KVA_TRANSPORT_URING = 2, /* IORING_OP_URING_CMD, one io_uring_enter
+				  * per batch of commands */
+	KVA_TRANSPORT_NONE = 3,	 /* reported for embedded arenas */
+};
+
+/* kva_open_opts.flags and kva_arena_params.flags */
+#define KVA_OPEN_PREFAULT	(1u << 0) /* host: allocate every page of
+					   * the backing when the arena is
+					   * made (embedded, or by
+					   * kva_arena_create()) */
+#define KVA_OPEN_POPULATE	(1u << 1) /* host: fill page tables when a
+					   * frame is mapped (MAP_POPULATE),
+					   * so that first touch does not
+					   * fault */
+#define KVA_OPEN_HUGETLB	(1u << 2) /* host: back the arena with 2 MiB
+					   * hugetlb pages (needs reserved
+					   * pages; implies PREFAULT) */
+
+/**
+ * struct kva_open_opts - how kva_open() finds or makes the arena.
+ * @mode:	enum kva_mode.  KVA_MODE_AUTO honours $KVA_MODE, then picks
+ *		device mode if the device node exists.
+ * @flags:	KVA_OPEN_*.
+ * @name:	device mode: the arena to attach to (NULL: $KVA_ARENA, which
+ *		must then be set).  Embedded: a label for the memory's name;
+ *		NULL is fine.
+ * @label:	device mode: the client label shown by kvarenactl.
+ * @device:	device node (NULL: $KVA_DEVICE, then /dev/kvarena).
+ * @min_frames:	device mode: frames guaranteed to this client.
+ * @max_frames:	limit on frames this handle holds; 0 for the arena's size.
+ * @nr_frames:	embedded: frames in the arena.  Ignored in device mode.
+ * @mem_kind:	embedded: enum kva_backend of the frames.
+ * @frame_size:	embedded: bytes per frame, a power of two >= 4096 (and a
+ *		multiple of the CUDA allocation granularity for CUDA).
+ * @mem_dev:	embedded: CUDA device ordinal for KVA_BACKEND_CUDA.
+ * @transport:	device mode: enum kva_transport (AUTO: $KVA_TRANSPORT, then
+ *		io_uring where the module supports it).
+ * @cuda_library: the CUDA driver to load (NULL: $KVA_CUDA_LIBRARY, then
+ *		libcuda.so.1).
+ * @reserved:	must be zero.
+ */
+struct kva_open_opts {
+	uint32_t mode;
+	uint32_t flags;
+	const char *name;
+	const char *label;
+	const char *device;
+	uint32_t min_frames;
+	uint32_t max_frames;
+	uint32_t nr_frames;
+	uint32_t mem_kind;
+	uint64_t frame_size;
+	uint32_t mem_dev;
+	uint32_t transport;
+	const char *cuda_library;
+	uint64_t reserved[4];
+};
+
+/**
+ * kva_open() - open an arena.
+ * @opts:	how; see struct kva_open_opts.
+ * @arena:	out: the new handle, for kva_close().
+ *
+ * Device mode opens the device node read-write and attaches to the arena
+ * named by @opts->name; the frame size, count and kind come from the
+ * module.  Embedded mode makes a new in-process arena of
+ * @opts->nr_frames frames of @opts->frame_size bytes.  kva_arena_info()
+ * reports which was chosen and why.
+ *
+ * Thread safety: may be called from any thread.
+ *
+ * Return: 0, or
+ *  -EINVAL   bad option, unknown flag, $KVA_MODE or $KVA_TRANSPORT not
+ *            understood, no arena name in device mode
+ *  -ENODEV   device mode forced but the node is missing or is not a
+ *            kvarena device
+ *  -EPROTO   the module speaks another ABI version
+ *  -ENOENT   no arena of that name (device mode)
+ *  -ENOSPC   @min_frames cannot be guaranteed (device mode)
+ *  -ELIBACC  the CUDA driver library could not be loaded
+ *  -ELIBBAD  it lacks an entry point the backend needs
+ *  -ENOMEM, or another error from the module or the CUDA driver.
+ */
+int kva_open(const struct kva_open_opts *opts, struct kva_arena **arena);
+
+/**
+ * kva_close() - release an arena handle: free every sequence still open
+ * (their struct kva_seq pointers become invalid), return every frame,
+ * release the address ranges and, in device mode, detach.
+ *
+ * Thread safety: no other call may use @arena, or any of its sequences,
+ * during or after this call.
+ */
+void kva_close(struct kva_arena *arena);
+
+/**
+ * struct kva_arena_info - what kva_open() chose.
+ * @mode:		KVA_MODE_DEVICE or KVA_MODE_EMBEDDED.
+ * @backend:		enum kva_backend.
+ * @transport:		enum kva_transport in use (NONE when embedded).
+ * @mode_reason:	a short human-readable reason for @mode, e.g.
+ *			"/dev/kvarena absent" or "KVA_MODE=embedded".
+ * @name:		the arena's name.
+ * @frame_size:		bytes per frame.
+ * @nr_frames:		frames in the arena.
+ * @client_id:		device mode: the module's client id; 0 otherwise.
+ * @mem_dev:		CUDA device ordinal.
+ * @flags:		KVA_OPEN_* in effect.
+ * @backend_error:	the last raw error the backend saw (a CUresult for
+ *			CUDA, an errno for host), 0 if none: -EIO and friends
+ *			lose detail, this keeps it.
+ * @reserved:		zero.
+ */
+struct kva_arena_info {
+	uint32_t mode;
+	uint32_t backend;
+	uint32_t transport;
+	uint32_t flags;
+	const char *mode_reason;
+	char name[32];
+	uint64_t frame_size;
+	uint32_t nr_frames;
+	uint32_t client_id;
+	uint32_t mem_dev;
+	int32_t backend_error;
+	uint64_t reserved[4];
+};
+
+/** kva_arena_info() - describe @arena.  Thread-safe.  Return: 0. */
+int kva_arena_info(struct kva_arena *arena, struct kva_arena_info *info);
+
+/** Names for the enums, for messages: "device", "host", "uring", ... */
+const char *kva_mode_name(enum kva_mode mode);
+const char *kva_backend_name(enum kva_backend backend);
+const char *kva_transport_name(enum kva_transport transport);
+
+/**
+ * struct kva_stat - the three levels of accounting.
+ *
+ * Arena-wide (all clients; from the module in device mode):
+ * @frame_size:		bytes per frame.
+ * @nr_frames:		capacity.
+ * @nr_free:		frames nobody holds.
+ * @nr_held:		frames held.
+ * @nr_clients:		clients attached (1 when embedded).
+ * @filled_tokens:	tokens of KV state held, as last reported by the
+ *			clients (kva_sync_usage()).
+ * @filled_bytes:	bytes of frames holding that state.
+ * @alloc_calls:	frame allocation commands that reached the allocator.
+ * @free_calls:		frame free commands.
+ *
+ * This handle:
+ * @held:		frames this handle holds.
+ * @nr_seqs:		sequences open.
+ * @seq_tokens:		sum of the sequences' tokens (a token of a forked
+ *			prefix counts once per sequence).
+ * @my_filled_tokens:	distinct tokens in this handle's frames (a token
+ *			in a frame shared by forked sequences counts once):
+ *			what kva_sync_usage() reports.
+ * @my_filled_bytes:	their bytes.
+ * @reserved:		zero.
+ */
+struct kva_stat {
+	uint64_t frame_size;
+	uint32_t nr_frames;
+	uint32_t nr_free;
+	uint32_t nr_held;
+	uint32_t nr_clients;
+	uint64_t filled_tokens;
+	uint64_t filled_bytes;
+	uint64_t alloc_calls;
+	uint64_t free_calls;
+	uint32_t held;
+	uint32_t nr_seqs;
+	uint64_t seq_tokens;
+	uint64_t my_filled_tokens;
+	uint64_t my_filled_bytes;
+	uint64_t reserved[4];
+};
+
+/**
+ * kva_stat() - fill @st.  Thread-safe.
+ *
+ * Return: 0, or an error from the module's STAT command.
+ */
+int kva_stat(struct kva_arena *arena, struct kva_stat *st);
+
+/**
+ * kva_sync_usage() - report this handle's filled tokens and bytes to the
+ * module (SET_USAGE), so that the arena's "filled" level is current.
+ *
+ * Every call that maps or returns frames reports usage by itself; the fast
+ * path of kva_seq_grow() does not, so an engine calls this once per
+ * scheduler step (or less often) to account for tokens appended in
+ * between.  Embedded arenas keep the figures for kva_stat().
+ * Thread-safe.
+ *
+ * Return: 0, or the module's error.
+ */
+int kva_sync_usage(struct kva_arena *arena);
+
+/* kva_alloc() flags */
+#define KVA_ALLOC_PARTIAL	(1u << 0)	/* take what can be had */
+
+/**
+ * kva_alloc() - take @count frames outside any sequence, writing their
+ * handles (generation << 32 | frame index) to @handles.
+ *
+ * All or nothing, unless KVA_ALLOC_PARTIAL: then as many as available, at
+ * least one.  The frames are not mapped; they count as held.  Thread-safe.
+ *
+ * Return: the number of frames taken, or -EINVAL (count 0 or above 65536,
+ * unknown flag), -ENOSPC.
+ */
+int kva_alloc(struct kva_arena *arena, uint64_t *handles, unsigned int count,
+	      unsigned int flags);
+
+/**
+ * kva_free() - return frames taken with kva_alloc().
+ *
+ * All or nothing: -ESTALE (freed since), -ENOENT (not held), -EBUSY (the
+ * frame belongs to a sequence), -EINVAL (count 0, a handle twice); nothing
+ * is freed then.  Thread-safe.
+ *
+ * Return: 0 or a negative errno.
+ */
+int kva_free(struct kva_arena *arena, const uint64_t *handles,
+	     unsigned int count);
+
+/**
+ * struct kva_arena_params - a new arena in the module (kva_arena_create()).
+ * @name:		1-31 characters of [A-Za-z0-9_.-].
+ * @nr_frames:		frames.
+ * @mem_kind:		enum kva_backend.
+ * @frame_size:		bytes per frame (power of two, >= 4096).
+ * @mem_dev:		CUDA device ordinal.
+ * @low_watermark:	pressure threshold in frames, 0 for none.
+ * @bytes_per_token:	for the tools' token figures, 0 if unknown.
+ * @flags:		KVA_OPEN_PREFAULT, KVA_OPEN_HUGETLB (host).
+ * @device:		device node (NULL: $KVA_DEVICE, then /dev/kvarena).
+ * @cuda_library:	as for kva_open().
+ * @reserved:		must be zero.
+ */
+struct kva_arena_params {
+	const char *name;
+	uint32_t nr_frames;
+	uint32_t mem_kind;
+	uint64_t frame_size;
+	uint32_t mem_dev;
+	uint32_t low_watermark;
+	uint64_t bytes_per_token;
+	uint32_t flags;
+	uint32_t reserved0;
+	const char *device;
+	const char *cuda_library;
+	uint64_t reserved[4];
+};
+
+/**
+ * kva_arena_create() - create an arena in the module and provide its
+ * memory (needs CAP_SYS_ADMIN).
+ *
+ * Host: one memfd of nr_frames * frame_size bytes, registered as the
+ * backing of every frame.  CUDA: one cuMemCreate() allocation per frame,
+ * exported as a POSIX file descriptor and registered frame by frame.  The
+ * module keeps references to the memory, so it outlives this process;
+ * kva_arena_destroy() drops them.  If any step fails the arena is
+ * destroyed again.  Thread-safe.
+ *
+ * Return: 0, or -ENODEV (no device), -EEXIST, -EPERM, -EINVAL, -ENOMEM,
+ * -ENOSPC (hugetlb pages), or an error from the module or CUDA driver.
+ */
+int kva_arena_create(const struct kva_arena_params *params);
+
+/**
+ * kva_arena_destroy() - destroy the module's arena @params->name (only
+ * @name and @device are used).  -EBUSY while clients are attached.
+ */
+int kva_arena_destroy(const struct kva_arena_params *params);
+
+/**
+ * kva_geometry_explain() - check @g (kva_geometry_init() on a copy) and
+ * describe it in @buf: its tokens per frame, bytes per token and unused
+ * bytes per frame, or, when it is rejected, why, with the numbers (for
+ * example the smallest frame size one token would fit in).
+ *
+ * Return: what kva_geometry_init() returns: 0, -EINVAL, or -E2BIG when one
+ * token does not fit in a frame.
+ */
+int kva_geometry_explain(const struct kva_geometry *g, char *buf,
+			 size_t size);
+
+/**
+ * struct kva_seq - one sequence: a contiguous virtual KV range.
+ * @base:	start of the range: a host address for the host backend, a
+ *		CUdeviceptr for CUDA.  Aligned to the frame size.  Token t of
+ *		layer l is at base + kva_kv_offset(&geo, l, kv, h, t).
+ * @tokens:	tokens filled.
+ * @room:	tokens the sequence can reach through kva_seq_grow()'s fast
+ *		path: frames are mapped and private up to here.
+ * @max_tokens:	size of the reserved range, in tokens.
+ * @geo:	the model geometry (kva_geometry_init() done).
+ *
+ * Allocated by kva_seq_create() and kva_seq_fork(); every field is
+ * read-only to the caller.  The library keeps more state behind it.
+ *
+ * Copy-on-write contract.  After kva_seq_fork(), parent and child map the
+ * same frames for the tokens they have in common.  The library cannot
+ * trap stores, so "first write" means the next kva_seq_grow() or
+ * kva_seq_grow_batch() that covers a token in a shared frame: that call
+ * first gives the sequence a private copy of the frame.  Hence:
+ *   - write token t only after a grow has covered it (t < tokens), and
+ *     only once; tokens already covered are read-only while any frame
+ *     they live in may be shared (after a fork, or a shrink back into a
+ *     forked prefix);
+ *   - a store made any other way into a shared frame is seen by every
+ *     sequence sharing it.
+ */
+struct kva_seq {
+	uint64_t base;
+	uint64_t tokens;
+	uint64_t room;
+	uint64_t max_tokens;
+	struct kva_geometry geo;
+};
+
+/**
+ * kva_seq_create() - reserve a virtual range for @max_tokens tokens of
+ * geometry @g; no frames are mapped yet.
+ *
+ * @g->frame_size must equal the arena's frame size; the derived fields of
+ * @g are filled in the sequence's copy.  A range freed earlier may be
+ * reused.  Thread-safe.
+ *
+ * Return: 0, or -EINVAL (@max_tokens 0, geometry invalid or for another
+ * frame size), -E2BIG (one token does not fit in a frame), -ENOMEM, or
+ * the backend's error reserving the range.
+ */
+int kva_seq_create(struct kva_arena *arena, const struct kva_geometry *g,
+		   uint64_t max_tokens, struct kva_seq **seq);
+
+/**
+ * struct kva_grow - one sequence's part of kva_seq_grow_batch().
+ * @seq:	the sequence.
+ * @tokens:	tokens to add to @seq->tokens (may be 0).
+ * @ahead:	tokens of room to map beyond the new end (capped at
+ *		max_tokens), so that later kva_seq_grow() calls stay on the
+ *		fast path.  Frames already mapped count toward it.
+ */
+struct kva_grow {
+	struct kva_seq *seq;
+	uint64_t tokens;
+	uint64_t ahead;
+};
+
+/**
+ * kva_seq_grow_batch() - grow @nr sequences of @arena at once.
+ *
+ * All the frames every sequence needs (new ones, and private copies of
+ * shared frames about to be written) are taken in one frame operation:
+ * one ALLOC command, sent with the usage report in one io_uring_enter
+ * when the arena uses io_uring.  Then each sequence's new frames are
+ * mapped as one run.  All or nothing: on failure every frame is returned,
+ * every mapping undone, and no sequence changes.
+ * Thread safety: takes the arena's lock; the sequences must not be in use
+ * elsewhere.
+ *
+ * Return: 0, or -EINVAL (a sequence twice or from another arena),
+ * -EFBIG (a sequence would pass its max_tokens), -ENOSPC (not enough
+ * frames for all), or the backend's error.
+ */
+int kva_seq_grow_batch(struct kva_arena *arena, const struct kva_grow *reqs,
+		       unsigned int nr);
+
+/** kva_seq_grow_slow() - kva_seq_grow() beyond the fast path. */
+int kva_seq_grow_slow(struct kva_seq *seq, uint64_t n);
+
+/**
+ * kva_seq_grow() - add @n tokens to @seq.
+ *
+ * Inline fast path: when the tokens fit in @seq->room it only moves
+ * @seq->tokens (no lock, no system call).  Otherwise it is
+ * kva_seq_grow_batch() of this one sequence with no look-ahead.
+ *
+ * Return: 0, or an error of kva_seq_grow_batch(); on error @seq is as it
+ * was.
+ */
+static inline int kva_seq_grow(struct kva_seq *seq, uint64_t n)
+{
+	uint64_t t = seq->tokens;
+
+	/* room >= tokens always holds. */
+	if (__builtin_expect(n <= seq->room - t, 1)) {
+		/* A plain store: kva_sync_usage() may read it from another
+		 * thread, so it must not tear. */
+		__atomic_store_n(&seq->tokens, t + n, __ATOMIC_RELAXED);
+		return 0;
+	}
+	return kva_seq_grow_slow(seq, n);
+}
+
+/**
+ * kva_seq_shrink() - cut @seq back to @tokens tokens and return the frames
+ * beyond the one holding the last token (mapped-ahead frames included).
+ *
+ * Thread safety: takes the arena's lock.
+ *
+ * Return: 0, -EINVAL if @tokens exceeds the sequence's tokens, or the
+ * backend's error unmapping (then nothing changed).
+ */
+int kva_seq_shrink(struct kva_seq *seq, uint64_t tokens);
+
+/**
+ * kva_seq_fork() - make @child, a new sequence with @parent's geometry,
+ * max_tokens and tokens, mapping @parent's frames (no copy, no new
+ * frames).  The partial last frame is copied when either side next grows
+ * into it; see the copy-on-write contract at struct kva_seq.  A shared
+ * frame returns to the arena when the last sequence using it lets it go.
+ *
+ * Thread safety: takes the arena's lock; @parent must not be in use
+ * elsewhere.
+ *
+ * Return: 0, or -ENOMEM, or the backend's error.
+ */
+int kva_seq_fork(struct kva_seq *parent, struct kva_seq **child);
+
+/**
+ * kva_seq_free() - unmap @seq, drop its frames (each returns to the arena
+ * unless a forked sequence still uses it) and free it.  Its range may be
+ * kept reserved for a later kva_seq_create().  If the module refuses to
+ * take frames back, they stay with the handle and are retried with the
+ * next frame operation and at kva_close().  NULL is ignored.
+ * Thread safety: takes the arena's lock.
+ */
+void kva_seq_free(struct kva_seq *seq);
+
+/**
+ * kva_seq_handles() - copy the handles of the frames mapped behind @seq,
+ * in range order, to @handles (at most @count of them).
+ *
+ * Thread safety: takes the arena's lock.
+ *
+ * Return: the number of frames mapped (which may exceed @count).
+ */
+int kva_seq_handles(struct kva_seq *seq, uint64_t *handles,
+		    unsigned int count);
+
+/**
+ * kva_seq_kv_addr() - address of element 0 of head @head of the K
+ * (@kv == KVA_K) or V cache of layer @layer at token @token of @seq.
+ */
+static inline uint64_t kva_seq_kv_addr(const struct kva_seq *seq,
+				       uint32_t layer, uint32_t kv,
+				       uint32_t head, uint64_t token)
+{
+	return seq->base + kva_kv_offset(&seq->geo, layer, kv, head, token);
+}
+
+/** kva_seq_kv_ptr() - kva_seq_kv_addr() as a pointer (host backend). */
+static inline void *kva_seq_kv_ptr(const struct kva_seq *seq, uint32_t layer,
+				   uint32_t kv, uint32_t head, uint64_t token)
+{
+	return (void *)(uintptr_t)kva_seq_kv_addr(seq, layer, kv, head, token);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KVARENA_H */

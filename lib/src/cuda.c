@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The CUDA VMM backend: frames are cuMemCreate() allocations of one frame
+ * each on one device, mapped with cuMemMap() into cuMemAddressReserve()d
+ * ranges.
+ *
+ * Costs to design around (A100, 2 MiB; DESIGN.md): cuMemCreate 193 us,
+ * cuMemMap 1.5 us, cuMemSetAccess 36 us, cuMemUnmap 26 us.  So every
+ * allocation is made once per frame and kept (embedded arenas create a
+ * frame's allocation when it is first used; device arenas import the
+ * module's exported fd when a frame is first held), and access is granted
+ * with one cuMemSetAccess() over each run of frames mapped together, never
+ * frame by frame.
+ *
+ * Every call runs with the device's primary context pushed on the calling
+ * thread and popped again, so the caller's own current context is left
+ * alone.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "cuda_syms.h"
+
+struct kva_cuda {
+	struct kva_cuda_fns fn;
+	CUdevice dev;
+	CUcontext ctx;
+	CUmemAllocationProp prop;
+	CUmemAccessDesc access;
+};
+
+static struct kva_cuda *cuda(struct kva_arena *a)
+{
+	return a->vmm_priv;
+}
+
+/* A CUresult as a negative errno; the raw value is kept in the arena. */
+static int cu_err(struct kva_arena *a, CUresult r)
+{
+	if (r == CUDA_SUCCESS)
+		return 0;
+	if (a)
+		a->backend_error = (int32_t)r;
+	switch (r) {
+	case CUDA_ERROR_INVALID_VALUE:
+	case CUDA_ERROR_INVALID_HANDLE:
+		return -EINVAL;
+	case CUDA_ERROR_OUT_OF_MEMORY:
+		return -ENOMEM;
+	case CUDA_ERROR_NOT_INITIALIZED:
+	case CUDA_ERROR_DEINITIALIZED:
+	case CUDA_ERROR_NO_DEVICE:
+	case CUDA_ERROR_INVALID_DEVICE:
+		return -ENODEV;
+	case CUDA_ERROR_NOT_SUPPORTED:
+	case CUDA_ERROR_NOT_PERMITTED:
+		return -EOPNOTSUPP;
+	default:
+		return -EIO;
+	}
+}
+
+static int ctx_push(struct kva_arena *a, struct kva_cuda *c)
+{
+	return cu_err(a, c->fn.cuCtxPushCurrent(c->ctx));
+}
+
+static void ctx_pop(struct kva_cuda *c)
+{
+	CUcontext prev;
+
+	c->fn.cuCtxPopCurrent(&prev);
+}
+
+/*
+ * Load the driver, retain device @ordinal's primary context and check
+ * that @frame_size is a multiple of the allocation granularity.
+ */
+static int cuda_start(struct kva_arena *a, struct kva_cuda *c,
+		      const char *lib, uint32_t ordinal, uint64_t frame_size,
+		      CUmemAllocationHandleType handle_type)
+{
+	size_t gran = 0;
+	int ret;
+
+	ret = kva_cuda_load(lib, &c->fn);
+	if (ret)
+		return ret;
+	ret = cu_err(a, c->fn.cuInit(0));
+	if (ret)
+		goto err_unload;
+	ret = cu_err(a, c->fn.cuDeviceGet(&c->dev, (int)ordinal));
+	if (ret)
+		goto err_unload;
+	ret = cu_err(a, c->fn.cuDevicePrimaryCtxRetain(&c->ctx, c->dev));
+	if (ret)
+		goto err_unload;
+
+	c->prop = (CUmemAllocationProp){
+		.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+		.requestedHandleTypes = handle_type,
+		.location = { .type = CU_MEM_LOCATION_TYPE_DEVICE,
+			      .id = c->dev },
+	};
+	c->access = (CUmemAccessDesc){
+		.location = c->prop.location,
+		.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+	};
+	ret = ctx_push(a, c);
+	if (ret)
+		goto err_release;
+	ret = cu_err(a, c->fn.cuMemGetAllocationGranularity(
+			&gran, &c->prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+	ctx_pop(c);
+	if (ret)
+		goto err_release;
+	if (!gran || frame_size % gran) {
+		ret = -EINVAL;
+		goto err_release;
+	}
+	return 0;
+
+err_release:
+	c->fn.cuDevicePrimaryCtxRelease(c->dev);
+err_unload:
+	kva_cuda_unload(&c->fn);
+	return ret;
+}
+
+static void cuda_stop(struct kva_cuda *c)
+{
+	c->fn.cuDevicePrimaryCtxRelease(c->dev);
+	kva_cuda_unload(&c->fn);
+}
+
+static int cuda_init(struct kva_arena *a, const struct kva_open_opts *o)
+{
+	struct kva_cuda *c = calloc(1, sizeof(*c));
+	int ret;
+
+	if (!c)
+		return -ENOMEM;
+	/* Embedded allocations are never exported: ask for no handle type. */
+	ret = cuda_start(a, c, o->cuda_library, a->mem_dev, a->frame_size,
+			 a->mode == KVA_MODE_EMBEDDED ?
+			 CU_MEM_HANDLE_TYPE_NONE :
+			 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+	if (ret) {
+		free(c);
+		return ret;
+	}
+	a->vmm_priv = c;
+	return 0;
+}
+
+static void cuda_fini(struct kva_arena *a)
+{
+	struct kva_cuda *c = cuda(a);
+	uint32_t i;
+
+	if (!ctx_push(a, c)) {
+		for (i = 0; i < a->nr_frames; i++)
+			if (a->frames[i].flags & FRAME_RESOLVED)
+				c->fn.cuMemRelease(a->frames[i].mem);
+		ctx_pop(c);
+	}
+	cuda_stop(c);
+	free(c);
+	a->vmm_priv = NULL;
+}
+
+/*
+ * Frame @idx's allocation: made here for an embedded arena, imported from
+ * the module's fd for a device arena.  Kept until kva_close().
+ */
+static int cuda_resolve(struct kva_arena *a, uint32_t idx)
+{
+	struct kva_frame_rec *f = &a->frames[idx];
+	struct kva_cuda *c = cuda(a);
+	CUmemGenericAllocationHandle h;
+	uint64_t offset;
+	int ret, fd;
+
+	if (a->mode == KVA_MODE_EMBEDDED) {
+		ret = ctx_push(a, c);
+		if (ret)
+			return ret;
+		ret = cu_err(a, c->fn.cuMemCreate(&h, a->frame_size, &c->prop,
+						   0));
+		ctx_pop(c);
+	} else {
+		ret = a->prov->frame_fd(a, f->handle, &fd, &offset);
+		if (ret)
+			return ret;
+		/* One allocation per frame: the module's offset is 0. */
+		if (offset) {
+			close(fd);
+			return -EPROTO;
+		}
+		ret = ctx_push(a, c);
+		if (!ret) {
+			ret = cu_err(a, c->fn.cuMemImportFromShareableHandle(
+				&h, (void *)(uintptr_t)fd,
+				CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+			ctx_pop(c);
+		}
+		close(fd);
+	}
+	if (ret)
+		return ret;
+	f->mem = h;
+	f->flags |= FRAME_RESOLVED;
+	return 0;
+}
+
+static int cuda_reserve(struct kva_arena *a, uint64_t size, uint64_t *va)
+{
+	struct kva_cuda *c = cuda(a);
+	CUdeviceptr p;
+	int ret = ctx_push(a, c);
+
+	if (ret)
+		return ret;
+	ret = cu_err(a, c->fn.cuMemAddressReserve(&p, size, a->frame_size, 0,
+						  0));
+	ctx_pop(c);
+	if (!ret)
+		*va = p;
+	return ret;
+}
+
+static void cuda_release(struct kva_arena *a, uint64_t va, uint64_t size)
+{
+	struct kva_cuda *c = cuda(a);
+
+	if (ctx_push(a, c))
+		return;
+	cu_err(a, c->fn.cuMemAddressFree(va, size));
+	ctx_pop(c);
+}
+
+static int unmap_frames(struct kva_arena *a, struct kva_cuda *c, uint64_t va,
+			uint32_t n)
+{
+	int ret = 0, err;
+	uint32_t i;
+
+	/* A mapping is unmapped whole: one call per frame. */
+	for (i = 0; i < n; i++) {
+		err = cu_err(a, c->fn.cuMemUnmap(va + i * a->frame_size,
+						 a->frame_size));
+		if (err && !ret)
+			ret = err;
+	}
+	return ret;
+}
+
+/* Map the run, then grant access to all of it with one call. */
+static int cuda_map(struct kva_arena *a, uint64_t va, const uint32_t *idx,
+		    uint32_t n)
+{
+	struct kva_cuda *c = cuda(a);
+	uint64_t fs = a->frame_size;
+	uint32_t i;
+	int ret;
+
+	ret = ctx_push(a, c);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++) {
+		ret = cu_err(a, c->fn.cuMemMap(va + i * fs, fs, 0,
+					       a->frames[idx[i]].mem, 0));
+		if (ret)
+			goto err_unmap;
+	}
+	ret = cu_err(a, c->fn.cuMemSetAccess(va, n * fs, &c->access, 1));
+	if (ret)
+		goto err_unmap;
+	ctx_pop(c);
+	return 0;
+
+err_unmap:
+	unmap_frames(a, c, va, i);
+	ctx_pop(c);
+	return ret;
+}
+
+static int cuda_unmap(struct kva_arena *a, uint64_t va, uint32_t n)
+{
+	struct kva_cuda *c = cuda(a);
+	int ret = ctx_push(a, c);
+
+	if (ret)
+		return ret;
+	ret = unmap_frames(a, c, va, n);
+	ctx_pop(c);
+	return ret;
+}
+
+/*
+ * Copy-on-write: the whole frame, device to device (2 MiB is a
+ * microsecond of HBM bandwidth; finding the filled blocks is not worth
+ * it).  Device-to-device copies do not wait for completion, and the
+ * caller unmaps the destination next, so wait on the stream here.
+ */
+static int cuda_copy(struct kva_arena *a, uint64_t dst, uint64_t src,
+		     const struct kva_geometry *g, uint32_t tokens)
+{
+	struct kva_cuda *c = cuda(a);
+	int ret;
+
+	if (!tokens)
+		return 0;
+	ret = ctx_push(a, c);
+	if (ret)
+		return ret;
+	ret = cu_err(a, c->fn.cuMemcpyDtoD(dst, src, a->frame_size));
+	if (!ret)
+		ret = cu_err(a, c->fn.cuStreamSynchronize(NULL));
+	ctx_pop(c);
+	return ret;
+}
+
+const struct kva_vmm kva_cuda_vmm = {
+	.map_replaces = false,
+	.init = cuda_init,
+	.fini = cuda_fini,
+	.resolve = cuda_resolve,
+	.reserve = cuda_reserve,
+	.release = cuda_release,
+	.map = cuda_map,
+	.unmap = cuda_unmap,
+	.copy = cuda_copy,
+};
+
+/*
+ * kva_arena_create(): one allocation per frame, exported as a POSIX fd and
+ * registered as that frame's backing.  The module's file reference keeps
+ * the memory alive once our handle is released.
+ */
+int kva_cuda_provision(int dev_fd, const struct kva_arena_params *p)
+{
+	struct kva_cuda c = { 0 };
+	CUmemGenericAllocationHandle h;
+	uint32_t i;
+	int ret, fd;
+
+	ret = cuda_start(NULL, &c, p->cuda_library, p->mem_dev, p->frame_size,
+			 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+	if (ret)
+		return ret;
+	ret = ctx_push(NULL, &c);
+	if (ret)
+		goto out;
+	for (i = 0; i < p->nr_frames; i++) {
+		ret = cu_err(NULL, c.fn.cuMemCreate(&h, p->frame_size, &c.prop,
+						     0));
+		if (ret)
+			break;
+		ret = cu_err(NULL, c.fn.cuMemExportToShareableHandle(
+			&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+		if (!ret) {
+			ret = kva_device_set_backing(dev_fd, p->name, i, 1, fd,
+						     0);
+			close(fd);
+		}
+		c.fn.cuMemRelease(h);
+		if (ret)
+			break;
+	}
+	ctx_pop(&c);
+out:
+	cuda_stop(&c);
+	return ret;
+}

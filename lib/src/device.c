@@ -1,0 +1,462 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The device provider: frames from /dev/kvarena.
+ *
+ * Commands go out as ioctl(2) or, where the module offers it, as
+ * IORING_OP_URING_CMD: a batch of commands (an ALLOC and the usage report
+ * that follows it, a usage report and a FREE) then costs one
+ * io_uring_enter().  Both carry the same structs; only the submission
+ * differs.  Also here: kva_arena_create()/kva_arena_destroy(), the
+ * administrator's side.
+ */
+#include <fcntl.h>
+#include <liburing.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <linux/kvarena.h>
+
+#include "internal.h"
+
+#define RING_ENTRIES	8
+
+struct kva_device {
+	int fd;
+	struct io_uring ring;
+	bool ring_live;
+};
+
+static struct kva_device *dev(struct kva_arena *a)
+{
+	return a->prov_priv;
+}
+
+static int dev_ioctl(int fd, unsigned long nr, void *arg)
+{
+#ifdef KVA_TESTING
+	if (kva_testing_ioctl)
+		return kva_testing_ioctl(fd, nr, arg);
+#endif
+	return ioctl(fd, nr, arg) ? -errno : 0;
+}
+
+static void dev_close(int fd)
+{
+#ifdef KVA_TESTING
+	if (kva_testing_close)
+		kva_testing_close(fd);
+#endif
+	close(fd);
+}
+
+struct dev_cmd {
+	unsigned long nr;
+	void *arg;
+	int res;
+};
+
+/*
+ * Run @n commands; each one's result lands in its ->res.  With @chain,
+ * a command runs only if the one before it succeeded (-ECANCELED
+ * otherwise).  Return: 0, or an error of the submission itself.
+ */
+static int dev_submit(struct kva_arena *a, struct dev_cmd *c, unsigned int n,
+		      bool chain)
+{
+	struct kva_device *d = dev(a);
+	struct io_uring_cqe *cqe;
+	unsigned int i;
+	int ret;
+
+	if (a->transport != KVA_TRANSPORT_URING) {
+		for (i = 0; i < n; i++) {
+			c[i].res = chain && i && c[i - 1].res ? -ECANCELED :
+				dev_ioctl(d->fd, c[i].nr, c[i].arg);
+		}
+		return 0;
+	}
+
+	for (i = 0; i < n; i++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&d->ring);
+		struct kvarena_uring_cmd *cmd;
+
+		if (!sqe)
+			return -EBUSY;	/* n > RING_ENTRIES: a bug */
+		memset(sqe, 0, sizeof(*sqe));
+		sqe->opcode = IORING_OP_URING_CMD;
+		sqe->fd = d->fd;
+		sqe->cmd_op = (__u32)c[i].nr;
+		sqe->user_data = i;
+		if (chain && i + 1 < n)
+			sqe->flags |= IOSQE_IO_LINK;
+		cmd = (struct kvarena_uring_cmd *)sqe->cmd;
+		cmd->arg = (__u64)(uintptr_t)c[i].arg;
+		cmd->reserved = 0;
+		c[i].res = -ECANCELED;
+	}
+	ret = io_uring_submit_and_wait(&d->ring, n);
+	if (ret < 0)
+		return ret;
+	/* Every submitted SQE completes, cancelled links included. */
+	for (i = 0; i < (unsigned int)ret; i++) {
+		ret = io_uring_wait_cqe(&d->ring, &cqe);
+		if (ret)
+			return ret;
+		if (cqe->user_data < n)
+			c[cqe->user_data].res = cqe->res;
+		io_uring_cqe_seen(&d->ring, cqe);
+	}
+	return 0;
+}
+
+static void usage_cmd(struct kvarena_usage *k,
+		      const struct kva_usage_report *u)
+{
+	*k = (struct kvarena_usage){
+		.filled_tokens = u->tokens,
+		.filled_bytes = u->bytes,
+	};
+}
+
+static int dev_alloc(struct kva_arena *a, uint64_t *h, uint32_t n,
+		     bool partial, const struct kva_usage_report *usage)
+{
+	struct kvarena_frames f = {
+		.handles = (__u64)(uintptr_t)h,
+		.count = n,
+		.flags = partial ? KVARENA_ALLOC_PARTIAL : 0,
+	};
+	struct kvarena_usage k;
+	struct dev_cmd c[2] = {
+		{ KVARENA_IOC_ALLOC, &f, 0 },
+		{ KVARENA_IOC_SET_USAGE, &k, 0 },
+	};
+	int ret;
+
+	if (usage)
+		usage_cmd(&k, usage);
+	ret = dev_submit(a, c, usage ? 2 : 1, true);
+	if (ret)
+		return ret;
+	if (c[0].res)
+		return c[0].res;
+	/* A failed report loses no frames: the next one corrects it. */
+	if (usage && c[1].res)
+		a->reported_valid = false;
+	return partial ? (int)f.nr_done : (int)n;
+}
+
+static int dev_free(struct kva_arena *a, const uint64_t *h, uint32_t n,
+		    const struct kva_usage_report *usage)
+{
+	struct kvarena_frames f = {
+		.handles = (__u64)(uintptr_t)h,
+		.count = n,
+	};
+	struct kvarena_usage k;
+	/* The report's values hold before and after the FREE: no order. */
+	struct dev_cmd c[2] = {
+		{ KVARENA_IOC_FREE, &f, 0 },
+		{ KVARENA_IOC_SET_USAGE, &k, 0 },
+	};
+	int ret;
+
+	if (usage)
+		usage_cmd(&k, usage);
+	ret = dev_submit(a, c, usage ? 2 : 1, false);
+	if (ret)
+		return ret;
+	if (usage && c[1].res)
+		a->reported_valid = false;
+	return c[0].res;
+}
+
+static int dev_report(struct kva_arena *a, const struct kva_usage_report *u)
+{
+	struct kvarena_usage k;
+	struct dev_cmd c = { KVARENA_IOC_SET_USAGE, &k, 0 };
+	int ret;
+
+	usage_cmd(&k, u);
+	ret = dev_submit(a, &c, 1, false);
+	return ret ? ret : c.res;
+}
+
+static int stat_by_name(int fd, const char *name, struct kvarena_stat *s)
+{
+	*s = (struct kvarena_stat){ 0 };
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	return dev_ioctl(fd, KVARENA_IOC_STAT, s);
+}
+
+static int dev_stat(struct kva_arena *a, struct kva_stat *st)
+{
+	struct kvarena_stat s;
+	int ret = stat_by_name(dev(a)->fd, a->name, &s);
+
+	if (ret)
+		return ret;
+	st->frame_size = s.frame_size;
+	st->nr_frames = s.nr_frames;
+	st->nr_free = s.nr_free;
+	st->nr_held = s.nr_held;
+	st->nr_clients = s.nr_clients;
+	st->filled_tokens = s.filled_tokens;
+	st->filled_bytes = s.filled_bytes;
+	st->alloc_calls = s.alloc_calls;
+	st->free_calls = s.free_calls;
+	return 0;
+}
+
+static int dev_frame_fd(struct kva_arena *a, uint64_t handle, int *fd,
+			uint64_t *offset)
+{
+	struct kvarena_frame_fd f = { .handle = handle };
+	int ret = dev_ioctl(dev(a)->fd, KVARENA_IOC_FRAME_FD, &f);
+
+	if (ret)
+		return ret;
+	if (f.size != a->frame_size) {
+		close(f.fd);
+		return -EPROTO;
+	}
+	*fd = f.fd;
+	*offset = f.offset;
+	return 0;
+}
+
+static void dev_close_provider(struct kva_arena *a)
+{
+	struct kva_device *d = dev(a);
+
+	if (d->ring_live)
+		io_uring_queue_exit(&d->ring);
+	/* Release returns every frame this client held. */
+	dev_close(d->fd);
+	free(d);
+	a->prov_priv = NULL;
+}
+
+const struct kva_provider kva_device_provider = {
+	.alloc = dev_alloc,
+	.free = dev_free,
+	.report = dev_report,
+	.stat = dev_stat,
+	.frame_fd = dev_frame_fd,
+	.close = dev_close_provider,
+};
+
+/* Open the node and check that it is a kvarena device we can talk to. */
+static int open_device(const char *path, int flags, __u64 *features)
+{
+	struct kvarena_version v = { 0 };
+	int fd, ret;
+
+	fd = open(path, flags | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ENXIO ? -ENODEV : -errno;
+	ret = dev_ioctl(fd, KVARENA_IOC_VERSION, &v);
+	if (ret) {
+		dev_close(fd);
+		return ret == -ENOTTY || ret == -EINVAL ? -ENODEV : ret;
+	}
+	if (v.abi_version != KVARENA_ABI_VERSION) {
+		dev_close(fd);
+		return -EPROTO;
+	}
+	if (features)
+		*features = v.features;
+	return fd;
+}
+
+static int check_name(const char *name)
+{
+	size_t i, n = name ? strlen(name) : 0;
+
+	if (!n || n >= KVARENA_NAME_LEN)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		char ch = name[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' ||
+		      ch == '-'))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static int choose_transport(struct kva_arena *a, const struct kva_open_opts *o,
+			    __u64 features)
+{
+	struct kva_device *d = dev(a);
+	uint32_t t = o->transport;
+	const char *env;
+
+	if (t == KVA_TRANSPORT_AUTO) {
+		env = kva_env("KVA_TRANSPORT");
+		if (env && !strcmp(env, "ioctl"))
+			t = KVA_TRANSPORT_IOCTL;
+		else if (env && !strcmp(env, "uring"))
+			t = KVA_TRANSPORT_URING;
+		else if (env)
+			return -EINVAL;
+	}
+	if (t == KVA_TRANSPORT_IOCTL) {
+		a->transport = t;
+		return 0;
+	}
+	if ((features & KVARENA_FEAT_URING_CMD) &&
+	    !io_uring_queue_init(RING_ENTRIES, &d->ring, 0)) {
+		d->ring_live = true;
+		a->transport = KVA_TRANSPORT_URING;
+		return 0;
+	}
+	if (t == KVA_TRANSPORT_URING)
+		return -EOPNOTSUPP;
+	a->transport = KVA_TRANSPORT_IOCTL;
+	return 0;
+}
+
+int kva_device_open(struct kva_arena *a, const struct kva_open_opts *o,
+		    const char *path)
+{
+	const char *name = o->name ? o->name : kva_env("KVA_ARENA");
+	struct kvarena_attach at = { 0 };
+	struct kvarena_stat st;
+	struct kva_device *d;
+	__u64 features = 0;
+	int ret;
+
+	if (check_name(name) ||
+	    (o->label && strlen(o->label) >= KVARENA_LABEL_LEN))
+		return -EINVAL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	ret = open_device(path, O_RDWR, &features);
+	if (ret < 0)
+		goto err_free;
+	d->fd = ret;
+
+	strcpy(at.name, name);
+	if (o->label)
+		strcpy(at.label, o->label);
+	at.min_frames = o->min_frames;
+	at.max_frames = o->max_frames;
+	ret = dev_ioctl(d->fd, KVARENA_IOC_ATTACH, &at);
+	if (ret)
+		goto err_close;
+	if (at.mem_kind > KVARENA_MEM_CUDA || !at.nr_frames ||
+	    at.frame_size < 4096 || (at.frame_size & (at.frame_size - 1))) {
+		ret = -EPROTO;
+		goto err_close;
+	}
+	/* ATTACH does not say which GPU; STAT does. */
+	ret = stat_by_name(d->fd, name, &st);
+	if (ret)
+		goto err_close;
+
+	a->prov = &kva_device_provider;
+	a->prov_priv = d;
+	strcpy(a->name, name);
+	a->frame_size = at.frame_size;
+	a->nr_frames = at.nr_frames;
+	a->backend = at.mem_kind == KVARENA_MEM_CUDA ? KVA_BACKEND_CUDA :
+		KVA_BACKEND_HOST;
+	a->mem_dev = st.mem_dev;
+	a->client_id = at.client_id;
+	ret = choose_transport(a, o, features);
+	if (ret)
+		goto err_close;
+	return 0;
+
+err_close:
+	dev_close(d->fd);
+err_free:
+	free(d);
+	a->prov = NULL;
+	a->prov_priv = NULL;
+	return ret;
+}
+
+int kva_device_set_backing(int dev_fd, const char *name, uint32_t first,
+			   uint32_t nr, int fd, uint64_t offset)
+{
+	struct kvarena_set_backing b = {
+		.first_frame = first,
+		.nr_frames = nr,
+		.fd = fd,
+		.offset = offset,
+	};
+
+	strcpy(b.name, name);
+	return dev_ioctl(dev_fd, KVARENA_IOC_ARENA_SET_BACKING, &b);
+}
+
+static int destroy(int fd, const char *name)
+{
+	struct kvarena_arena_destroy d = { 0 };
+
+	strcpy(d.name, name);
+	return dev_ioctl(fd, KVARENA_IOC_ARENA_DESTROY, &d);
+}
+
+int kva_arena_create(const struct kva_arena_params *p)
+{
+	struct kvarena_arena_create c = { 0 };
+	int fd, ret;
+
+	if (!p || check_name(p->name) || !p->nr_frames ||
+	    p->mem_kind > KVA_BACKEND_CUDA || p->reserved0 ||
+	    (p->flags & ~(KVA_OPEN_PREFAULT | KVA_OPEN_HUGETLB)) ||
+	    !kva_all_zero(p->reserved, ARRAY_SIZE(p->reserved)))
+		return -EINVAL;
+	fd = open_device(kva_device_path(p->device), O_RDWR, NULL);
+	if (fd < 0)
+		return fd;
+
+	strcpy(c.name, p->name);
+	c.frame_size = p->frame_size;
+	c.nr_frames = p->nr_frames;
+	c.mem_kind = p->mem_kind == KVA_BACKEND_CUDA ? KVARENA_MEM_CUDA :
+		KVARENA_MEM_HOST;
+	c.mem_dev = p->mem_dev;
+	c.low_watermark = p->low_watermark;
+	c.bytes_per_token = p->bytes_per_token;
+	ret = dev_ioctl(fd, KVARENA_IOC_ARENA_CREATE, &c);
+	if (ret)
+		goto out;
+
+	if (p->mem_kind == KVA_BACKEND_CUDA)
+		ret = kva_cuda_provision(fd, p);
+	else
+		ret = kva_host_provision(fd, p);
+	/*
+	 * Undo, dropping whatever memory was registered.  Should a client
+	 * have attached in the meantime, this fails with -EBUSY and the
+	 * arena stays, partly backed, for the administrator to destroy.
+	 */
+	if (ret)
+		destroy(fd, p->name);
+out:
+	dev_close(fd);
+	return ret;
+}
+
+int kva_arena_destroy(const struct kva_arena_params *p)
+{
+	int fd, ret;
+
+	if (!p || check_name(p->name))
+		return -EINVAL;
+	fd = open_device(kva_device_path(p->device), O_RDWR, NULL);
+	if (fd < 0)
+		return fd;
+	ret = destroy(fd, p->name);
+	dev_close(fd);
+	return ret;
+}

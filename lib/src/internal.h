@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libkvarena internals: the arena handle, its frame table, the two frame
+ * providers (device, embedded) and the two VMM backends (host, cuda).
+ *
+ * Locking: one mutex per arena, a->lock, protects everything below that
+ * is not marked otherwise: the frame table, the sequence list, every
+ * sequence's frame slots, the reservation cache and the provider's and
+ * backend's state.  A sequence's public fields are written only by the
+ * thread using the sequence; slow paths write them with a->lock held.
+ * The only field read without the owner's cooperation is
+ * kva_seq.tokens (by the usage walk), so it is stored atomically.
+ */
+#ifndef KVA_LIB_INTERNAL_H
+#define KVA_LIB_INTERNAL_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kvarena.h"
+
+#define KVA_NAME_LEN		32
+#define KVA_MAX_BATCH		65536u	/* handles per ALLOC/FREE */
+#define KVA_RESV_CACHE		32	/* freed ranges kept for reuse */
+
+#define ARRAY_SIZE(a)		(sizeof(a) / sizeof((a)[0]))
+#define container_of(p, type, member) \
+	((type *)((char *)(p) - offsetof(type, member)))
+
+static inline uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* Frame index of a handle (generation << 32 | index). */
+static inline uint32_t handle_idx(uint64_t h)
+{
+	return (uint32_t)h;
+}
+
+static inline bool kva_all_zero(const uint64_t *p, size_t n)
+{
+	while (n--)
+		if (*p++)
+			return false;
+	return true;
+}
+
+/* Test hooks: compiled in only for the test build of the library. */
+#ifdef KVA_TESTING
+int kva_testing_fault(const char *site);
+extern int (*kva_testing_ioctl)(int fd, unsigned long nr, void *arg);
+extern void (*kva_testing_close)(int fd);
+#define KVA_FAULT(site)		kva_testing_fault(site)
+#else
+#define KVA_FAULT(site)		0
+#endif
+
+struct list_node {
+	struct list_node *prev, *next;
+};
+
+static inline void list_init(struct list_node *h)
+{
+	h->prev = h->next = h;
+}
+
+static inline void list_add_tail(struct list_node *n, struct list_node *h)
+{
+	n->prev = h->prev;
+	n->next = h;
+	h->prev->next = n;
+	h->prev = n;
+}
+
+static inline void list_del(struct list_node *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	n->prev = n->next = n;
+}
+
+/* struct kva_frame_rec.flags */
+#define FRAME_RESOLVED	(1u << 0)	/* backend knows its memory (mem) */
+#define FRAME_RAW	(1u << 1)	/* taken by kva_alloc() */
+#define FRAME_STUCK	(1u << 2)	/* could not be unmapped: kept held
+					 * until kva_close() */
+
+/**
+ * struct kva_frame_rec - this handle's view of one frame of the arena,
+ * indexed by frame index.
+ * @handle:	the handle while this arena handle holds the frame, else 0.
+ * @refs:	sequences mapping the frame (forked sequences share).
+ * @flags:	FRAME_*.
+ * @file:	host: index of the backing file in the host backend's table.
+ * @mark:	usage walk: the walk that last counted this frame.
+ * @mem:	host: byte offset of the frame in that file; cuda: the
+ *		CUmemGenericAllocationHandle.  A frame's backing is set once
+ *		in the module's lifetime of the arena, so this stays valid
+ *		after the frame is freed and is reused when it comes back.
+ * @fill:	usage walk: tokens counted for this frame in walk @mark.
+ */
+struct kva_frame_rec {
+	uint64_t handle;
+	uint32_t refs;
+	uint32_t flags;
+	uint32_t file;
+	uint32_t mark;
+	uint64_t mem;
+	uint32_t fill;
+	uint32_t fill_bpt;	/* bytes per token of @fill's geometry */
+};
+
+struct kva_arena;
+
+/**
+ * struct kva_provider - where frames come from: the module (device.c) or
+ * the in-process core allocator (embedded.c).
+ * @alloc:	take @n frames; all or nothing unless @partial.  Returns the
+ *		number taken or -errno.  If @usage is not NULL it is
+ *		reported in the same submission, once the frames are taken.
+ * @free:	return @n frames, all or nothing.  If @usage is not NULL it
+ *		is reported in the same submission (its values are valid
+ *		before and after the free).
+ * @report:	report filled tokens and bytes.
+ * @stat:	fill the arena-wide fields of @st.
+ * @frame_fd:	device only: a new fd and offset for a held frame.
+ * @close:	detach and release the provider.
+ */
+struct kva_usage_report {
+	uint64_t tokens;
+	uint64_t bytes;
+};
+
+struct kva_provider {
+	int (*alloc)(struct kva_arena *a, uint64_t *h, uint32_t n,
+		     bool partial, const struct kva_usage_report *usage);
+	int (*free)(struct kva_arena *a, const uint64_t *h, uint32_t n,
+		    const struct kva_usage_report *usage);
+	int (*report)(struct kva_arena *a,
+		      const struct kva_usage_report *usage);
+	int (*stat)(struct kva_arena *a, struct kva_stat *st);
+	int (*frame_fd)(struct kva_arena *a, uint64_t handle, int *fd,
+			uint64_t *offset);
+	void (*close)(struct kva_arena *a);
+};
+
+extern const struct kva_provider kva_device_provider;
+extern const struct kva_provider kva_embedded_provider;
+
+/**
+ * struct kva_vmm - how frames become memory at a virtual address.
+ * @map_replaces: @map may map over a mapped frame, replacing it (mmap
+ *		MAP_FIXED); otherwise the old frame must be unmapped first
+ *		(cuMemMap).
+ * @init:	set up for @a (embedded: make the memory).
+ * @fini:	release everything @init and @resolve made.
+ * @resolve:	learn frame @idx's memory (a->frames[idx].mem), once.
+ * @reserve:	reserve @size bytes of address space aligned to the frame
+ *		size.
+ * @release:	give a reservation back (all of it unmapped).
+ * @map:	map frames @idx[0..n) at @va, @va + frame_size, ... with
+ *		read-write access; all or nothing.
+ * @unmap:	unmap @n frames mapped at @va, leaving the range reserved.
+ * @copy:	copy the first @tokens tokens of every (layer, K|V, head)
+ *		block of the frame at @src to the frame at @dst.
+ */
+struct kva_vmm {
+	bool map_replaces;
+	int (*init)(struct kva_arena *a, const struct kva_open_opts *o);
+	void (*fini)(struct kva_arena *a);
+	int (*resolve)(struct kva_arena *a, uint32_t idx);
+	int (*reserve)(struct kva_arena *a, uint64_t size, uint64_t *va);
+	void (*release)(struct kva_arena *a, uint64_t va, uint64_t size);
+	int (*map)(struct kva_arena *a, uint64_t va, const uint32_t *idx,
+		   uint32_t n);
+	int (*unmap)(struct kva_arena *a, uint64_t va, uint32_t n);
+	int (*copy)(struct kva_arena *a, uint64_t dst, uint64_t src,
+		    const struct kva_geometry *g, uint32_t tokens);
+};
+
+extern const struct kva_vmm kva_host_vmm;
+extern const struct kva_vmm kva_cuda_vmm;
+
+struct kva_resv {
+	uint64_t va;
+	uint64_t size;
+};
+
+/**
+ * struct kva_arena - an arena handle.
+ * @lock:	see the top of this file.
+ * @prov:	frame provider; @prov_priv is its state.
+ * @vmm:	VMM backend; @vmm_priv is its state.
+ * @frames:	the frame table, @nr_frames entries.
+ * @held:	frames the provider counts as ours (deferred ones included).
+ * @seqs:	open sequences (struct kva_seq_impl.link).
+ * @resv:	freed ranges kept for reuse, @nr_resv of them.
+ * @scratch_va:	a one-frame reservation for copy-on-write copies, 0 until
+ *		first needed.
+ * @deferred:	handles the provider refused to take back, retried later.
+ * @walk:	usage walk counter (struct kva_frame_rec.mark).
+ * @reported:	the usage last reported.
+ * @closing:	kva_close() is running: the provider's release will return
+ *		every frame, so frames are not returned one by one.
+ */
+struct kva_arena {
+	pthread_mutex_t lock;
+	uint32_t mode;
+	uint32_t backend;
+	uint32_t transport;
+	uint32_t flags;
+	const char *mode_reason;
+	char name[KVA_NAME_LEN];
+	uint64_t frame_size;
+	uint32_t nr_frames;
+	uint32_t client_id;
+	uint32_t mem_dev;
+	int32_t backend_error;
+
+	const struct kva_provider *prov;
+	void *prov_priv;
+	const struct kva_vmm *vmm;
+	void *vmm_priv;
+
+	struct kva_frame_rec *frames;
+	uint32_t held;
+	uint32_t nr_seqs;
+	struct list_node seqs;
+
+	struct kva_resv resv[KVA_RESV_CACHE];
+	uint32_t nr_resv;
+	uint64_t scratch_va;
+
+	uint64_t *deferred;
+	uint32_t nr_deferred;
+	uint32_t walk;
+	struct kva_usage_report reported;
+	bool reported_valid;
+	bool closing;
+};
+
+/**
+ * struct kva_seq_impl - a sequence: the public part and the rest.
+ * @slot:	frame index of each frame of the range, @nr_slots entries;
+ *		[0, nr_mapped) are mapped.
+ * @nr_cow:	frames [0, nr_cow) may be shared with a forked sequence;
+ *		frames beyond are private to this one.
+ * @in_batch:	set while a kva_seq_grow_batch() plans this sequence.
+ */
+struct kva_seq_impl {
+	struct kva_seq pub;
+	struct kva_arena *arena;
+	struct list_node link;
+	uint64_t va_size;
+	uint32_t nr_slots;
+	uint32_t nr_mapped;
+	uint32_t nr_cow;
+	bool in_batch;
+	uint32_t *slot;
+};
+
+static inline struct kva_seq_impl *seq_impl(struct kva_seq *s)
+{
+	return container_of(s, struct kva_seq_impl, pub);
+}
+
+/* arena.c */
+void kva_lock(struct kva_arena *a);
+void kva_unlock(struct kva_arena *a);
+int kva_frames_take(struct kva_arena *a, uint64_t *h, uint32_t n,
+		    const struct kva_usage_report *usage);
+int kva_frames_put(struct kva_arena *a, const uint64_t *h, uint32_t n);
+void kva_usage_compute(struct kva_arena *a, struct kva_usage_report *u,
+		       bool trim);
+int kva_usage_report(struct kva_arena *a);
+int kva_resv_get(struct kva_arena *a, uint64_t size, uint64_t *va,
+		 uint64_t *got);
+void kva_resv_put(struct kva_arena *a, uint64_t va, uint64_t size);
+int kva_scratch(struct kva_arena *a, uint64_t *va);
+void kva_seq_destroy_locked(struct kva_seq_impl *s);
+const char *kva_env(const char *name);
+const char *kva_device_path(const char *opt);
+
+/* device.c */
+int kva_device_open(struct kva_arena *a, const struct kva_open_opts *o,
+		    const char *path);
+int kva_device_set_backing(int dev_fd, const char *name, uint32_t first,
+			   uint32_t nr, int fd, uint64_t offset);
+
+/* embedded.c */
+int kva_embedded_open(struct kva_arena *a, const struct kva_open_opts *o);
+
+/* host.c, cuda.c: provisioning for kva_arena_create() */
+int kva_host_provision(int dev_fd, const struct kva_arena_params *p);
+int kva_cuda_provision(int dev_fd, const struct kva_arena_params *p);
+
+/* Run-time flags every backend honours. */
+#define KVA_OPEN_ALL	(KVA_OPEN_PREFAULT | KVA_OPEN_POPULATE | \
+			 KVA_OPEN_HUGETLB)
+
+#endif /* KVA_LIB_INTERNAL_H */

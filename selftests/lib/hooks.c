@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The KVA_TESTING hooks' side in the tests: see hooks.h.
+ */
+#include <string.h>
+
+#include "hooks.h"
+
+int kva_testing_fault(const char *site);
+
+int (*kva_testing_ioctl)(int fd, unsigned long nr, void *arg);
+void (*kva_testing_close)(int fd);
+
+#define NR_SITES 16
+
+static struct {
+	const char *site;
+	unsigned int count;
+} seen[NR_SITES];
+
+static const char *armed;
+static unsigned int armed_nth;
+static int armed_err;
+
+static unsigned int *counter(const char *site)
+{
+	int i;
+
+	for (i = 0; i < NR_SITES && seen[i].site; i++)
+		if (!strcmp(seen[i].site, site))
+			return &seen[i].count;
+	if (i == NR_SITES)
+		return NULL;
+	seen[i].site = site;
+	return &seen[i].count;
+}
+
+int kva_testing_fault(const char *site)
+{
+	unsigned int *c = counter(site);
+
+	if (c)
+		++*c;
+	if (armed && !strcmp(armed, site) && !--armed_nth) {
+		armed = NULL;
+		return -armed_err;
+	}
+	return 0;
+}
+
+void hooks_fail(const char *site, unsigned int nth, int err)
+{
+	armed = site;
+	armed_nth = nth;
+	armed_err = err;
+}
+
+void hooks_reset(void)
+{
+	armed = NULL;
+	memset(seen, 0, sizeof(seen));
+}
+
+unsigned int hooks_count(const char *site)
+{
+	unsigned int *c = counter(site);
+
+	return c ? *c : 0;
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Test hooks of the KVA_TESTING build of libkvarena: fault injection at
+ * named sites, and a stand-in for the device's ioctl() and close().
+ */
+#ifndef KVA_SELFTEST_HOOKS_H
+#define KVA_SELFTEST_HOOKS_H
+
+/* Make the @nth next pass through @site (1 = the next one) fail with
+ * -@err.  One site is armed at a time. */
+void hooks_fail(const char *site, unsigned int nth, int err);
+/* Disarm, and zero the pass counts. */
+void hooks_reset(void);
+/* Passes through @site since the last reset. */
+unsigned int hooks_count(const char *site);
+
+extern int (*kva_testing_ioctl)(int fd, unsigned long nr, void *arg);
+extern void (*kva_testing_close)(int fd);
+
+#endif
