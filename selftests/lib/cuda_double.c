@@ -1,0 +1,545 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libcuda_double.so: see cuda_double.h.  Built only for the tests; never
+ * linked into libkvarena, which finds it through KVA_CUDA_LIBRARY or its
+ * cuda_library option.
+ *
+ * The handful of rules checked are those of the driver API documentation
+ * that the runtime must follow: cuInit first; whole allocations mapped at
+ * offset 0 inside a reservation, never over another mapping; access set
+ * only over mapped memory; unmaps of whole mappings; reservations freed
+ * only when empty; copies with a current context.
+ */
+#include <cuda.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cuda_double.h"
+
+#define MAX_ALLOCS	4096
+#define MAX_RESV	1024
+#define MAX_MAPS	4096
+#define MAX_LOG		8192
+
+struct alloc {
+	bool live;
+	bool released;
+	bool exportable;
+	int fd;
+	size_t size;
+	unsigned int maps;
+};
+
+struct resv {
+	bool live;
+	uint64_t va, size, raw, raw_size;
+};
+
+struct mapping {
+	bool live;
+	bool access;
+	uint64_t va, size;
+	struct alloc *al;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct alloc allocs[MAX_ALLOCS];
+static struct resv resvs[MAX_RESV];
+static struct mapping maps[MAX_MAPS];
+static struct cuda_double_call calls[MAX_LOG];
+static unsigned int nr_calls;
+static char trace[MAX_LOG * 24];
+static bool initialized;
+static unsigned int ctx_refs;
+static size_t granularity = 64 << 10;
+static __thread int ctx_depth;
+static struct CUctx_st *const primary = (struct CUctx_st *)&primary;
+
+static const char *fail_fn;
+static unsigned int fail_nth;
+static CUresult fail_err;
+
+/* Log the call; returns the armed failure if this is the call for it. */
+static CUresult enter(const char *fn, uint64_t a, uint64_t b, uint64_t c)
+{
+	if (nr_calls < MAX_LOG)
+		calls[nr_calls++] = (struct cuda_double_call){ fn, a, b, c, 0 };
+	if (fail_fn && !strcmp(fail_fn, fn) && !--fail_nth) {
+		fail_fn = NULL;
+		return fail_err;
+	}
+	return CUDA_SUCCESS;
+}
+
+static CUresult leave(CUresult r)
+{
+	calls[nr_calls - 1].res = r;
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+#define ENTER(a, b, c) do {						\
+		CUresult _r;						\
+		pthread_mutex_lock(&lock);				\
+		_r = enter(__func__, (uint64_t)(a), (uint64_t)(b),	\
+			   (uint64_t)(c));				\
+		if (_r)							\
+			return leave(_r);				\
+		if (!initialized && strcmp(__func__, "cuInit"))		\
+			return leave(CUDA_ERROR_NOT_INITIALIZED);	\
+	} while (0)
+
+static struct alloc *alloc_of(CUmemGenericAllocationHandle h)
+{
+	struct alloc *al = (struct alloc *)(uintptr_t)h;
+
+	if (al < allocs || al >= allocs + MAX_ALLOCS || !al->live)
+		return NULL;
+	return al;
+}
+
+static struct alloc *new_alloc(int fd, size_t size)
+{
+	int i;
+
+	for (i = 0; i < MAX_ALLOCS; i++)
+		if (!allocs[i].live) {
+			allocs[i] = (struct alloc){ .live = true, .fd = fd,
+						    .size = size };
+			return &allocs[i];
+		}
+	return NULL;
+}
+
+static void put_alloc(struct alloc *al)
+{
+	if (al->released && !al->maps) {
+		close(al->fd);
+		al->live = false;
+	}
+}
+
+static struct resv *resv_of(uint64_t va, uint64_t size)
+{
+	int i;
+
+	for (i = 0; i < MAX_RESV; i++)
+		if (resvs[i].live && va >= resvs[i].va &&
+		    va + size <= resvs[i].va + resvs[i].size)
+			return &resvs[i];
+	return NULL;
+}
+
+static struct mapping *mapping_at(uint64_t va)
+{
+	int i;
+
+	for (i = 0; i < MAX_MAPS; i++)
+		if (maps[i].live && va >= maps[i].va &&
+		    va < maps[i].va + maps[i].size)
+			return &maps[i];
+	return NULL;
+}
+
+/* Every byte of [va, va + size) lies in a mapping (with access, if @acc). */
+static bool covered(uint64_t va, uint64_t size, bool acc)
+{
+	while (size) {
+		struct mapping *m = mapping_at(va);
+		uint64_t n;
+
+		if (!m || (acc && !m->access))
+			return false;
+		n = m->va + m->size - va;
+		if (n > size)
+			n = size;
+		va += n;
+		size -= n;
+	}
+	return true;
+}
+
+CUresult cuInit(unsigned int flags)
+{
+	ENTER(flags, 0, 0);
+	if (flags)
+		return leave(CUDA_ERROR_INVALID_VALUE);
+	initialized = true;
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuDeviceGet(CUdevice *dev, int ordinal)
+{
+	ENTER(ordinal, 0, 0);
+	if (ordinal != 0)
+		return leave(CUDA_ERROR_INVALID_DEVICE);
+	*dev = ordinal;
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
+{
+	ENTER(dev, 0, 0);
+	if (dev != 0)
+		return leave(CUDA_ERROR_INVALID_DEVICE);
+	ctx_refs++;
+	*ctx = primary;
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+	ENTER(dev, 0, 0);
+	if (dev != 0 || !ctx_refs)
+		return leave(CUDA_ERROR_INVALID_CONTEXT);
+	ctx_refs--;
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuCtxPushCurrent(CUcontext ctx)
+{
+	ENTER(0, 0, 0);
+	if (ctx != primary || !ctx_refs)
+		return leave(CUDA_ERROR_INVALID_CONTEXT);
+	ctx_depth++;
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuCtxPopCurrent(CUcontext *ctx)
+{
+	ENTER(0, 0, 0);
+	if (!ctx_depth)
+		return leave(CUDA_ERROR_INVALID_CONTEXT);
+	ctx_depth--;
+	*ctx = primary;
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuMemGetAllocationGranularity(size_t *gran,
+				       const CUmemAllocationProp *prop,
+				       CUmemAllocationGranularity_flags option)
+{
+	ENTER(option, 0, 0);
+	if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+	    prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+	    prop->location.id != 0)
+		return leave(CUDA_ERROR_INVALID_VALUE);
+	*gran = granularity;
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size,
+		     const CUmemAllocationProp *prop,
+		     unsigned long long flags)
+{
+	struct alloc *al;
+	int fd;
+
+	ENTER(size, prop->requestedHandleTypes, 0);
+	if (flags || !size || size % granularity ||
+	    prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+	    prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+	    prop->location.id != 0)
+		return leave(CUDA_ERROR_INVALID_VALUE);
+	fd = memfd_create("cuda-double", MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)size))
+		return leave(CUDA_ERROR_OUT_OF_MEMORY);
+	al = new_alloc(fd, size);
+	if (!al) {
+		close(fd);
+		return leave(CUDA_ERROR_OUT_OF_MEMORY);
+	}
+	al->exportable = prop->requestedHandleTypes &
+			 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	*h = (CUmemGenericAllocationHandle)(uintptr_t)al;
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuMemRelease(CUmemGenericAllocationHandle h)
+{
+	struct alloc *al;
+
+	ENTER(h, 0, 0);
+	al = alloc_of(h);
+	if (!al || al->released)
+		return leave(CUDA_ERROR_INVALID_VALUE);
+	al->released = true;
+	put_alloc(al);
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuMemExportToShareableHandle(void *out, CUmemGenericAllocationHandle h,
+				      CUmemAllocationHandleType type,
+				      unsigned long long flags)
+{
+	struct alloc *al;
+
+	ENTER(h, type, 0);
+	al = alloc_of(h);
+	if (!al || al->released || flags ||
+	    type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+		return leave(CUDA_ERROR_INVALID_VALUE);
+	if (!al->exportable)
+		return leave(CUDA_ERROR_NOT_SUPPORTED);
+	*(int *)out = fcntl(al->fd, F_DUPFD_CLOEXEC, 0);
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *h,
+					void *os_handle,
+					CUmemAllocationHandleType type)
+{
+	int fd = (int)(intptr_t)os_handle;
+	struct alloc *al;
+	struct stat st;
+
+	ENTER(fd, type, 0);
+	if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
+	    fstat(fd, &st) || !st.st_size)
+		return leave(CUDA_ERROR_INVALID_VALUE);
+	fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	al = new_alloc(fd, (size_t)st.st_size);
+	if (!al) {
+		close(fd);
+		return leave(CUDA_ERROR_OUT_OF_MEMORY);
+	}
+	al->exportable = true;
+	*h = (CUmemGenericAllocationHandle)(uintptr_t)al;
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t align,
+			     CUdeviceptr addr, unsigned long long flags)
+{
+	uint64_t raw, va;
+	void *p;
+	int i;
+
+	ENTER(size, align, addr);
+	if (!size || size % granularity || flags || addr ||
+	    (align & (align - 1)))
+		return leave(CUDA_ERROR_INVALID_VALUE);
+	if (align < granularity)
+		align = granularity;
+	for (i = 0; i < MAX_RESV && resvs[i].live; i++)
+		;
+	if (i == MAX_RESV)
+		return leave(CUDA_ERROR_OUT_OF_MEMORY);
+	p = mmap(NULL, size + align, PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return leave(CUDA_ERROR_OUT_OF_MEMORY);
+	raw = (uint64_t)(uintptr_t)p;
+	va = (raw + align - 1) & ~(uint64_t)(align - 1);
+	resvs[i] = (struct resv){ true, va, size, raw, size + align };
+	*ptr = va;
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+	int i, j;
+
+	ENTER(ptr, size, 0);
+	for (i = 0; i < MAX_RESV; i++)
+		if (resvs[i].live && resvs[i].va == ptr &&
+		    resvs[i].size == size)
+			break;
+	if (i == MAX_RESV)
+		return leave(CUDA_ERROR_INVALID_VALUE);
+	/* Everything in it must have been unmapped. */
+	for (j = 0; j < MAX_MAPS; j++)
+		if (maps[j].live && maps[j].va >= ptr &&
+		    maps[j].va < ptr + size)
+			return leave(CUDA_ERROR_INVALID_VALUE);
+	munmap((void *)(uintptr_t)resvs[i].raw, resvs[i].raw_size);
+	resvs[i].live = false;
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+		  CUmemGenericAllocationHandle h, unsigned long long flags)
+{
+	struct alloc *al;
+	void *p;
+	int i;
+
+	ENTER(ptr, size, h);
+	al = alloc_of(h);
+	if (!al || al->released || offset || flags || size != al->size ||
+	    ptr % granularity || !resv_of(ptr, size))
+		return leave(CUDA_ERROR_INVALID_VALUE);
+	for (i = 0; i < MAX_MAPS; i++)
+		if (maps[i].live && ptr < maps[i].va + maps[i].size &&
+		    maps[i].va < ptr + size)
+			return leave(CUDA_ERROR_INVALID_VALUE);
+	for (i = 0; i < MAX_MAPS && maps[i].live; i++)
+		;
+	if (i == MAX_MAPS)
+		return leave(CUDA_ERROR_OUT_OF_MEMORY);
+	p = mmap((void *)(uintptr_t)ptr, size, PROT_NONE,
+		 MAP_SHARED | MAP_FIXED, al->fd, 0);
+	if (p == MAP_FAILED)
+		return leave(CUDA_ERROR_OUT_OF_MEMORY);
+	maps[i] = (struct mapping){ .live = true, .va = ptr, .size = size,
+				    .al = al };
+	al->maps++;
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size,
+			const CUmemAccessDesc *desc, size_t count)
+{
+	uint64_t va = ptr, end = ptr + size;
+
+	ENTER(ptr, size, count);
+	if (count != 1 || desc->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+	    desc->location.id != 0 ||
+	    desc->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE ||
+	    !covered(ptr, size, false))
+		return leave(CUDA_ERROR_INVALID_VALUE);
+	while (va < end) {
+		struct mapping *m = mapping_at(va);
+
+		mprotect((void *)(uintptr_t)m->va, m->size,
+			 PROT_READ | PROT_WRITE);
+		m->access = true;
+		va = m->va + m->size;
+	}
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+	uint64_t va = ptr, end = ptr + size;
+	struct mapping *m;
+
+	ENTER(ptr, size, 0);
+	/* Whole mappings only. */
+	while (va < end) {
+		m = mapping_at(va);
+		if (!m || m->va != va || m->va + m->size > end)
+			return leave(CUDA_ERROR_INVALID_VALUE);
+		va += m->size;
+	}
+	for (va = ptr; va < end; va += m->size) {
+		m = mapping_at(va);
+		mmap((void *)(uintptr_t)va, m->size, PROT_NONE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+		     -1, 0);
+		m->live = false;
+		m->al->maps--;
+		put_alloc(m->al);
+	}
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+	ENTER(dst, src, n);
+	if (!ctx_depth)
+		return leave(CUDA_ERROR_INVALID_CONTEXT);
+	if (!covered(dst, n, true) || !covered(src, n, true))
+		return leave(CUDA_ERROR_INVALID_VALUE);
+	memmove((void *)(uintptr_t)dst, (void *)(uintptr_t)src, n);
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuStreamSynchronize(CUstream stream)
+{
+	ENTER(0, 0, 0);
+	if (!ctx_depth)
+		return leave(CUDA_ERROR_INVALID_CONTEXT);
+	return leave(CUDA_SUCCESS);
+}
+
+/* ---- control ---- */
+
+void cuda_double_reset(void)
+{
+	pthread_mutex_lock(&lock);
+	nr_calls = 0;
+	fail_fn = NULL;
+	pthread_mutex_unlock(&lock);
+}
+
+void cuda_double_fail(const char *fn, unsigned int nth, int err)
+{
+	pthread_mutex_lock(&lock);
+	fail_fn = fn;
+	fail_nth = nth;
+	fail_err = (CUresult)err;
+	pthread_mutex_unlock(&lock);
+}
+
+unsigned int cuda_double_count(const char *fn)
+{
+	unsigned int i, n = 0;
+
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < nr_calls; i++)
+		n += !strcmp(calls[i].fn, fn);
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+const struct cuda_double_call *cuda_double_find(const char *fn,
+						unsigned int nth)
+{
+	const struct cuda_double_call *c = NULL;
+	unsigned int i;
+
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < nr_calls; i++)
+		if (!strcmp(calls[i].fn, fn) && !nth--) {
+			c = &calls[i];
+			break;
+		}
+	pthread_mutex_unlock(&lock);
+	return c;
+}
+
+const char *cuda_double_trace(void)
+{
+	size_t len = 0;
+	unsigned int i;
+
+	pthread_mutex_lock(&lock);
+	trace[0] = 0;
+	for (i = 0; i < nr_calls && len + 48 < sizeof(trace); i++)
+		len += (size_t)snprintf(trace + len, sizeof(trace) - len,
+					"%s%s", i ? " " : "", calls[i].fn);
+	pthread_mutex_unlock(&lock);
+	return trace;
+}
+
+int cuda_double_ctx_depth(void)
+{
+	return ctx_depth;
+}
+
+void cuda_double_live(struct cuda_double_live *live)
+{
+	int i;
+
+	pthread_mutex_lock(&lock);
+	*live = (struct cuda_double_live){ .ctx_refs = ctx_refs };
+	for (i = 0; i < MAX_ALLOCS; i++)
+		live->allocs += allocs[i].live;
+	for (i = 0; i < MAX_RESV; i++)
+		live->reservations += resvs[i].live;
+	for (i = 0; i < MAX_MAPS; i++)
+		live->mappings += maps[i].live;
+	pthread_mutex_unlock(&lock);
+}
+
+void cuda_double_set_granularity(size_t bytes)
+{
+	granularity = bytes;
+}

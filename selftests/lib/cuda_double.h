@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A test double of the CUDA driver's virtual memory entry points, built
+ * only for tests (libcuda_double.so).  It implements them over host
+ * memory: an allocation is a memfd, a reservation a PROT_NONE range, a
+ * mapping an mmap of the memfd that stays PROT_NONE until cuMemSetAccess,
+ * so data written through a mapped range is real and readable through
+ * every other mapping of the same allocation.  It checks the rules the
+ * real driver enforces that libkvarena relies on, records every call,
+ * and fails a chosen call on demand.
+ */
+#ifndef KVA_CUDA_DOUBLE_H
+#define KVA_CUDA_DOUBLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/** One recorded call: the entry point's exported name and two arguments
+ * (address and size for the VMM calls, the handle for cuMemMap in @c). */
+struct cuda_double_call {
+	const char *fn;
+	uint64_t a, b, c;
+	int res;
+};
+
+struct cuda_double_live {
+	unsigned int allocs;		/* created or imported, not freed */
+	unsigned int reservations;
+	unsigned int mappings;
+	unsigned int ctx_refs;		/* primary context retains */
+};
+
+/* Clear the call log and any armed failure; live state is kept. */
+void cuda_double_reset(void);
+/* The @nth next call of @fn (its exported name) returns @err. */
+void cuda_double_fail(const char *fn, unsigned int nth, int err);
+/* Calls of @fn since the last reset. */
+unsigned int cuda_double_count(const char *fn);
+/* The @i-th call of @fn since the last reset (0-based), or NULL. */
+const struct cuda_double_call *cuda_double_find(const char *fn,
+						unsigned int i);
+/* Every call since the last reset, names separated by spaces. */
+const char *cuda_double_trace(void);
+/* Contexts pushed and not popped on this thread. */
+int cuda_double_ctx_depth(void);
+void cuda_double_live(struct cuda_double_live *live);
+/* Granularity reported by cuMemGetAllocationGranularity (64 KiB). */
+void cuda_double_set_granularity(size_t bytes);
+
+#endif

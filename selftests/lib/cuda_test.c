@@ -1,0 +1,489 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Native tests of libkvarena's cuda backend against libcuda_double.so, a
+ * test double of the driver's virtual memory entry points over host
+ * memory: the call sequences (one cuMemSetAccess per run of frames, one
+ * cuMemCreate per frame ever, context pushed and popped around every
+ * call), the unwinding of every failure, and data written through the
+ * ranges.
+ */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kselftest_harness.h"
+
+#include <linux/kvarena.h>
+
+#include "common.h"
+#include "cuda_double.h"
+#include "fake_module.h"
+#include "hooks.h"
+
+#define FS	(64u << 10)	/* the double's granularity */
+#define TPF	256u		/* small_geometry in 64 KiB */
+
+/* The double is linked into this test; point the library at that file. */
+static const char *double_path(void)
+{
+	Dl_info info;
+
+	if (!dladdr((void *)cuda_double_reset, &info))
+		return NULL;
+	return info.dli_fname;
+}
+
+static int open_cuda(struct kva_arena **a, uint32_t nr, const char *lib)
+{
+	struct kva_open_opts o = {
+		.mode = KVA_MODE_EMBEDDED,
+		.nr_frames = nr,
+		.frame_size = FS,
+		.mem_kind = KVA_BACKEND_CUDA,
+		.cuda_library = lib,
+	};
+
+	return kva_open(&o, a);
+}
+
+static bool all_released(void)
+{
+	struct cuda_double_live l;
+
+	cuda_double_live(&l);
+	return !l.allocs && !l.reservations && !l.mappings && !l.ctx_refs;
+}
+
+FIXTURE(cuda) {
+	struct kva_arena *a;
+	struct kva_geometry g;
+};
+
+FIXTURE_SETUP(cuda)
+{
+	cuda_double_set_granularity(FS);
+	ASSERT_EQ(0, open_cuda(&self->a, 32, double_path()));
+	self->g = small_geometry(FS);
+	ASSERT_EQ(TPF, self->g.tokens_per_frame);
+	cuda_double_reset();
+}
+
+FIXTURE_TEARDOWN(cuda)
+{
+	EXPECT_EQ(0, cuda_double_ctx_depth());
+	kva_close(self->a);
+	EXPECT_TRUE(all_released());
+}
+
+TEST(open_loads_the_driver_and_retains_the_primary_context)
+{
+	struct kva_arena_info info;
+	struct kva_arena *a;
+
+	cuda_double_reset();
+	ASSERT_EQ(0, open_cuda(&a, 8, double_path()));
+	EXPECT_STREQ("cuInit cuDeviceGet cuDevicePrimaryCtxRetain "
+		     "cuCtxPushCurrent_v2 cuMemGetAllocationGranularity "
+		     "cuCtxPopCurrent_v2", cuda_double_trace());
+	ASSERT_EQ(0, kva_arena_info(a, &info));
+	EXPECT_EQ(KVA_BACKEND_CUDA, info.backend);
+	EXPECT_EQ(KVA_MODE_EMBEDDED, info.mode);
+	/* Embedded allocations are not made exportable. */
+	cuda_double_reset();
+	kva_close(a);
+	EXPECT_STREQ("cuCtxPushCurrent_v2 cuCtxPopCurrent_v2 "
+		     "cuDevicePrimaryCtxRelease_v2", cuda_double_trace());
+	EXPECT_TRUE(all_released());
+}
+
+TEST(library_path_comes_from_the_environment)
+{
+	struct kva_arena *a;
+
+	setenv("KVA_CUDA_LIBRARY", double_path(), 1);
+	ASSERT_EQ(0, open_cuda(&a, 8, NULL));
+	kva_close(a);
+	setenv("KVA_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+	EXPECT_EQ(-ELIBACC, open_cuda(&a, 8, NULL));
+}
+
+TEST(missing_driver_or_entry_point_is_reported)
+{
+	struct kva_arena *a;
+
+	EXPECT_EQ(-ELIBACC, open_cuda(&a, 8, "/nonexistent/libcuda.so.1"));
+	/* A library that loads but is no CUDA driver. */
+	EXPECT_EQ(-ELIBBAD, open_cuda(&a, 8, "libm.so.6"));
+}
+
+TEST(frame_size_off_the_granularity_is_einval)
+{
+	struct kva_arena *a;
+
+	cuda_double_set_granularity(2u << 20);
+	EXPECT_EQ(-EINVAL, open_cuda(&a, 8, double_path()));
+	cuda_double_set_granularity(FS);
+	EXPECT_TRUE(all_released());
+}
+
+TEST(missing_device_is_enodev)
+{
+	struct kva_open_opts o = {
+		.mode = KVA_MODE_EMBEDDED, .nr_frames = 8, .frame_size = FS,
+		.mem_kind = KVA_BACKEND_CUDA, .mem_dev = 3,
+		.cuda_library = double_path(),
+	};
+	struct kva_arena *a;
+
+	EXPECT_EQ(-ENODEV, kva_open(&o, &a));
+	EXPECT_TRUE(all_released());
+}
+
+TEST(failed_driver_calls_during_open_release_what_was_taken)
+{
+	static const char *const fn[] = {
+		"cuInit", "cuDeviceGet", "cuDevicePrimaryCtxRetain",
+		"cuCtxPushCurrent_v2", "cuMemGetAllocationGranularity",
+	};
+	struct kva_arena *a;
+	unsigned int i;
+
+	for (i = 0; i < 5; i++) {
+		cuda_double_fail(fn[i], 1, CUDA_ERROR_OUT_OF_MEMORY);
+		EXPECT_EQ(-ENOMEM, open_cuda(&a, 8, double_path()));
+		EXPECT_TRUE(all_released());
+	}
+}
+
+TEST_F(cuda, create_reserves_a_frame_aligned_range)
+{
+	const struct cuda_double_call *c;
+	struct kva_seq *s;
+
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 10 * TPF, &s));
+	EXPECT_STREQ("cuCtxPushCurrent_v2 cuMemAddressReserve "
+		     "cuCtxPopCurrent_v2", cuda_double_trace());
+	c = cuda_double_find("cuMemAddressReserve", 0);
+	ASSERT_NE(NULL, c);
+	EXPECT_EQ(10 * FS, c->a);
+	EXPECT_EQ(FS, c->b);
+	EXPECT_EQ(0, s->base % FS);
+	kva_seq_free(s);
+}
+
+TEST_F(cuda, grow_maps_a_run_and_sets_access_once)
+{
+	const struct cuda_double_call *c;
+	struct kva_seq *s;
+	int i;
+
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 10 * TPF, &s));
+	cuda_double_reset();
+	ASSERT_EQ(0, kva_seq_grow(s, 4 * TPF));
+	EXPECT_EQ(4, cuda_double_count("cuMemCreate"));
+	EXPECT_EQ(4, cuda_double_count("cuMemMap"));
+	EXPECT_EQ(1, cuda_double_count("cuMemSetAccess"));
+	c = cuda_double_find("cuMemSetAccess", 0);
+	ASSERT_NE(NULL, c);
+	EXPECT_EQ(s->base, c->a);
+	EXPECT_EQ(4 * FS, c->b);
+	for (i = 0; i < 4; i++) {
+		c = cuda_double_find("cuMemMap", i);
+		ASSERT_NE(NULL, c);
+		EXPECT_EQ(s->base + i * FS, c->a);
+		EXPECT_EQ(FS, c->b);
+	}
+	/* The double's memory is host memory: the layout is checkable. */
+	fill_tokens(s, 1, 0, 4 * TPF);
+	EXPECT_EQ(0, check_tokens(s, 1, 0, 4 * TPF));
+	kva_seq_free(s);
+}
+
+TEST_F(cuda, allocations_are_made_once_and_reused)
+{
+	struct kva_seq *s;
+
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 10 * TPF, &s));
+	ASSERT_EQ(0, kva_seq_grow(s, 3 * TPF));
+	ASSERT_EQ(0, kva_seq_shrink(s, 0));
+	EXPECT_EQ(3, cuda_double_count("cuMemUnmap"));
+	cuda_double_reset();
+	ASSERT_EQ(0, kva_seq_grow(s, 3 * TPF));
+	EXPECT_EQ(0, cuda_double_count("cuMemCreate"));
+	EXPECT_EQ(3, cuda_double_count("cuMemMap"));
+	EXPECT_EQ(1, cuda_double_count("cuMemSetAccess"));
+	kva_seq_free(s);
+}
+
+TEST_F(cuda, failed_map_unmaps_the_frames_before_it)
+{
+	struct kva_arena_info info;
+	struct cuda_double_live l;
+	struct kva_seq *s;
+
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 10 * TPF, &s));
+	ASSERT_EQ(0, kva_seq_grow(s, 10));
+	cuda_double_reset();
+	cuda_double_fail("cuMemMap", 3, CUDA_ERROR_OUT_OF_MEMORY);
+	EXPECT_EQ(-ENOMEM, kva_seq_grow(s, 4 * TPF));
+	EXPECT_EQ(3, cuda_double_count("cuMemMap"));
+	EXPECT_EQ(2, cuda_double_count("cuMemUnmap"));
+	EXPECT_EQ(0, cuda_double_count("cuMemSetAccess"));
+	EXPECT_EQ(s->base + FS, cuda_double_find("cuMemUnmap", 0)->a);
+	EXPECT_EQ(s->base + 2 * FS, cuda_double_find("cuMemUnmap", 1)->a);
+	EXPECT_EQ(10, s->tokens);
+	EXPECT_EQ(TPF, s->room);
+	EXPECT_EQ(1, held_frames(self->a));
+	cuda_double_live(&l);
+	EXPECT_EQ(1, l.mappings);
+	ASSERT_EQ(0, kva_arena_info(self->a, &info));
+	EXPECT_EQ(CUDA_ERROR_OUT_OF_MEMORY, info.backend_error);
+	ASSERT_EQ(0, kva_seq_grow(s, 4 * TPF));
+	kva_seq_free(s);
+}
+
+TEST_F(cuda, failed_set_access_unmaps_the_whole_run)
+{
+	struct cuda_double_live l;
+	struct kva_seq *s;
+
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 10 * TPF, &s));
+	cuda_double_fail("cuMemSetAccess", 1, CUDA_ERROR_INVALID_VALUE);
+	EXPECT_EQ(-EINVAL, kva_seq_grow(s, 3 * TPF));
+	EXPECT_EQ(3, cuda_double_count("cuMemUnmap"));
+	EXPECT_EQ(0, s->tokens);
+	EXPECT_EQ(0, held_frames(self->a));
+	cuda_double_live(&l);
+	EXPECT_EQ(0, l.mappings);
+	kva_seq_free(s);
+}
+
+TEST_F(cuda, failed_create_returns_the_frames)
+{
+	struct kva_seq *s;
+
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 10 * TPF, &s));
+	cuda_double_fail("cuMemCreate", 2, CUDA_ERROR_OUT_OF_MEMORY);
+	EXPECT_EQ(-ENOMEM, kva_seq_grow(s, 3 * TPF));
+	EXPECT_EQ(0, cuda_double_count("cuMemMap"));
+	EXPECT_EQ(0, held_frames(self->a));
+	EXPECT_EQ(0, s->room);
+	ASSERT_EQ(0, kva_seq_grow(s, 3 * TPF));
+	kva_seq_free(s);
+}
+
+TEST_F(cuda, fork_maps_the_same_allocations)
+{
+	const struct cuda_double_call *p0, *c0;
+	struct kva_seq *p, *c;
+
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 10 * TPF, &p));
+	ASSERT_EQ(0, kva_seq_grow(p, 2 * TPF));
+	fill_tokens(p, 2, 0, 2 * TPF);
+	ASSERT_EQ(0, kva_seq_fork(p, &c));
+	p0 = cuda_double_find("cuMemMap", 0);
+	c0 = cuda_double_find("cuMemMap", 2);
+	ASSERT_NE(NULL, c0);
+	EXPECT_EQ(p0->c, c0->c);
+	EXPECT_EQ(c->base, c0->a);
+	EXPECT_EQ(2, cuda_double_count("cuMemSetAccess"));
+	EXPECT_EQ(0, check_tokens(c, 2, 0, 2 * TPF));
+	kva_seq_free(p);
+	kva_seq_free(c);
+}
+
+TEST_F(cuda, copy_on_write_copies_device_to_device_and_spares_the_parent)
+{
+	const struct cuda_double_call *cp;
+	struct kva_seq *p, *c;
+
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 10 * TPF, &p));
+	ASSERT_EQ(0, kva_seq_grow(p, TPF + 10));
+	fill_tokens(p, 3, 0, TPF + 10);
+	ASSERT_EQ(0, kva_seq_fork(p, &c));
+	cuda_double_reset();
+	ASSERT_EQ(0, kva_seq_grow(c, 1));
+	/* Scratch range, new frame there, copy, unmap it, swap the slot. */
+	EXPECT_STREQ("cuCtxPushCurrent_v2 cuMemCreate cuCtxPopCurrent_v2 "
+		     "cuCtxPushCurrent_v2 cuMemAddressReserve cuCtxPopCurrent_v2 "
+		     "cuCtxPushCurrent_v2 cuMemMap cuMemSetAccess cuCtxPopCurrent_v2 "
+		     "cuCtxPushCurrent_v2 cuMemcpyDtoD_v2 cuStreamSynchronize "
+		     "cuCtxPopCurrent_v2 "
+		     "cuCtxPushCurrent_v2 cuMemUnmap cuCtxPopCurrent_v2 "
+		     "cuCtxPushCurrent_v2 cuMemUnmap cuCtxPopCurrent_v2 "
+		     "cuCtxPushCurrent_v2 cuMemMap cuMemSetAccess cuCtxPopCurrent_v2",
+		     cuda_double_trace());
+	cp = cuda_double_find("cuMemcpyDtoD_v2", 0);
+	ASSERT_NE(NULL, cp);
+	EXPECT_EQ(c->base + FS, cp->b);
+	EXPECT_EQ(FS, cp->c);
+	EXPECT_EQ(3, held_frames(self->a));
+	fill_tokens(c, 4, TPF, TPF + 11);
+	EXPECT_EQ(0, check_tokens(p, 3, 0, TPF + 10));
+	EXPECT_EQ(0, check_tokens(c, 3, 0, TPF));
+	EXPECT_EQ(0, check_tokens(c, 4, TPF, TPF + 11));
+	kva_seq_free(p);
+	kva_seq_free(c);
+	EXPECT_EQ(0, held_frames(self->a));
+}
+
+TEST_F(cuda, failed_copy_on_write_leaves_both_sequences_as_they_were)
+{
+	static const char *const fn[] = {
+		"cuMemcpyDtoD_v2", "cuStreamSynchronize", "cuMemSetAccess",
+		"cuMemMap",
+	};
+	/* The swap's cuMemMap is the second; its failure maps the
+	 * shared frame back (the third). */
+	static const unsigned int nth[] = { 1, 1, 2, 2 };
+	struct cuda_double_live l;
+	struct kva_seq *p, *c;
+	uint64_t hp[2], hc[2];
+	unsigned int i;
+
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 10 * TPF, &p));
+	ASSERT_EQ(0, kva_seq_grow(p, TPF + 10));
+	fill_tokens(p, 5, 0, TPF + 10);
+	ASSERT_EQ(0, kva_seq_fork(p, &c));
+	for (i = 0; i < 4; i++) {
+		cuda_double_reset();
+		cuda_double_fail(fn[i], nth[i], CUDA_ERROR_UNKNOWN);
+		EXPECT_EQ(-EIO, kva_seq_grow(c, 1));
+		EXPECT_EQ(TPF + 10, c->tokens);
+		EXPECT_EQ(TPF + 10, c->room);
+		EXPECT_EQ(2, held_frames(self->a));
+		ASSERT_EQ(2, kva_seq_handles(p, hp, 2));
+		ASSERT_EQ(2, kva_seq_handles(c, hc, 2));
+		EXPECT_EQ(0, memcmp(hp, hc, sizeof(hp)));
+		EXPECT_EQ(0, check_tokens(c, 5, 0, TPF + 10));
+		cuda_double_live(&l);
+		EXPECT_EQ(4, l.mappings);
+	}
+	ASSERT_EQ(0, kva_seq_grow(c, 1));
+	kva_seq_free(p);
+	kva_seq_free(c);
+}
+
+TEST_F(cuda, free_unmaps_frame_by_frame_and_close_releases_everything)
+{
+	struct kva_seq *s;
+
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 10 * TPF, &s));
+	ASSERT_EQ(0, kva_seq_grow(s, 5 * TPF));
+	cuda_double_reset();
+	kva_seq_free(s);
+	EXPECT_EQ(5, cuda_double_count("cuMemUnmap"));
+	/* The range is kept for the next sequence. */
+	EXPECT_EQ(0, cuda_double_count("cuMemAddressFree"));
+	EXPECT_EQ(0, cuda_double_count("cuMemRelease"));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 10 * TPF, &s));
+	EXPECT_EQ(0, cuda_double_count("cuMemAddressReserve"));
+	kva_seq_free(s);
+}
+
+TEST(close_releases_allocations_ranges_and_context)
+{
+	struct kva_geometry g = small_geometry(FS);
+	struct kva_seq *s, *c;
+	struct kva_arena *a;
+
+	ASSERT_EQ(0, open_cuda(&a, 16, double_path()));
+	ASSERT_EQ(0, kva_seq_create(a, &g, 10 * TPF, &s));
+	ASSERT_EQ(0, kva_seq_grow(s, 3 * TPF + 1));
+	ASSERT_EQ(0, kva_seq_fork(s, &c));
+	ASSERT_EQ(0, kva_seq_grow(c, 1));
+	cuda_double_reset();
+	kva_close(a);
+	/* Five frames made (four and a copy); two ranges and scratch. */
+	EXPECT_EQ(5, cuda_double_count("cuMemRelease"));
+	EXPECT_EQ(3, cuda_double_count("cuMemAddressFree"));
+	EXPECT_EQ(1, cuda_double_count("cuDevicePrimaryCtxRelease_v2"));
+	EXPECT_TRUE(all_released());
+}
+
+/* Device mode, over the stand-in for the module (fake_module.c). */
+TEST(device_arena_exports_every_frame_and_clients_import_them)
+{
+	struct kva_arena_params p = {
+		.name = "gpu0", .nr_frames = 4, .frame_size = FS,
+		.mem_kind = KVA_BACKEND_CUDA, .cuda_library = double_path(),
+	};
+	struct kva_open_opts o = { .mode = KVA_MODE_DEVICE, .name = "gpu0",
+				   .cuda_library = double_path() };
+	struct kva_geometry g = small_geometry(FS);
+	struct kva_arena_info info;
+	struct kva_arena *a;
+	struct kva_seq *s;
+	uint64_t h[2], off;
+	int i, fd;
+
+	setenv("KVA_DEVICE", "/dev/null", 1);
+	cuda_double_set_granularity(FS);
+	fake_module_install();
+	cuda_double_reset();
+	ASSERT_EQ(0, kva_arena_create(&p));
+	EXPECT_EQ(4, cuda_double_count("cuMemCreate"));
+	EXPECT_EQ(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+		  cuda_double_find("cuMemCreate", 0)->b);
+	EXPECT_EQ(4, cuda_double_count("cuMemExportToShareableHandle"));
+	EXPECT_EQ(4, cuda_double_count("cuMemRelease"));
+	EXPECT_EQ(4, fake_module_calls(KVARENA_IOC_ARENA_SET_BACKING));
+	/* The module's file references are all that keep the memory. */
+	EXPECT_TRUE(all_released());
+
+	cuda_double_reset();
+	ASSERT_EQ(0, kva_open(&o, &a));
+	ASSERT_EQ(0, kva_arena_info(a, &info));
+	EXPECT_EQ(KVA_BACKEND_CUDA, info.backend);
+	EXPECT_EQ(KVA_MODE_DEVICE, info.mode);
+	ASSERT_EQ(0, kva_seq_create(a, &g, 4 * TPF, &s));
+	ASSERT_EQ(0, kva_seq_grow(s, TPF + 1));
+	EXPECT_EQ(2, fake_module_calls(KVARENA_IOC_FRAME_FD));
+	EXPECT_EQ(2, cuda_double_count("cuMemImportFromShareableHandle"));
+	EXPECT_EQ(0, cuda_double_count("cuMemCreate"));
+	EXPECT_EQ(2, cuda_double_count("cuMemMap"));
+	EXPECT_EQ(1, cuda_double_count("cuMemSetAccess"));
+	fill_tokens(s, 7, 0, TPF + 1);
+	ASSERT_EQ(2, kva_seq_handles(s, h, 2));
+	for (i = 0; i < 2; i++) {
+		static char buf[FS];
+
+		fd = fake_module_backing("gpu0", KVARENA_HANDLE_IDX(h[i]), &off);
+		ASSERT_LE(0, fd);
+		EXPECT_EQ(0, off);
+		ASSERT_EQ(FS, pread(fd, buf, FS, 0));
+		EXPECT_EQ(0, memcmp(buf, (void *)(uintptr_t)(s->base + i * FS),
+				    FS));
+	}
+	/* Imports are kept: the same frames again cost no ioctl. */
+	ASSERT_EQ(0, kva_seq_shrink(s, 0));
+	ASSERT_EQ(0, kva_seq_grow(s, TPF + 1));
+	EXPECT_EQ(2, fake_module_calls(KVARENA_IOC_FRAME_FD));
+	EXPECT_EQ(2, cuda_double_count("cuMemImportFromShareableHandle"));
+	kva_close(a);
+	ASSERT_EQ(0, kva_arena_destroy(&p));
+	fake_module_remove();
+	EXPECT_TRUE(all_released());
+}
+
+TEST(device_arena_create_stops_at_the_first_failure)
+{
+	struct kva_arena_params p = {
+		.name = "gpu1", .nr_frames = 4, .frame_size = FS,
+		.mem_kind = KVA_BACKEND_CUDA, .cuda_library = double_path(),
+	};
+
+	setenv("KVA_DEVICE", "/dev/null", 1);
+	cuda_double_set_granularity(FS);
+	fake_module_install();
+	cuda_double_fail("cuMemExportToShareableHandle", 3,
+			 CUDA_ERROR_OUT_OF_MEMORY);
+	EXPECT_EQ(-ENOMEM, kva_arena_create(&p));
+	/* The arena is gone again, and with it the two frames made. */
+	EXPECT_EQ(-ENOENT, kva_arena_destroy(&p));
+	EXPECT_TRUE(all_released());
+	fake_module_remove();
+}
+
+TEST_HARNESS_MAIN
