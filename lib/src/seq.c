@@ -161,6 +161,28 @@ static int plan_one(struct kva_arena *a, const struct kva_grow *r,
 }
 
 /*
+ * Sequences sharing a frame may all append into it in one batch: each
+ * before the last takes a copy, the last keeps the frame, which would
+ * otherwise be left to nobody.
+ */
+static void cow_last_sharer(struct grow_plan *p, unsigned int i)
+{
+	uint32_t f, copies = 0;
+	unsigned int j;
+
+	if (p[i].cow_slot < 0)
+		return;
+	f = p[i].s->slot[p[i].cow_slot];
+	for (j = 0; j < i; j++)
+		copies += p[j].cow_slot >= 0 &&
+			  p[j].s->slot[p[j].cow_slot] == f;
+	if (p[i].s->arena->frames[f].refs - copies <= 1) {
+		p[i].cow_slot = -1;
+		p[i].cow_tokens = 0;
+	}
+}
+
+/*
  * The usage the batch leaves behind, worked out before it runs so that it
  * can go to the module with the ALLOC: apply the new lengths and the
  * copy-on-write hand-overs, walk, put everything back.  No trimming of
@@ -354,6 +376,7 @@ int kva_seq_grow_batch(struct kva_arena *a, const struct kva_grow *reqs,
 		if (ret)
 			goto out_unmark;
 		planned++;
+		cow_last_sharer(p, i);
 		p[i].first = (uint32_t)total;
 		total += p[i].need + (p[i].cow_slot >= 0);
 	}

@@ -824,6 +824,38 @@ TEST_F(seq, forks_of_forks_share_and_copy_independently)
 	EXPECT_EQ(0, held_frames(self->a));
 }
 
+TEST_F(seq, sharers_appending_in_one_batch_copy_all_but_the_last)
+{
+	struct kva_seq *s[3];
+	struct kva_grow r[3];
+	struct kva_stat st;
+	int i;
+
+	s[0] = new_seq(_metadata, self->a, &self->g, 1000);
+	ASSERT_EQ(0, kva_seq_grow(s[0], 40));
+	fill_tokens(s[0], 22, 0, 40);
+	ASSERT_EQ(0, kva_seq_fork(s[0], &s[1]));
+	ASSERT_EQ(0, kva_seq_fork(s[0], &s[2]));
+	for (i = 0; i < 3; i++)
+		r[i] = (struct kva_grow){ .seq = s[i], .tokens = 1 };
+	ASSERT_EQ(0, kva_seq_grow_batch(self->a, r, 3));
+	ASSERT_EQ(0, kva_stat(self->a, &st));
+	EXPECT_EQ(5, st.held);
+	EXPECT_EQ(3 * 41 - 2 * 32, st.my_filled_tokens);
+	EXPECT_EQ(st.my_filled_tokens, st.filled_tokens);
+	for (i = 0; i < 3; i++) {
+		fill_tokens(s[i], 23 + i, 40, 41);
+		EXPECT_EQ(TPF * 3, s[i]->room);
+	}
+	for (i = 0; i < 3; i++) {
+		EXPECT_EQ(0, check_tokens(s[i], 22, 0, 40));
+		EXPECT_EQ(0, check_tokens(s[i], 23 + i, 40, 41));
+	}
+	for (i = 0; i < 3; i++)
+		kva_seq_free(s[i]);
+	EXPECT_EQ(0, held_frames(self->a));
+}
+
 TEST_F(seq, fork_rejects_null_arguments)
 {
 	struct kva_seq *s = new_seq(_metadata, self->a, &self->g, 10), *c;
