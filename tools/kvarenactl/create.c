@@ -1,0 +1,456 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvarenactl - the commands that change things: create (the arena and its
+ * memory), destroy, limit.  All need CAP_SYS_ADMIN.
+ *
+ * create runs in the order that makes failures cheap and leaves nothing
+ * behind: host memory is checked against MemAvailable and the CUDA driver
+ * and device are checked first, then ARENA_CREATE (a taken name or a
+ * missing capability is found before any memory is made), then the
+ * frames' memory is made and registered with ARENA_SET_BACKING.  If that
+ * fails or is interrupted (Ctrl-C, SIGTERM, SIGHUP), the arena is
+ * destroyed again.  The module holds a reference to every backing file,
+ * so the memory lives on after kvarenactl exits, until destroy.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "kvarenactl.h"
+
+#ifndef MFD_HUGE_2MB
+#define MFD_HUGE_2MB (21u << 26)
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23		/* Linux 5.14 */
+#endif
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL 0x0008u		/* Linux 6.3 */
+#endif
+
+#define HUGE_2MB (2u << 20)
+
+/*
+ * Ctrl-C, or a kill that can be caught, during create stops it at the
+ * next frame (or interrupts the allocation) and takes the arena down again
+ * instead of leaving it half made.
+ */
+static volatile sig_atomic_t create_stop;
+
+static void create_signal(int sig)
+{
+	create_stop = sig;
+}
+
+static void catch_stop_signals(void)
+{
+	struct sigaction sa = { .sa_handler = create_signal };
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+/* An ioctl refused for want of CAP_SYS_ADMIN, or a read-only open. */
+static bool denied(int err)
+{
+	return err == -EPERM || err == -EBADF;
+}
+
+/*
+ * Clear every page through a temporary mapping, a chunk at a time.
+ * fallocate() allocates shmem pages but leaves zeroing them to the first
+ * fault; done here, the serving processes' faults are minor ones.
+ */
+static int clear_pages(int fd, uint64_t size, uint64_t page)
+{
+	const uint64_t chunk = 1ull << 30;
+
+	for (uint64_t off = 0; off < size; off += chunk) {
+		size_t len = (size_t)(size - off < chunk ? size - off : chunk);
+		char *p;
+		int err = 0;
+
+		if (create_stop)
+			return EINTR;
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+			 (off_t)off);
+		if (p == MAP_FAILED)
+			return errno;
+		if (madvise(p, len, MADV_POPULATE_WRITE)) {
+			err = errno;
+			/* Before Linux 5.14: a store per page. */
+			if (err == EINVAL) {
+				for (size_t i = 0; i < len; i += page)
+					((volatile char *)p)[i] = 0;
+				err = 0;
+			}
+		}
+		munmap(p, len);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * Host memory: one memfd of every frame, its pages allocated and cleared
+ * now (so that a shortage shows here, not as SIGBUS in a serving process),
+ * sealed so that nobody can shrink it under a mapping.  Returns the fd or
+ * -1.
+ */
+static int host_memory(const struct kvactl_opts *o, const char *name)
+{
+	uint64_t size = (uint64_t)o->frames * o->frame_size;
+	unsigned int flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
+	char mname[64], b[KVACTL_NUM_LEN];
+	int fd, err;
+
+	if (o->hugepages)
+		flags |= MFD_HUGETLB | MFD_HUGE_2MB;
+	snprintf(mname, sizeof(mname), "kvarena:%s", name);
+	/* Frames are data: not executable, where the kernel can say so. */
+	fd = memfd_create(mname, flags | MFD_NOEXEC_SEAL);
+	if (fd < 0 && errno == EINVAL)
+		fd = memfd_create(mname, flags);
+	if (fd < 0) {
+		kvactl_err("create: memfd_create: %s%s", strerror(errno),
+			   o->hugepages ? " (no hugetlbfs for 2 MiB pages?)" : "");
+		return -1;
+	}
+	if (ftruncate(fd, (off_t)size)) {
+		kvactl_err("create: sizing the memory to %s: %s",
+			   kvactl_fmt_size(b, size, false), strerror(errno));
+		goto err_close;
+	}
+	err = fallocate(fd, 0, 0, (off_t)size) ? errno : 0;
+	if (!err)
+		err = clear_pages(fd, size, o->hugepages ? HUGE_2MB :
+				  (uint64_t)sysconf(_SC_PAGESIZE));
+	if (err == EINTR) {
+		kvactl_err("create: interrupted");
+		goto err_close;
+	}
+	if (err && o->hugepages) {
+		kvactl_err("create: cannot allocate %s of 2 MiB huge pages: %s (reserve them in /proc/sys/vm/nr_hugepages)",
+			   kvactl_fmt_size(b, size, false), strerror(err));
+		goto err_close;
+	}
+	if (err) {
+		kvactl_err("create: cannot allocate %s of host memory: %s",
+			   kvactl_fmt_size(b, size, false), strerror(err));
+		goto err_close;
+	}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		kvactl_err("create: sealing the memory: %s", strerror(errno));
+		goto err_close;
+	}
+	return fd;
+
+err_close:
+	close(fd);
+	return -1;
+}
+
+/* MemAvailable from /proc/meminfo in bytes, or UINT64_MAX if unknown. */
+static uint64_t mem_available(void)
+{
+	unsigned long long kib;
+	uint64_t v = UINT64_MAX;
+	char line[128];
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
+			v = (uint64_t)kib * 1024;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/*
+ * Host memory is allocated in full, as shmem that no process maps: the
+ * OOM killer would not blame kvarenactl for it but some serving process.
+ * So ask first.
+ */
+static int check_host_memory(const struct kvactl_opts *o)
+{
+	uint64_t size = (uint64_t)o->frames * o->frame_size;
+	uint64_t avail = mem_available();
+	char b[2][KVACTL_NUM_LEN];
+
+	if (o->cuda || o->hugepages || size <= avail)
+		return 0;
+	kvactl_err("create: %s of host memory asked for, only %s available (MemAvailable in /proc/meminfo)",
+		   kvactl_fmt_size(b[0], size, false),
+		   kvactl_fmt_size(b[1], avail, false));
+	return -1;
+}
+
+static int set_backing(int fd, const char *name, uint32_t first, uint32_t n,
+		       int mfd)
+{
+	struct kvarena_set_backing b = {
+		.first_frame = first,
+		.nr_frames = n,
+		.fd = mfd,
+	};
+	int err;
+
+	kvactl_name_copy(b.name, name);
+	err = kvactl_ioctl(fd, KVARENA_IOC_ARENA_SET_BACKING, &b);
+	if (err)
+		kvactl_err("create: registering the memory of frame%s %u%s: %s",
+			   n > 1 ? "s" : "", first, n > 1 ? "-..." : "",
+			   strerror(-err));
+	return err;
+}
+
+static int back_host(int fd, const struct kvactl_opts *o, const char *name)
+{
+	int mfd = host_memory(o, name), err;
+
+	if (mfd < 0)
+		return -1;
+	err = set_backing(fd, name, 0, o->frames, mfd);
+	close(mfd);
+	return err ? -1 : 0;
+}
+
+static int back_cuda(int fd, const struct kvactl_opts *o, const char *name,
+		     struct kvactl_cuda *cu)
+{
+	for (uint32_t i = 0; i < o->frames; i++) {
+		int dfd, err;
+
+		if (create_stop) {
+			kvactl_err("create: interrupted after %u of %u frames",
+				   i, o->frames);
+			return -1;
+		}
+		dfd = kvactl_cuda_frame(cu);
+
+		if (dfd < 0)
+			return -1;
+		/* The module takes its own reference to the file. */
+		err = set_backing(fd, name, i, 1, dfd);
+		close(dfd);
+		if (err)
+			return -1;
+	}
+	return 0;
+}
+
+static int destroy(int fd, const char *name)
+{
+	struct kvarena_arena_destroy d = { 0 };
+
+	kvactl_name_copy(d.name, name);
+	return kvactl_ioctl(fd, KVARENA_IOC_ARENA_DESTROY, &d);
+}
+
+int kvactl_cmd_create(const struct kvactl_opts *o)
+{
+	const char *name = o->args[0];
+	struct kvarena_arena_create c = {
+		.frame_size = o->frame_size,
+		.nr_frames = o->frames,
+		.mem_kind = o->cuda ? KVARENA_MEM_CUDA : KVARENA_MEM_HOST,
+		.mem_dev = o->cuda ? o->cuda_dev : 0,
+		.low_watermark = o->low_watermark,
+		.bytes_per_token = o->bytes_per_token,
+	};
+	struct kvactl_cuda *cu = NULL;
+	int fd, err, ret = KVACTL_FAIL;
+
+	if (check_host_memory(o))
+		return KVACTL_FAIL;
+	if (o->cuda) {
+		cu = kvactl_cuda_open(o->cuda_dev, o->frame_size);
+		if (!cu)
+			return KVACTL_FAIL;
+	}
+	fd = kvactl_open(true, "create");
+	if (fd < 0)
+		goto out_cuda;
+
+	kvactl_name_copy(c.name, name);
+	err = kvactl_ioctl(fd, KVARENA_IOC_ARENA_CREATE, &c);
+	if (err) {
+		if (err == -EEXIST)
+			kvactl_err("create: an arena named \"%s\" exists already",
+				   name);
+		else if (denied(err))
+			kvactl_err("create: permission denied (needs CAP_SYS_ADMIN)");
+		else if (err == -EINVAL)
+			kvactl_err("create: the module refused the arena's geometry: %s",
+				   strerror(-err));
+		else
+			kvactl_err("create: %s", strerror(-err));
+		goto out_close;
+	}
+
+	catch_stop_signals();
+	err = o->cuda ? back_cuda(fd, o, name, cu) : back_host(fd, o, name);
+	if (err) {
+		/* Lose nothing, leave nothing: take the arena down again. */
+		err = destroy(fd, name);
+		if (err == -EBUSY)
+			kvactl_err("create: arena \"%s\" is left without all its memory: clients attached meanwhile; destroy it once they are gone",
+				   name);
+		else if (err)
+			kvactl_err("create: arena \"%s\" is left without all its memory: destroying it: %s",
+				   name, strerror(-err));
+		goto out_close;
+	}
+	ret = KVACTL_OK;
+out_close:
+	close(fd);
+out_cuda:
+	if (cu)
+		kvactl_cuda_close(cu);
+	return ret;
+}
+
+int kvactl_cmd_destroy(const struct kvactl_opts *o)
+{
+	const char *name = o->args[0];
+	struct kvarena_stat s = { 0 };
+	int fd, err;
+
+	fd = kvactl_open(true, "destroy");
+	if (fd < 0)
+		return KVACTL_FAIL;
+	err = destroy(fd, name);
+	if (err == -EBUSY) {
+		kvactl_name_copy(s.name, name);
+		if (!kvactl_ioctl(fd, KVARENA_IOC_STAT, &s))
+			kvactl_err("destroy: arena \"%s\" has %u %s attached (kvarenactl clients %s)",
+				   name, s.nr_clients,
+				   s.nr_clients == 1 ? "client" : "clients",
+				   name);
+		else
+			kvactl_err("destroy: arena \"%s\" has clients attached",
+				   name);
+	} else if (err == -ENOENT) {
+		kvactl_err("destroy: no arena named \"%s\"", name);
+	} else if (denied(err)) {
+		kvactl_err("destroy: permission denied (needs CAP_SYS_ADMIN)");
+	} else if (err) {
+		kvactl_err("destroy: %s", strerror(-err));
+	}
+	close(fd);
+	return err ? KVACTL_FAIL : KVACTL_OK;
+}
+
+/*
+ * CLIENT names a client of the arena: its id, or else its label when
+ * exactly one client has it.  Returns the row, or NULL after saying why.
+ */
+static const struct kvarena_client_info *
+find_client(const struct kvactl_arena *a, const char *client)
+{
+	const struct kvarena_client_info *hit = NULL;
+	uint32_t id, i, n = 0;
+
+	if (!kvactl_parse_u32(client, &id)) {
+		for (i = 0; i < a->nr_clients; i++)
+			if (a->clients[i].client_id == id)
+				return &a->clients[i];
+		kvactl_err("limit: arena \"%s\" has no client %u (see kvarenactl clients %s)",
+			   a->st.name, id, a->st.name);
+		return NULL;
+	}
+	for (i = 0; i < a->nr_clients; i++) {
+		if (!strncmp(a->clients[i].label, client, KVARENA_LABEL_LEN)) {
+			hit = &a->clients[i];
+			n++;
+		}
+	}
+	if (n == 1)
+		return hit;
+	if (n)
+		kvactl_err("limit: %u clients of arena \"%s\" are labelled \"%s\": name one by its id",
+			   n, a->st.name, client);
+	else
+		kvactl_err("limit: arena \"%s\" has no client labelled \"%s\" (see kvarenactl clients %s)",
+			   a->st.name, client, a->st.name);
+	return NULL;
+}
+
+/* Free frames not kept for other clients' minimums: what @c could be given. */
+static uint32_t unreserved_for(const struct kvarena_stat *s,
+			       const struct kvarena_client_info *c)
+{
+	uint32_t own = c->min_frames > c->held ? c->min_frames - c->held : 0;
+	uint32_t others = s->nr_reserved > own ? s->nr_reserved - own : 0;
+
+	return s->nr_free > others ? s->nr_free - others : 0;
+}
+
+int kvactl_cmd_limit(const struct kvactl_opts *o)
+{
+	const char *name = o->args[0];
+	const struct kvarena_client_info *c;
+	const struct kvarena_stat *s;
+	struct kvarena_limits l = { 0 };
+	struct kvactl_snap snap;
+	int fd, err, ret = KVACTL_FAIL;
+
+	fd = kvactl_open(true, "limit");
+	if (fd < 0)
+		return KVACTL_FAIL;
+	if (kvactl_snap_read(fd, o->cmd, name, true, &snap))
+		goto out_close;
+	s = &snap.arenas[0].st;
+	c = find_client(&snap.arenas[0], o->args[1]);
+	if (!c)
+		goto out_free;
+
+	/* The one not given stays as it is. */
+	kvactl_name_copy(l.name, name);
+	l.client_id = c->client_id;
+	l.min_frames = o->have_min ? o->min : c->min_frames;
+	l.max_frames = o->have_max ? o->max : c->max_frames;
+	/* Say which number is wrong; the module would only say EINVAL. */
+	if (l.max_frames > s->nr_frames) {
+		kvactl_err("limit: --max %u is above the arena's %u frames",
+			   l.max_frames, s->nr_frames);
+		goto out_free;
+	}
+	if (l.min_frames > (l.max_frames ? l.max_frames : s->nr_frames)) {
+		if (!o->have_max)
+			kvactl_err("limit: --min %u is above the client's max, %u",
+				   l.min_frames, l.max_frames);
+		else if (!o->have_min)
+			kvactl_err("limit: --max %u is below the client's min, %u",
+				   l.max_frames, l.min_frames);
+		else
+			kvactl_err("limit: --min %u is above the arena's %u frames",
+				   l.min_frames, s->nr_frames);
+		goto out_free;
+	}
+	err = kvactl_ioctl(fd, KVARENA_IOC_SET_LIMITS, &l);
+	if (err == -ENOSPC)
+		kvactl_err("limit: cannot guarantee %u frames to client %u: it holds %u and only %u free frames are not reserved for others",
+			   l.min_frames, c->client_id, c->held,
+			   unreserved_for(s, c));
+	else if (err == -ENOENT)
+		kvactl_err("limit: client %u of arena \"%s\" is gone",
+			   c->client_id, name);
+	else if (denied(err))
+		kvactl_err("limit: permission denied (needs CAP_SYS_ADMIN)");
+	else if (err)
+		kvactl_err("limit: %s", strerror(-err));
+	else
+		ret = KVACTL_OK;
+out_free:
+	kvactl_snap_free(&snap);
+out_close:
+	close(fd);
+	return ret;
+}

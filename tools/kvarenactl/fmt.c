@@ -1,0 +1,455 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvarenactl - numbers in and out, tables and JSON.
+ *
+ * Parsers take the whole string or fail: no signs, no spaces, no trailing
+ * junk.  They return 0, -EINVAL for a malformed string or -ERANGE for one
+ * too large.  Sizes take the suffixes kvplan takes: K, M, G, T (powers of
+ * 1024), optionally followed by "iB" or "B", in any case.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "kvarenactl.h"
+
+int kvactl_parse_u64(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!*s)
+		return -EINVAL;
+	for (; *s; s++) {
+		unsigned int d = (unsigned int)(*s - '0');
+
+		if (d > 9)
+			return -EINVAL;
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+int kvactl_parse_u32(const char *s, uint32_t *out)
+{
+	uint64_t v;
+	int err = kvactl_parse_u64(s, &v);
+
+	if (err)
+		return err;
+	if (v > UINT32_MAX)
+		return -ERANGE;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int kvactl_parse_size(const char *s, uint64_t *out)
+{
+	static const char units[] = "KMGT";
+	size_t n = strspn(s, "0123456789");
+	const char *u, *end;
+	char digits[24];
+	int shift = 0, err;
+	uint64_t v;
+
+	if (!n || n >= sizeof(digits))
+		return n ? -ERANGE : -EINVAL;
+	memcpy(digits, s, n);
+	digits[n] = '\0';
+	err = kvactl_parse_u64(digits, &v);
+	if (err)
+		return err;
+	end = s + n;
+	if (*end) {
+		char c = *end >= 'a' && *end <= 'z' ?
+			 (char)(*end - 'a' + 'A') : *end;
+
+		u = strchr(units, c);
+		if (!u)
+			return -EINVAL;
+		shift = 10 * (int)(u - units + 1);
+		end++;
+		if (!strcasecmp(end, "iB") || !strcasecmp(end, "B"))
+			end += strlen(end);
+		if (*end)
+			return -EINVAL;
+	}
+	if (shift && v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*out = v << shift;
+	return 0;
+}
+
+/* "1", "0.5", "2.25": seconds with up to three decimals, at least 10 ms. */
+int kvactl_parse_seconds(const char *s, unsigned int *ms)
+{
+	size_t n = strspn(s, "0123456789"), f = 0;
+	uint64_t whole = 0, frac = 0;
+
+	if (n > 6)
+		return -ERANGE;
+	for (size_t i = 0; i < n; i++)
+		whole = whole * 10 + (uint64_t)(s[i] - '0');
+	s += n;
+	if (*s == '.') {
+		s++;
+		f = strspn(s, "0123456789");
+		if (!f || f > 3)
+			return -EINVAL;
+		for (size_t i = 0; i < 3; i++)
+			frac = frac * 10 + (i < f ? (uint64_t)(s[i] - '0') : 0);
+		s += f;
+	}
+	if (*s || (!n && !f))
+		return -EINVAL;
+	if (whole * 1000 + frac < 10)
+		return -ERANGE;
+	*ms = (unsigned int)(whole * 1000 + frac);
+	return 0;
+}
+
+char *kvactl_fmt_u64(char buf[KVACTL_NUM_LEN], uint64_t v)
+{
+	snprintf(buf, KVACTL_NUM_LEN, "%llu", (unsigned long long)v);
+	return buf;
+}
+
+/*
+ * As free -h: bytes below 1 KiB as "512B"; otherwise the largest binary
+ * unit that leaves a number below 1024, with one decimal below 10
+ * ("1.5Gi") and none above ("640Mi").
+ */
+char *kvactl_fmt_size(char buf[KVACTL_NUM_LEN], uint64_t bytes, bool exact)
+{
+	static const char unit[] = "KMGTPE";
+	unsigned int k;
+
+	if (exact || bytes < 1024) {
+		snprintf(buf, KVACTL_NUM_LEN, "%llu%s",
+			 (unsigned long long)bytes, exact ? "" : "B");
+		return buf;
+	}
+	for (k = 1; k <= 6; k++) {
+		unsigned __int128 div = (unsigned __int128)1 << (10 * k);
+		unsigned __int128 tenths = ((unsigned __int128)bytes * 10 +
+					    div / 2) / div;
+		uint64_t whole = (uint64_t)(((unsigned __int128)bytes +
+					     div / 2) / div);
+
+		if (tenths < 100) {
+			snprintf(buf, KVACTL_NUM_LEN, "%u.%u%ci",
+				 (unsigned int)(tenths / 10),
+				 (unsigned int)(tenths % 10), unit[k - 1]);
+			return buf;
+		}
+		if (whole < 1024 || k == 6) {
+			snprintf(buf, KVACTL_NUM_LEN, "%llu%ci",
+				 (unsigned long long)whole, unit[k - 1]);
+			return buf;
+		}
+	}
+	return buf;
+}
+
+/* Tenths of num / den, rounded half up. */
+static uint64_t tenths(uint64_t num, uint64_t den, unsigned int scale)
+{
+	unsigned __int128 n = (unsigned __int128)num * scale * 10;
+
+	return (uint64_t)((n + den / 2) / den);
+}
+
+char *kvactl_fmt_pct(char buf[KVACTL_NUM_LEN], uint64_t num, uint64_t den)
+{
+	uint64_t t;
+
+	if (!den) {
+		snprintf(buf, KVACTL_NUM_LEN, "-");
+		return buf;
+	}
+	t = tenths(num, den, 100);
+	snprintf(buf, KVACTL_NUM_LEN, "%llu.%llu%%",
+		 (unsigned long long)(t / 10), (unsigned long long)(t % 10));
+	return buf;
+}
+
+char *kvactl_fmt_ratio(char buf[KVACTL_NUM_LEN], uint64_t num, uint64_t den)
+{
+	uint64_t t = den ? tenths(num, den, 1) : 0;
+
+	snprintf(buf, KVACTL_NUM_LEN, "%llu.%llu",
+		 (unsigned long long)(t / 10), (unsigned long long)(t % 10));
+	return buf;
+}
+
+size_t kvactl_utf8_len(const unsigned char *s)
+{
+	uint32_t cp;
+	size_t n, i;
+
+	if (s[0] < 0x80)
+		return s[0] ? 1 : 0;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2, cp = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3, cp = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	/* Overlong forms, UTF-16 surrogates and beyond U+10FFFF. */
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return n;
+}
+
+/*
+ * Labels are whatever a client passed: keep valid UTF-8, show control
+ * characters and invalid bytes as '?', as ls -q does.
+ */
+void kvactl_fmt_label(char *out, size_t size, const char *label)
+{
+	const unsigned char *s = (const unsigned char *)label;
+	size_t o = 0;
+
+	if (!*s) {
+		snprintf(out, size, "-");
+		return;
+	}
+	while (*s && o + 5 < size) {
+		size_t n = kvactl_utf8_len(s);
+
+		if (n == 1 && (*s < 0x20 || *s == 0x7f))
+			n = 0;
+		if (!n) {
+			out[o++] = '?';
+			s++;
+			continue;
+		}
+		memcpy(out + o, s, n);
+		o += n;
+		s += n;
+	}
+	out[o] = '\0';
+}
+
+/* ---- tables ---------------------------------------------------------------- */
+
+void kvactl_table_init(struct kvactl_table *t, unsigned int ncols,
+		       const char *align)
+{
+	memset(t, 0, sizeof(*t));
+	t->ncols = ncols;
+	t->align = align;
+}
+
+void kvactl_table_add(struct kvactl_table *t, const char *fmt, ...)
+{
+	va_list ap;
+	char *cell;
+
+	va_start(ap, fmt);
+	if (vasprintf(&cell, fmt, ap) < 0)
+		cell = NULL;
+	va_end(ap);
+	if (!cell)
+		abort();
+	if (t->n == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 64;
+		t->cells = realloc(t->cells, t->cap * sizeof(*t->cells));
+		if (!t->cells)
+			abort();
+	}
+	t->cells[t->n++] = cell;
+}
+
+/* Display width: characters, counting a UTF-8 sequence once. */
+static size_t width(const char *s)
+{
+	size_t w = 0;
+
+	for (; *s; s++)
+		w += ((unsigned char)*s & 0xc0) != 0x80;
+	return w;
+}
+
+void kvactl_table_print(struct kvactl_table *t, FILE *f)
+{
+	size_t w[32] = { 0 }, i;
+	unsigned int c;
+
+	for (i = 0; i < t->n; i++) {
+		size_t cw = width(t->cells[i]);
+
+		c = (unsigned int)(i % t->ncols);
+		if (cw > w[c])
+			w[c] = cw;
+	}
+	for (i = 0; i < t->n; i++) {
+		const char *s = t->cells[i];
+		size_t pad = w[i % t->ncols] - width(s);
+		bool last = i % t->ncols == t->ncols - 1;
+
+		c = (unsigned int)(i % t->ncols);
+		if (c)
+			fputs("  ", f);
+		if (t->align[c] == 'r')
+			fprintf(f, "%*s%s", (int)pad, "", s);
+		else if (last)
+			fputs(s, f);
+		else
+			fprintf(f, "%s%*s", s, (int)pad, "");
+		if (last)
+			putc('\n', f);
+	}
+}
+
+void kvactl_table_free(struct kvactl_table *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---- JSON ------------------------------------------------------------------- */
+
+void kvactl_json_init(struct kvactl_json *j, FILE *f, bool pretty)
+{
+	memset(j, 0, sizeof(*j));
+	j->f = f;
+	j->pretty = pretty;
+}
+
+static void indent(struct kvactl_json *j)
+{
+	if (j->pretty && j->depth) {
+		putc('\n', j->f);
+		fprintf(j->f, "%*s", 2 * j->depth, "");
+	}
+}
+
+/* A string literal: escaped, invalid UTF-8 as U+FFFD. */
+static void json_string(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	putc('"', f);
+	while (*s) {
+		size_t n = kvactl_utf8_len(s);
+
+		if (!n) {
+			fputs("\\ufffd", f);
+			s++;
+		} else if (*s == '"' || *s == '\\') {
+			fprintf(f, "\\%c", *s++);
+		} else if (*s < 0x20 || *s == 0x7f) {
+			fprintf(f, "\\u%04x", *s++);
+		} else {
+			fwrite(s, 1, n, f);
+			s += n;
+		}
+	}
+	putc('"', f);
+}
+
+/* Comma, newline and indentation, then the key if in an object. */
+static void member(struct kvactl_json *j, const char *key)
+{
+	if (j->any[j->depth])
+		putc(',', j->f);
+	j->any[j->depth] = true;
+	indent(j);
+	if (key) {
+		json_string(j->f, key);
+		fputs(j->pretty ? ": " : ":", j->f);
+	}
+}
+
+static void open_nested(struct kvactl_json *j, const char *key, char c)
+{
+	member(j, key);
+	putc(c, j->f);
+	j->close[j->depth] = c == '{' ? '}' : ']';
+	j->depth++;
+	j->any[j->depth] = false;
+}
+
+void kvactl_json_obj(struct kvactl_json *j, const char *key)
+{
+	open_nested(j, key, '{');
+}
+
+void kvactl_json_arr(struct kvactl_json *j, const char *key)
+{
+	open_nested(j, key, '[');
+}
+
+void kvactl_json_end(struct kvactl_json *j)
+{
+	bool any = j->any[j->depth];
+
+	j->depth--;
+	if (any && j->pretty)
+		fprintf(j->f, "\n%*s", 2 * j->depth, "");
+	putc(j->close[j->depth], j->f);
+}
+
+void kvactl_json_u64(struct kvactl_json *j, const char *key, uint64_t v)
+{
+	member(j, key);
+	fprintf(j->f, "%llu", (unsigned long long)v);
+}
+
+void kvactl_json_i64(struct kvactl_json *j, const char *key, int64_t v)
+{
+	member(j, key);
+	fprintf(j->f, "%lld", (long long)v);
+}
+
+void kvactl_json_str(struct kvactl_json *j, const char *key, const char *s)
+{
+	member(j, key);
+	json_string(j->f, s);
+}
+
+void kvactl_json_bool(struct kvactl_json *j, const char *key, bool v)
+{
+	member(j, key);
+	fputs(v ? "true" : "false", j->f);
+}
+
+void kvactl_json_null(struct kvactl_json *j, const char *key)
+{
+	member(j, key);
+	fputs("null", j->f);
+}
+
+void kvactl_json_pct(struct kvactl_json *j, const char *key, uint64_t num,
+		     uint64_t den)
+{
+	uint64_t t;
+
+	if (!den) {
+		kvactl_json_null(j, key);
+		return;
+	}
+	t = tenths(num, den, 100);
+	member(j, key);
+	fprintf(j->f, "%llu.%llu", (unsigned long long)(t / 10),
+		(unsigned long long)(t % 10));
+}
+
+void kvactl_json_done(struct kvactl_json *j)
+{
+	putc('\n', j->f);
+}

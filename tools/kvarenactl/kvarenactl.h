@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kvarenactl - the operator's tool for kvarena arenas.
+ *
+ *   main.c     command line, help, dispatch
+ *   dev.c      /dev/kvarena: open, the ioctls, snapshots, error messages
+ *   fmt.c      numbers in and out, tables, JSON, UTF-8 checks
+ *   view.c     stat, clients, top
+ *   metrics.c  the Prometheus text exposition format
+ *   create.c   create, destroy, limit; host (memfd) frames
+ *   cuda.c     CUDA frames through libcuda.so.1, loaded at run time
+ *
+ * See Documentation/operators.rst.
+ */
+#ifndef KVARENACTL_H
+#define KVARENACTL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <linux/kvarena.h>
+
+/* Exit status. */
+enum {
+	KVACTL_OK = 0,		/* done */
+	KVACTL_FAIL = 1,	/* the operation failed */
+	KVACTL_USAGE = 2,	/* bad command line */
+};
+
+#define KVACTL_PROG "kvarenactl"
+
+/* ---- the command line (main.c) ------------------------------------------ */
+
+struct kvactl_opts {
+	const char *cmd;		/* the command word */
+	char **args;			/* its positional arguments */
+	int nargs;
+
+	/* viewing */
+	bool json;
+	bool pretty;
+	bool exact_bytes;		/* --bytes: no 1.5Gi */
+	unsigned int interval_ms;	/* top */
+	uint64_t iterations;		/* top; 0: until q */
+
+	/* create */
+	uint32_t frames;
+	uint64_t frame_size;
+	bool cuda;
+	uint32_t cuda_dev;
+	uint32_t low_watermark;
+	uint64_t bytes_per_token;
+	uint32_t layers, kv_heads, head_dim, dtype;
+	bool hugepages;
+
+	/* limit */
+	bool have_min, have_max;
+	uint32_t min, max;
+};
+
+/* ---- messages ------------------------------------------------------------ */
+
+/* "kvarenactl: " + the message + newline, on stderr. */
+void kvactl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- /dev/kvarena (dev.c) ------------------------------------------------- */
+
+const char *kvactl_device(void);
+int kvactl_open(bool write, const char *why);
+int kvactl_ioctl(int fd, unsigned long cmd, void *arg);
+int kvactl_name_check(const char *cmd, const char *name);
+void kvactl_name_copy(char dst[KVARENA_NAME_LEN], const char *name);
+
+/* One arena as STAT and CLIENTS reported it. */
+struct kvactl_arena {
+	struct kvarena_stat st;
+	struct kvarena_client_info *clients;
+	uint32_t nr_clients;
+};
+
+/* Every arena (or one), read in one pass. */
+struct kvactl_snap {
+	struct kvactl_arena *arenas;
+	size_t nr;
+};
+
+int kvactl_snap_read(int fd, const char *cmd, const char *name,
+		     bool with_clients, struct kvactl_snap *snap);
+void kvactl_snap_free(struct kvactl_snap *snap);
+
+/* ---- arithmetic on a STAT --------------------------------------------------- */
+
+/* Frames an allocation without a guarantee could get now. */
+static inline uint32_t kvactl_available(const struct kvarena_stat *s)
+{
+	uint32_t unreserved = s->nr_free > s->nr_reserved ?
+			      s->nr_free - s->nr_reserved : 0;
+
+	return unreserved + s->nr_cached;
+}
+
+/* Tokens per frame, T_f = floor(frame_size / bytes_per_token); 0 if unknown. */
+static inline uint64_t kvactl_tokens_per_frame(const struct kvarena_stat *s)
+{
+	return s->bytes_per_token ? s->frame_size / s->bytes_per_token : 0;
+}
+
+static inline const char *kvactl_mem_kind(uint32_t kind)
+{
+	return kind == KVARENA_MEM_CUDA ? "cuda" : "host";
+}
+
+/* ---- numbers and text (fmt.c) ------------------------------------------------ */
+
+int kvactl_parse_u64(const char *s, uint64_t *out);
+int kvactl_parse_u32(const char *s, uint32_t *out);
+int kvactl_parse_size(const char *s, uint64_t *out);
+int kvactl_parse_seconds(const char *s, unsigned int *ms);
+
+#define KVACTL_NUM_LEN 32
+
+/* 512B, 64Ki, 1.5Gi as free -h prints them; exact: the byte count. */
+char *kvactl_fmt_size(char buf[KVACTL_NUM_LEN], uint64_t bytes, bool exact);
+char *kvactl_fmt_u64(char buf[KVACTL_NUM_LEN], uint64_t v);
+/* 100 * num / den with one decimal, "-" when den is 0. */
+char *kvactl_fmt_pct(char buf[KVACTL_NUM_LEN], uint64_t num, uint64_t den);
+/* num / den with one decimal. */
+char *kvactl_fmt_ratio(char buf[KVACTL_NUM_LEN], uint64_t num, uint64_t den);
+/* A client label for a table: printable, "-" when empty. */
+void kvactl_fmt_label(char *out, size_t size, const char *label);
+
+/* Bytes of the valid UTF-8 character at @s (1-4), 0 if none starts there. */
+size_t kvactl_utf8_len(const unsigned char *s);
+
+/* A table with columns aligned on their widest cell. */
+struct kvactl_table {
+	unsigned int ncols;
+	const char *align;		/* 'l' or 'r' per column */
+	char **cells;
+	size_t n, cap;
+};
+
+void kvactl_table_init(struct kvactl_table *t, unsigned int ncols,
+		       const char *align);
+void kvactl_table_add(struct kvactl_table *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void kvactl_table_print(struct kvactl_table *t, FILE *f);
+void kvactl_table_free(struct kvactl_table *t);
+
+/* A JSON writer: compact like ip -j, or indented with --pretty. */
+struct kvactl_json {
+	FILE *f;
+	bool pretty;
+	int depth;
+	bool any[16];			/* a member was written at depth i */
+	char close[16];			/* what closes depth i + 1 */
+};
+
+void kvactl_json_init(struct kvactl_json *j, FILE *f, bool pretty);
+void kvactl_json_obj(struct kvactl_json *j, const char *key);
+void kvactl_json_arr(struct kvactl_json *j, const char *key);
+void kvactl_json_end(struct kvactl_json *j);	/* closes the innermost */
+void kvactl_json_u64(struct kvactl_json *j, const char *key, uint64_t v);
+void kvactl_json_i64(struct kvactl_json *j, const char *key, int64_t v);
+void kvactl_json_str(struct kvactl_json *j, const char *key, const char *s);
+void kvactl_json_bool(struct kvactl_json *j, const char *key, bool v);
+void kvactl_json_null(struct kvactl_json *j, const char *key);
+/* 100 * num / den with one decimal, null when den is 0. */
+void kvactl_json_pct(struct kvactl_json *j, const char *key, uint64_t num,
+		     uint64_t den);
+void kvactl_json_done(struct kvactl_json *j);	/* the final newline */
+
+/* ---- commands ------------------------------------------------------------------ */
+
+int kvactl_cmd_stat(const struct kvactl_opts *o);
+int kvactl_cmd_clients(const struct kvactl_opts *o);
+int kvactl_cmd_top(const struct kvactl_opts *o);
+int kvactl_cmd_metrics(const struct kvactl_opts *o);
+int kvactl_cmd_create(const struct kvactl_opts *o);
+int kvactl_cmd_destroy(const struct kvactl_opts *o);
+int kvactl_cmd_limit(const struct kvactl_opts *o);
+
+/* view.c, for top */
+void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact);
+void kvactl_print_clients(FILE *f, const struct kvactl_snap *snap,
+			  bool exact);
+void kvactl_json_stat(struct kvactl_json *j, const struct kvactl_arena *a);
+void kvactl_json_client(struct kvactl_json *j, const char *arena,
+			const struct kvarena_client_info *c);
+
+/* ---- CUDA frames (cuda.c) --------------------------------------------------------- */
+
+struct kvactl_cuda;
+
+/*
+ * Load the driver and check that device @dev exists and that @frame_size
+ * is a multiple of its allocation granularity.  Prints why not and returns
+ * NULL on failure.
+ */
+struct kvactl_cuda *kvactl_cuda_open(uint32_t dev, uint64_t frame_size);
+/*
+ * One device allocation of @frame_size bytes, exported as a POSIX file
+ * descriptor: returns the fd (the caller closes it), or -1 after printing
+ * why.  The process keeps no reference: the fd holds the memory.
+ */
+int kvactl_cuda_frame(struct kvactl_cuda *cu);
+void kvactl_cuda_close(struct kvactl_cuda *cu);
+
+#endif /* KVARENACTL_H */

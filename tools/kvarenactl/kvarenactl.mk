@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# kvarenactl: the operator's tool.
+#
+#   $(B)/tools/kvarenactl          the tool (installed)
+#   $(B)/tools/kvarenactl-san      the same under ASan/UBSan, for the tests
+#   $(B)/tools/kvarenactl-static   statically linked, for the test VM; it
+#                                  cannot load libcuda.so.1
+
+KVACTL_SRCS := $(addprefix $(SRC)/tools/kvarenactl/,main.c dev.c fmt.c \
+		view.c metrics.c create.c cuda.c)
+KVACTL_DEPS := $(KVACTL_SRCS) $(SRC)/tools/kvarenactl/kvarenactl.h \
+	       $(SRC)/include/uapi/linux/kvarena.h \
+	       $(SRC)/include/kvarena/layout.h
+
+$(B)/tools/kvarenactl: $(KVACTL_DEPS)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) -o $@ $(KVACTL_SRCS) -ldl
+
+$(B)/tools/kvarenactl-san: $(KVACTL_DEPS)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(SAN_FLAGS) -o $@ $(KVACTL_SRCS) -ldl
+
+$(B)/tools/kvarenactl-static: $(KVACTL_DEPS)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) -DKVACTL_STATIC -static -o $@ \
+		$(KVACTL_SRCS)
+
+.PHONY: install-kvarenactl
+install-kvarenactl: $(B)/tools/kvarenactl
+	$(Q)install -d $(DESTDIR)$(PREFIX)/bin
+	$(Q)install -m 755 $(B)/tools/kvarenactl $(DESTDIR)$(PREFIX)/bin/kvarenactl
+
+ALL             += $(B)/tools/kvarenactl
+INSTALL_TARGETS += install-kvarenactl

@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvarenactl metrics - every arena and client in the Prometheus text
+ * exposition format (version 0.0.4), for a node exporter's textfile
+ * collector or any scraper that runs a command.
+ *
+ * One family per metric, every arena's samples under its HELP and TYPE
+ * lines.  kvarena_frames{state} partitions the capacity: held + cached +
+ * reserved + free = nr_frames, so "free" there is the free frames not
+ * reserved for clients' unmet minimums.
+ */
+#include <stddef.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kvarenactl.h"
+
+/* A number read straight out of a struct the module filled. */
+struct field_metric {
+	const char *name;
+	const char *type;
+	const char *help;
+	size_t off;
+	size_t size;		/* 4 or 8 */
+};
+
+#define STAT_FIELD(n, t, h, f) \
+	{ n, t, h, offsetof(struct kvarena_stat, f), \
+	  sizeof(((struct kvarena_stat *)0)->f) }
+#define CLIENT_FIELD(n, t, h, f) \
+	{ n, t, h, offsetof(struct kvarena_client_info, f), \
+	  sizeof(((struct kvarena_client_info *)0)->f) }
+
+static const struct field_metric arena_metrics[] = {
+	STAT_FIELD("kvarena_frame_size_bytes", "gauge",
+		   "Bytes per frame.", frame_size),
+	STAT_FIELD("kvarena_bytes_per_token", "gauge",
+		   "KV bytes per token the arena is sized for, 0 if not given.",
+		   bytes_per_token),
+	STAT_FIELD("kvarena_backed_frames", "gauge",
+		   "Frames with memory registered.", nr_backed),
+	STAT_FIELD("kvarena_low_watermark_frames", "gauge",
+		   "Pressure threshold: free plus cached frames below it is pressure.",
+		   low_watermark),
+	STAT_FIELD("kvarena_peak_held_frames", "gauge",
+		   "Most frames held at once since the arena was created.",
+		   peak_held),
+	STAT_FIELD("kvarena_clients", "gauge",
+		   "Clients attached.", nr_clients),
+	STAT_FIELD("kvarena_filled_bytes", "gauge",
+		   "Bytes of held frames holding KV state, as the clients report.",
+		   filled_bytes),
+	STAT_FIELD("kvarena_filled_tokens", "gauge",
+		   "Tokens of KV state held, as the clients report.",
+		   filled_tokens),
+	STAT_FIELD("kvarena_alloc_calls_total", "counter",
+		   "Frame allocation commands.", alloc_calls),
+	STAT_FIELD("kvarena_free_calls_total", "counter",
+		   "Frame free commands.", free_calls),
+	STAT_FIELD("kvarena_alloc_failures_total", "counter",
+		   "Frame allocations refused for lack of frames (ENOSPC).",
+		   alloc_failures),
+	STAT_FIELD("kvarena_frames_allocated_total", "counter",
+		   "Frames handed out.", frames_allocated),
+	STAT_FIELD("kvarena_frames_freed_total", "counter",
+		   "Frames returned, by free or by a client's exit.",
+		   frames_freed),
+};
+
+static const struct field_metric client_metrics[] = {
+	CLIENT_FIELD("kvarena_client_min_frames", "gauge",
+		     "Frames guaranteed to the client.", min_frames),
+	CLIENT_FIELD("kvarena_client_max_frames", "gauge",
+		     "Most frames the client may hold.", max_frames),
+	CLIENT_FIELD("kvarena_client_held_frames", "gauge",
+		     "Frames the client holds.", held),
+	CLIENT_FIELD("kvarena_client_shared_frames", "gauge",
+		     "Frames the client holds that other clients hold too.",
+		     shared),
+	CLIENT_FIELD("kvarena_client_peak_frames", "gauge",
+		     "Most frames the client held at once.", peak),
+	CLIENT_FIELD("kvarena_client_filled_bytes", "gauge",
+		     "Bytes of the client's frames holding KV state, as it reports.",
+		     filled_bytes),
+	CLIENT_FIELD("kvarena_client_filled_tokens", "gauge",
+		     "Tokens of KV state the client holds, as it reports.",
+		     filled_tokens),
+	CLIENT_FIELD("kvarena_client_alloc_calls_total", "counter",
+		     "The client's frame allocation commands.", alloc_calls),
+	CLIENT_FIELD("kvarena_client_free_calls_total", "counter",
+		     "The client's frame free commands.", free_calls),
+	CLIENT_FIELD("kvarena_client_alloc_failures_total", "counter",
+		     "The client's allocations refused for lack of frames.",
+		     alloc_failures),
+};
+
+static uint64_t field(const void *base, const struct field_metric *m)
+{
+	const char *p = (const char *)base + m->off;
+	uint32_t v32;
+	uint64_t v64;
+
+	if (m->size == 4) {
+		memcpy(&v32, p, 4);
+		return v32;
+	}
+	memcpy(&v64, p, 8);
+	return v64;
+}
+
+/*
+ * A label value: backslash, double quote and line feed escaped, as the
+ * format wants; bytes that are not UTF-8 become U+FFFD.
+ */
+static void label_value(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	putc('"', f);
+	while (*s) {
+		size_t n = kvactl_utf8_len(s);
+
+		if (!n) {
+			fputs("\xef\xbf\xbd", f);
+			s++;
+		} else if (*s == '\\' || *s == '"') {
+			fprintf(f, "\\%c", *s++);
+		} else if (*s == '\n') {
+			fputs("\\n", f);
+			s++;
+		} else {
+			fwrite(s, 1, n, f);
+			s += n;
+		}
+	}
+	putc('"', f);
+}
+
+static void family(FILE *f, const char *name, const char *type,
+		   const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void arena_label(FILE *f, const char *name)
+{
+	fputs("arena=", f);
+	label_value(f, name);
+}
+
+static void client_labels(FILE *f, const char *arena,
+			  const struct kvarena_client_info *c)
+{
+	arena_label(f, arena);
+	fprintf(f, ",client=\"%u\",label=", c->client_id);
+	label_value(f, c->label);
+	fprintf(f, ",pid=\"%d\"", c->pid);
+}
+
+static void print_metrics(FILE *f, const struct kvactl_snap *snap)
+{
+	static const char *const states[] = { "held", "cached", "reserved",
+					      "free" };
+	size_t i, m, k;
+
+	family(f, "kvarena_arena_info", "gauge",
+	       "An arena: where its frames live. Always 1.");
+	for (i = 0; i < snap->nr; i++) {
+		const struct kvarena_stat *s = &snap->arenas[i].st;
+
+		fputs("kvarena_arena_info{", f);
+		arena_label(f, s->name);
+		fprintf(f, ",mem_kind=\"%s\",mem_dev=\"%u\"} 1\n",
+			kvactl_mem_kind(s->mem_kind), s->mem_dev);
+	}
+
+	family(f, "kvarena_frames", "gauge",
+	       "Frames by state; the states add up to the capacity (free excludes reserved).");
+	for (i = 0; i < snap->nr; i++) {
+		const struct kvarena_stat *s = &snap->arenas[i].st;
+		uint64_t reserved = s->nr_reserved < s->nr_free ?
+				    s->nr_reserved : s->nr_free;
+		const uint64_t v[4] = { s->nr_held, s->nr_cached, reserved,
+					s->nr_free - reserved };
+
+		for (k = 0; k < 4; k++) {
+			fputs("kvarena_frames{", f);
+			arena_label(f, s->name);
+			fprintf(f, ",state=\"%s\"} %llu\n", states[k],
+				(unsigned long long)v[k]);
+		}
+	}
+
+	for (m = 0; m < sizeof(arena_metrics) / sizeof(arena_metrics[0]); m++) {
+		const struct field_metric *fm = &arena_metrics[m];
+
+		family(f, fm->name, fm->type, fm->help);
+		for (i = 0; i < snap->nr; i++) {
+			fprintf(f, "%s{", fm->name);
+			arena_label(f, snap->arenas[i].st.name);
+			fprintf(f, "} %llu\n", (unsigned long long)
+				field(&snap->arenas[i].st, fm));
+		}
+	}
+
+	family(f, "kvarena_pressure", "gauge",
+	       "1 while free plus cached frames are below the low watermark.");
+	for (i = 0; i < snap->nr; i++) {
+		fputs("kvarena_pressure{", f);
+		arena_label(f, snap->arenas[i].st.name);
+		fprintf(f, "} %d\n",
+			!!(snap->arenas[i].st.state & KVARENA_STATE_PRESSURE));
+	}
+
+	for (m = 0; m < sizeof(client_metrics) / sizeof(client_metrics[0]); m++) {
+		const struct field_metric *fm = &client_metrics[m];
+
+		family(f, fm->name, fm->type, fm->help);
+		for (i = 0; i < snap->nr; i++) {
+			const struct kvactl_arena *a = &snap->arenas[i];
+
+			for (k = 0; k < a->nr_clients; k++) {
+				fprintf(f, "%s{", fm->name);
+				client_labels(f, a->st.name, &a->clients[k]);
+				fprintf(f, "} %llu\n", (unsigned long long)
+					field(&a->clients[k], fm));
+			}
+		}
+	}
+}
+
+int kvactl_cmd_metrics(const struct kvactl_opts *o)
+{
+	const char *name = o->nargs ? o->args[0] : NULL;
+	struct kvactl_snap snap;
+	int fd, ret = KVACTL_FAIL;
+
+	fd = kvactl_open(false, o->cmd);
+	if (fd < 0)
+		return KVACTL_FAIL;
+	if (!kvactl_snap_read(fd, o->cmd, name, true, &snap)) {
+		print_metrics(stdout, &snap);
+		kvactl_snap_free(&snap);
+		ret = KVACTL_OK;
+	}
+	close(fd);
+	return ret;
+}

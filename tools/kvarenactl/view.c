@@ -1,0 +1,615 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvarenactl - the viewing commands: stat (a free -h for an arena),
+ * clients (one row per client) and top (both, refreshed).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kvarenactl.h"
+
+static const char *plural(uint64_t n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
+static char *mem_desc(char buf[KVACTL_NUM_LEN], const struct kvarena_stat *s)
+{
+	if (s->mem_kind == KVARENA_MEM_CUDA)
+		snprintf(buf, KVACTL_NUM_LEN, "cuda:%u", s->mem_dev);
+	else
+		snprintf(buf, KVACTL_NUM_LEN, "%s",
+			 kvactl_mem_kind(s->mem_kind));
+	return buf;
+}
+
+/*
+ * The levels of the view, in frames where a level is whole frames.
+ * capacity = held + cached + free; available = free - reserved + cached.
+ */
+struct levels {
+	uint64_t capacity, held, cached, free, available;
+};
+
+static struct levels frame_levels(const struct kvarena_stat *s)
+{
+	return (struct levels){
+		.capacity = s->nr_frames,
+		.held = s->nr_held,
+		.cached = s->nr_cached,
+		.free = s->nr_free,
+		.available = kvactl_available(s),
+	};
+}
+
+/* Held bytes that hold no token: the internal fragmentation. */
+static uint64_t unfilled(uint64_t held_bytes, uint64_t filled_bytes)
+{
+	return held_bytes > filled_bytes ? held_bytes - filled_bytes : 0;
+}
+
+void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact)
+{
+	const struct kvarena_stat *s = &a->st;
+	struct levels fr = frame_levels(s);
+	uint64_t fs = s->frame_size, tpf = kvactl_tokens_per_frame(s);
+	uint64_t held_bytes = fr.held * fs;
+	char b[7][KVACTL_NUM_LEN];
+	struct kvactl_table t;
+	int i;
+
+	fprintf(f, "arena %s: %s, %u %s of %s%s", s->name, mem_desc(b[0], s),
+		s->nr_frames, plural(s->nr_frames, "frame", "frames"),
+		kvactl_fmt_size(b[1], fs, exact), exact ? " bytes" : "");
+	if (tpf)
+		fprintf(f, ", %llu %s/frame", (unsigned long long)tpf,
+			plural(tpf, "token", "tokens"));
+	fprintf(f, ", %u %s", s->nr_clients,
+		plural(s->nr_clients, "client", "clients"));
+	if (s->low_watermark)
+		fprintf(f, ", low watermark %u", s->low_watermark);
+	if (s->state & KVARENA_STATE_PRESSURE)
+		fputs(", UNDER PRESSURE", f);
+	if (s->nr_backed != s->nr_frames)
+		fprintf(f, ", only %u of %u frames backed", s->nr_backed,
+			s->nr_frames);
+	putc('\n', f);
+
+	kvactl_table_init(&t, 7, "lrrrrrr");
+	kvactl_table_add(&t, "%s", "");
+	kvactl_table_add(&t, "capacity");
+	kvactl_table_add(&t, "held");
+	kvactl_table_add(&t, "filled");
+	kvactl_table_add(&t, "cached");
+	kvactl_table_add(&t, "free");
+	kvactl_table_add(&t, "available");
+
+	kvactl_table_add(&t, "bytes");
+	kvactl_table_add(&t, "%s", kvactl_fmt_size(b[0], fr.capacity * fs, exact));
+	kvactl_table_add(&t, "%s", kvactl_fmt_size(b[1], held_bytes, exact));
+	kvactl_table_add(&t, "%s", kvactl_fmt_size(b[2], s->filled_bytes, exact));
+	kvactl_table_add(&t, "%s", kvactl_fmt_size(b[3], fr.cached * fs, exact));
+	kvactl_table_add(&t, "%s", kvactl_fmt_size(b[4], fr.free * fs, exact));
+	kvactl_table_add(&t, "%s", kvactl_fmt_size(b[5], fr.available * fs, exact));
+
+	kvactl_table_add(&t, "frames");
+	kvactl_table_add(&t, "%llu", (unsigned long long)fr.capacity);
+	kvactl_table_add(&t, "%llu", (unsigned long long)fr.held);
+	kvactl_table_add(&t, "%s", kvactl_fmt_ratio(b[0], s->filled_bytes, fs));
+	kvactl_table_add(&t, "%llu", (unsigned long long)fr.cached);
+	kvactl_table_add(&t, "%llu", (unsigned long long)fr.free);
+	kvactl_table_add(&t, "%llu", (unsigned long long)fr.available);
+
+	/* Tokens: whole frames hold T_f each; filled is what clients said. */
+	kvactl_table_add(&t, "tokens");
+	{
+		const uint64_t v[6] = { fr.capacity, fr.held, 0, fr.cached,
+					fr.free, fr.available };
+
+		for (i = 0; i < 6; i++) {
+			if (i == 2)
+				kvactl_table_add(&t, "%llu", (unsigned long long)
+						 s->filled_tokens);
+			else if (tpf)
+				kvactl_table_add(&t, "%llu", (unsigned long long)
+						 (v[i] * tpf));
+			else
+				kvactl_table_add(&t, "-");
+		}
+	}
+	kvactl_table_print(&t, f);
+	kvactl_table_free(&t);
+
+	if (held_bytes)
+		fprintf(f, "internal fragmentation: %s (%s%s held but not filled)\n",
+			kvactl_fmt_pct(b[0], unfilled(held_bytes, s->filled_bytes),
+				       held_bytes),
+			kvactl_fmt_size(b[1], unfilled(held_bytes, s->filled_bytes),
+					exact), exact ? " bytes" : "");
+	else
+		fputs("internal fragmentation: - (nothing held)\n", f);
+	fprintf(f, "reserved for minimums: %u %s, peak held: %u %s, failed allocations: %llu of %llu\n",
+		s->nr_reserved, plural(s->nr_reserved, "frame", "frames"),
+		s->peak_held, plural(s->peak_held, "frame", "frames"),
+		(unsigned long long)s->alloc_failures,
+		(unsigned long long)s->alloc_calls);
+}
+
+/* The five levels in one unit, @unit bytes or tokens per frame. */
+static void json_levels(struct kvactl_json *j, const char *key,
+			const struct levels *fr, uint64_t unit,
+			bool has_filled, uint64_t filled)
+{
+	kvactl_json_obj(j, key);
+	kvactl_json_u64(j, "capacity", fr->capacity * unit);
+	kvactl_json_u64(j, "held", fr->held * unit);
+	if (has_filled)
+		kvactl_json_u64(j, "filled", filled);
+	kvactl_json_u64(j, "cached", fr->cached * unit);
+	kvactl_json_u64(j, "free", fr->free * unit);
+	kvactl_json_u64(j, "available", fr->available * unit);
+	kvactl_json_end(j);
+}
+
+void kvactl_json_stat(struct kvactl_json *j, const struct kvactl_arena *a)
+{
+	const struct kvarena_stat *s = &a->st;
+	struct levels fr = frame_levels(s);
+	uint64_t tpf = kvactl_tokens_per_frame(s);
+
+	kvactl_json_obj(j, NULL);
+	kvactl_json_str(j, "name", s->name);
+	kvactl_json_str(j, "mem_kind", kvactl_mem_kind(s->mem_kind));
+	kvactl_json_u64(j, "mem_dev", s->mem_dev);
+	kvactl_json_u64(j, "frame_size", s->frame_size);
+	kvactl_json_u64(j, "bytes_per_token", s->bytes_per_token);
+	kvactl_json_u64(j, "tokens_per_frame", tpf);
+	kvactl_json_u64(j, "clients", s->nr_clients);
+	kvactl_json_u64(j, "low_watermark", s->low_watermark);
+	kvactl_json_bool(j, "pressure", s->state & KVARENA_STATE_PRESSURE);
+
+	kvactl_json_obj(j, "frames");
+	kvactl_json_u64(j, "capacity", fr.capacity);
+	kvactl_json_u64(j, "held", fr.held);
+	kvactl_json_u64(j, "cached", fr.cached);
+	kvactl_json_u64(j, "free", fr.free);
+	kvactl_json_u64(j, "available", fr.available);
+	kvactl_json_u64(j, "reserved", s->nr_reserved);
+	kvactl_json_u64(j, "backed", s->nr_backed);
+	kvactl_json_u64(j, "peak_held", s->peak_held);
+	kvactl_json_end(j);
+
+	json_levels(j, "bytes", &fr, s->frame_size, true, s->filled_bytes);
+	if (tpf) {
+		json_levels(j, "tokens", &fr, tpf, true, s->filled_tokens);
+	} else {
+		/* Only what the clients reported is known. */
+		kvactl_json_obj(j, "tokens");
+		kvactl_json_null(j, "capacity");
+		kvactl_json_null(j, "held");
+		kvactl_json_u64(j, "filled", s->filled_tokens);
+		kvactl_json_null(j, "cached");
+		kvactl_json_null(j, "free");
+		kvactl_json_null(j, "available");
+		kvactl_json_end(j);
+	}
+	kvactl_json_pct(j, "fragmentation_pct",
+			unfilled(fr.held * s->frame_size, s->filled_bytes),
+			fr.held * s->frame_size);
+	kvactl_json_u64(j, "alloc_calls", s->alloc_calls);
+	kvactl_json_u64(j, "free_calls", s->free_calls);
+	kvactl_json_u64(j, "alloc_failures", s->alloc_failures);
+	kvactl_json_u64(j, "frames_allocated", s->frames_allocated);
+	kvactl_json_u64(j, "frames_freed", s->frames_freed);
+	kvactl_json_end(j);
+}
+
+int kvactl_cmd_stat(const struct kvactl_opts *o)
+{
+	const char *name = o->nargs ? o->args[0] : NULL;
+	struct kvactl_snap snap;
+	int fd, ret = KVACTL_FAIL;
+	size_t i;
+
+	fd = kvactl_open(false, o->cmd);
+	if (fd < 0)
+		return KVACTL_FAIL;
+	if (kvactl_snap_read(fd, o->cmd, name, false, &snap))
+		goto out_close;
+	if (o->json) {
+		struct kvactl_json j;
+
+		kvactl_json_init(&j, stdout, o->pretty);
+		kvactl_json_arr(&j, NULL);
+		for (i = 0; i < snap.nr; i++)
+			kvactl_json_stat(&j, &snap.arenas[i]);
+		kvactl_json_end(&j);
+		kvactl_json_done(&j);
+	} else if (!snap.nr) {
+		puts("no arenas");
+	} else {
+		for (i = 0; i < snap.nr; i++) {
+			if (i)
+				putchar('\n');
+			kvactl_print_stat(stdout, &snap.arenas[i],
+					  o->exact_bytes);
+		}
+	}
+	kvactl_snap_free(&snap);
+	ret = KVACTL_OK;
+out_close:
+	close(fd);
+	return ret;
+}
+
+/* ---- clients --------------------------------------------------------------- */
+
+static uint64_t client_held_bytes(const struct kvactl_arena *a,
+				  const struct kvarena_client_info *c)
+{
+	return (uint64_t)c->held * a->st.frame_size;
+}
+
+void kvactl_print_clients(FILE *f, const struct kvactl_snap *snap,
+			  bool exact)
+{
+	static const char *const head[] = {
+		"ARENA", "ID", "PID", "LABEL", "MIN", "MAX", "HELD", "SHARED",
+		"FILLED", "TOKENS", "FRAG", "PEAK", "FAILS",
+	};
+	struct kvactl_table t;
+	char b[2][KVACTL_NUM_LEN], label[4 * KVARENA_LABEL_LEN];
+	size_t i, k;
+
+	kvactl_table_init(&t, 13, "lrrlrrrrrrrrr");
+	for (k = 0; k < 13; k++)
+		kvactl_table_add(&t, "%s", head[k]);
+	for (i = 0; i < snap->nr; i++) {
+		const struct kvactl_arena *a = &snap->arenas[i];
+
+		for (k = 0; k < a->nr_clients; k++) {
+			const struct kvarena_client_info *c = &a->clients[k];
+			uint64_t hb = client_held_bytes(a, c);
+
+			kvactl_fmt_label(label, sizeof(label), c->label);
+			kvactl_table_add(&t, "%s", a->st.name);
+			kvactl_table_add(&t, "%u", c->client_id);
+			if (c->pid > 0)
+				kvactl_table_add(&t, "%d", c->pid);
+			else
+				kvactl_table_add(&t, "-");
+			kvactl_table_add(&t, "%s", label);
+			kvactl_table_add(&t, "%u", c->min_frames);
+			kvactl_table_add(&t, "%u", c->max_frames);
+			kvactl_table_add(&t, "%u", c->held);
+			kvactl_table_add(&t, "%u", c->shared);
+			kvactl_table_add(&t, "%s",
+					 kvactl_fmt_size(b[0], c->filled_bytes,
+							 exact));
+			kvactl_table_add(&t, "%llu",
+					 (unsigned long long)c->filled_tokens);
+			kvactl_table_add(&t, "%s",
+					 kvactl_fmt_pct(b[1],
+							unfilled(hb, c->filled_bytes),
+							hb));
+			kvactl_table_add(&t, "%u", c->peak);
+			kvactl_table_add(&t, "%llu",
+					 (unsigned long long)c->alloc_failures);
+		}
+	}
+	kvactl_table_print(&t, f);
+	kvactl_table_free(&t);
+}
+
+void kvactl_json_client(struct kvactl_json *j, const char *arena,
+			const struct kvarena_client_info *c)
+{
+	kvactl_json_obj(j, NULL);
+	kvactl_json_str(j, "arena", arena);
+	kvactl_json_u64(j, "id", c->client_id);
+	kvactl_json_i64(j, "pid", c->pid);
+	kvactl_json_str(j, "label", c->label);
+	kvactl_json_u64(j, "min_frames", c->min_frames);
+	kvactl_json_u64(j, "max_frames", c->max_frames);
+	kvactl_json_u64(j, "held_frames", c->held);
+	kvactl_json_u64(j, "shared_frames", c->shared);
+	kvactl_json_u64(j, "peak_frames", c->peak);
+	kvactl_json_u64(j, "filled_bytes", c->filled_bytes);
+	kvactl_json_u64(j, "filled_tokens", c->filled_tokens);
+	kvactl_json_u64(j, "alloc_calls", c->alloc_calls);
+	kvactl_json_u64(j, "free_calls", c->free_calls);
+	kvactl_json_u64(j, "alloc_failures", c->alloc_failures);
+	kvactl_json_end(j);
+}
+
+static void json_clients(struct kvactl_json *j, const char *key,
+			 const struct kvactl_snap *snap)
+{
+	kvactl_json_arr(j, key);
+	for (size_t i = 0; i < snap->nr; i++)
+		for (uint32_t k = 0; k < snap->arenas[i].nr_clients; k++)
+			kvactl_json_client(j, snap->arenas[i].st.name,
+					   &snap->arenas[i].clients[k]);
+	kvactl_json_end(j);
+}
+
+int kvactl_cmd_clients(const struct kvactl_opts *o)
+{
+	const char *name = o->nargs ? o->args[0] : NULL;
+	struct kvactl_snap snap;
+	int fd, ret = KVACTL_FAIL;
+
+	fd = kvactl_open(false, o->cmd);
+	if (fd < 0)
+		return KVACTL_FAIL;
+	if (kvactl_snap_read(fd, o->cmd, name, true, &snap))
+		goto out_close;
+	if (o->json) {
+		struct kvactl_json j;
+
+		kvactl_json_init(&j, stdout, o->pretty);
+		json_clients(&j, NULL, &snap);
+		kvactl_json_done(&j);
+	} else {
+		kvactl_print_clients(stdout, &snap, o->exact_bytes);
+	}
+	kvactl_snap_free(&snap);
+	ret = KVACTL_OK;
+out_close:
+	close(fd);
+	return ret;
+}
+
+/* ---- top -------------------------------------------------------------------- */
+
+static volatile sig_atomic_t top_quit;
+
+static void top_signal(int sig)
+{
+	top_quit = sig;
+}
+
+static struct termios top_saved_tty;
+static bool top_tty_saved, top_screen;
+
+static void top_restore(void)
+{
+	if (top_tty_saved)
+		tcsetattr(STDIN_FILENO, TCSANOW, &top_saved_tty);
+	top_tty_saved = false;
+	if (top_screen) {
+		fputs("\033[?25h", stdout);	/* the cursor back */
+		fflush(stdout);
+	}
+	top_screen = false;
+}
+
+/* Keys without Enter, no echo; Ctrl-C still sends SIGINT. */
+static void top_raw_keys(void)
+{
+	struct termios t;
+
+	if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &top_saved_tty))
+		return;
+	t = top_saved_tty;
+	t.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+	t.c_cc[VMIN] = 0;
+	t.c_cc[VTIME] = 0;
+	if (!tcsetattr(STDIN_FILENO, TCSANOW, &t))
+		top_tty_saved = true;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* What top remembers of the last frame, for the rates. */
+struct top_prev {
+	char name[KVARENA_NAME_LEN];
+	uint64_t allocated, freed, failures;
+};
+
+static void top_activity(FILE *f, const struct kvarena_stat *s,
+			 const struct top_prev *prev, size_t nprev,
+			 double dt)
+{
+	for (size_t i = 0; i < nprev; i++) {
+		const struct top_prev *p = &prev[i];
+
+		if (strncmp(p->name, s->name, KVARENA_NAME_LEN) ||
+		    s->frames_allocated < p->allocated ||
+		    s->frames_freed < p->freed ||
+		    s->alloc_failures < p->failures || dt <= 0)
+			continue;
+		fprintf(f, "activity: %.1f frames/s allocated, %.1f frames/s freed, %.1f failed allocations/s\n",
+			(double)(s->frames_allocated - p->allocated) / dt,
+			(double)(s->frames_freed - p->freed) / dt,
+			(double)(s->alloc_failures - p->failures) / dt);
+		return;
+	}
+	fputs("activity: -\n", f);
+}
+
+static void top_frame(FILE *f, const struct kvactl_opts *o,
+		      const struct kvactl_snap *snap,
+		      const struct top_prev *prev, size_t nprev, double dt)
+{
+	char clock[16];
+	time_t t = time(NULL);
+	struct tm tm;
+
+	if (o->json) {
+		struct kvactl_json j;
+
+		kvactl_json_init(&j, f, o->pretty);
+		kvactl_json_obj(&j, NULL);
+		kvactl_json_u64(&j, "time", (uint64_t)t);
+		kvactl_json_arr(&j, "arenas");
+		for (size_t i = 0; i < snap->nr; i++)
+			kvactl_json_stat(&j, &snap->arenas[i]);
+		kvactl_json_end(&j);
+		json_clients(&j, "clients", snap);
+		kvactl_json_end(&j);
+		kvactl_json_done(&j);
+		return;
+	}
+	localtime_r(&t, &tm);
+	strftime(clock, sizeof(clock), "%H:%M:%S", &tm);
+	fprintf(f, "kvarenactl top - %s, every %gs, q quits\n\n", clock,
+		o->interval_ms / 1000.0);
+	if (!snap->nr)
+		fputs("no arenas\n", f);
+	for (size_t i = 0; i < snap->nr; i++) {
+		kvactl_print_stat(f, &snap->arenas[i], o->exact_bytes);
+		top_activity(f, &snap->arenas[i].st, prev, nprev, dt);
+		putc('\n', f);
+	}
+	kvactl_print_clients(f, snap, o->exact_bytes);
+}
+
+/* Redraw in place, each line cut to the terminal's width and height. */
+static void top_draw(const char *buf)
+{
+	struct winsize ws = { 0 };
+	unsigned int cols = 80, rows = 24, row = 0;
+	const char *p = buf;
+
+	if (!ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col && ws.ws_row) {
+		cols = ws.ws_col;
+		rows = ws.ws_row;
+	}
+	fputs("\033[H", stdout);
+	while (*p && row < rows) {
+		size_t len = strcspn(p, "\n"), w = 0, n = 0;
+
+		/* Cut at @cols characters, never inside a UTF-8 sequence. */
+		while (n < len && w < cols) {
+			n++;
+			while (n < len && ((unsigned char)p[n] & 0xc0) == 0x80)
+				n++;
+			w++;
+		}
+		fwrite(p, 1, n, stdout);
+		fputs("\033[K", stdout);
+		p += len;
+		if (*p == '\n')
+			p++;
+		if (++row < rows)
+			putchar('\n');
+	}
+	fputs("\033[J", stdout);
+	fflush(stdout);
+}
+
+/* Wait @ms for a key; true when it is time to stop. */
+static bool top_wait(unsigned int ms)
+{
+	struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+	double end = now_s() + ms / 1000.0;
+
+	while (!top_quit) {
+		double left = end - now_s();
+		int n;
+
+		if (left <= 0)
+			return false;
+		n = poll(&pfd, top_tty_saved ? 1 : 0, (int)(left * 1000) + 1);
+		if (n > 0) {
+			char c;
+
+			if (read(STDIN_FILENO, &c, 1) == 1 &&
+			    (c == 'q' || c == 'Q'))
+				return true;
+			if (pfd.revents & (POLLHUP | POLLERR))
+				pfd.fd = -1;
+		}
+	}
+	return true;
+}
+
+int kvactl_cmd_top(const struct kvactl_opts *o)
+{
+	const char *name = o->nargs ? o->args[0] : NULL;
+	struct sigaction sa = { .sa_handler = top_signal };
+	struct top_prev *prev = NULL;
+	size_t nprev = 0;
+	uint64_t n = 0;
+	double last = 0;
+	int fd, ret = KVACTL_OK;
+
+	fd = kvactl_open(false, o->cmd);
+	if (fd < 0)
+		return KVACTL_FAIL;
+	/* No SA_RESTART: a signal ends the wait at once. */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	top_screen = isatty(STDOUT_FILENO) && !o->json;
+	if (top_screen)
+		fputs("\033[?25l\033[H\033[2J", stdout);
+	top_raw_keys();
+	atexit(top_restore);
+
+	while (!top_quit) {
+		struct kvactl_snap snap;
+		double t = now_s();
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *mf;
+
+		if (kvactl_snap_read(fd, o->cmd, name, true, &snap)) {
+			ret = KVACTL_FAIL;
+			break;
+		}
+		mf = open_memstream(&buf, &len);
+		if (!mf)
+			abort();
+		top_frame(mf, o, &snap, prev, nprev, t - last);
+		fclose(mf);
+		if (top_screen) {
+			top_draw(buf);
+		} else {
+			fputs(buf, stdout);
+			if (!o->json)
+				putchar('\n');
+			fflush(stdout);
+		}
+		free(buf);
+
+		free(prev);
+		prev = calloc(snap.nr ? snap.nr : 1, sizeof(*prev));
+		if (!prev)
+			abort();
+		for (nprev = 0; nprev < snap.nr; nprev++) {
+			const struct kvarena_stat *s = &snap.arenas[nprev].st;
+
+			memcpy(prev[nprev].name, s->name, KVARENA_NAME_LEN);
+			prev[nprev].allocated = s->frames_allocated;
+			prev[nprev].freed = s->frames_freed;
+			prev[nprev].failures = s->alloc_failures;
+		}
+		last = t;
+		kvactl_snap_free(&snap);
+		if (o->iterations && ++n >= o->iterations)
+			break;
+		if (top_wait(o->interval_ms))
+			break;
+	}
+	if (top_screen)
+		putchar('\n');
+	top_restore();
+	free(prev);
+	close(fd);
+	return ret;
+}
