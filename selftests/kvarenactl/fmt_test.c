@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvarenactl's parsers and formatters against hand-written expectations:
+ * sizes in and out as free -h prints them, percentages, labels, tables
+ * and JSON.  Runs natively, also under ASan/UBSan.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kselftest_harness.h"
+#include "kvarenactl.h"
+
+TEST(parse_size_takes_binary_suffixes_and_nothing_else)
+{
+	uint64_t v;
+
+	ASSERT_EQ(0, kvactl_parse_size("3000", &v));
+	EXPECT_EQ(3000, v);
+	ASSERT_EQ(0, kvactl_parse_size("64K", &v));
+	EXPECT_EQ(65536, v);
+	ASSERT_EQ(0, kvactl_parse_size("2M", &v));
+	EXPECT_EQ(2097152, v);
+	ASSERT_EQ(0, kvactl_parse_size("2MiB", &v));
+	EXPECT_EQ(2097152, v);
+	ASSERT_EQ(0, kvactl_parse_size("2mb", &v));
+	EXPECT_EQ(2097152, v);
+	ASSERT_EQ(0, kvactl_parse_size("2m", &v));
+	EXPECT_EQ(2097152, v);
+	ASSERT_EQ(0, kvactl_parse_size("1g", &v));
+	EXPECT_EQ(1073741824, v);
+	ASSERT_EQ(0, kvactl_parse_size("3T", &v));
+	EXPECT_EQ(3ull << 40, v);
+	EXPECT_EQ(-EINVAL, kvactl_parse_size("", &v));
+	EXPECT_EQ(-EINVAL, kvactl_parse_size("M", &v));
+	EXPECT_EQ(-EINVAL, kvactl_parse_size("-1", &v));
+	EXPECT_EQ(-EINVAL, kvactl_parse_size("2X", &v));
+	EXPECT_EQ(-EINVAL, kvactl_parse_size("2Mi", &v));
+	EXPECT_EQ(-EINVAL, kvactl_parse_size("2 M", &v));
+	EXPECT_EQ(-EINVAL, kvactl_parse_size("1.5G", &v));
+	EXPECT_EQ(-ERANGE, kvactl_parse_size("16777216T", &v));
+	EXPECT_EQ(-ERANGE, kvactl_parse_size("18446744073709551616", &v));
+	ASSERT_EQ(0, kvactl_parse_size("18446744073709551615", &v));
+	EXPECT_EQ(UINT64_MAX, v);
+}
+
+TEST(parse_u32_is_strict)
+{
+	uint32_t v;
+
+	ASSERT_EQ(0, kvactl_parse_u32("4294967295", &v));
+	EXPECT_EQ(UINT32_MAX, v);
+	ASSERT_EQ(0, kvactl_parse_u32("0", &v));
+	EXPECT_EQ(0, v);
+	EXPECT_EQ(-ERANGE, kvactl_parse_u32("4294967296", &v));
+	EXPECT_EQ(-EINVAL, kvactl_parse_u32("+1", &v));
+	EXPECT_EQ(-EINVAL, kvactl_parse_u32("1k", &v));
+	EXPECT_EQ(-EINVAL, kvactl_parse_u32("", &v));
+}
+
+TEST(parse_seconds_takes_up_to_milliseconds_from_10ms)
+{
+	unsigned int ms;
+
+	ASSERT_EQ(0, kvactl_parse_seconds("1", &ms));
+	EXPECT_EQ(1000, ms);
+	ASSERT_EQ(0, kvactl_parse_seconds("0.5", &ms));
+	EXPECT_EQ(500, ms);
+	ASSERT_EQ(0, kvactl_parse_seconds(".25", &ms));
+	EXPECT_EQ(250, ms);
+	ASSERT_EQ(0, kvactl_parse_seconds("2.125", &ms));
+	EXPECT_EQ(2125, ms);
+	ASSERT_EQ(0, kvactl_parse_seconds("0.01", &ms));
+	EXPECT_EQ(10, ms);
+	EXPECT_EQ(-ERANGE, kvactl_parse_seconds("0.009", &ms));
+	EXPECT_EQ(-ERANGE, kvactl_parse_seconds("0", &ms));
+	EXPECT_EQ(-EINVAL, kvactl_parse_seconds("1.2345", &ms));
+	EXPECT_EQ(-EINVAL, kvactl_parse_seconds("1.", &ms));
+	EXPECT_EQ(-EINVAL, kvactl_parse_seconds(".", &ms));
+	EXPECT_EQ(-EINVAL, kvactl_parse_seconds("", &ms));
+	EXPECT_EQ(-EINVAL, kvactl_parse_seconds("1s", &ms));
+	EXPECT_EQ(-ERANGE, kvactl_parse_seconds("10000000", &ms));
+}
+
+static const char *size(uint64_t bytes)
+{
+	static char buf[KVACTL_NUM_LEN];
+
+	return kvactl_fmt_size(buf, bytes, false);
+}
+
+TEST(sizes_print_as_free_h_does)
+{
+	char buf[KVACTL_NUM_LEN];
+
+	EXPECT_STREQ("0B", size(0));
+	EXPECT_STREQ("1023B", size(1023));
+	EXPECT_STREQ("1.0Ki", size(1024));
+	EXPECT_STREQ("1.5Ki", size(1536));
+	/* 9.95Ki rounds to 10 and loses its decimal. */
+	EXPECT_STREQ("9.9Ki", size(10188));	/* 9.949 */
+	EXPECT_STREQ("10Ki", size(10189));	/* 9.950 */
+	EXPECT_STREQ("356Ki", size(364544));
+	EXPECT_STREQ("512Ki", size(524288));
+	/* 1023.999Ki is 1024Ki: one unit up. */
+	EXPECT_STREQ("1.0Mi", size(1048575));
+	EXPECT_STREQ("1.0Mi", size(1048576));
+	EXPECT_STREQ("2.0Mi", size(2 << 20));
+	EXPECT_STREQ("640Mi", size(640ull << 20));
+	EXPECT_STREQ("1.0Gi", size(1ull << 30));
+	EXPECT_STREQ("140Gi", size(140ull << 30));
+	EXPECT_STREQ("16Ei", size(UINT64_MAX));
+	EXPECT_STREQ("65536", kvactl_fmt_size(buf, 65536, true));
+	EXPECT_STREQ("0", kvactl_fmt_size(buf, 0, true));
+}
+
+TEST(percentages_and_ratios_round_to_one_decimal)
+{
+	char buf[KVACTL_NUM_LEN];
+
+	EXPECT_STREQ("30.5%", kvactl_fmt_pct(buf, 159744, 524288)); /* 30.47 */
+	EXPECT_STREQ("33.3%", kvactl_fmt_pct(buf, 1, 3));
+	EXPECT_STREQ("66.7%", kvactl_fmt_pct(buf, 2, 3));
+	EXPECT_STREQ("0.0%", kvactl_fmt_pct(buf, 0, 7));
+	EXPECT_STREQ("100.0%", kvactl_fmt_pct(buf, 7, 7));
+	EXPECT_STREQ("-", kvactl_fmt_pct(buf, 0, 0));
+	/* No overflow at the largest arena: 2^24 frames of 2^30 bytes. */
+	EXPECT_STREQ("50.0%", kvactl_fmt_pct(buf, 1ull << 53, 1ull << 54));
+	EXPECT_STREQ("5.6", kvactl_fmt_ratio(buf, 364544, 65536)); /* 5.5625 */
+	EXPECT_STREQ("0.0", kvactl_fmt_ratio(buf, 0, 65536));
+	EXPECT_STREQ("16.0", kvactl_fmt_ratio(buf, 16 * 65536, 65536));
+}
+
+TEST(labels_keep_utf8_and_hide_control_bytes)
+{
+	char buf[4 * KVARENA_LABEL_LEN];
+
+	kvactl_fmt_label(buf, sizeof(buf), "");
+	EXPECT_STREQ("-", buf);
+	kvactl_fmt_label(buf, sizeof(buf), "vllm-a");
+	EXPECT_STREQ("vllm-a", buf);
+	kvactl_fmt_label(buf, sizeof(buf), "a\nb\x1b[2J");
+	EXPECT_STREQ("a?b?[2J", buf);
+	kvactl_fmt_label(buf, sizeof(buf), "caf\xc3\xa9");
+	EXPECT_STREQ("caf\xc3\xa9", buf);
+	/* A lone continuation byte, an overlong '/', a surrogate. */
+	kvactl_fmt_label(buf, sizeof(buf), "\x80x\xc0\xafy\xed\xa0\x80");
+	EXPECT_STREQ("?x??y???", buf);
+}
+
+/* Run @fn with a memory stream and return what it wrote. */
+static char *capture(void (*fn)(FILE *f, void *arg), void *arg)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	fn(f, arg);
+	fclose(f);
+	return buf;
+}
+
+static void table_fn(FILE *f, void *arg)
+{
+	struct kvactl_table t;
+
+	kvactl_table_init(&t, 3, "lrl");
+	kvactl_table_add(&t, "NAME");
+	kvactl_table_add(&t, "N");
+	kvactl_table_add(&t, "LABEL");
+	kvactl_table_add(&t, "a");
+	kvactl_table_add(&t, "%d", 1234);
+	kvactl_table_add(&t, "caf\xc3\xa9");
+	kvactl_table_add(&t, "longer");
+	kvactl_table_add(&t, "5");
+	kvactl_table_add(&t, "x");
+	kvactl_table_print(&t, f);
+	kvactl_table_free(&t);
+}
+
+TEST(tables_align_on_the_widest_cell_counting_characters)
+{
+	char *out = capture(table_fn, NULL);
+
+	EXPECT_STREQ("NAME       N  LABEL\n"
+		     "a       1234  caf\xc3\xa9\n"
+		     "longer     5  x\n", out);
+	free(out);
+}
+
+static void json_fn(FILE *f, void *arg)
+{
+	struct kvactl_json j;
+
+	kvactl_json_init(&j, f, *(bool *)arg);
+	kvactl_json_arr(&j, NULL);
+	kvactl_json_obj(&j, NULL);
+	kvactl_json_str(&j, "label", "q\"b\\s\n\x01\xff\xc3\xa9");
+	kvactl_json_u64(&j, "n", 18446744073709551615ull);
+	kvactl_json_i64(&j, "pid", -1);
+	kvactl_json_bool(&j, "ok", true);
+	kvactl_json_pct(&j, "pct", 1, 3);
+	kvactl_json_pct(&j, "none", 1, 0);
+	kvactl_json_obj(&j, "empty");
+	kvactl_json_end(&j);
+	kvactl_json_arr(&j, "list");
+	kvactl_json_u64(&j, NULL, 1);
+	kvactl_json_u64(&j, NULL, 2);
+	kvactl_json_end(&j);
+	kvactl_json_end(&j);
+	kvactl_json_obj(&j, NULL);
+	kvactl_json_end(&j);
+	kvactl_json_end(&j);
+	kvactl_json_done(&j);
+}
+
+TEST(json_is_compact_escaped_and_numbers_are_numbers)
+{
+	bool pretty = false;
+	char *out = capture(json_fn, &pretty);
+
+	EXPECT_STREQ("[{\"label\":\"q\\\"b\\\\s\\u000a\\u0001\\ufffd\xc3\xa9\","
+		     "\"n\":18446744073709551615,\"pid\":-1,\"ok\":true,"
+		     "\"pct\":33.3,\"none\":null,\"empty\":{},"
+		     "\"list\":[1,2]},{}]\n", out);
+	free(out);
+}
+
+TEST(json_pretty_indents_two_spaces)
+{
+	bool pretty = true;
+	char *out = capture(json_fn, &pretty);
+
+	EXPECT_STREQ("[\n"
+		     "  {\n"
+		     "    \"label\": \"q\\\"b\\\\s\\u000a\\u0001\\ufffd\xc3\xa9\",\n"
+		     "    \"n\": 18446744073709551615,\n"
+		     "    \"pid\": -1,\n"
+		     "    \"ok\": true,\n"
+		     "    \"pct\": 33.3,\n"
+		     "    \"none\": null,\n"
+		     "    \"empty\": {},\n"
+		     "    \"list\": [\n"
+		     "      1,\n"
+		     "      2\n"
+		     "    ]\n"
+		     "  },\n"
+		     "  {}\n"
+		     "]\n", out);
+	free(out);
+}
+
+TEST(available_is_unreserved_free_plus_cached)
+{
+	struct kvarena_stat s = { .nr_free = 8, .nr_reserved = 1,
+				  .nr_cached = 2 };
+
+	EXPECT_EQ(9, kvactl_available(&s));
+	s.nr_reserved = 9;	/* never below zero */
+	EXPECT_EQ(2, kvactl_available(&s));
+	s.frame_size = 65536;
+	EXPECT_EQ(0, kvactl_tokens_per_frame(&s));
+	s.bytes_per_token = 1000;	/* a partial token does not count */
+	EXPECT_EQ(65, kvactl_tokens_per_frame(&s));
+}
+
+TEST_HARNESS_MAIN

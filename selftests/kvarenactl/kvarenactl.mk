@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# kvarenactl's tests.
+#
+#   check-kvarenactl   native: the formatters (also under ASan/UBSan), and
+#                      the tool without the module: usage, messages, the
+#                      cuda backend against a test double of libcuda.so.1
+#   VM_TESTS           kvarenactl_test: the tool end to end with the module
+#                      loaded; the static kvarenactl is built into it
+
+KVACTL_T := $(B)/selftests/kvarenactl
+KVACTL_FMT_TEST_DEPS := $(SRC)/selftests/kvarenactl/fmt_test.c \
+	$(SRC)/tools/kvarenactl/fmt.c $(SRC)/tools/kvarenactl/kvarenactl.h \
+	$(KSFT_HARNESS)
+KVACTL_FMT_TEST_CC = $(CC) $(CFLAGS) $(KVA_CFLAGS) $(KSFT_CFLAGS) \
+	-I$(KSFT_INC) -I$(SRC)/tools/kvarenactl
+
+$(KVACTL_T)/fmt_test: $(KVACTL_FMT_TEST_DEPS)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(KVACTL_FMT_TEST_CC) -o $@ $(filter %.c,$^)
+
+$(KVACTL_T)/fmt_test-san: $(KVACTL_FMT_TEST_DEPS)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(KVACTL_FMT_TEST_CC) $(SAN_FLAGS) -o $@ $(filter %.c,$^)
+
+$(KVACTL_T)/libcuda-fake.so: $(SRC)/selftests/kvarenactl/fake_libcuda.c
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -Wall -fPIC -shared -o $@ $<
+
+$(KVACTL_T)/libcuda-fake-old.so: $(SRC)/selftests/kvarenactl/fake_libcuda.c
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -Wall -fPIC -shared -DFAKE_CUDA_OLD -o $@ $<
+
+KVACTL_NATIVE := $(SRC)/selftests/kvarenactl/kvarenactl_native.sh
+KVACTL_FAKES := $(KVACTL_T)/libcuda-fake.so $(KVACTL_T)/libcuda-fake-old.so
+
+.PHONY: check-kvarenactl
+check-kvarenactl: $(KVACTL_T)/fmt_test $(KVACTL_T)/fmt_test-san \
+		  $(B)/tools/kvarenactl $(B)/tools/kvarenactl-san $(KVACTL_FAKES)
+	$(Q)$(KVACTL_T)/fmt_test
+	$(Q)$(KVACTL_T)/fmt_test-san
+	$(Q)$(KVACTL_NATIVE) $(B)/tools/kvarenactl $(KVACTL_FAKES)
+	$(Q)$(KVACTL_NATIVE) $(B)/tools/kvarenactl-san $(KVACTL_FAKES)
+
+CHECK_NATIVE += check-kvarenactl
+
+# The VM test carries the static tool inside it (.incbin of KVACTL_BIN).
+$(KVACTL_T)/kvarenactl_test: $(SRC)/selftests/kvarenactl/kvarenactl_test.c \
+		$(SRC)/selftests/kvarenactl/kvarenactl.mk \
+		$(SRC)/selftests/kvarena/kva_test.h \
+		$(SRC)/include/uapi/linux/kvarena.h $(KSFT_HARNESS) \
+		$(B)/tools/kvarenactl-static
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(KSFT_CFLAGS) -I$(KSFT_INC) \
+		-I$(SRC)/selftests/kvarena \
+		-DKVACTL_BIN='"$(abspath $(B)/tools/kvarenactl-static)"' \
+		-static -o $@ $<
+
+VM_TESTS += $(KVACTL_T)/kvarenactl_test

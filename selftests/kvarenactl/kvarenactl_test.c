@@ -1,0 +1,1116 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvarenactl end to end, inside the VM with kvarena.ko loaded: arenas made
+ * by `kvarenactl create`, clients that attach, allocate and report usage
+ * with known numbers, and the tool's stat, clients, top, metrics and --json
+ * output compared with exactly what those clients did.  Then the errors:
+ * unknown arenas, no permission, no capability, no module, no libcuda, and
+ * a create that fails half-way and leaves nothing.
+ *
+ * The statically linked kvarenactl is built into this program (KVACTL_BIN,
+ * set by the build) and run from a memfd, so the VM needs this one file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/capability.h>
+
+#include "kselftest_harness.h"
+#include "kva_test.h"
+
+#ifndef KVACTL_BIN
+#error "KVACTL_BIN: the path of the static kvarenactl to build in"
+#endif
+
+__asm__(".section .rodata\n"
+	".balign 16\n"
+	"kvactl_bin:\n"
+	".incbin \"" KVACTL_BIN "\"\n"
+	"kvactl_bin_end:\n"
+	".previous\n");
+extern const char kvactl_bin[], kvactl_bin_end[];
+
+#ifndef MFD_EXEC
+#define MFD_EXEC	0x0010u		/* Linux 6.3 */
+#endif
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL	0x0008u
+#endif
+
+/* ---- running kvarenactl ------------------------------------------------ */
+
+enum who {
+	ROOT,		/* as the test runs */
+	NOCAP,		/* root without CAP_SYS_ADMIN */
+	NOBODY,		/* uid and gid 65534, no groups */
+	NOMODULE,	/* empty /dev and /sys, as if kvarena.ko were not loaded */
+};
+
+struct run {
+	int rc;			/* exit status, or 128 + signal */
+	char out[1 << 16];
+	char err[4096];
+};
+
+/* memfd_create() with @extra flags where the kernel knows them. */
+static int memfd(const char *name, unsigned int extra)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC | extra);
+
+	if (fd < 0 && errno == EINVAL)
+		fd = memfd_create(name, MFD_CLOEXEC);
+	return fd;
+}
+
+/* The built-in kvarenactl as an executable memfd, made once per process. */
+static int kvactl_exe(void)
+{
+	static int fd = -1;
+	const char *p = kvactl_bin;
+
+	if (fd >= 0)
+		return fd;
+	fd = memfd("kvarenactl", MFD_EXEC);
+	if (fd < 0)
+		return -1;
+	while (p < kvactl_bin_end) {
+		ssize_t n = write(fd, p, (size_t)(kvactl_bin_end - p));
+
+		if (n <= 0) {
+			close(fd);
+			return fd = -1;
+		}
+		p += n;
+	}
+	return fd;
+}
+
+static void slurp(int fd, char *buf, size_t size)
+{
+	ssize_t n = pread(fd, buf, size - 1, 0);
+
+	buf[n > 0 ? n : 0] = '\0';
+	close(fd);
+}
+
+static void become(enum who who)
+{
+	switch (who) {
+	case ROOT:
+		break;
+	case NOCAP:
+		if (prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0))
+			_exit(120);
+		break;
+	case NOBODY:
+		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(121);
+		break;
+	case NOMODULE:
+		if (unshare(CLONE_NEWNS) ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+		    mount("tmpfs", "/dev", "tmpfs", 0, NULL) ||
+		    mount("tmpfs", "/sys", "tmpfs", 0, NULL))
+			_exit(122);
+		break;
+	}
+}
+
+/* Run kvarenactl @argv as @who with environment @env (NULL: ours). */
+static void run_as(struct run *r, enum who who, char *const env[],
+		   const char *const argv[])
+{
+	int exe = kvactl_exe(), out = memfd("out", MFD_NOEXEC_SEAL);
+	int err = memfd("err", MFD_NOEXEC_SEAL), status;
+	pid_t pid;
+
+	r->rc = -1;
+	r->out[0] = r->err[0] = '\0';
+	if (exe < 0 || out < 0 || err < 0)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDONLY);
+
+		if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 ||
+		    dup2(err, 2) < 0)
+			_exit(123);
+		become(who);
+		fexecve(exe, (char *const *)argv, env ? env : environ);
+		_exit(124);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return;
+	r->rc = WIFEXITED(status) ? WEXITSTATUS(status) :
+		128 + WTERMSIG(status);
+	slurp(out, r->out, sizeof(r->out));
+	slurp(err, r->err, sizeof(r->err));
+}
+
+#define ARGV(...) ((const char *const[]){ "kvarenactl", __VA_ARGS__, NULL })
+#define CTL(r, ...) run_as(r, ROOT, NULL, ARGV(__VA_ARGS__))
+#define CTL_AS(r, who, ...) run_as(r, who, NULL, ARGV(__VA_ARGS__))
+
+/* @s starts with @prefix. */
+static bool starts(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+/* "text with %d" into a static buffer, for expected output. */
+static const char *fmt(const char *f, ...)
+{
+	static char bufs[4][1 << 16];
+	static int i;
+	char *b = bufs[i++ % 4];
+	va_list ap;
+
+	va_start(ap, f);
+	vsnprintf(b, sizeof(bufs[0]), f, ap);
+	va_end(ap);
+	return b;
+}
+
+/* ---- clients: processes that attach and do what they are told ---------------- */
+
+struct client {
+	pid_t pid;
+	int cmd;		/* commands to it */
+	int reply;		/* results from it */
+	__u32 id;
+};
+
+struct client_cmd {
+	char op;		/* 'a' alloc, 'f' free, 'u' usage */
+	__u32 n;
+	__u64 tokens, bytes;
+};
+
+static void client_main(int cmd, int reply, const char *arena,
+			const char *label, __u32 min, __u32 max)
+{
+	struct kvarena_attach at = { 0 };
+	struct client_cmd c;
+	__u64 h[64];
+	int nh = 0, fd, rc;
+
+	/*
+	 * Other clients' command pipes came along with fork(): close them,
+	 * or those clients would never see their end of file.
+	 */
+	for (fd = 3; fd < 1024; fd++)
+		if (fd != cmd && fd != reply)
+			close(fd);
+	fd = kva_open(O_RDWR);
+	rc = fd < 0 ? -errno : kva_attach(fd, arena, label, min, max, &at);
+	if (write(reply, &rc, sizeof(rc)) != sizeof(rc) ||
+	    write(reply, &at.client_id, sizeof(at.client_id)) !=
+	    sizeof(at.client_id) || rc)
+		_exit(1);
+	while (read(cmd, &c, sizeof(c)) == sizeof(c)) {
+		rc = -EINVAL;
+		if (c.op == 'a' && nh + c.n <= 64) {
+			rc = kva_alloc(fd, h + nh, c.n, 0);
+			if (rc > 0)
+				nh += rc;
+		} else if (c.op == 'f' && c.n <= (__u32)nh) {
+			rc = kva_free(fd, h + nh - c.n, c.n);
+			if (!rc)
+				nh -= c.n;
+		} else if (c.op == 'u') {
+			rc = kva_set_usage(fd, c.tokens, c.bytes);
+		}
+		if (write(reply, &rc, sizeof(rc)) != sizeof(rc))
+			_exit(1);
+	}
+	_exit(0);
+}
+
+/* Start a client of @arena; 0 or the attach error. */
+static int client_start(struct client *c, const char *arena,
+			const char *label, __u32 min, __u32 max)
+{
+	int to[2], from[2], rc = -EIO;
+
+	if (pipe2(to, O_CLOEXEC) || pipe2(from, O_CLOEXEC))
+		return -errno;
+	c->pid = fork();
+	if (c->pid == 0) {
+		close(to[1]);
+		close(from[0]);
+		client_main(to[0], from[1], arena, label, min, max);
+	}
+	close(to[0]);
+	close(from[1]);
+	c->cmd = to[1];
+	c->reply = from[0];
+	if (read(c->reply, &rc, sizeof(rc)) != sizeof(rc) ||
+	    read(c->reply, &c->id, sizeof(c->id)) != sizeof(c->id))
+		return -EIO;
+	return rc;
+}
+
+/* One command; what the ioctl returned. */
+static int client_do(struct client *c, char op, __u32 n, __u64 tokens,
+		     __u64 bytes)
+{
+	struct client_cmd cmd = { .op = op, .n = n, .tokens = tokens,
+				  .bytes = bytes };
+	int rc;
+
+	if (write(c->cmd, &cmd, sizeof(cmd)) != sizeof(cmd) ||
+	    read(c->reply, &rc, sizeof(rc)) != sizeof(rc))
+		return -EIO;
+	return rc;
+}
+
+/* Let it exit (closing its file), or kill it with @sig; wait for it. */
+static void client_stop(struct client *c, int sig)
+{
+	if (c->pid <= 0)
+		return;
+	if (sig)
+		kill(c->pid, sig);
+	close(c->cmd);
+	close(c->reply);
+	waitpid(c->pid, NULL, 0);
+	c->pid = 0;
+}
+
+static int stat_of(const char *name, struct kvarena_stat *s)
+{
+	int fd = kva_open(O_RDONLY), ret;
+
+	ret = fd < 0 ? -errno : kva_stat(fd, name, s);
+	close(fd);
+	return ret;
+}
+
+static int destroy(const char *name)
+{
+	int fd = kva_open(O_RDWR), ret;
+
+	ret = fd < 0 ? -errno : kva_destroy(fd, name);
+	close(fd);
+	return ret;
+}
+
+/* kB of shared memory, from /proc/meminfo's @key. */
+static long meminfo(const char *key)
+{
+	char line[128];
+	size_t len = strlen(key);
+	long v = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, len) && line[len] == ':')
+			v = atol(line + len + 1);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static int write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* ---- the arena most tests look at ------------------------------------------------ */
+
+/*
+ * Arena "ctl": 16 frames of 64 KiB, 1 KiB per token, so 64 tokens per
+ * frame, low watermark 4.  Client A "vllm-a" (min 2, max 8) holds 5 frames
+ * and reports 256 tokens, 262144 bytes; client B, labelled sg"b\x to test
+ * escaping (min 4, max 0: the arena's 16), holds 3 frames after one
+ * refused allocation of 20 and reports 100 tokens, 102400 bytes.
+ *
+ *   held      5 + 3 = 8 frames = 524288 bytes = 512 tokens
+ *   free      16 - 8 = 8, of which 1 reserved (B's min 4 - held 3)
+ *   available 8 - 1 + 0 cached = 7 frames = 458752 bytes = 448 tokens
+ *   filled    262144 + 102400 = 364544 bytes (356Ki, 5.6 frames), 356 tokens
+ *   fragmentation (524288 - 364544) / 524288 = 159744 / 524288 = 30.47%
+ *   calls     A: 1 alloc, B: 2 allocs of which 1 failed
+ *   per client: A (327680 - 262144) / 327680 = 20.0%,
+ *               B (196608 - 102400) / 196608 = 47.9%
+ */
+#define B_LABEL "sg\"b\\x"
+
+FIXTURE(ctl) {
+	struct client a, b, c;
+};
+
+FIXTURE_SETUP(ctl)
+{
+	struct run r;
+
+	destroy("ctl");
+	CTL(&r, "create", "ctl", "--frames", "16", "--frame-size", "64K",
+	    "--bytes-per-token", "1K", "--low-watermark", "4");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	ASSERT_STREQ("", r.out);
+	ASSERT_STREQ("", r.err);
+	ASSERT_EQ(0, client_start(&self->a, "ctl", "vllm-a", 2, 8));
+	ASSERT_EQ(5, client_do(&self->a, 'a', 5, 0, 0));
+	ASSERT_EQ(0, client_do(&self->a, 'u', 0, 256, 262144));
+	ASSERT_EQ(0, client_start(&self->b, "ctl", B_LABEL, 4, 0));
+	ASSERT_EQ(3, client_do(&self->b, 'a', 3, 0, 0));
+	ASSERT_EQ(-ENOSPC, client_do(&self->b, 'a', 20, 0, 0));
+	ASSERT_EQ(0, client_do(&self->b, 'u', 0, 100, 102400));
+}
+
+FIXTURE_TEARDOWN(ctl)
+{
+	chmod(KVARENA_DEVICE, 0660);
+	client_stop(&self->a, 0);
+	client_stop(&self->b, 0);
+	client_stop(&self->c, 0);
+	EXPECT_EQ(0, destroy("ctl"));
+}
+
+static const char ctl_stat[] =
+	"arena ctl: host, 16 frames of 64Ki, 64 tokens/frame, 2 clients, low watermark 4\n"
+	"        capacity   held  filled  cached   free  available\n"
+	"bytes      1.0Mi  512Ki   356Ki      0B  512Ki      448Ki\n"
+	"frames        16      8     5.6       0      8          7\n"
+	"tokens      1024    512     356       0    512        448\n"
+	"internal fragmentation: 30.5% (156Ki held but not filled)\n"
+	"reserved for minimums: 1 frame, peak held: 8 frames, failed allocations: 1 of 3\n";
+
+static const char ctl_stat_json[] =
+	"{\"name\":\"ctl\",\"mem_kind\":\"host\",\"mem_dev\":0,"
+	"\"frame_size\":65536,\"bytes_per_token\":1024,\"tokens_per_frame\":64,"
+	"\"clients\":2,\"low_watermark\":4,\"pressure\":false,"
+	"\"frames\":{\"capacity\":16,\"held\":8,\"cached\":0,\"free\":8,"
+	"\"available\":7,\"reserved\":1,\"backed\":16,\"peak_held\":8},"
+	"\"bytes\":{\"capacity\":1048576,\"held\":524288,\"filled\":364544,"
+	"\"cached\":0,\"free\":524288,\"available\":458752},"
+	"\"tokens\":{\"capacity\":1024,\"held\":512,\"filled\":356,"
+	"\"cached\":0,\"free\":512,\"available\":448},"
+	"\"fragmentation_pct\":30.5,\"alloc_calls\":3,\"free_calls\":0,"
+	"\"alloc_failures\":1,\"frames_allocated\":8,\"frames_freed\":0}";
+
+/* The clients table; widths follow the widest cell, pids vary. */
+static const char *ctl_clients(const struct client *a, const struct client *b)
+{
+	char pa[16], pb[16];
+	int w;
+
+	snprintf(pa, sizeof(pa), "%d", a->pid);
+	snprintf(pb, sizeof(pb), "%d", b->pid);
+	w = (int)(strlen(pa) > strlen(pb) ? strlen(pa) : strlen(pb));
+	return fmt("ARENA  ID  %*s  LABEL   MIN  MAX  HELD  SHARED  FILLED  TOKENS   FRAG  PEAK  FAILS\n"
+		   "ctl    %2u  %*s  vllm-a    2    8     5       0   256Ki     256  20.0%%     5      0\n"
+		   "ctl    %2u  %*s  " B_LABEL "    4   16     3       0   100Ki     100  47.9%%     3      1\n",
+		   w, "PID", a->id, w, pa, b->id, w, pb);
+}
+
+static const char *ctl_clients_json(const struct client *a,
+				    const struct client *b)
+{
+	return fmt("[{\"arena\":\"ctl\",\"id\":%u,\"pid\":%d,\"label\":\"vllm-a\","
+		   "\"min_frames\":2,\"max_frames\":8,\"held_frames\":5,"
+		   "\"shared_frames\":0,\"peak_frames\":5,\"filled_bytes\":262144,"
+		   "\"filled_tokens\":256,\"alloc_calls\":1,\"free_calls\":0,"
+		   "\"alloc_failures\":0},"
+		   "{\"arena\":\"ctl\",\"id\":%u,\"pid\":%d,\"label\":\"sg\\\"b\\\\x\","
+		   "\"min_frames\":4,\"max_frames\":16,\"held_frames\":3,"
+		   "\"shared_frames\":0,\"peak_frames\":3,\"filled_bytes\":102400,"
+		   "\"filled_tokens\":100,\"alloc_calls\":2,\"free_calls\":0,"
+		   "\"alloc_failures\":1}]\n",
+		   a->id, a->pid, b->id, b->pid);
+}
+
+TEST_F(ctl, stat_shows_what_the_clients_hold_and_filled)
+{
+	struct run r;
+
+	CTL(&r, "stat", "ctl");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ(ctl_stat, r.out);
+	EXPECT_STREQ("", r.err);
+}
+
+TEST_F(ctl, stat_bytes_are_exact_with_b)
+{
+	struct run r;
+
+	CTL(&r, "-b", "stat", "ctl");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ("arena ctl: host, 16 frames of 65536 bytes, 64 tokens/frame, 2 clients, low watermark 4\n"
+		     "        capacity    held  filled  cached    free  available\n"
+		     "bytes    1048576  524288  364544       0  524288     458752\n"
+		     "frames        16       8     5.6       0       8          7\n"
+		     "tokens      1024     512     356       0     512        448\n"
+		     "internal fragmentation: 30.5% (159744 bytes held but not filled)\n"
+		     "reserved for minimums: 1 frame, peak held: 8 frames, failed allocations: 1 of 3\n",
+		     r.out);
+}
+
+TEST_F(ctl, stat_json_equals_the_clients_numbers)
+{
+	struct run r;
+
+	CTL(&r, "stat", "ctl", "--json");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ(fmt("[%s]\n", ctl_stat_json), r.out);
+
+	CTL(&r, "-j", "-p", "stat", "ctl");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_TRUE(starts(r.out, "[\n  {\n    \"name\": \"ctl\",\n    \"mem_kind\": \"host\",\n"))
+		TH_LOG("%s", r.out);
+}
+
+TEST_F(ctl, clients_lists_each_clients_limits_and_usage)
+{
+	struct run r;
+
+	CTL(&r, "clients", "ctl");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ(ctl_clients(&self->a, &self->b), r.out);
+
+	CTL(&r, "clients", "ctl", "--json");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ(ctl_clients_json(&self->a, &self->b), r.out);
+}
+
+TEST_F(ctl, views_follow_frees_usage_and_a_killed_client)
+{
+	struct run r;
+
+	/* A frees 2 of its 5 and reports 150 tokens; B is killed. */
+	ASSERT_EQ(0, client_do(&self->a, 'f', 2, 0, 0));
+	ASSERT_EQ(0, client_do(&self->a, 'u', 0, 150, 153600));
+	client_stop(&self->b, SIGKILL);
+
+	/*
+	 * held 3 = 196608 bytes = 192 tokens; free 13, nothing reserved (A
+	 * holds above its min 2); filled 153600 bytes (150Ki, 2.3 frames);
+	 * fragmentation (196608 - 153600) / 196608 = 21.875%; 8 frames
+	 * allocated, 2 freed by A and 3 by B's death.
+	 */
+	CTL(&r, "stat", "ctl");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ("arena ctl: host, 16 frames of 64Ki, 64 tokens/frame, 1 client, low watermark 4\n"
+		     "        capacity   held  filled  cached   free  available\n"
+		     "bytes      1.0Mi  192Ki   150Ki      0B  832Ki      832Ki\n"
+		     "frames        16      3     2.3       0     13         13\n"
+		     "tokens      1024    192     150       0    832        832\n"
+		     "internal fragmentation: 21.9% (42Ki held but not filled)\n"
+		     "reserved for minimums: 0 frames, peak held: 8 frames, failed allocations: 1 of 3\n",
+		     r.out);
+
+	CTL(&r, "stat", "--json", "ctl");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ("[{\"name\":\"ctl\",\"mem_kind\":\"host\",\"mem_dev\":0,"
+		     "\"frame_size\":65536,\"bytes_per_token\":1024,\"tokens_per_frame\":64,"
+		     "\"clients\":1,\"low_watermark\":4,\"pressure\":false,"
+		     "\"frames\":{\"capacity\":16,\"held\":3,\"cached\":0,\"free\":13,"
+		     "\"available\":13,\"reserved\":0,\"backed\":16,\"peak_held\":8},"
+		     "\"bytes\":{\"capacity\":1048576,\"held\":196608,\"filled\":153600,"
+		     "\"cached\":0,\"free\":851968,\"available\":851968},"
+		     "\"tokens\":{\"capacity\":1024,\"held\":192,\"filled\":150,"
+		     "\"cached\":0,\"free\":832,\"available\":832},"
+		     "\"fragmentation_pct\":21.9,\"alloc_calls\":3,\"free_calls\":1,"
+		     "\"alloc_failures\":1,\"frames_allocated\":8,\"frames_freed\":5}]\n",
+		     r.out);
+
+	CTL(&r, "clients", "--json", "ctl");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ(fmt("[{\"arena\":\"ctl\",\"id\":%u,\"pid\":%d,\"label\":\"vllm-a\","
+			 "\"min_frames\":2,\"max_frames\":8,\"held_frames\":3,"
+			 "\"shared_frames\":0,\"peak_frames\":5,\"filled_bytes\":153600,"
+			 "\"filled_tokens\":150,\"alloc_calls\":1,\"free_calls\":1,"
+			 "\"alloc_failures\":0}]\n", self->a.id, self->a.pid),
+		     r.out);
+}
+
+TEST_F(ctl, pressure_shows_below_the_low_watermark)
+{
+	struct run r;
+
+	/* C takes 5 of the 7 unreserved frames: 3 free < watermark 4. */
+	ASSERT_EQ(0, client_start(&self->c, "ctl", "", 0, 0));
+	ASSERT_EQ(5, client_do(&self->c, 'a', 5, 0, 0));
+	CTL(&r, "stat", "ctl");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_TRUE(starts(r.out, "arena ctl: host, 16 frames of 64Ki, 64 tokens/frame, 3 clients, low watermark 4, UNDER PRESSURE\n"))
+		TH_LOG("%s", r.out);
+	CTL(&r, "stat", "--json", "ctl");
+	EXPECT_NE(NULL, strstr(r.out, "\"pressure\":true,"));
+	CTL(&r, "metrics", "ctl");
+	EXPECT_NE(NULL, strstr(r.out, "\nkvarena_pressure{arena=\"ctl\"} 1\n"));
+	/* An empty label shows as "-" in the table, as "" in JSON. */
+	CTL(&r, "clients", "ctl");
+	EXPECT_NE(NULL, strstr(r.out, fmt("  %d  -  ", self->c.pid))) TH_LOG("%s", r.out);
+	CTL(&r, "clients", "--json", "ctl");
+	EXPECT_NE(NULL, strstr(r.out, "\"label\":\"\","));
+}
+
+TEST_F(ctl, metrics_are_the_prometheus_text_format)
+{
+	char expect[8192];
+	struct run r;
+
+	snprintf(expect, sizeof(expect),
+"# HELP kvarena_arena_info An arena: where its frames live. Always 1.\n"
+"# TYPE kvarena_arena_info gauge\n"
+"kvarena_arena_info{arena=\"ctl\",mem_kind=\"host\",mem_dev=\"0\"} 1\n"
+"# HELP kvarena_frames Frames by state; the states add up to the capacity (free excludes reserved).\n"
+"# TYPE kvarena_frames gauge\n"
+"kvarena_frames{arena=\"ctl\",state=\"held\"} 8\n"
+"kvarena_frames{arena=\"ctl\",state=\"cached\"} 0\n"
+"kvarena_frames{arena=\"ctl\",state=\"reserved\"} 1\n"
+"kvarena_frames{arena=\"ctl\",state=\"free\"} 7\n"
+"# HELP kvarena_frame_size_bytes Bytes per frame.\n"
+"# TYPE kvarena_frame_size_bytes gauge\n"
+"kvarena_frame_size_bytes{arena=\"ctl\"} 65536\n"
+"# HELP kvarena_bytes_per_token KV bytes per token the arena is sized for, 0 if not given.\n"
+"# TYPE kvarena_bytes_per_token gauge\n"
+"kvarena_bytes_per_token{arena=\"ctl\"} 1024\n"
+"# HELP kvarena_backed_frames Frames with memory registered.\n"
+"# TYPE kvarena_backed_frames gauge\n"
+"kvarena_backed_frames{arena=\"ctl\"} 16\n"
+"# HELP kvarena_low_watermark_frames Pressure threshold: free plus cached frames below it is pressure.\n"
+"# TYPE kvarena_low_watermark_frames gauge\n"
+"kvarena_low_watermark_frames{arena=\"ctl\"} 4\n"
+"# HELP kvarena_peak_held_frames Most frames held at once since the arena was created.\n"
+"# TYPE kvarena_peak_held_frames gauge\n"
+"kvarena_peak_held_frames{arena=\"ctl\"} 8\n"
+"# HELP kvarena_clients Clients attached.\n"
+"# TYPE kvarena_clients gauge\n"
+"kvarena_clients{arena=\"ctl\"} 2\n"
+"# HELP kvarena_filled_bytes Bytes of held frames holding KV state, as the clients report.\n"
+"# TYPE kvarena_filled_bytes gauge\n"
+"kvarena_filled_bytes{arena=\"ctl\"} 364544\n"
+"# HELP kvarena_filled_tokens Tokens of KV state held, as the clients report.\n"
+"# TYPE kvarena_filled_tokens gauge\n"
+"kvarena_filled_tokens{arena=\"ctl\"} 356\n"
+"# HELP kvarena_alloc_calls_total Frame allocation commands.\n"
+"# TYPE kvarena_alloc_calls_total counter\n"
+"kvarena_alloc_calls_total{arena=\"ctl\"} 3\n"
+"# HELP kvarena_free_calls_total Frame free commands.\n"
+"# TYPE kvarena_free_calls_total counter\n"
+"kvarena_free_calls_total{arena=\"ctl\"} 0\n"
+"# HELP kvarena_alloc_failures_total Frame allocations refused for lack of frames (ENOSPC).\n"
+"# TYPE kvarena_alloc_failures_total counter\n"
+"kvarena_alloc_failures_total{arena=\"ctl\"} 1\n"
+"# HELP kvarena_frames_allocated_total Frames handed out.\n"
+"# TYPE kvarena_frames_allocated_total counter\n"
+"kvarena_frames_allocated_total{arena=\"ctl\"} 8\n"
+"# HELP kvarena_frames_freed_total Frames returned, by free or by a client's exit.\n"
+"# TYPE kvarena_frames_freed_total counter\n"
+"kvarena_frames_freed_total{arena=\"ctl\"} 0\n"
+"# HELP kvarena_pressure 1 while free plus cached frames are below the low watermark.\n"
+"# TYPE kvarena_pressure gauge\n"
+"kvarena_pressure{arena=\"ctl\"} 0\n"
+"# HELP kvarena_client_min_frames Frames guaranteed to the client.\n"
+"# TYPE kvarena_client_min_frames gauge\n"
+"kvarena_client_min_frames{arena=\"ctl\",client=\"%1$u\",label=\"vllm-a\",pid=\"%2$d\"} 2\n"
+"kvarena_client_min_frames{arena=\"ctl\",client=\"%3$u\",label=\"sg\\\"b\\\\x\",pid=\"%4$d\"} 4\n"
+"# HELP kvarena_client_max_frames Most frames the client may hold.\n"
+"# TYPE kvarena_client_max_frames gauge\n"
+"kvarena_client_max_frames{arena=\"ctl\",client=\"%1$u\",label=\"vllm-a\",pid=\"%2$d\"} 8\n"
+"kvarena_client_max_frames{arena=\"ctl\",client=\"%3$u\",label=\"sg\\\"b\\\\x\",pid=\"%4$d\"} 16\n"
+"# HELP kvarena_client_held_frames Frames the client holds.\n"
+"# TYPE kvarena_client_held_frames gauge\n"
+"kvarena_client_held_frames{arena=\"ctl\",client=\"%1$u\",label=\"vllm-a\",pid=\"%2$d\"} 5\n"
+"kvarena_client_held_frames{arena=\"ctl\",client=\"%3$u\",label=\"sg\\\"b\\\\x\",pid=\"%4$d\"} 3\n"
+"# HELP kvarena_client_shared_frames Frames the client holds that other clients hold too.\n"
+"# TYPE kvarena_client_shared_frames gauge\n"
+"kvarena_client_shared_frames{arena=\"ctl\",client=\"%1$u\",label=\"vllm-a\",pid=\"%2$d\"} 0\n"
+"kvarena_client_shared_frames{arena=\"ctl\",client=\"%3$u\",label=\"sg\\\"b\\\\x\",pid=\"%4$d\"} 0\n"
+"# HELP kvarena_client_peak_frames Most frames the client held at once.\n"
+"# TYPE kvarena_client_peak_frames gauge\n"
+"kvarena_client_peak_frames{arena=\"ctl\",client=\"%1$u\",label=\"vllm-a\",pid=\"%2$d\"} 5\n"
+"kvarena_client_peak_frames{arena=\"ctl\",client=\"%3$u\",label=\"sg\\\"b\\\\x\",pid=\"%4$d\"} 3\n"
+"# HELP kvarena_client_filled_bytes Bytes of the client's frames holding KV state, as it reports.\n"
+"# TYPE kvarena_client_filled_bytes gauge\n"
+"kvarena_client_filled_bytes{arena=\"ctl\",client=\"%1$u\",label=\"vllm-a\",pid=\"%2$d\"} 262144\n"
+"kvarena_client_filled_bytes{arena=\"ctl\",client=\"%3$u\",label=\"sg\\\"b\\\\x\",pid=\"%4$d\"} 102400\n"
+"# HELP kvarena_client_filled_tokens Tokens of KV state the client holds, as it reports.\n"
+"# TYPE kvarena_client_filled_tokens gauge\n"
+"kvarena_client_filled_tokens{arena=\"ctl\",client=\"%1$u\",label=\"vllm-a\",pid=\"%2$d\"} 256\n"
+"kvarena_client_filled_tokens{arena=\"ctl\",client=\"%3$u\",label=\"sg\\\"b\\\\x\",pid=\"%4$d\"} 100\n"
+"# HELP kvarena_client_alloc_calls_total The client's frame allocation commands.\n"
+"# TYPE kvarena_client_alloc_calls_total counter\n"
+"kvarena_client_alloc_calls_total{arena=\"ctl\",client=\"%1$u\",label=\"vllm-a\",pid=\"%2$d\"} 1\n"
+"kvarena_client_alloc_calls_total{arena=\"ctl\",client=\"%3$u\",label=\"sg\\\"b\\\\x\",pid=\"%4$d\"} 2\n"
+"# HELP kvarena_client_free_calls_total The client's frame free commands.\n"
+"# TYPE kvarena_client_free_calls_total counter\n"
+"kvarena_client_free_calls_total{arena=\"ctl\",client=\"%1$u\",label=\"vllm-a\",pid=\"%2$d\"} 0\n"
+"kvarena_client_free_calls_total{arena=\"ctl\",client=\"%3$u\",label=\"sg\\\"b\\\\x\",pid=\"%4$d\"} 0\n"
+"# HELP kvarena_client_alloc_failures_total The client's allocations refused for lack of frames.\n"
+"# TYPE kvarena_client_alloc_failures_total counter\n"
+"kvarena_client_alloc_failures_total{arena=\"ctl\",client=\"%1$u\",label=\"vllm-a\",pid=\"%2$d\"} 0\n"
+"kvarena_client_alloc_failures_total{arena=\"ctl\",client=\"%3$u\",label=\"sg\\\"b\\\\x\",pid=\"%4$d\"} 1\n",
+		 self->a.id, self->a.pid, self->b.id, self->b.pid);
+
+	CTL(&r, "metrics", "ctl");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ(expect, r.out);
+	EXPECT_STREQ("", r.err);
+}
+
+TEST_F(ctl, label_with_control_bytes_is_escaped_everywhere)
+{
+	struct run r;
+
+	ASSERT_EQ(0, client_start(&self->c, "ctl", "new\nline\x1b\xff", 0, 0));
+	CTL(&r, "clients", "ctl");
+	EXPECT_NE(NULL, strstr(r.out, "  new?line??  ")) TH_LOG("%s", r.out);
+	CTL(&r, "clients", "--json", "ctl");
+	EXPECT_NE(NULL, strstr(r.out, "\"label\":\"new\\u000aline\\u001b\\ufffd\""));
+	CTL(&r, "metrics", "ctl");
+	EXPECT_NE(NULL, strstr(r.out, "label=\"new\\nline\x1b\xef\xbf\xbd\""));
+}
+
+TEST_F(ctl, top_redraws_stat_and_clients_every_interval)
+{
+	static const char head_end[] = ", every 0.05s, q quits\n\n";
+	const char *clients = ctl_clients(&self->a, &self->b);
+	char *f1, *f2;
+	struct run r;
+
+	/*
+	 * Not a terminal: frames one after the other, as top -b does, each
+	 * a heading, the stat view with the allocation rates, the clients
+	 * table and a blank line.
+	 */
+	CTL(&r, "top", "ctl", "-n", "2", "-d", "0.05");
+	EXPECT_EQ(0, r.rc);
+	ASSERT_TRUE(starts(r.out, "kvarenactl top - ")) TH_LOG("%s", r.out);
+	f1 = strstr(r.out, head_end);
+	ASSERT_NE(NULL, f1);
+	f1 += strlen(head_end);
+	f2 = strstr(f1, "kvarenactl top - ");
+	ASSERT_NE(NULL, f2);
+	f2[-1] = '\0';
+	EXPECT_STREQ(fmt("%sactivity: -\n\n%s", ctl_stat, clients), f1);
+	f2 = strstr(f2, head_end);
+	ASSERT_NE(NULL, f2);
+	f2 += strlen(head_end);
+	EXPECT_STREQ(fmt("%sactivity: 0.0 frames/s allocated, 0.0 frames/s freed, 0.0 failed allocations/s\n\n%s\n",
+			 ctl_stat, clients), f2);
+
+	CTL(&r, "top", "--json", "-n", "1", "ctl");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_TRUE(starts(r.out, "{\"time\":"));
+	f1 = strchr(r.out, ',');
+	ASSERT_NE(NULL, f1);
+	clients = ctl_clients_json(&self->a, &self->b);
+	EXPECT_STREQ(fmt(",\"arenas\":[%s],\"clients\":%.*s}\n", ctl_stat_json,
+			 (int)strlen(clients) - 1, clients), f1);
+}
+
+TEST_F(ctl, limit_changes_min_and_max_by_id_or_label)
+{
+	struct kvarena_client_info rows[4];
+	struct kvarena_clients c = { .name = "ctl",
+				     .clients = (__u64)(unsigned long)rows,
+				     .count = 4 };
+	int fd = kva_open(O_RDONLY);
+	struct run r;
+
+	ASSERT_LE(0, fd);
+	CTL(&r, "limit", "ctl", fmt("%u", self->a.id), "--min", "3", "--max", "6");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_STREQ("", r.out);
+	ASSERT_EQ(0, kva_ioctl(fd, KVARENA_IOC_CLIENTS, &c));
+	EXPECT_EQ(3, rows[0].min_frames);
+	EXPECT_EQ(6, rows[0].max_frames);
+
+	/* By label; the limit not given stays. */
+	CTL(&r, "limit", "ctl", "vllm-a", "--max", "0");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	ASSERT_EQ(0, kva_ioctl(fd, KVARENA_IOC_CLIENTS, &c));
+	EXPECT_EQ(3, rows[0].min_frames);
+	EXPECT_EQ(16, rows[0].max_frames);
+
+	/* A holds 5; a min of 13 needs 8 more, 7 are not B's. */
+	CTL(&r, "limit", "ctl", "vllm-a", "--min", "13");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ(fmt("kvarenactl: limit: cannot guarantee 13 frames to client %u: it holds 5 and only 7 free frames are not reserved for others\n",
+			 self->a.id), r.err);
+	CTL(&r, "limit", "ctl", "vllm-a", "--max", "17");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: limit: --max 17 is above the arena's 16 frames\n", r.err);
+	CTL(&r, "limit", "ctl", "vllm-a", "--max", "2");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: limit: --max 2 is below the client's min, 3\n", r.err);
+	CTL(&r, "limit", "ctl", "99", "--max", "3");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: limit: arena \"ctl\" has no client 99 (see kvarenactl clients ctl)\n", r.err);
+	CTL(&r, "limit", "ctl", "nobody", "--max", "3");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: limit: arena \"ctl\" has no client labelled \"nobody\" (see kvarenactl clients ctl)\n", r.err);
+	ASSERT_EQ(0, client_start(&self->c, "ctl", "vllm-a", 0, 0));
+	CTL(&r, "limit", "ctl", "vllm-a", "--max", "3");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: limit: 2 clients of arena \"ctl\" are labelled \"vllm-a\": name one by its id\n", r.err);
+	/* Nothing above changed anything. */
+	ASSERT_EQ(0, kva_ioctl(fd, KVARENA_IOC_CLIENTS, &c));
+	EXPECT_EQ(3, rows[0].min_frames);
+	EXPECT_EQ(16, rows[0].max_frames);
+	close(fd);
+}
+
+TEST_F(ctl, destroy_with_clients_attached_is_refused)
+{
+	struct kvarena_stat s;
+	struct run r;
+
+	CTL(&r, "destroy", "ctl");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: destroy: arena \"ctl\" has 2 clients attached (kvarenactl clients ctl)\n",
+		     r.err);
+	ASSERT_EQ(0, stat_of("ctl", &s));
+	EXPECT_EQ(8, s.nr_held);
+}
+
+TEST_F(ctl, create_of_a_taken_name_fails_and_changes_nothing)
+{
+	struct kvarena_stat s;
+	struct run r;
+
+	CTL(&r, "create", "ctl", "--frames", "4");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: create: an arena named \"ctl\" exists already\n", r.err);
+	ASSERT_EQ(0, stat_of("ctl", &s));
+	EXPECT_EQ(16, s.nr_frames);
+	EXPECT_EQ(16, s.nr_backed);
+	EXPECT_EQ(2, s.nr_clients);
+}
+
+TEST_F(ctl, read_access_is_enough_to_view_but_not_to_change)
+{
+	struct run root, r;
+
+	CTL(&root, "clients", "ctl");
+	ASSERT_EQ(0, chmod(KVARENA_DEVICE, 0664));
+	CTL_AS(&r, NOBODY, "stat", "ctl");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_STREQ(ctl_stat, r.out);
+	CTL_AS(&r, NOBODY, "clients", "ctl");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ(root.out, r.out);
+	CTL_AS(&r, NOBODY, "metrics");
+	EXPECT_EQ(0, r.rc);
+	CTL_AS(&r, NOBODY, "create", "x", "--frames", "1");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: /dev/kvarena: permission denied (create needs root)\n", r.err);
+	CTL_AS(&r, NOBODY, "destroy", "ctl");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: /dev/kvarena: permission denied (destroy needs root)\n", r.err);
+	CTL_AS(&r, NOBODY, "limit", "ctl", "1", "--max", "2");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: /dev/kvarena: permission denied (limit needs root)\n", r.err);
+
+	ASSERT_EQ(0, chmod(KVARENA_DEVICE, 0660));
+	CTL_AS(&r, NOBODY, "stat");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("", r.out);
+	EXPECT_STREQ("kvarenactl: /dev/kvarena: permission denied (viewing needs read access: root or the device's group)\n",
+		     r.err);
+}
+
+TEST_F(ctl, without_cap_sys_admin_changes_are_refused)
+{
+	struct kvarena_stat s;
+	struct run r;
+
+	CTL_AS(&r, NOCAP, "stat", "ctl");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ(ctl_stat, r.out);
+	CTL_AS(&r, NOCAP, "create", "nocap", "--frames", "1");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: create: permission denied (needs CAP_SYS_ADMIN)\n", r.err);
+	EXPECT_EQ(-ENOENT, stat_of("nocap", &s));
+	CTL_AS(&r, NOCAP, "destroy", "ctl");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: destroy: permission denied (needs CAP_SYS_ADMIN)\n", r.err);
+	CTL_AS(&r, NOCAP, "limit", "ctl", "vllm-a", "--max", "6");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: limit: permission denied (needs CAP_SYS_ADMIN)\n", r.err);
+}
+
+/* ---- arenas without clients ------------------------------------------------ */
+
+TEST(unknown_arena_is_named_and_fails)
+{
+	static const char *const cmds[] = { "stat", "clients", "top",
+					    "metrics", "destroy" };
+	struct run r;
+	size_t i;
+
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		CTL(&r, cmds[i], "nope");
+		EXPECT_EQ(1, r.rc);
+		EXPECT_STREQ("", r.out);
+		EXPECT_STREQ(fmt("kvarenactl: %s: no arena named \"nope\"\n",
+				 cmds[i]), r.err);
+	}
+	CTL(&r, "limit", "nope", "1", "--max", "2");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: limit: no arena named \"nope\"\n", r.err);
+}
+
+TEST(bad_command_line_is_exit_status_2)
+{
+	struct run r;
+
+	CTL(&r, "stat", "--frames", "1");
+	EXPECT_EQ(2, r.rc);
+	EXPECT_STREQ("kvarenactl: stat: --frames does not apply to stat\nTry 'kvarenactl --help'.\n",
+		     r.err);
+}
+
+TEST(no_arenas_is_said_plainly)
+{
+	struct kvarena_stat s = { .flags = KVARENA_STAT_BY_INDEX };
+	int fd = kva_open(O_RDONLY);
+	struct run r;
+
+	ASSERT_LE(0, fd);
+	if (kva_ioctl(fd, KVARENA_IOC_STAT, &s) != -ENOENT)
+		SKIP(close(fd); return, "arena %s exists", s.name);
+	close(fd);
+	CTL(&r, "stat");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ("no arenas\n", r.out);
+	CTL(&r, "stat", "--json");
+	EXPECT_STREQ("[]\n", r.out);
+	CTL(&r, "clients", "--json");
+	EXPECT_STREQ("[]\n", r.out);
+}
+
+TEST(views_without_a_name_cover_every_arena_in_creation_order)
+{
+	static char both[2 * sizeof(((struct run *)0)->out) + 2];
+	struct run one, two, all;
+
+	CTL(&one, "create", "zz1", "--frames", "2", "--frame-size", "4K");
+	ASSERT_EQ(0, one.rc);
+	CTL(&two, "create", "aa2", "--frames", "3", "--frame-size", "8K");
+	ASSERT_EQ(0, two.rc);
+
+	CTL(&one, "stat", "zz1");
+	CTL(&two, "stat", "aa2");
+	CTL(&all, "stat");
+	EXPECT_EQ(0, all.rc);
+	snprintf(both, sizeof(both), "%s\n%s", one.out, two.out);
+	EXPECT_STREQ(both, all.out);
+	/* No bytes per token: no token figures but the clients' reports. */
+	EXPECT_STREQ("arena zz1: host, 2 frames of 4.0Ki, 0 clients\n"
+		     "        capacity  held  filled  cached   free  available\n"
+		     "bytes      8.0Ki    0B      0B      0B  8.0Ki      8.0Ki\n"
+		     "frames         2     0     0.0       0      2          2\n"
+		     "tokens         -     -       0       -      -          -\n"
+		     "internal fragmentation: - (nothing held)\n"
+		     "reserved for minimums: 0 frames, peak held: 0 frames, failed allocations: 0 of 0\n",
+		     one.out);
+
+	CTL(&one, "stat", "--json", "zz1");
+	CTL(&two, "stat", "--json", "aa2");
+	CTL(&all, "stat", "--json");
+	one.out[strlen(one.out) - 2] = '\0';	/* "]\n" */
+	snprintf(both, sizeof(both), "%s,%s", one.out, two.out + 1);
+	EXPECT_STREQ(both, all.out);
+	EXPECT_NE(NULL, strstr(one.out, "\"tokens\":{\"capacity\":null,\"held\":null,\"filled\":0,\"cached\":null,\"free\":null,\"available\":null},\"fragmentation_pct\":null,"));
+
+	EXPECT_EQ(0, destroy("zz1"));
+	EXPECT_EQ(0, destroy("aa2"));
+}
+
+TEST(create_with_model_geometry_derives_bytes_per_token)
+{
+	struct kvarena_stat s;
+	struct run r;
+
+	/* Llama-3-8B, fp16: 2 * 32 * 8 * 128 * 2 = 131072 B, 16 per 2 MiB. */
+	CTL(&r, "create", "geo", "--frames", "2", "--layers", "32",
+	    "--kv-heads", "8", "--head-dim", "128", "--dtype", "fp16");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	ASSERT_EQ(0, stat_of("geo", &s));
+	EXPECT_EQ(131072, s.bytes_per_token);
+	EXPECT_EQ(2 << 20, s.frame_size);
+	CTL(&r, "stat", "geo");
+	EXPECT_TRUE(starts(r.out, "arena geo: host, 2 frames of 2.0Mi, 16 tokens/frame, 0 clients\n"))
+		TH_LOG("%s", r.out);
+	CTL(&r, "destroy", "geo");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ("", r.out);
+	EXPECT_STREQ("", r.err);
+	EXPECT_EQ(-ENOENT, stat_of("geo", &s));
+}
+
+TEST(create_makes_sealed_memory_that_outlives_the_tool_until_destroy)
+{
+	const size_t fs = 1 << 20;
+	struct kvarena_frame_fd ff;
+	struct kvarena_stat s;
+	long before, made, after;
+	int fd, seals;
+	__u64 h[4];
+	struct stat st;
+	struct run r;
+	char *m;
+
+	ASSERT_LE(0, kvactl_exe());	/* itself shmem: count it out */
+	before = meminfo("Shmem");
+	CTL(&r, "create", "mem", "--frames", "4", "--frame-size", "1M");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	/* The tool is gone; the module keeps its memory, allocated. */
+	made = meminfo("Shmem");
+	EXPECT_LE(before + 4 * 1024 - 64, made);
+	ASSERT_EQ(0, stat_of("mem", &s));
+	EXPECT_EQ(4, s.nr_backed);
+	EXPECT_EQ(KVARENA_MEM_HOST, s.mem_kind);
+
+	fd = kva_open(O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, kva_attach(fd, "mem", "t", 0, 0, NULL));
+	ASSERT_EQ(4, kva_alloc(fd, h, 4, 0));
+	ASSERT_EQ(0, kva_frame_fd(fd, h[3], &ff));
+	EXPECT_EQ(3 * fs, ff.offset);
+	EXPECT_EQ(fs, ff.size);
+	ASSERT_EQ(0, fstat(ff.fd, &st));
+	EXPECT_EQ(4 * fs, st.st_size);
+	seals = fcntl(ff.fd, F_GET_SEALS);
+	EXPECT_EQ(F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL,
+		  seals & (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL));
+	EXPECT_EQ(-1, ftruncate(ff.fd, fs));
+	m = mmap(NULL, fs, PROT_READ | PROT_WRITE, MAP_SHARED, ff.fd,
+		 (off_t)ff.offset);
+	ASSERT_NE(MAP_FAILED, m);
+	memset(m, 0x5a, fs);
+	EXPECT_EQ(0x5a, m[fs - 1]);
+	munmap(m, fs);
+	close(ff.fd);
+	close(fd);
+
+	CTL(&r, "destroy", "mem");
+	EXPECT_EQ(0, r.rc);
+	after = meminfo("Shmem");
+	EXPECT_GE(before + 256, after);
+}
+
+TEST(cuda_backend_without_libcuda_fails_and_creates_nothing)
+{
+	struct kvarena_stat s;
+	struct run r;
+
+	CTL(&r, "create", "g0", "--frames", "2", "--backend", "cuda:0");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("", r.out);
+	EXPECT_TRUE(starts(r.err, "kvarenactl: cuda backend: libcuda.so.1 not found: "))
+		TH_LOG("%s", r.err);
+	EXPECT_EQ(-ENOENT, stat_of("g0", &s));
+}
+
+TEST(create_that_fails_after_the_arena_is_made_leaves_nothing)
+{
+	struct kvarena_stat s;
+	struct run r;
+
+	/* No huge pages reserved: the arena is made, its memory is not. */
+	ASSERT_EQ(0, write_file("/proc/sys/vm/nr_hugepages", "0"));
+	CTL(&r, "create", "hp", "--frames", "2", "--frame-size", "2M",
+	    "--hugepages");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: create: cannot allocate 4.0Mi of 2 MiB huge pages: No space left on device (reserve them in /proc/sys/vm/nr_hugepages)\n",
+		     r.err);
+	EXPECT_EQ(-ENOENT, stat_of("hp", &s));
+}
+
+TEST(create_of_more_host_memory_than_available_is_refused)
+{
+	struct kvarena_stat s;
+	struct run r;
+
+	/* 1024 frames of 1 GiB in a VM of 1 GiB. */
+	CTL(&r, "create", "big", "--frames", "1024", "--frame-size", "1G");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_TRUE(starts(r.err, "kvarenactl: create: 1.0Ti of host memory asked for, only "))
+		TH_LOG("%s", r.err);
+	EXPECT_EQ(-ENOENT, stat_of("big", &s));
+}
+
+TEST(create_on_hugepages_takes_them_until_destroy)
+{
+	struct run r;
+
+	ASSERT_EQ(0, write_file("/proc/sys/vm/nr_hugepages", "2"));
+	if (meminfo("HugePages_Free") != 2) {
+		write_file("/proc/sys/vm/nr_hugepages", "0");
+		SKIP(return, "no two 2 MiB pages to reserve");
+	}
+	CTL(&r, "create", "hp", "--frames", "2", "--frame-size", "2M",
+	    "--hugepages");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_EQ(0, meminfo("HugePages_Free"));
+	CTL(&r, "destroy", "hp");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_EQ(2, meminfo("HugePages_Free"));
+	EXPECT_EQ(0, write_file("/proc/sys/vm/nr_hugepages", "0"));
+}
+
+TEST(missing_module_or_node_is_said_clearly)
+{
+	char dir[] = "/tmp/kvactl.XXXXXX", node[64];
+	char env[96], *envp[] = { env, NULL };
+	struct run r;
+
+	/* As if kvarena.ko were not loaded: no node, no sysfs entry. */
+	CTL_AS(&r, NOMODULE, "stat");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("", r.out);
+	EXPECT_STREQ("kvarenactl: /dev/kvarena: no such device (is kvarena.ko loaded?)\n", r.err);
+
+	/* The module is loaded, but the node is not where we look. */
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(node, sizeof(node), "%s/kvarena", dir);
+	snprintf(env, sizeof(env), "KVA_DEVICE=%s", node);
+	run_as(&r, ROOT, envp, ARGV("clients"));
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ(fmt("kvarenactl: %s: no such file, but kvarena.ko is loaded (is the device node missing from this container or chroot?)\n",
+			 node), r.err);
+
+	/* A stale node, of a driver that is not there. */
+	ASSERT_EQ(0, mknod(node, S_IFCHR | 0600, makedev(60, 0)));
+	run_as(&r, ROOT, envp, ARGV("stat"));
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ(fmt("kvarenactl: %s: no such device (is kvarena.ko loaded?)\n",
+			 node), r.err);
+	unlink(node);
+	rmdir(dir);
+
+	snprintf(env, sizeof(env), "KVA_DEVICE=/dev/null");
+	run_as(&r, ROOT, envp, ARGV("metrics"));
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: /dev/null: not a kvarena device\n", r.err);
+}
+
+TEST_HARNESS_MAIN
