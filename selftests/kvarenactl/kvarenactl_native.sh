@@ -150,6 +150,16 @@ check extra_argument_is_refused rc 2 \
 	err "kvarenactl: stat: unexpected argument \"b\"
 $TRY"
 
+run stat -- -x -y
+check arguments_after_double_dash_are_arguments rc 2 \
+	err "kvarenactl: stat: unexpected argument \"-y\"
+$TRY"
+
+run -- stat
+check double_dash_before_the_command rc 2 \
+	err "kvarenactl: no command before \"stat\"
+$TRY"
+
 run stat --pretty
 check pretty_needs_json rc 2 \
 	err "kvarenactl: stat: --pretty goes with --json

@@ -362,6 +362,16 @@ int main(int argc, char **argv)
 				return ret;
 		}
 	}
+	/* After "--" everything is an argument, even "-1". */
+	for (; optind < argc; optind++) {
+		if (!cmd)
+			return usage_err(NULL, "no command before \"%s\"",
+					 argv[optind]);
+		if (o.nargs == cmd->max_args)
+			return usage_err(cmd->name, "unexpected argument \"%s\"",
+					 argv[optind]);
+		args[o.nargs++] = argv[optind];
+	}
 	if (!cmd)
 		return usage_err(NULL, "no command");
 	o.cmd = cmd->name;
