@@ -114,7 +114,7 @@ void kva_arena_update_pressure(struct kva_arena *a)
 
 static int check_create(const struct kvarena_arena_create *c)
 {
-	if (c->flags || c->reserved0 ||
+	if ((c->flags & ~KVARENA_CREATE_NO_BACKING) || c->reserved0 ||
 	    !kva_all_zero(c->reserved, sizeof(c->reserved)))
 		return -EINVAL;
 	if (kva_name_valid(c->name))
@@ -155,6 +155,7 @@ long kva_ioc_arena_create(void __user *argp)
 	a->mem_kind = c.mem_kind;
 	a->mem_dev = c.mem_dev;
 	a->low_watermark = c.low_watermark;
+	a->flags = c.flags;
 	mutex_init(&a->lock);
 	INIT_LIST_HEAD(&a->clients);
 	init_waitqueue_head(&a->pressure_wq);
@@ -301,6 +302,10 @@ long kva_ioc_set_backing(void __user *argp)
 	a = kva_arena_get(b.name);
 	if (!a)
 		return -ENOENT;
+	if (a->flags & KVARENA_CREATE_NO_BACKING) {
+		ret = -EINVAL;
+		goto err_put_arena;
+	}
 	file = fget(b.fd);
 	if (!file) {
 		ret = -EBADF;
@@ -396,6 +401,8 @@ long kva_ioc_stat(void __user *argp)
 	s.nr_reserved = a->core.unmet_min;
 	s.nr_clients = a->nr_clients;
 	s.state = a->pressure ? KVARENA_STATE_PRESSURE : 0;
+	if (a->flags & KVARENA_CREATE_NO_BACKING)
+		s.state |= KVARENA_STATE_NO_BACKING;
 	s.peak_held = a->core.peak_held;
 	s.filled_bytes = a->filled_bytes;
 	s.filled_tokens = a->filled_tokens;

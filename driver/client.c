@@ -76,8 +76,13 @@ long kva_ioc_attach(struct kva_client *cl, void __user *argp)
 		goto out_unlock;
 	}
 	mutex_lock(&a->lock);
-	ret = kva_core_attach(&a->core, &cl->core, at.min_frames,
-			      at.max_frames);
+	/* Every frame a client can get has memory behind it. */
+	if (!(a->flags & KVARENA_CREATE_NO_BACKING) &&
+	    a->nr_backed < a->core.nr_frames)
+		ret = -EAGAIN;
+	else
+		ret = kva_core_attach(&a->core, &cl->core, at.min_frames,
+				      at.max_frames);
 	if (ret) {
 		mutex_unlock(&a->lock);
 		kva_arena_put(a);

@@ -42,6 +42,7 @@ struct kva_arena {
 	u32 mem_kind;
 	u32 mem_dev;
 	u32 low_watermark;
+	u32 flags;			/* KVARENA_CREATE_* */
 
 	struct mutex lock;		/* protects everything below */
 	struct kva_core core;

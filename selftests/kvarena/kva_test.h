@@ -25,8 +25,10 @@ static inline int kva_open(int flags)
 	return open(KVARENA_DEVICE, flags | O_CLOEXEC);
 }
 
-static inline int kva_create(int fd, const char *name, __u32 nr_frames,
-			     __u64 frame_size, __u32 low_watermark)
+/* An arena of @flags; kva_create() makes an accounting-only one. */
+static inline int kva_create_flags(int fd, const char *name, __u32 nr_frames,
+				   __u64 frame_size, __u32 low_watermark,
+				   __u32 flags)
 {
 	struct kvarena_arena_create c = {
 		.frame_size = frame_size,
@@ -34,10 +36,18 @@ static inline int kva_create(int fd, const char *name, __u32 nr_frames,
 		.mem_kind = KVARENA_MEM_HOST,
 		.low_watermark = low_watermark,
 		.bytes_per_token = 1024,
+		.flags = flags,
 	};
 
 	snprintf(c.name, sizeof(c.name), "%s", name);
 	return kva_ioctl(fd, KVARENA_IOC_ARENA_CREATE, &c);
+}
+
+static inline int kva_create(int fd, const char *name, __u32 nr_frames,
+			     __u64 frame_size, __u32 low_watermark)
+{
+	return kva_create_flags(fd, name, nr_frames, frame_size, low_watermark,
+				KVARENA_CREATE_NO_BACKING);
 }
 
 static inline int kva_destroy(int fd, const char *name)

@@ -26,6 +26,18 @@
 #define NR	32
 #define FSIZE	(64 * 1024)
 
+static int make_memfd(size_t size)
+{
+	int fd = memfd_create("kvarena-test", MFD_CLOEXEC);
+
+	if (fd >= 0 && ftruncate(fd, size)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* An accounting-only arena (no backing) with two clients attached. */
 FIXTURE(arena) {
 	int fd;			/* admin, attached as client "a" */
 	int fd2;		/* attached as client "b" */
@@ -191,9 +203,9 @@ TEST(create_with_unknown_flags_kind_or_reserved_is_einval)
 	int fd = kva_open(O_RDWR);
 
 	ASSERT_LE(0, fd);
-	c.flags = 1;
+	c.flags = 1u << 5;
 	EXPECT_EQ(-EINVAL, kva_ioctl(fd, KVARENA_IOC_ARENA_CREATE, &c));
-	c.flags = 0;
+	c.flags = KVARENA_CREATE_NO_BACKING;
 	c.reserved[3] = 1;
 	EXPECT_EQ(-EINVAL, kva_ioctl(fd, KVARENA_IOC_ARENA_CREATE, &c));
 	c.reserved[3] = 0;
@@ -650,27 +662,84 @@ TEST_F(arena, killed_mid_calls_loses_nothing)
 
 /* ---- backing and FRAME_FD ------------------------------------------------ */
 
-static int make_memfd(size_t size)
-{
-	int fd = memfd_create("kvarena-test", MFD_CLOEXEC);
+/*
+ * A memfd-backed arena: created, backed in two ranges, then one client
+ * attached.  The test keeps the memfd open to look at the frames directly.
+ */
+FIXTURE(backed) {
+	int fd;
+	int mfd;
+	char name[32];
+	__u64 h[NR];
+};
 
-	if (fd >= 0 && ftruncate(fd, size)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
+FIXTURE_SETUP(backed)
+{
+	snprintf(self->name, sizeof(self->name), "b%d", getpid());
+	self->fd = kva_open(O_RDWR);
+	ASSERT_LE(0, self->fd);
+	self->mfd = make_memfd(NR * FSIZE);
+	ASSERT_LE(0, self->mfd);
+	ASSERT_EQ(0, kva_create_flags(self->fd, self->name, NR, FSIZE, 0, 0));
+	ASSERT_EQ(0, kva_set_backing(self->fd, self->name, 0, NR / 2,
+				     self->mfd, 0));
+	ASSERT_EQ(0, kva_set_backing(self->fd, self->name, NR / 2, NR / 2,
+				     self->mfd, NR / 2 * FSIZE));
+	ASSERT_EQ(0, kva_attach(self->fd, self->name, "a", 0, 0, NULL));
 }
 
-TEST_F(arena, set_backing_and_frame_fd_map_the_frame)
+FIXTURE_TEARDOWN(backed)
+{
+	int admin = kva_open(O_RDWR);
+
+	close(self->fd);
+	close(self->mfd);
+	EXPECT_EQ(0, kva_destroy(admin, self->name));
+	close(admin);
+}
+
+TEST(attach_before_every_frame_is_backed_is_eagain)
+{
+	int fd = kva_open(O_RDWR), c = kva_open(O_RDWR);
+	int mfd = make_memfd(4 * FSIZE);
+	struct kvarena_stat s;
+
+	ASSERT_LE(0, mfd);
+	ASSERT_EQ(0, kva_create_flags(fd, "half", 4, FSIZE, 0, 0));
+	EXPECT_EQ(-EAGAIN, kva_attach(c, "half", "early", 0, 0, NULL));
+	ASSERT_EQ(0, kva_set_backing(fd, "half", 0, 3, mfd, 0));
+	EXPECT_EQ(-EAGAIN, kva_attach(c, "half", "early", 0, 0, NULL));
+	ASSERT_EQ(0, kva_stat(fd, "half", &s));
+	EXPECT_EQ(3, s.nr_backed);
+	EXPECT_EQ(0, s.state);
+	ASSERT_EQ(0, kva_set_backing(fd, "half", 3, 1, mfd, 3 * FSIZE));
+	EXPECT_EQ(0, kva_attach(c, "half", "ready", 0, 0, NULL));
+	close(c);
+	EXPECT_EQ(0, kva_destroy(fd, "half"));
+	close(mfd);
+	close(fd);
+}
+
+TEST_F(arena, accounting_only_arena_refuses_backing)
+{
+	int mfd = make_memfd(NR * FSIZE);
+	struct kvarena_stat s;
+
+	ASSERT_LE(0, mfd);
+	EXPECT_EQ(-EINVAL, kva_set_backing(self->fd, self->name, 0, NR, mfd, 0));
+	ASSERT_EQ(0, kva_stat(self->fd, self->name, &s));
+	EXPECT_EQ(KVARENA_STATE_NO_BACKING, s.state);
+	EXPECT_EQ(0, s.nr_backed);
+	close(mfd);
+}
+
+TEST_F(backed, frame_fd_maps_the_frame_at_its_offset)
 {
 	struct kvarena_frame_fd ff;
 	struct kvarena_stat s;
-	int mfd = make_memfd(NR * FSIZE);
 	char *direct, *via;
 	__u32 idx;
 
-	ASSERT_LE(0, mfd);
-	ASSERT_EQ(0, kva_set_backing(self->fd, self->name, 0, NR, mfd, 0));
 	ASSERT_EQ(0, kva_stat(self->fd, self->name, &s));
 	EXPECT_EQ(NR, s.nr_backed);
 	ASSERT_EQ(3, kva_alloc(self->fd, self->h, 3, 0));
@@ -684,27 +753,25 @@ TEST_F(arena, set_backing_and_frame_fd_map_the_frame)
 		   ff.offset);
 	ASSERT_NE(MAP_FAILED, via);
 	direct = mmap(NULL, NR * FSIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
-		      mfd, 0);
+		      self->mfd, 0);
 	ASSERT_NE(MAP_FAILED, direct);
 	strcpy(via, "frame data");
 	EXPECT_STREQ("frame data", direct + (size_t)idx * FSIZE);
 	munmap(via, FSIZE);
 	munmap(direct, NR * FSIZE);
 	close(ff.fd);
-	close(mfd);
 }
 
-TEST_F(arena, memfd_frames_mapped_in_two_processes_see_each_others_writes)
+TEST_F(backed, memfd_frames_mapped_in_two_processes_see_each_others_writes)
 {
-	int mfd = make_memfd(NR * FSIZE), p2c[2], c2p[2], status;
+	int p2c[2], c2p[2], status;
 	struct kvarena_frame_fd ff;
 	volatile char *m;
 	pid_t pid;
 	char b;
 
-	ASSERT_LE(0, mfd);
-	ASSERT_EQ(0, kva_set_backing(self->fd, self->name, 0, NR, mfd, 0));
-	close(mfd);	/* the module holds the memory now */
+	close(self->mfd);	/* the module holds the memory now */
+	self->mfd = -1;
 	ASSERT_EQ(1, kva_alloc(self->fd, self->h, 1, 0));
 	ASSERT_EQ(0, pipe(p2c));
 	ASSERT_EQ(0, pipe(c2p));
@@ -737,37 +804,42 @@ TEST_F(arena, memfd_frames_mapped_in_two_processes_see_each_others_writes)
 	close(ff.fd);
 }
 
-TEST_F(arena, set_backing_errors_change_nothing)
+TEST(set_backing_errors_change_nothing)
 {
 	struct kvarena_set_backing b = { .nr_frames = 1 };
 	int mfd = make_memfd(NR * FSIZE), small = make_memfd(FSIZE);
 	int ro = open("/proc/self/exe", O_RDONLY), sock[2];
 	struct kvarena_stat s;
+	const char *name = "backing-errors";
+	int fd = kva_open(O_RDWR);
 
 	ASSERT_LE(0, mfd);
+	ASSERT_EQ(0, kva_create_flags(fd, name, NR, FSIZE, 0, 0));
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sock));
-	EXPECT_EQ(-EBADF, kva_set_backing(self->fd, self->name, 0, 1, 999, 0));
-	EXPECT_EQ(-ENOENT, kva_set_backing(self->fd, "nope", 0, 1, mfd, 0));
-	EXPECT_EQ(-EINVAL, kva_set_backing(self->fd, self->name, 0, 0, mfd, 0));
-	EXPECT_EQ(-EINVAL, kva_set_backing(self->fd, self->name, NR, 1, mfd, 0));
-	EXPECT_EQ(-EINVAL, kva_set_backing(self->fd, self->name, 1, NR, mfd, 0));
-	EXPECT_EQ(-EINVAL, kva_set_backing(self->fd, self->name, 0, 1, mfd, 100));
-	EXPECT_EQ(-EINVAL, kva_set_backing(self->fd, self->name, 0, 2, small, 0));
-	EXPECT_EQ(-EINVAL, kva_set_backing(self->fd, self->name, 0, 1, ro, 0));
-	EXPECT_EQ(-EINVAL, kva_set_backing(self->fd, self->name, 0, 1, sock[0], 0));
-	EXPECT_EQ(-EINVAL, kva_set_backing(self->fd, self->name, 0, 1, self->fd, 0));
-	snprintf(b.name, sizeof(b.name), "%s", self->name);
+	EXPECT_EQ(-EBADF, kva_set_backing(fd, name, 0, 1, 999, 0));
+	EXPECT_EQ(-ENOENT, kva_set_backing(fd, "nope", 0, 1, mfd, 0));
+	EXPECT_EQ(-EINVAL, kva_set_backing(fd, name, 0, 0, mfd, 0));
+	EXPECT_EQ(-EINVAL, kva_set_backing(fd, name, NR, 1, mfd, 0));
+	EXPECT_EQ(-EINVAL, kva_set_backing(fd, name, 1, NR, mfd, 0));
+	EXPECT_EQ(-EINVAL, kva_set_backing(fd, name, 0, 1, mfd, 100));
+	EXPECT_EQ(-EINVAL, kva_set_backing(fd, name, 0, 2, small, 0));
+	EXPECT_EQ(-EINVAL, kva_set_backing(fd, name, 0, 1, ro, 0));
+	EXPECT_EQ(-EINVAL, kva_set_backing(fd, name, 0, 1, sock[0], 0));
+	EXPECT_EQ(-EINVAL, kva_set_backing(fd, name, 0, 1, fd, 0));
+	snprintf(b.name, sizeof(b.name), "%s", name);
 	b.fd = mfd;
 	b.flags = 1;
-	EXPECT_EQ(-EINVAL, kva_ioctl(self->fd, KVARENA_IOC_ARENA_SET_BACKING, &b));
+	EXPECT_EQ(-EINVAL, kva_ioctl(fd, KVARENA_IOC_ARENA_SET_BACKING, &b));
 	b.flags = 0;
 	b.reserved[0] = 1;
-	EXPECT_EQ(-EINVAL, kva_ioctl(self->fd, KVARENA_IOC_ARENA_SET_BACKING, &b));
+	EXPECT_EQ(-EINVAL, kva_ioctl(fd, KVARENA_IOC_ARENA_SET_BACKING, &b));
 	/* Frames 4..7 backed; a range overlapping them is refused whole. */
-	ASSERT_EQ(0, kva_set_backing(self->fd, self->name, 4, 4, mfd, 4 * FSIZE));
-	EXPECT_EQ(-EBUSY, kva_set_backing(self->fd, self->name, 0, 5, mfd, 0));
-	ASSERT_EQ(0, kva_stat(self->fd, self->name, &s));
+	ASSERT_EQ(0, kva_set_backing(fd, name, 4, 4, mfd, 4 * FSIZE));
+	EXPECT_EQ(-EBUSY, kva_set_backing(fd, name, 0, 5, mfd, 0));
+	ASSERT_EQ(0, kva_stat(fd, name, &s));
 	EXPECT_EQ(4, s.nr_backed);
+	EXPECT_EQ(0, kva_destroy(fd, name));
+	close(fd);
 	close(sock[0]);
 	close(sock[1]);
 	close(ro);
@@ -820,7 +892,7 @@ TEST(backing_memory_lives_until_destroy)
 	munmap(m, size);
 	filled = shmem_kib();
 	EXPECT_LE(base + 15 * 1024, filled);
-	ASSERT_EQ(0, kva_create(fd, "bk", 4, fs, 0));
+	ASSERT_EQ(0, kva_create_flags(fd, "bk", 4, fs, 0, 0));
 	ASSERT_EQ(0, kva_set_backing(fd, "bk", 0, 4, mfd, 0));
 	close(mfd);
 	/* The module's references keep the memory... */
@@ -892,7 +964,7 @@ TEST_F(arena, stat_counts_calls_frames_failures_and_peak)
 	EXPECT_EQ(11, s.peak_held);
 	EXPECT_EQ(NR - 11, s.nr_free);
 	EXPECT_EQ(0, s.nr_cached);
-	EXPECT_EQ(0, s.state);
+	EXPECT_EQ(KVARENA_STATE_NO_BACKING, s.state);
 }
 
 TEST(stat_by_index_walks_every_arena)
@@ -1030,7 +1102,7 @@ TEST_F(arena, poll_reports_pressure_below_low_watermark)
 	EXPECT_EQ(POLLPRI, poll_now(self->fd));
 	EXPECT_EQ(POLLPRI, poll_now(self->fd2));
 	ASSERT_EQ(0, kva_stat(self->fd, self->name, &s));
-	EXPECT_EQ(KVARENA_STATE_PRESSURE, s.state);
+	EXPECT_EQ(KVARENA_STATE_PRESSURE, s.state & KVARENA_STATE_PRESSURE);
 	EXPECT_EQ(1, read_sysfs(self->name, "pressure"));
 	ASSERT_EQ(0, kva_free(self->fd2, self->h + NR, 1));
 	EXPECT_EQ(0, poll_now(self->fd));

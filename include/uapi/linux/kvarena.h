@@ -44,6 +44,7 @@
  *  EEXIST   ARENA_CREATE of a name in use
  *  EBUSY    ARENA_DESTROY with clients attached; ATTACH twice; backing set
  *           twice on a frame
+ *  EAGAIN   ATTACH before every frame of the arena has its backing
  *  ENOSPC   ALLOC or a min guarantee cannot be met (free frames, other
  *           clients' guarantees, or the client's max)
  *  ENOTCONN the file is not attached to an arena
@@ -102,6 +103,9 @@ struct kvarena_version {
 	__u64 reserved[2];
 };
 
+/* struct kvarena_arena_create.flags */
+#define KVARENA_CREATE_NO_BACKING (1u << 0)	/* frames are handles only */
+
 /**
  * struct kvarena_arena_create - KVARENA_IOC_ARENA_CREATE, CAP_SYS_ADMIN.
  * @name:		arena name, 1-31 characters of [A-Za-z0-9_.-].
@@ -116,12 +120,17 @@ struct kvarena_version {
  *			0 disables pressure reports.  At most @nr_frames.
  * @bytes_per_token:	KV bytes per token of the model the arena is sized
  *			for, or 0; tools use it to show tokens.
- * @flags:		must be zero.
+ * @flags:		KVARENA_CREATE_NO_BACKING: an accounting-only arena,
+ *			whose frames are handles with no memory behind them
+ *			(simulators, benchmarks); it takes clients at once
+ *			and refuses ARENA_SET_BACKING.
  * @reserved0:		must be zero.
  * @reserved:		must be zero.
  *
  * The frames exist as handles at once; ARENA_SET_BACKING tells the module
- * what memory each frame is.  -EEXIST if the name is taken.
+ * what memory each frame is.  Until every frame has its backing, ATTACH
+ * is refused with -EAGAIN, so no client ever holds a frame without memory.
+ * -EEXIST if the name is taken.
  */
 struct kvarena_arena_create {
 	char  name[KVARENA_NAME_LEN];
@@ -170,7 +179,8 @@ struct kvarena_arena_destroy {
  * The module takes a reference to the file, so the memory outlives the
  * process that made it; the reference is dropped at ARENA_DESTROY.  Each
  * frame's backing may be set once (-EBUSY if any frame of the range has
- * one already; nothing is changed then).  A CUDA arena registers one fd
+ * one already; nothing is changed then).  -EINVAL on an arena created
+ * with KVARENA_CREATE_NO_BACKING.  A CUDA arena registers one fd
  * per frame (nr_frames = 1, offset = 0), since cuMemMap() maps whole
  * allocations.
  */
@@ -203,8 +213,10 @@ struct kvarena_set_backing {
  * @bytes_per_token:	out: the arena's bytes_per_token.
  * @reserved:		must be zero.
  *
- * The client lives until the file is released (close of the last
- * reference, or process death); then every frame it held is freed.
+ * -EAGAIN while the arena's frames are not all backed yet (the provider
+ * is still registering its memory): try again.  The client lives until the
+ * file is released (close of the last reference, or process death); then
+ * every frame it held is freed.
  */
 struct kvarena_attach {
 	char  name[KVARENA_NAME_LEN];
@@ -299,6 +311,7 @@ struct kvarena_usage {
 
 /* struct kvarena_stat.state (out) */
 #define KVARENA_STATE_PRESSURE	(1u << 0)	/* free + cached < low_watermark */
+#define KVARENA_STATE_NO_BACKING (1u << 1)	/* created accounting-only */
 
 /**
  * struct kvarena_stat - KVARENA_IOC_STAT, anyone.
