@@ -16,122 +16,122 @@
 # Every build: cuda_link_check links the backend's entry-point list
 # against the CUDA stub driver, so a name the real driver lacks fails CI.
 
-LT := $(B)/selftests/lib
-LT_SRC := $(SRC)/selftests/lib
-LT_CFLAGS = $(KVA_CFLAGS) -I$(KSFT_INC) $(KSFT_CFLAGS) -I$(LT_SRC) -pthread
-LT_DEPS := $(LT_SRC)/common.h $(LT_SRC)/hooks.h $(LT_SRC)/hooks.c \
+LIBKVA_T := $(B)/selftests/lib
+LIBKVA_T_SRC := $(SRC)/selftests/lib
+LIBKVA_T_CFLAGS = $(KVA_CFLAGS) -I$(KSFT_INC) $(KSFT_CFLAGS) -I$(LIBKVA_T_SRC) -pthread
+LIBKVA_T_DEPS := $(LIBKVA_T_SRC)/common.h $(LIBKVA_T_SRC)/hooks.h $(LIBKVA_T_SRC)/hooks.c \
 	   $(KSFT_HARNESS) $(SRC)/lib/include/kvarena.h
 
-# $(call lt_native,name,extra sources,extra prerequisites,extra libs)
-define lt_native
-$(LT)/$(1): $(LT_SRC)/$(1:lib_%=%).c $(2) $(3) $$(LIBKVA_TEST_OBJS) $$(LT_DEPS)
+# $(call libkva_native_test,name,extra sources,extra prerequisites,extra libs)
+define libkva_native_test
+$(LIBKVA_T)/$(1): $(LIBKVA_T_SRC)/$(1:lib_%=%).c $(2) $(3) $$(LIBKVA_TEST_OBJS) $$(LIBKVA_T_DEPS)
 	@mkdir -p $$(@D)
-	$$(Q)$$(CC) $$(CFLAGS) $$(LT_CFLAGS) -o $$@ $$< $(LT_SRC)/hooks.c \
+	$$(Q)$$(CC) $$(CFLAGS) $$(LIBKVA_T_CFLAGS) -o $$@ $$< $(LIBKVA_T_SRC)/hooks.c \
 		$(2) $$(LIBKVA_TEST_OBJS) $(4) $$(LIBKVA_LDLIBS)
 
-$(LT)/$(1)_san: $(LT_SRC)/$(1:lib_%=%).c $(2) $(3) $$(LIBKVA_SAN_OBJS) $$(LT_DEPS)
+$(LIBKVA_T)/$(1)_san: $(LIBKVA_T_SRC)/$(1:lib_%=%).c $(2) $(3) $$(LIBKVA_SAN_OBJS) $$(LIBKVA_T_DEPS)
 	@mkdir -p $$(@D)
-	$$(Q)$$(CC) -O1 -g $$(SAN_FLAGS) $$(LT_CFLAGS) -o $$@ $$< \
-		$(LT_SRC)/hooks.c $(2) $$(LIBKVA_SAN_OBJS) $(4) $$(LIBKVA_LDLIBS)
+	$$(Q)$$(CC) -O1 -g $$(SAN_FLAGS) $$(LIBKVA_T_CFLAGS) -o $$@ $$< \
+		$(LIBKVA_T_SRC)/hooks.c $(2) $$(LIBKVA_SAN_OBJS) $(4) $$(LIBKVA_LDLIBS)
 
-LT_NATIVE += $(LT)/$(1) $(LT)/$(1)_san
+LIBKVA_T_NATIVE += $(LIBKVA_T)/$(1) $(LIBKVA_T)/$(1)_san
 endef
 
-LT_FAKE := $(LT_SRC)/fake_module.c
-LT_FAKE_DEPS := $(LT_SRC)/fake_module.h $(SRC)/driver/core.h
-LT_FAKE_FLAGS := -I$(SRC)/driver
+LIBKVA_T_FAKE := $(LIBKVA_T_SRC)/fake_module.c
+LIBKVA_T_FAKE_DEPS := $(LIBKVA_T_SRC)/fake_module.h $(SRC)/driver/core.h
+LIBKVA_T_FAKE_FLAGS := -I$(SRC)/driver
 
-LT_NATIVE :=
-$(eval $(call lt_native,lib_seq_test))
-$(eval $(call lt_native,lib_device_test,$(LT_FAKE),$(LT_FAKE_DEPS),$(LT_FAKE_FLAGS)))
+LIBKVA_T_NATIVE :=
+$(eval $(call libkva_native_test,lib_seq_test))
+$(eval $(call libkva_native_test,lib_device_test,$(LIBKVA_T_FAKE),$(LIBKVA_T_FAKE_DEPS),$(LIBKVA_T_FAKE_FLAGS)))
 
 ifneq ($(LIBKVA_HAVE_CUDA),)
 # The test double of libcuda: a shared object for tests only.
-LT_DOUBLE := $(LT)/libcuda_double.so
-LT_DOUBLE_LIBS = -I$(CUDA_HOME)/include -L$(LT) -lcuda_double \
-		 -Wl,-rpath,$(abspath $(LT))
+LIBKVA_T_DOUBLE := $(LIBKVA_T)/libcuda_double.so
+LIBKVA_T_DOUBLE_LIBS = -I$(CUDA_HOME)/include -L$(LIBKVA_T) -lcuda_double \
+		 -Wl,-rpath,$(abspath $(LIBKVA_T))
 
-$(LT_DOUBLE): $(LT_SRC)/cuda_double.c $(LT_SRC)/cuda_double.h
+$(LIBKVA_T_DOUBLE): $(LIBKVA_T_SRC)/cuda_double.c $(LIBKVA_T_SRC)/cuda_double.h
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) -I$(CUDA_HOME)/include -fPIC -shared \
 		-o $@ $< -lpthread
 
-$(eval $(call lt_native,lib_cuda_test,$(LT_FAKE),$(LT_DOUBLE) $(LT_FAKE_DEPS),$(LT_DOUBLE_LIBS) $(LT_FAKE_FLAGS) -ldl))
+$(eval $(call libkva_native_test,lib_cuda_test,$(LIBKVA_T_FAKE),$(LIBKVA_T_DOUBLE) $(LIBKVA_T_FAKE_DEPS),$(LIBKVA_T_DOUBLE_LIBS) $(LIBKVA_T_FAKE_FLAGS) -ldl))
 endif
 
 ifneq ($(LIBKVA_HAVE_CUDA),)
 # Proof, in every build, that the CUDA pieces compile and link: the
 # backend's entry points against the stub driver, and the GPU test.
-LT_CUDA_STUBS := $(CUDA_HOME)/lib64/stubs
-LT_CUDA_LINK  := -L$(LT_CUDA_STUBS) -Wl,--no-as-needed -lcuda
+LIBKVA_T_CUDA_STUBS := $(CUDA_HOME)/lib64/stubs
+LIBKVA_T_CUDA_LINK  := -L$(LIBKVA_T_CUDA_STUBS) -Wl,--no-as-needed -lcuda
 
-$(LT)/cuda_link_check: $(LT_SRC)/cuda_link_check.c $(SRC)/lib/src/cuda_syms.h
+$(LIBKVA_T)/cuda_link_check: $(LIBKVA_T_SRC)/cuda_link_check.c $(SRC)/lib/src/cuda_syms.h
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) -I$(SRC)/lib/src \
-		-I$(CUDA_HOME)/include -o $@ $< $(LT_CUDA_LINK)
+		-I$(CUDA_HOME)/include -o $@ $< $(LIBKVA_T_CUDA_LINK)
 
-$(LT)/lib_gpu_test: $(LT_SRC)/gpu_test.c $(LIBKVA_A) $(LT_DEPS)
+$(LIBKVA_T)/lib_gpu_test: $(LIBKVA_T_SRC)/gpu_test.c $(LIBKVA_A) $(LIBKVA_T_DEPS)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(LT_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< \
-		$(LIBKVA_A) $(LIBKVA_LDLIBS) $(LT_CUDA_LINK)
+	$(Q)$(CC) $(CFLAGS) $(LIBKVA_T_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< \
+		$(LIBKVA_A) $(LIBKVA_LDLIBS) $(LIBKVA_T_CUDA_LINK)
 
-ALL += $(LT)/cuda_link_check $(LT)/lib_gpu_test
+ALL += $(LIBKVA_T)/cuda_link_check $(LIBKVA_T)/lib_gpu_test
 endif
 
 # The VM test: static, without dlopen (cuda_noload.o stands in for the
 # driver loader, ahead of the archive).
-LT_NOLOAD := $(if $(LIBKVA_HAVE_CUDA),$(B)/lib/obj/cuda_noload.o)
+LIBKVA_T_NOLOAD := $(if $(LIBKVA_HAVE_CUDA),$(B)/lib/obj/cuda_noload.o)
 
-$(LT)/lib_vm_test: $(LT_SRC)/vm_test.c $(LIBKVA_A) $(LT_NOLOAD) $(LT_DEPS)
+$(LIBKVA_T)/lib_vm_test: $(LIBKVA_T_SRC)/vm_test.c $(LIBKVA_A) $(LIBKVA_T_NOLOAD) $(LIBKVA_T_DEPS)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(LT_CFLAGS) -static -o $@ $< $(LT_NOLOAD) \
+	$(Q)$(CC) $(CFLAGS) $(LIBKVA_T_CFLAGS) -static -o $@ $< $(LIBKVA_T_NOLOAD) \
 		$(LIBKVA_A) -luring -lpthread
 
-VM_TESTS += $(LT)/lib_vm_test
+VM_TESTS += $(LIBKVA_T)/lib_vm_test
 
 # The shipped libraries, as a user links them: shared, static, and from
 # a DESTDIR install through pkg-config.
-$(LT)/abi_test_shared: $(LT_SRC)/abi_test.c $(LIBKVA_SO)
+$(LIBKVA_T)/abi_test_shared: $(LIBKVA_T_SRC)/abi_test.c $(LIBKVA_SO)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -I$(SRC)/lib/include -I$(SRC)/include -o $@ $< \
 		-L$(B)/lib -lkvarena -Wl,-rpath,$(abspath $(B)/lib)
 
-$(LT)/abi_test_static: $(LT_SRC)/abi_test.c $(LIBKVA_A)
+$(LIBKVA_T)/abi_test_static: $(LIBKVA_T_SRC)/abi_test.c $(LIBKVA_A)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -I$(SRC)/lib/include -I$(SRC)/include -o $@ $< \
 		$(LIBKVA_A) $(LIBKVA_LDLIBS)
 
-LT_DESTDIR := $(abspath $(LT))/destdir
-LT_PC = PKG_CONFIG_PATH=$(LT_DESTDIR)$(LIBDIR)/pkgconfig \
-	PKG_CONFIG_SYSROOT_DIR=$(LT_DESTDIR) pkg-config
+LIBKVA_T_DESTDIR := $(abspath $(LIBKVA_T))/destdir
+LIBKVA_T_PC = PKG_CONFIG_PATH=$(LIBKVA_T_DESTDIR)$(LIBDIR)/pkgconfig \
+	PKG_CONFIG_SYSROOT_DIR=$(LIBKVA_T_DESTDIR) pkg-config
 
 .PHONY: check-lib-install
 check-lib-install: $(LIBKVA_A) $(LIBKVA_SO) $(LIBKVA_PC)
-	$(Q)rm -rf $(LT_DESTDIR)
-	$(Q)$(MAKE) --no-print-directory install-lib DESTDIR=$(LT_DESTDIR)
-	$(Q)$(CC) $(CFLAGS) -o $(LT)/abi_test_installed $(LT_SRC)/abi_test.c \
-		$$($(LT_PC) --cflags --libs kvarena)
-	$(Q)LD_LIBRARY_PATH=$(LT_DESTDIR)$(LIBDIR) $(LT)/abi_test_installed \
+	$(Q)rm -rf $(LIBKVA_T_DESTDIR)
+	$(Q)$(MAKE) --no-print-directory install-lib DESTDIR=$(LIBKVA_T_DESTDIR)
+	$(Q)$(CC) $(CFLAGS) -o $(LIBKVA_T)/abi_test_installed $(LIBKVA_T_SRC)/abi_test.c \
+		$$($(LIBKVA_T_PC) --cflags --libs kvarena)
+	$(Q)LD_LIBRARY_PATH=$(LIBKVA_T_DESTDIR)$(LIBDIR) $(LIBKVA_T)/abi_test_installed \
 		> /dev/null
 	@# libkvarena.a with what its Libs.private name (glibc stays shared:
 	@# a static glibc warns about the CUDA loader's dlopen()).
-	$(Q)$(CC) $(CFLAGS) -o $(LT)/abi_test_installed_static \
-		$(LT_SRC)/abi_test.c $$($(LT_PC) --cflags kvarena) \
-		$$($(LT_PC) --static --libs kvarena | \
+	$(Q)$(CC) $(CFLAGS) -o $(LIBKVA_T)/abi_test_installed_static \
+		$(LIBKVA_T_SRC)/abi_test.c $$($(LIBKVA_T_PC) --cflags kvarena) \
+		$$($(LIBKVA_T_PC) --static --libs kvarena | \
 		   sed 's/-lkvarena/-Wl,-Bstatic -lkvarena -Wl,-Bdynamic/')
-	$(Q)$(LT)/abi_test_installed_static > /dev/null
+	$(Q)$(LIBKVA_T)/abi_test_installed_static > /dev/null
 
 .PHONY: check-lib
-check-lib: $(LT_NATIVE) $(LT)/abi_test_shared $(LT)/abi_test_static \
+check-lib: $(LIBKVA_T_NATIVE) $(LIBKVA_T)/abi_test_shared $(LIBKVA_T)/abi_test_static \
 	   check-lib-install
-	$(Q)for t in $(LT_NATIVE); do $$t || exit 1; done
-	$(Q)$(LT)/abi_test_shared > /dev/null
-	$(Q)$(LT)/abi_test_static > /dev/null
+	$(Q)for t in $(LIBKVA_T_NATIVE); do $$t || exit 1; done
+	$(Q)$(LIBKVA_T)/abi_test_shared > /dev/null
+	$(Q)$(LIBKVA_T)/abi_test_static > /dev/null
 	@# The shared library exports the public API and nothing else.
 	$(Q)! nm -D --defined-only $(LIBKVA_SO) | awk '{ print $$3 }' | \
 		grep -v -e '^kva_' -e '^KVARENA_1.0$$'
 	@# The public header is C++ too.
 	$(Q)$(CXX) -std=c++11 -Wall -Wextra -fsyntax-only \
-		-I$(SRC)/lib/include -I$(SRC)/include $(LT_SRC)/header_cxx_test.cc
+		-I$(SRC)/lib/include -I$(SRC)/include $(LIBKVA_T_SRC)/header_cxx_test.cc
 
 CHECK_NATIVE += check-lib
