@@ -166,6 +166,8 @@ struct kva_open_opts {
  *            kvarena device
  *  -EPROTO   the module speaks another ABI version
  *  -ENOENT   no arena of that name (device mode)
+ *  -EAGAIN   the arena's memory is still being registered (device mode):
+ *            try again
  *  -ENOSPC   @min_frames cannot be guaranteed (device mode)
  *  -ELIBACC  the CUDA driver library could not be loaded
  *  -ELIBBAD  it lacks an entry point the backend needs
@@ -423,8 +425,10 @@ struct kva_seq {
  * reused.  Thread-safe.
  *
  * Return: 0, or -EINVAL (@max_tokens 0, geometry invalid or for another
- * frame size), -E2BIG (one token does not fit in a frame), -ENOMEM, or
- * the backend's error reserving the range.
+ * frame size), -E2BIG (one token does not fit in a frame), -ENODATA (an
+ * accounting-only device arena: its frames have no memory to map; raw
+ * kva_alloc() works), -ENOMEM, or the backend's error reserving the
+ * range.
  */
 int kva_seq_create(struct kva_arena *arena, const struct kva_geometry *g,
 		   uint64_t max_tokens, struct kva_seq **seq);

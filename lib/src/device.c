@@ -368,6 +368,7 @@ int kva_device_open(struct kva_arena *a, const struct kva_open_opts *o,
 	a->backend = at.mem_kind == KVARENA_MEM_CUDA ? KVA_BACKEND_CUDA :
 		KVA_BACKEND_HOST;
 	a->mem_dev = st.mem_dev;
+	a->no_memory = st.state & KVARENA_STATE_NO_BACKING;
 	a->client_id = at.client_id;
 	ret = choose_transport(a, o, features);
 	if (ret)
@@ -436,9 +437,9 @@ int kva_arena_create(const struct kva_arena_params *p)
 	else
 		ret = kva_host_provision(fd, p);
 	/*
-	 * Undo, dropping whatever memory was registered.  Should a client
-	 * have attached in the meantime, this fails with -EBUSY and the
-	 * arena stays, partly backed, for the administrator to destroy.
+	 * Undo, dropping whatever memory was registered.  No client can have
+	 * attached: the module refuses ATTACH (-EAGAIN) until every frame
+	 * has its backing.
 	 */
 	if (ret)
 		destroy(fd, p->name);

@@ -203,6 +203,7 @@ struct kva_resv {
  * @deferred:	handles the provider refused to take back, retried later.
  * @walk:	usage walk counter (struct kva_frame_rec.mark).
  * @reported:	the usage last reported.
+ * @no_memory:	an accounting-only device arena: frames without memory.
  * @closing:	kva_close() is running: the provider's release will return
  *		every frame, so frames are not returned one by one.
  */
@@ -240,6 +241,7 @@ struct kva_arena {
 	struct kva_usage_report reported;
 	bool reported_valid;
 	bool closing;
+	bool no_memory;
 };
 
 /**

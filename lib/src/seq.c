@@ -62,6 +62,8 @@ int kva_seq_create(struct kva_arena *a, const struct kva_geometry *g,
 
 	if (!a || !g || !out || !max_tokens)
 		return -EINVAL;
+	if (a->no_memory)
+		return -ENODATA;
 	geo = *g;
 	ret = kva_geometry_init(&geo);
 	if (ret)

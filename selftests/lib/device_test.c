@@ -168,6 +168,44 @@ TEST_F(dev, attach_errors_come_from_the_module)
 	EXPECT_EQ(1, fake_module_clients());
 }
 
+TEST_F(dev, attach_waits_until_every_frame_has_memory)
+{
+	struct kvarena_arena_create c = { .name = "half", .frame_size = FS,
+					  .nr_frames = 4 };
+	struct kvarena_set_backing b = { .name = "half", .nr_frames = 2 };
+	struct kva_arena *x;
+	int fd = memfd_create("half", MFD_CLOEXEC);
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, 4 * FS));
+	b.fd = fd;
+	ASSERT_EQ(0, kva_testing_ioctl(-1, KVARENA_IOC_ARENA_CREATE, &c));
+	ASSERT_EQ(0, kva_testing_ioctl(-1, KVARENA_IOC_ARENA_SET_BACKING, &b));
+	EXPECT_EQ(-EAGAIN, open_device(&x, "half"));
+	b.first_frame = 2;
+	ASSERT_EQ(0, kva_testing_ioctl(-1, KVARENA_IOC_ARENA_SET_BACKING, &b));
+	ASSERT_EQ(0, open_device(&x, "half"));
+	kva_close(x);
+	close(fd);
+}
+
+TEST_F(dev, accounting_only_arenas_give_frames_but_no_sequences)
+{
+	struct kvarena_arena_create c = { .name = "acct", .frame_size = FS,
+					  .nr_frames = 4,
+					  .flags = KVARENA_CREATE_NO_BACKING };
+	struct kva_arena *x;
+	struct kva_seq *s;
+	uint64_t h[4];
+
+	ASSERT_EQ(0, kva_testing_ioctl(-1, KVARENA_IOC_ARENA_CREATE, &c));
+	ASSERT_EQ(0, open_device(&x, "acct"));
+	EXPECT_EQ(-ENODATA, kva_seq_create(x, &self->g, 100, &s));
+	ASSERT_EQ(4, kva_alloc(x, h, 4, 0));
+	ASSERT_EQ(0, kva_free(x, h, 4));
+	kva_close(x);
+}
+
 TEST_F(dev, other_abi_versions_are_refused)
 {
 	struct kva_arena *b;

@@ -26,6 +26,7 @@ struct fake_arena {
 	struct kva_core core;
 	uint64_t frame_size;
 	uint32_t mem_kind, mem_dev;
+	bool no_backing;
 	int *fd;			/* backing per frame, -1 if none */
 	uint64_t *offset;
 };
@@ -68,6 +69,15 @@ static struct fake_client *client_of(int fd)
 	return NULL;
 }
 
+static uint32_t nr_backed(const struct fake_arena *ar)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < ar->core.nr_frames; i++)
+		n += ar->fd[i] >= 0;
+	return n;
+}
+
 static unsigned int nr_attached(const struct fake_arena *ar)
 {
 	unsigned int i, n = 0;
@@ -96,7 +106,8 @@ static int arena_create(struct kvarena_arena_create *c)
 	uint32_t i;
 	int ret;
 
-	if (c->flags || c->reserved0 || c->frame_size < 4096 ||
+	if ((c->flags & ~KVARENA_CREATE_NO_BACKING) || c->reserved0 ||
+	    c->frame_size < 4096 ||
 	    (c->frame_size & (c->frame_size - 1)) || c->mem_kind > 1)
 		return -EINVAL;
 	if (arena_by_name(c->name))
@@ -113,6 +124,7 @@ static int arena_create(struct kvarena_arena_create *c)
 	ar->frame_size = c->frame_size;
 	ar->mem_kind = c->mem_kind;
 	ar->mem_dev = c->mem_dev;
+	ar->no_backing = c->flags & KVARENA_CREATE_NO_BACKING;
 	ar->fd = malloc(c->nr_frames * sizeof(*ar->fd));
 	ar->offset = calloc(c->nr_frames, sizeof(*ar->offset));
 	for (i = 0; i < c->nr_frames; i++)
@@ -129,7 +141,8 @@ static int set_backing(struct kvarena_set_backing *b)
 
 	if (!ar)
 		return -ENOENT;
-	if (!b->nr_frames || b->first_frame >= ar->core.nr_frames ||
+	if (ar->no_backing || !b->nr_frames ||
+	    b->first_frame >= ar->core.nr_frames ||
 	    b->nr_frames > ar->core.nr_frames - b->first_frame ||
 	    b->offset % 4096)
 		return -EINVAL;
@@ -156,6 +169,8 @@ static int attach(int fd, struct kvarena_attach *at)
 
 	if (!ar)
 		return -ENOENT;
+	if (!ar->no_backing && nr_backed(ar) < ar->core.nr_frames)
+		return -EAGAIN;
 	if (client_of(fd))
 		return -EBUSY;
 	for (i = 0; i < MAX_CLIENTS; i++)
@@ -233,9 +248,8 @@ static int stat_cmd(struct kvarena_stat *s)
 	s->nr_clients = nr_attached(ar);
 	s->mem_kind = ar->mem_kind;
 	s->mem_dev = ar->mem_dev;
-	s->nr_backed = 0;
-	for (i = 0; i < ar->core.nr_frames; i++)
-		s->nr_backed += ar->fd[i] >= 0;
+	s->nr_backed = nr_backed(ar);
+	s->state = ar->no_backing ? KVARENA_STATE_NO_BACKING : 0;
 	s->filled_tokens = s->filled_bytes = 0;
 	for (i = 0; i < MAX_CLIENTS; i++)
 		if (clients[i].live && clients[i].arena == ar) {
