@@ -221,7 +221,8 @@ struct kva_arena_info {
 /** kva_arena_info() - describe @arena.  Thread-safe.  Return: 0. */
 int kva_arena_info(struct kva_arena *arena, struct kva_arena_info *info);
 
-/** Names for the enums, for messages: "device", "host", "uring", ... */
+/** Names for the enums, for messages: "device", "host", "uring", ...
+ * (static strings; any thread). */
 const char *kva_mode_name(enum kva_mode mode);
 const char *kva_backend_name(enum kva_backend backend);
 const char *kva_transport_name(enum kva_transport transport);
@@ -376,6 +377,8 @@ int kva_arena_destroy(const struct kva_arena_params *params);
  * bytes per frame, or, when it is rejected, why, with the numbers (for
  * example the smallest frame size one token would fit in).
  *
+ * Thread safety: touches only its arguments.
+ *
  * Return: what kva_geometry_init() returns: 0, -EINVAL, or -E2BIG when one
  * token does not fit in a frame.
  */
@@ -466,7 +469,8 @@ struct kva_grow {
 int kva_seq_grow_batch(struct kva_arena *arena, const struct kva_grow *reqs,
 		       unsigned int nr);
 
-/** kva_seq_grow_slow() - kva_seq_grow() beyond the fast path. */
+/** kva_seq_grow_slow() - kva_seq_grow() beyond the fast path (the same
+ * contract; called by the inline function). */
 int kva_seq_grow_slow(struct kva_seq *seq, uint64_t n);
 
 /**
@@ -475,6 +479,9 @@ int kva_seq_grow_slow(struct kva_seq *seq, uint64_t n);
  * Inline fast path: when the tokens fit in @seq->room it only moves
  * @seq->tokens (no lock, no system call).  Otherwise it is
  * kva_seq_grow_batch() of this one sequence with no look-ahead.
+ *
+ * Thread safety: the sequence's thread; the slow path takes the arena's
+ * lock.
  *
  * Return: 0, or an error of kva_seq_grow_batch(); on error @seq is as it
  * was.
@@ -542,6 +549,7 @@ int kva_seq_handles(struct kva_seq *seq, uint64_t *handles,
 /**
  * kva_seq_kv_addr() - address of element 0 of head @head of the K
  * (@kv == KVA_K) or V cache of layer @layer at token @token of @seq.
+ * Arithmetic only: any thread that may read @seq.
  */
 static inline uint64_t kva_seq_kv_addr(const struct kva_seq *seq,
 				       uint32_t layer, uint32_t kv,
