@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * The arena handle: choosing device or embedded mode, the frame table,
- * frame take/put with deferred retries, the usage walk, the reservation
- * cache, and the handle-level calls (info, stat, raw alloc/free).
+ * frame take/put with deferred retries, the reservation cache, and the
+ * handle-level calls (info, stat, raw alloc/free).  Usage is in usage.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +133,7 @@ int kva_open(const struct kva_open_opts *o, struct kva_arena **out)
 		return -ENOMEM;
 	pthread_mutex_init(&a->lock, NULL);
 	list_init(&a->seqs);
+	list_init(&a->cow_seqs);
 	a->flags = o->flags;
 	if (a->flags & KVA_OPEN_HUGETLB)
 		a->flags |= KVA_OPEN_PREFAULT;
@@ -356,108 +357,6 @@ int kva_frames_put(struct kva_arena *a, const uint64_t *h, uint32_t n)
 	return ret;
 }
 
-static uint32_t tokens_in_frame(uint64_t tokens, uint32_t i, uint32_t tpf)
-{
-	uint64_t start = (uint64_t)i * tpf;
-
-	if (tokens <= start)
-		return 0;
-	return tokens - start >= tpf ? tpf : (uint32_t)(tokens - start);
-}
-
-/*
- * The usage walk: distinct tokens and bytes in this handle's frames.
- *
- * A frame mapped by one sequence holds that sequence's tokens in it.  A
- * frame shared by forked sequences (only ever in the first nr_cow frames
- * of each) holds as many as the sequence with the most tokens in it; it is
- * counted once, by marking it with the walk's number.  With @trim, the
- * walk also forgets trailing frames of a sequence's shared prefix that no
- * other sequence maps any more.  Lock held.
- */
-void kva_usage_compute(struct kva_arena *a, struct kva_usage_report *u,
-		       bool trim)
-{
-	struct list_node *n;
-	uint64_t tokens = 0, bytes = 0;
-	uint32_t walk, i;
-
-	walk = ++a->walk;
-	if (!walk) {
-		for (i = 0; i < a->nr_frames; i++)
-			a->frames[i].mark = 0;
-		walk = a->walk = 1;
-	}
-	for (n = a->seqs.next; n != &a->seqs; n = n->next) {
-		struct kva_seq_impl *s = container_of(n, struct kva_seq_impl,
-						      link);
-		uint64_t t = __atomic_load_n(&s->pub.tokens, __ATOMIC_RELAXED);
-		uint32_t tpf = s->pub.geo.tokens_per_frame;
-		uint64_t bpt = s->pub.geo.bytes_per_token;
-		uint32_t pre = s->nr_cow;
-
-		if (trim) {
-			while (pre && a->frames[s->slot[pre - 1]].refs <= 1)
-				pre--;
-			s->nr_cow = pre;
-		}
-		if (t > (uint64_t)pre * tpf) {
-			tokens += t - (uint64_t)pre * tpf;
-			bytes += (t - (uint64_t)pre * tpf) * bpt;
-		}
-		for (i = 0; i < pre; i++) {
-			struct kva_frame_rec *f = &a->frames[s->slot[i]];
-			uint32_t in = tokens_in_frame(t, i, tpf);
-
-			if (f->refs <= 1) {
-				tokens += in;
-				bytes += in * bpt;
-			} else if (f->mark != walk) {
-				f->mark = walk;
-				f->fill = in;
-				tokens += in;
-				bytes += in * bpt;
-			} else if (in > f->fill) {
-				tokens += in - f->fill;
-				bytes += (in - f->fill) * bpt;
-				f->fill = in;
-			}
-		}
-	}
-	u->tokens = tokens;
-	u->bytes = bytes;
-}
-
-/* Report usage if it changed since the last report.  Lock held. */
-int kva_usage_report(struct kva_arena *a)
-{
-	struct kva_usage_report u;
-	int ret;
-
-	kva_usage_compute(a, &u, true);
-	if (a->reported_valid && u.tokens == a->reported.tokens &&
-	    u.bytes == a->reported.bytes)
-		return 0;
-	ret = a->prov->report(a, &u);
-	if (ret)
-		return ret;
-	a->reported = u;
-	a->reported_valid = true;
-	return 0;
-}
-
-int kva_sync_usage(struct kva_arena *a)
-{
-	int ret;
-
-	if (!a)
-		return -EINVAL;
-	kva_lock(a);
-	ret = kva_usage_report(a);
-	kva_unlock(a);
-	return ret;
-}
-
 int kva_stat(struct kva_arena *a, struct kva_stat *st)
 {
 	struct kva_usage_report u;
@@ -477,6 +376,7 @@ int kva_stat(struct kva_arena *a, struct kva_stat *st)
 		st->seq_tokens += __atomic_load_n(
 			&container_of(n, struct kva_seq_impl, link)->pub.tokens,
 			__ATOMIC_RELAXED);
+	kva_usage_refresh(a);
 	kva_usage_compute(a, &u, true);
 	st->my_filled_tokens = u.tokens;
 	st->my_filled_bytes = u.bytes;

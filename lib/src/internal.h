@@ -203,6 +203,8 @@ struct kva_resv {
  * @deferred:	handles the provider refused to take back, retried later.
  * @walk:	usage walk counter (struct kva_frame_rec.mark).
  * @reported:	the usage last reported.
+ * @acct:	usage past every sequence's shared prefix (usage.c).
+ * @cow_seqs:	sequences with a shared prefix (nr_cow > 0).
  * @no_memory:	an accounting-only device arena: frames without memory.
  * @closing:	kva_close() is running: the provider's release will return
  *		every frame, so frames are not returned one by one.
@@ -240,6 +242,8 @@ struct kva_arena {
 	uint32_t walk;
 	struct kva_usage_report reported;
 	bool reported_valid;
+	struct kva_usage_report acct;
+	struct list_node cow_seqs;
 	bool closing;
 	bool no_memory;
 };
@@ -251,6 +255,8 @@ struct kva_arena {
  * @nr_cow:	frames [0, nr_cow) may be shared with a forked sequence;
  *		frames beyond are private to this one.
  * @in_batch:	set while a kva_seq_grow_batch() plans this sequence.
+ * @acct_tokens, @acct_bytes: this sequence's part of arena->acct.
+ * @cow_link:	on arena->cow_seqs while nr_cow > 0 (@on_cow_list).
  */
 struct kva_seq_impl {
 	struct kva_seq pub;
@@ -261,7 +267,11 @@ struct kva_seq_impl {
 	uint32_t nr_mapped;
 	uint32_t nr_cow;
 	bool in_batch;
+	bool on_cow_list;
 	uint32_t *slot;
+	uint64_t acct_tokens;
+	uint64_t acct_bytes;
+	struct list_node cow_link;
 };
 
 static inline struct kva_seq_impl *seq_impl(struct kva_seq *s)
@@ -275,9 +285,6 @@ void kva_unlock(struct kva_arena *a);
 int kva_frames_take(struct kva_arena *a, uint64_t *h, uint32_t n,
 		    const struct kva_usage_report *usage);
 int kva_frames_put(struct kva_arena *a, const uint64_t *h, uint32_t n);
-void kva_usage_compute(struct kva_arena *a, struct kva_usage_report *u,
-		       bool trim);
-int kva_usage_report(struct kva_arena *a);
 int kva_resv_get(struct kva_arena *a, uint64_t size, uint64_t *va,
 		 uint64_t *got);
 void kva_resv_put(struct kva_arena *a, uint64_t va, uint64_t size);
@@ -285,6 +292,14 @@ int kva_scratch(struct kva_arena *a, uint64_t *va);
 void kva_seq_destroy_locked(struct kva_seq_impl *s);
 const char *kva_env(const char *name);
 const char *kva_device_path(const char *opt);
+
+/* usage.c */
+void kva_acct_update(struct kva_arena *a, struct kva_seq_impl *s);
+void kva_acct_remove(struct kva_arena *a, struct kva_seq_impl *s);
+void kva_usage_compute(struct kva_arena *a, struct kva_usage_report *u,
+		       bool trim);
+void kva_usage_refresh(struct kva_arena *a);
+int kva_usage_report(struct kva_arena *a);
 
 /* device.c */
 int kva_device_open(struct kva_arena *a, const struct kva_open_opts *o,

@@ -208,6 +208,7 @@ static void usage_after(struct kva_arena *a, struct grow_plan *p,
 			if (s->nr_cow > p[i].cow_slot)
 				s->nr_cow = (uint32_t)p[i].cow_slot;
 		}
+		kva_acct_update(a, s);
 	}
 	kva_usage_compute(a, u, false);
 	for (i = 0; i < nr; i++) {
@@ -218,6 +219,7 @@ static void usage_after(struct kva_arena *a, struct grow_plan *p,
 		s->nr_cow = p[i].saved_cow;
 		if (p[i].cow_slot >= 0)
 			slot_frame(s, p[i].cow_slot)->refs++;
+		kva_acct_update(a, s);
 	}
 }
 
@@ -346,6 +348,7 @@ static void grow_commit(struct kva_arena *a, struct grow_plan *p,
 	}
 	set_tokens(s, p->tokens);
 	set_room(s);
+	kva_acct_update(a, s);
 }
 
 /* Small batches (a decode step's slow paths) need no heap. */
@@ -482,10 +485,10 @@ static uint32_t drop_slots(struct kva_seq_impl *s, uint32_t from, uint64_t *h,
 
 int kva_seq_shrink(struct kva_seq *seq, uint64_t tokens)
 {
+	uint64_t stack_h[GROW_STACK], *h = stack_h;
 	struct kva_seq_impl *s;
 	struct kva_arena *a;
 	uint32_t keep, drop, n;
-	uint64_t *h = NULL;
 	int ret = 0;
 
 	if (!seq)
@@ -499,12 +502,14 @@ int kva_seq_shrink(struct kva_seq *seq, uint64_t tokens)
 	}
 	keep = (uint32_t)kva_frames_for(&s->pub.geo, tokens);
 	drop = s->nr_mapped > keep ? s->nr_mapped - keep : 0;
-	if (drop) {
+	if (drop > GROW_STACK) {
 		h = malloc(drop * sizeof(*h));
 		if (!h) {
 			ret = -ENOMEM;
 			goto out;
 		}
+	}
+	if (drop) {
 		ret = a->vmm->unmap(a, slot_va(s, keep), drop);
 		if (ret)
 			goto out;
@@ -512,10 +517,12 @@ int kva_seq_shrink(struct kva_seq *seq, uint64_t tokens)
 	n = drop ? drop_slots(s, keep, h, false) : 0;
 	set_tokens(s, tokens);
 	set_room(s);
+	kva_acct_update(a, s);
 	kva_frames_put(a, h, n);
 out:
 	kva_unlock(a);
-	free(h);
+	if (h != stack_h)
+		free(h);
 	return ret;
 }
 
@@ -569,6 +576,8 @@ int kva_seq_fork(struct kva_seq *parent, struct kva_seq **out)
 	set_room(p);
 	list_add_tail(&c->link, &a->seqs);
 	a->nr_seqs++;
+	kva_acct_update(a, c);
+	kva_acct_update(a, p);
 	kva_unlock(a);
 	*out = &c->pub;
 	return 0;
@@ -598,6 +607,7 @@ void kva_seq_destroy_locked(struct kva_seq_impl *s)
 	}
 	list_del(&s->link);
 	a->nr_seqs--;
+	kva_acct_remove(a, s);
 	/* Return frames in batches, from the end of the range back. */
 	while (s->nr_mapped) {
 		from = s->nr_mapped > ARRAY_SIZE(chunk) ?

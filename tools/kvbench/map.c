@@ -21,8 +21,10 @@
  * (KVA_OPEN_PREFAULT), and pre-faulted ones mapped with KVA_OPEN_POPULATE
  * (whose map+unmap cost is shown too).
  *
- * Each figure is the best of --reps runs (noise only adds time), runs of
- * the runtime and of the raw calls alternating.  The arena is embedded
+ * Each figure is the best of --reps runs (noise only adds time) of
+ * --iters iterations, runs of the runtime and of the raw calls
+ * alternating; short runs, many of them, so that some escape preemption
+ * on a busy machine.  The arena is embedded
  * unless --arena names a device arena to attach to.
  */
 #include <errno.h>
@@ -38,6 +40,7 @@
 
 #define AHEAD_FRAMES	32	/* room mapped for the grow loop */
 #define TOUCH_FRAMES	16
+#define TOUCH_REPS	5	/* each makes an arena: enough for a best */
 
 struct map_opts {
 	uint64_t frame_size;
@@ -252,12 +255,12 @@ static int touch_round(const struct map_opts *o, uint32_t flags,
 
 	if (map_us)
 		*map_us = 1e300;
-	for (rep = 0; rep < o->reps && !ret; rep++) {
+	for (rep = 0; rep < TOUCH_REPS && !ret; rep++) {
 		if (open_arena(o, flags, TOUCH_FRAMES, &a))
 			return -1;
 		ret = kva_seq_create(a, &g, 1u << 20, &s);
 		if (!ret && map_us)
-			ret = runtime_round(s, o->iters / 10 + 1, map_us);
+			ret = runtime_round(s, o->iters, map_us);
 		if (!ret) {
 			t0 = now_ns();
 			ret = kva_seq_grow(s, (uint64_t)TOUCH_FRAMES *
@@ -309,8 +312,8 @@ int kvbench_map_main(int argc, char **argv)
 		{ "help",       no_argument,       NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct map_opts o = { .frame_size = 2u << 20, .iters = 2000,
-			      .reps = 7 };
+	struct map_opts o = { .frame_size = 2u << 20, .iters = 200,
+			      .reps = 100 };
 	struct map_result r = { 0 };
 	struct kva_geometry g;
 	int json = 0, check = 0, c, ok;
