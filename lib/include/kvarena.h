@@ -221,8 +221,10 @@ struct kva_arena_info {
 /** kva_arena_info() - describe @arena.  Thread-safe.  Return: 0. */
 int kva_arena_info(struct kva_arena *arena, struct kva_arena_info *info);
 
-/** Names for the enums, for messages: "device", "host", "uring", ...
- * (static strings; any thread). */
+/*
+ * Names for the enums, for messages: "device", "host", "uring", ...
+ * (static strings; any thread).
+ */
 const char *kva_mode_name(enum kva_mode mode);
 const char *kva_backend_name(enum kva_backend backend);
 const char *kva_transport_name(enum kva_transport transport);
@@ -469,8 +471,10 @@ struct kva_grow {
 int kva_seq_grow_batch(struct kva_arena *arena, const struct kva_grow *reqs,
 		       unsigned int nr);
 
-/** kva_seq_grow_slow() - kva_seq_grow() beyond the fast path (the same
- * contract; called by the inline function). */
+/**
+ * kva_seq_grow_slow() - kva_seq_grow() beyond the fast path (the same
+ * contract; called by the inline function).
+ */
 int kva_seq_grow_slow(struct kva_seq *seq, uint64_t n);
 
 /**
@@ -492,8 +496,10 @@ static inline int kva_seq_grow(struct kva_seq *seq, uint64_t n)
 
 	/* room >= tokens always holds. */
 	if (__builtin_expect(n <= seq->room - t, 1)) {
-		/* A plain store: kva_sync_usage() may read it from another
-		 * thread, so it must not tear. */
+		/*
+		 * A plain store: kva_sync_usage() may read it from another
+		 * thread, so it must not tear.
+		 */
 		__atomic_store_n(&seq->tokens, t + n, __ATOMIC_RELAXED);
 		return 0;
 	}

@@ -415,8 +415,10 @@ int kva_free(struct kva_arena *a, const uint64_t *handles, unsigned int count)
 	if (!a || !handles || !count || count > KVA_MAX_BATCH)
 		return -EINVAL;
 	kva_lock(a);
-	/* Frames of sequences (and ones awaiting a retry) are not the
-	 * caller's to free; anything else the provider judges. */
+	/*
+	 * Frames of sequences (and ones awaiting a retry) are not the
+	 * caller's to free; anything else the provider judges.
+	 */
 	for (i = 0; i < count; i++) {
 		uint32_t idx = handle_idx(handles[i]);
 

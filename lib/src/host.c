@@ -69,8 +69,10 @@ static int prefault(int fd, uint64_t size, uint32_t flags)
 	char *p;
 	int ret = 0;
 
-	/* hugetlb: reserve first, so that a short pool fails here cleanly
-	 * (-ENOSPC) rather than by SIGBUS at first touch. */
+	/*
+	 * hugetlb: reserve first, so that a short pool fails here cleanly
+	 * (-ENOSPC) rather than by SIGBUS at first touch.
+	 */
 	if ((flags & KVA_OPEN_HUGETLB) && fallocate(fd, 0, 0, (off_t)size))
 		return -errno;
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

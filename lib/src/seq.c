@@ -460,8 +460,11 @@ int kva_seq_grow_slow(struct kva_seq *seq, uint64_t n)
 	return kva_seq_grow_batch(seq_impl(seq)->arena, &r, 1);
 }
 
-/* Drop slots [from, nr_mapped): the frames no other sequence maps go to
- * @h (room for nr_mapped - from handles).  Returns how many. */
+/*
+ * Drop slots [from, nr_mapped): the frames no other sequence maps go to
+ * @h (room for nr_mapped - from handles), or are marked stuck if @stuck.
+ * Returns how many went to @h.
+ */
 static uint32_t drop_slots(struct kva_seq_impl *s, uint32_t from, uint64_t *h,
 			   bool stuck)
 {
