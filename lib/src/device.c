@@ -68,7 +68,7 @@ static int dev_submit(struct kva_arena *a, struct dev_cmd *c, unsigned int n,
 {
 	struct kva_device *d = dev(a);
 	struct io_uring_cqe *cqe;
-	unsigned int i;
+	unsigned int i, submitted;
 	int ret;
 
 	if (a->transport != KVA_TRANSPORT_URING) {
@@ -100,8 +100,9 @@ static int dev_submit(struct kva_arena *a, struct dev_cmd *c, unsigned int n,
 	ret = io_uring_submit_and_wait(&d->ring, n);
 	if (ret < 0)
 		return ret;
+	submitted = ret;
 	/* Every submitted SQE completes, cancelled links included. */
-	for (i = 0; i < (unsigned int)ret; i++) {
+	for (i = 0; i < submitted; i++) {
 		ret = io_uring_wait_cqe(&d->ring, &cqe);
 		if (ret)
 			return ret;
