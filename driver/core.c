@@ -28,7 +28,7 @@ int kva_core_init(struct kva_core *c, u32 nr_frames)
 	*c = (struct kva_core){ 0 };
 	if (!nr_frames || nr_frames == KVA_NIL)
 		return -EINVAL;
-	c->frames = kva_calloc(nr_frames, sizeof(*c->frames));
+	c->frames = kva_shim_calloc(nr_frames, sizeof(*c->frames));
 	if (!c->frames)
 		return -ENOMEM;
 	for (i = 0; i < nr_frames; i++) {
@@ -49,7 +49,7 @@ int kva_core_init(struct kva_core *c, u32 nr_frames)
 void kva_core_fini(struct kva_core *c)
 {
 	KVA_WARN_ON(c->nr_clients);
-	kva_free(c->frames);
+	kva_shim_free(c->frames);
 	c->frames = NULL;
 }
 

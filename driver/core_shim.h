@@ -15,8 +15,8 @@
 #include <linux/slab.h>
 #include <linux/types.h>
 
-#define kva_calloc(n, size)	kvcalloc(n, size, GFP_KERNEL)
-#define kva_free(p)		kvfree(p)
+#define kva_shim_calloc(n, size) kvcalloc(n, size, GFP_KERNEL)
+#define kva_shim_free(p)	kvfree(p)
 #define KVA_WARN_ON(cond)	WARN_ON(cond)
 
 #else /* userspace */
@@ -31,8 +31,8 @@
 typedef uint32_t u32;
 typedef uint64_t u64;
 
-#define kva_calloc(n, size)	calloc(n, size)
-#define kva_free(p)		free(p)
+#define kva_shim_calloc(n, size) calloc(n, size)
+#define kva_shim_free(p)	free(p)
 
 #ifndef likely
 #define likely(x)	__builtin_expect(!!(x), 1)

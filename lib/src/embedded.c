@@ -9,9 +9,6 @@
 #include <string.h>
 
 #include "core.h"
-/* core_shim.h's allocation macros would shadow the public kva_free(). */
-#undef kva_calloc
-#undef kva_free
 
 #include "internal.h"
 
