@@ -42,6 +42,7 @@ INSTALL_TARGETS :=
 
 include mk/kselftest.mk
 include mk/kmod.mk
+include mk/docs.mk
 -include $(sort $(wildcard driver/*.mk lib/*.mk kernels/*.mk tools/*/*.mk \
 			   selftests/*/*.mk))
 
