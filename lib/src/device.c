@@ -71,6 +71,7 @@ static int dev_submit(struct kva_arena *a, struct dev_cmd *c, unsigned int n,
 	unsigned int i, submitted;
 	int ret;
 
+	KVA_PASS("dev.submit");
 	if (a->transport != KVA_TRANSPORT_URING) {
 		for (i = 0; i < n; i++) {
 			c[i].res = chain && i && c[i - 1].res ? -ECANCELED :
@@ -116,6 +117,7 @@ static int dev_submit(struct kva_arena *a, struct dev_cmd *c, unsigned int n,
 static void usage_cmd(struct kvarena_usage *k,
 		      const struct kva_usage_report *u)
 {
+	KVA_PASS("dev.set_usage");
 	*k = (struct kvarena_usage){
 		.filled_tokens = u->tokens,
 		.filled_bytes = u->bytes,
@@ -167,7 +169,9 @@ static int dev_free(struct kva_arena *a, const uint64_t *h, uint32_t n,
 
 	if (usage)
 		usage_cmd(&k, usage);
-	ret = dev_submit(a, c, usage ? 2 : 1, false);
+	ret = KVA_FAULT("dev.free");
+	if (!ret)
+		ret = dev_submit(a, c, usage ? 2 : 1, false);
 	if (ret)
 		return ret;
 	if (usage && c[1].res)
@@ -216,8 +220,10 @@ static int dev_frame_fd(struct kva_arena *a, uint64_t handle, int *fd,
 			uint64_t *offset)
 {
 	struct kvarena_frame_fd f = { .handle = handle };
-	int ret = dev_ioctl(dev(a)->fd, KVARENA_IOC_FRAME_FD, &f);
+	int ret;
 
+	KVA_PASS("dev.frame_fd");
+	ret = dev_ioctl(dev(a)->fd, KVARENA_IOC_FRAME_FD, &f);
 	if (ret)
 		return ret;
 	if (f.size != a->frame_size) {
@@ -395,6 +401,7 @@ int kva_device_set_backing(int dev_fd, const char *name, uint32_t first,
 		.offset = offset,
 	};
 
+	KVA_PASS("dev.set_backing");
 	strcpy(b.name, name);
 	return dev_ioctl(dev_fd, KVARENA_IOC_ARENA_SET_BACKING, &b);
 }

@@ -48,14 +48,24 @@ static inline bool kva_all_zero(const uint64_t *p, size_t n)
 	return true;
 }
 
-/* Test hooks: compiled in only for the test build of the library. */
+/*
+ * Test sites, compiled in only for the test build of the library (the
+ * tests' side is selftests/lib/hooks.c).  KVA_FAULT(site) is 0, or the
+ * error a test armed for that pass through @site, so that the test can
+ * check the unwinding; KVA_PASS(site) only counts the pass, for a test
+ * to check how many commands the library sent where the module does not
+ * count them.
+ */
 #ifdef KVA_TESTING
 int kva_testing_fault(const char *site);
+void kva_testing_pass(const char *site);
 extern int (*kva_testing_ioctl)(int fd, unsigned long nr, void *arg);
 extern void (*kva_testing_close)(int fd);
 #define KVA_FAULT(site)		kva_testing_fault(site)
+#define KVA_PASS(site)		kva_testing_pass(site)
 #else
 #define KVA_FAULT(site)		0
+#define KVA_PASS(site)		do { } while (0)
 #endif
 
 struct list_node {

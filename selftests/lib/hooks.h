@@ -1,7 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Test hooks of the KVA_TESTING build of libkvarena: fault injection at
- * named sites, and a stand-in for the device's ioctl() and close().
+ * Test hooks of the KVA_TESTING build of libkvarena: fault injection
+ * (KVA_FAULT) and pass counts (KVA_PASS) at named sites, and a stand-in
+ * for the device's ioctl() and close().
+ *
+ * Sites: host.memfd, host.reserve, host.map, host.unmap (faults, the host
+ * backend); dev.free (a fault: the FREE submission, refused before it
+ * reaches the module); dev.submit (one per submission: one
+ * io_uring_enter on the uring transport), dev.set_usage, dev.frame_fd and
+ * dev.set_backing (one per command of that kind sent), counted only.
  */
 #ifndef KVA_SELFTEST_HOOKS_H
 #define KVA_SELFTEST_HOOKS_H
