@@ -42,8 +42,8 @@ LIBKVA_CFLAGS = $(KVA_CFLAGS) -I$(SRC)/driver -I$(SRC)/lib/src \
 		$(LIBKVA_CUDA_CFLAGS) -pthread
 
 # One object directory per flavour: the shipped one, and the test build
-# (KVA_TESTING: fault-injection sites and the device hooks), plain and
-# under the sanitizers.
+# (KVA_TESTING: fault-injection and pass-count sites), plain and under the
+# sanitizers.
 LIBKVA_OBJS      := $(patsubst %.c,$(B)/lib/obj/%.o,$(notdir $(LIBKVA_SRCS)))
 LIBKVA_TEST_OBJS := $(patsubst %.c,$(B)/lib/test-obj/%.o,$(notdir $(LIBKVA_SRCS)))
 LIBKVA_SAN_OBJS  := $(patsubst %.c,$(B)/lib/san-obj/%.o,$(notdir $(LIBKVA_SRCS)))

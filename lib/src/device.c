@@ -36,20 +36,7 @@ static struct kva_device *dev(struct kva_arena *a)
 
 static int dev_ioctl(int fd, unsigned long nr, void *arg)
 {
-#ifdef KVA_TESTING
-	if (kva_testing_ioctl)
-		return kva_testing_ioctl(fd, nr, arg);
-#endif
 	return ioctl(fd, nr, arg) ? -errno : 0;
-}
-
-static void dev_close(int fd)
-{
-#ifdef KVA_TESTING
-	if (kva_testing_close)
-		kva_testing_close(fd);
-#endif
-	close(fd);
 }
 
 struct dev_cmd {
@@ -242,7 +229,7 @@ static void dev_close_provider(struct kva_arena *a)
 	if (d->ring_live)
 		io_uring_queue_exit(&d->ring);
 	/* Release returns every frame this client held. */
-	dev_close(d->fd);
+	close(d->fd);
 	free(d);
 	a->prov_priv = NULL;
 }
@@ -267,11 +254,11 @@ static int open_device(const char *path, int flags, __u64 *features)
 		return errno == ENOENT || errno == ENXIO ? -ENODEV : -errno;
 	ret = dev_ioctl(fd, KVARENA_IOC_VERSION, &v);
 	if (ret) {
-		dev_close(fd);
+		close(fd);
 		return ret == -ENOTTY || ret == -EINVAL ? -ENODEV : ret;
 	}
 	if (v.abi_version != KVARENA_ABI_VERSION) {
-		dev_close(fd);
+		close(fd);
 		return -EPROTO;
 	}
 	if (features)
@@ -383,7 +370,7 @@ int kva_device_open(struct kva_arena *a, const struct kva_open_opts *o,
 	return 0;
 
 err_close:
-	dev_close(d->fd);
+	close(d->fd);
 err_free:
 	free(d);
 	a->prov = NULL;
@@ -452,7 +439,7 @@ int kva_arena_create(const struct kva_arena_params *p)
 	if (ret)
 		destroy(fd, p->name);
 out:
-	dev_close(fd);
+	close(fd);
 	return ret;
 }
 
@@ -466,6 +453,6 @@ int kva_arena_destroy(const struct kva_arena_params *p)
 	if (fd < 0)
 		return fd;
 	ret = destroy(fd, p->name);
-	dev_close(fd);
+	close(fd);
 	return ret;
 }

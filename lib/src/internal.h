@@ -59,8 +59,6 @@ static inline bool kva_all_zero(const uint64_t *p, size_t n)
 #ifdef KVA_TESTING
 int kva_testing_fault(const char *site);
 void kva_testing_pass(const char *site);
-extern int (*kva_testing_ioctl)(int fd, unsigned long nr, void *arg);
-extern void (*kva_testing_close)(int fd);
 #define KVA_FAULT(site)		kva_testing_fault(site)
 #define KVA_PASS(site)		kva_testing_pass(site)
 #else

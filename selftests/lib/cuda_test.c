@@ -5,7 +5,7 @@
  * memory: the call sequences (one cuMemSetAccess per run of frames, one
  * cuMemCreate per frame ever, context pushed and popped around every
  * call), the unwinding of every failure, and data written through the
- * ranges.
+ * ranges.  Device mode, with the real module, is lib_vm_cuda_test's.
  */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -14,12 +14,8 @@
 
 #include "kselftest_harness.h"
 
-#include <linux/kvarena.h>
-
 #include "common.h"
 #include "cuda_double.h"
-#include "fake_module.h"
-#include "hooks.h"
 
 #define FS	(64u << 10)	/* the double's granularity */
 #define TPF	256u		/* small_geometry in 64 KiB */
@@ -400,90 +396,6 @@ TEST(close_releases_allocations_ranges_and_context)
 	EXPECT_EQ(3, cuda_double_count("cuMemAddressFree"));
 	EXPECT_EQ(1, cuda_double_count("cuDevicePrimaryCtxRelease_v2"));
 	EXPECT_TRUE(all_released());
-}
-
-/* Device mode, over the stand-in for the module (fake_module.c). */
-TEST(device_arena_exports_every_frame_and_clients_import_them)
-{
-	struct kva_arena_params p = {
-		.name = "gpu0", .nr_frames = 4, .frame_size = FS,
-		.mem_kind = KVA_BACKEND_CUDA, .cuda_library = double_path(),
-	};
-	struct kva_open_opts o = { .mode = KVA_MODE_DEVICE, .name = "gpu0",
-				   .cuda_library = double_path() };
-	struct kva_geometry g = small_geometry(FS);
-	struct kva_arena_info info;
-	struct kva_arena *a;
-	struct kva_seq *s;
-	uint64_t h[2], off;
-	int i, fd;
-
-	setenv("KVA_DEVICE", "/dev/null", 1);
-	cuda_double_set_granularity(FS);
-	fake_module_install();
-	cuda_double_reset();
-	ASSERT_EQ(0, kva_arena_create(&p));
-	EXPECT_EQ(4, cuda_double_count("cuMemCreate"));
-	EXPECT_EQ(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-		  cuda_double_find("cuMemCreate", 0)->b);
-	EXPECT_EQ(4, cuda_double_count("cuMemExportToShareableHandle"));
-	EXPECT_EQ(4, cuda_double_count("cuMemRelease"));
-	EXPECT_EQ(4, fake_module_calls(KVARENA_IOC_ARENA_SET_BACKING));
-	/* The module's file references are all that keep the memory. */
-	EXPECT_TRUE(all_released());
-
-	cuda_double_reset();
-	ASSERT_EQ(0, kva_open(&o, &a));
-	ASSERT_EQ(0, kva_arena_info(a, &info));
-	EXPECT_EQ(KVA_BACKEND_CUDA, info.backend);
-	EXPECT_EQ(KVA_MODE_DEVICE, info.mode);
-	ASSERT_EQ(0, kva_seq_create(a, &g, 4 * TPF, &s));
-	ASSERT_EQ(0, kva_seq_grow(s, TPF + 1));
-	EXPECT_EQ(2, fake_module_calls(KVARENA_IOC_FRAME_FD));
-	EXPECT_EQ(2, cuda_double_count("cuMemImportFromShareableHandle"));
-	EXPECT_EQ(0, cuda_double_count("cuMemCreate"));
-	EXPECT_EQ(2, cuda_double_count("cuMemMap"));
-	EXPECT_EQ(1, cuda_double_count("cuMemSetAccess"));
-	fill_tokens(s, 7, 0, TPF + 1);
-	ASSERT_EQ(2, kva_seq_handles(s, h, 2));
-	for (i = 0; i < 2; i++) {
-		static char buf[FS];
-
-		fd = fake_module_backing("gpu0", KVARENA_HANDLE_IDX(h[i]), &off);
-		ASSERT_LE(0, fd);
-		EXPECT_EQ(0, off);
-		ASSERT_EQ(FS, pread(fd, buf, FS, 0));
-		EXPECT_EQ(0, memcmp(buf, (void *)(uintptr_t)(s->base + i * FS),
-				    FS));
-	}
-	/* Imports are kept: the same frames again cost no ioctl. */
-	ASSERT_EQ(0, kva_seq_shrink(s, 0));
-	ASSERT_EQ(0, kva_seq_grow(s, TPF + 1));
-	EXPECT_EQ(2, fake_module_calls(KVARENA_IOC_FRAME_FD));
-	EXPECT_EQ(2, cuda_double_count("cuMemImportFromShareableHandle"));
-	kva_close(a);
-	ASSERT_EQ(0, kva_arena_destroy(&p));
-	fake_module_remove();
-	EXPECT_TRUE(all_released());
-}
-
-TEST(device_arena_create_stops_at_the_first_failure)
-{
-	struct kva_arena_params p = {
-		.name = "gpu1", .nr_frames = 4, .frame_size = FS,
-		.mem_kind = KVA_BACKEND_CUDA, .cuda_library = double_path(),
-	};
-
-	setenv("KVA_DEVICE", "/dev/null", 1);
-	cuda_double_set_granularity(FS);
-	fake_module_install();
-	cuda_double_fail("cuMemExportToShareableHandle", 3,
-			 CUDA_ERROR_OUT_OF_MEMORY);
-	EXPECT_EQ(-ENOMEM, kva_arena_create(&p));
-	/* The arena is gone again, and with it the two frames made. */
-	EXPECT_EQ(-ENOENT, kva_arena_destroy(&p));
-	EXPECT_TRUE(all_released());
-	fake_module_remove();
 }
 
 TEST_HARNESS_MAIN

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The KVA_TESTING hooks' side in the tests: see hooks.h.
+ * The tests' side of the KVA_TESTING build's sites: see hooks.h.
  */
 #include <string.h>
 
@@ -8,9 +8,6 @@
 
 int kva_testing_fault(const char *site);
 void kva_testing_pass(const char *site);
-
-int (*kva_testing_ioctl)(int fd, unsigned long nr, void *arg);
-void (*kva_testing_close)(int fd);
 
 #define NR_SITES 16
 

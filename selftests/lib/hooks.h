@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Test hooks of the KVA_TESTING build of libkvarena: fault injection
- * (KVA_FAULT) and pass counts (KVA_PASS) at named sites, and a stand-in
- * for the device's ioctl() and close().
+ * The test sites of the KVA_TESTING build of libkvarena: fault injection
+ * (KVA_FAULT) and pass counts (KVA_PASS) at named sites.
  *
  * Sites: host.memfd, host.reserve, host.map, host.unmap (faults, the host
  * backend); dev.free (a fault: the FREE submission, refused before it
@@ -20,8 +19,5 @@ void hooks_fail(const char *site, unsigned int nth, int err);
 void hooks_reset(void);
 /* Passes through @site since the last reset. */
 unsigned int hooks_count(const char *site);
-
-extern int (*kva_testing_ioctl)(int fd, unsigned long nr, void *arg);
-extern void (*kva_testing_close)(int fd);
 
 #endif

@@ -3,15 +3,20 @@
 # libkvarena's tests.
 #
 # Native (check-lib), plain and under ASan/UBSan, built against the
-# KVA_TESTING objects of the library (fault-injection sites, device hooks):
-#   lib_seq_test      embedded arena, host backend: the public API
+# KVA_TESTING objects of the library (fault-injection and pass-count
+# sites):
+#   lib_seq_test      embedded arena, host backend: the public API, and
+#                     what needs no module (mode choice, bad arguments)
 #   lib_cuda_test     the cuda backend against a test double of libcuda
-#   lib_device_test   the device path against an in-process stand-in for
-#                     the module
 # plus two smoke tests of the shipped libraries (shared and static) and a
 # check that the shared library exports only the public API.
 #
-# In the VM (VM_TESTS, static, KTAP): lib_vm_test, with kvarena.ko.
+# In the VM (VM_TESTS, static, KTAP), with kvarena.ko:
+#   lib_vm_test         the shipped libkvarena.a
+#   lib_vm_device_test  the device path, over ioctl and io_uring, from the
+#                       KVA_TESTING objects
+#   lib_vm_cuda_test    the cuda backend in device mode, with the test
+#                       double of libcuda linked in
 # On a GPU machine: lib_gpu_test (selftests/gpu runs it).
 # Every build: cuda_link_check links the backend's entry-point list
 # against the CUDA stub driver, so a name the real driver lacks fails CI.
@@ -37,13 +42,8 @@ $(LIBKVA_T)/$(1)_san: $(LIBKVA_T_SRC)/$(1:lib_%=%).c $(2) $(3) $$(LIBKVA_SAN_OBJ
 LIBKVA_T_NATIVE += $(LIBKVA_T)/$(1) $(LIBKVA_T)/$(1)_san
 endef
 
-LIBKVA_T_FAKE := $(LIBKVA_T_SRC)/fake_module.c
-LIBKVA_T_FAKE_DEPS := $(LIBKVA_T_SRC)/fake_module.h $(SRC)/driver/core.h
-LIBKVA_T_FAKE_FLAGS := -I$(SRC)/driver
-
 LIBKVA_T_NATIVE :=
 $(eval $(call libkva_native_test,lib_seq_test))
-$(eval $(call libkva_native_test,lib_device_test,$(LIBKVA_T_FAKE),$(LIBKVA_T_FAKE_DEPS),$(LIBKVA_T_FAKE_FLAGS)))
 
 ifneq ($(LIBKVA_HAVE_CUDA),)
 # The test double of libcuda: a shared object for tests only.
@@ -56,7 +56,7 @@ $(LIBKVA_T_DOUBLE): $(LIBKVA_T_SRC)/cuda_double.c $(LIBKVA_T_SRC)/cuda_double.h
 	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) -I$(CUDA_HOME)/include -fPIC -shared \
 		-o $@ $< -lpthread
 
-$(eval $(call libkva_native_test,lib_cuda_test,$(LIBKVA_T_FAKE),$(LIBKVA_T_DOUBLE) $(LIBKVA_T_FAKE_DEPS),$(LIBKVA_T_DOUBLE_LIBS) $(LIBKVA_T_FAKE_FLAGS) -ldl))
+$(eval $(call libkva_native_test,lib_cuda_test,,$(LIBKVA_T_DOUBLE),$(LIBKVA_T_DOUBLE_LIBS) -ldl))
 endif
 
 ifneq ($(LIBKVA_HAVE_CUDA),)
@@ -88,6 +88,37 @@ $(LIBKVA_T)/lib_vm_test: $(LIBKVA_T_SRC)/vm_test.c $(LIBKVA_A) $(LIBKVA_T_NOLOAD
 		$(LIBKVA_A) -luring -lpthread
 
 VM_TESTS += $(LIBKVA_T)/lib_vm_test
+
+# The device path's VM tests: static, from the KVA_TESTING objects (for
+# the pass-count and fault sites), without dlopen: cuda_load.o is left
+# out, and kva_cuda_load() comes from cuda_noload.o or, for the cuda
+# test, from cuda_static.c, which hands the library the entry points of
+# the test double linked in.
+LIBKVA_T_VM_OBJS := $(filter-out %/cuda_load.o,$(LIBKVA_TEST_OBJS))
+LIBKVA_T_VM_NOLOAD := $(if $(LIBKVA_HAVE_CUDA),$(B)/lib/test-obj/cuda_noload.o)
+LIBKVA_T_VM_DEPS := $(LIBKVA_T_DEPS) $(LIBKVA_T_SRC)/module.h
+
+$(LIBKVA_T)/lib_vm_device_test: $(LIBKVA_T_SRC)/vm_device_test.c $(LIBKVA_T_VM_OBJS) \
+		$(LIBKVA_T_VM_NOLOAD) $(LIBKVA_T_VM_DEPS)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(LIBKVA_T_CFLAGS) -static -o $@ $< \
+		$(LIBKVA_T_SRC)/hooks.c $(LIBKVA_T_VM_NOLOAD) $(LIBKVA_T_VM_OBJS) \
+		-luring -lpthread
+
+VM_TESTS += $(LIBKVA_T)/lib_vm_device_test
+
+ifneq ($(LIBKVA_HAVE_CUDA),)
+$(LIBKVA_T)/lib_vm_cuda_test: $(LIBKVA_T_SRC)/vm_cuda_test.c $(LIBKVA_T_SRC)/cuda_static.c \
+		$(LIBKVA_T_SRC)/cuda_double.c $(LIBKVA_T_SRC)/cuda_double.h \
+		$(SRC)/lib/src/cuda_syms.h $(LIBKVA_T_VM_OBJS) $(LIBKVA_T_VM_DEPS)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(LIBKVA_T_CFLAGS) -I$(SRC)/lib/src -I$(CUDA_HOME)/include \
+		-static -o $@ $< $(LIBKVA_T_SRC)/cuda_static.c \
+		$(LIBKVA_T_SRC)/cuda_double.c $(LIBKVA_T_SRC)/hooks.c \
+		$(LIBKVA_T_VM_OBJS) -luring -lpthread
+
+VM_TESTS += $(LIBKVA_T)/lib_vm_cuda_test
+endif
 
 # The shipped libraries, as a user links them: shared, static, and from
 # a DESTDIR install through pkg-config.

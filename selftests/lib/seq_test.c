@@ -204,6 +204,45 @@ TEST(open_rejects_bad_options)
 	EXPECT_EQ(-EINVAL, kva_open(&o, &a));
 }
 
+/*
+ * kva_arena_create()/destroy() refuse bad arguments before they look for
+ * the device (they run against the module in lib_vm_device_test).
+ */
+TEST(arena_create_and_destroy_check_their_arguments_first)
+{
+	struct kva_arena_params p = { .name = "three", .nr_frames = 4,
+				      .frame_size = FS };
+
+	setenv("KVA_DEVICE", "/nonexistent/kvarena", 1);
+	EXPECT_EQ(-EINVAL, kva_arena_create(NULL));
+	EXPECT_EQ(-EINVAL, kva_arena_destroy(NULL));
+	p.name = "bad/name";
+	EXPECT_EQ(-EINVAL, kva_arena_create(&p));
+	EXPECT_EQ(-EINVAL, kva_arena_destroy(&p));
+	p.name = "three";
+	p.flags = KVA_OPEN_POPULATE;
+	EXPECT_EQ(-EINVAL, kva_arena_create(&p));
+	p.flags = 0;
+	p.nr_frames = 0;
+	EXPECT_EQ(-EINVAL, kva_arena_create(&p));
+	p.nr_frames = 4;
+	p.mem_kind = 7;
+	EXPECT_EQ(-EINVAL, kva_arena_create(&p));
+	p.mem_kind = KVA_BACKEND_HOST;
+	p.reserved[0] = 1;
+	EXPECT_EQ(-EINVAL, kva_arena_create(&p));
+	p.reserved[0] = 0;
+	p.reserved0 = 1;
+	EXPECT_EQ(-EINVAL, kva_arena_create(&p));
+	p.reserved0 = 0;
+	/* Good arguments: now the device is missing, or is not kvarena. */
+	EXPECT_EQ(-ENODEV, kva_arena_create(&p));
+	EXPECT_EQ(-ENODEV, kva_arena_destroy(&p));
+	p.device = "/dev/null";
+	EXPECT_EQ(-ENODEV, kva_arena_create(&p));
+	EXPECT_EQ(-ENODEV, kva_arena_destroy(&p));
+}
+
 TEST(names_of_modes_backends_and_transports)
 {
 	EXPECT_STREQ("auto", kva_mode_name(KVA_MODE_AUTO));
