@@ -289,6 +289,15 @@ int kva_frames_take(struct kva_arena *a, uint64_t *h, uint32_t n,
 			n - done;
 		bool last = done + chunk == n;
 
+		/*
+		 * The report rides with the last chunk; the provider marks it
+		 * invalid if the module refuses it, so that the next
+		 * kva_usage_report() sends it again.
+		 */
+		if (last && usage) {
+			a->reported = *usage;
+			a->reported_valid = true;
+		}
 		ret = a->prov->alloc(a, h + done, chunk, false,
 				     last ? usage : NULL);
 		if (ret >= 0 && !handles_in_range(a, h + done, chunk)) {
@@ -296,14 +305,13 @@ int kva_frames_take(struct kva_arena *a, uint64_t *h, uint32_t n,
 			a->prov->free(a, h + done, chunk, NULL);
 			ret = -EPROTO;
 		}
-		if (ret < 0)
+		if (ret < 0) {
+			if (last && usage)
+				a->reported_valid = false;
 			goto err_put;
+		}
 		record_taken(a, h + done, chunk, 0);
 		done += chunk;
-	}
-	if (usage) {
-		a->reported = *usage;
-		a->reported_valid = true;
 	}
 	return 0;
 
@@ -328,6 +336,9 @@ int kva_frames_put(struct kva_arena *a, const uint64_t *h, uint32_t n)
 		return 0;
 	retry_deferred(a);
 	kva_usage_compute(a, &u, true);
+	/* Every chunk carries the report; a refusal marks it invalid. */
+	a->reported = u;
+	a->reported_valid = true;
 	while (done < n) {
 		uint32_t chunk = n - done > KVA_MAX_BATCH ? KVA_MAX_BATCH :
 			n - done;
@@ -352,8 +363,6 @@ int kva_frames_put(struct kva_arena *a, const uint64_t *h, uint32_t n)
 		a->held -= chunk;
 		done += chunk;
 	}
-	a->reported = u;
-	a->reported_valid = true;
 	return ret;
 }
 

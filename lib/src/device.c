@@ -124,17 +124,20 @@ static int dev_alloc(struct kva_arena *a, uint64_t *h, uint32_t n,
 		{ KVARENA_IOC_ALLOC, &f, 0 },
 		{ KVARENA_IOC_SET_USAGE, &k, 0 },
 	};
-	int ret;
+	int ret, refused = 0;
 
-	if (usage)
+	if (usage) {
 		usage_cmd(&k, usage);
-	ret = dev_submit(a, c, usage ? 2 : 1, true);
+		/* Test build only: the report refused, the ALLOC sent alone. */
+		refused = KVA_FAULT("dev.usage");
+	}
+	ret = dev_submit(a, c, usage && !refused ? 2 : 1, true);
 	if (ret)
 		return ret;
 	if (c[0].res)
 		return c[0].res;
 	/* A failed report loses no frames: the next one corrects it. */
-	if (usage && c[1].res)
+	if (usage && (refused || c[1].res))
 		a->reported_valid = false;
 	return partial ? (int)f.nr_done : (int)n;
 }

@@ -310,6 +310,24 @@ TEST_F(dev, batch_is_one_alloc_command_carrying_the_usage)
 	EXPECT_EQ(0, st.filled_tokens);
 }
 
+TEST_F(dev, refused_usage_report_is_sent_again_by_the_next_sync)
+{
+	struct kva_seq *s;
+	struct kva_grow r;
+
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 500, &s));
+	r = (struct kva_grow){ .seq = s, .tokens = 20, .ahead = TPF };
+	hooks_fail("dev.usage", 1, EINVAL);
+	ASSERT_EQ(0, kva_seq_grow_batch(self->a, &r, 1));
+	EXPECT_EQ(0, module_stat(self->name).filled_tokens);
+	EXPECT_LT(0, module_stat(self->name).nr_held);
+	/* Nothing changed since, but the module never took the report. */
+	ASSERT_EQ(0, kva_sync_usage(self->a));
+	EXPECT_EQ(20, module_stat(self->name).filled_tokens);
+	kva_seq_free(s);
+	EXPECT_EQ(0, module_stat(self->name).filled_tokens);
+}
+
 TEST_F(dev, frame_fd_is_asked_once_per_frame_and_one_fd_kept_per_file)
 {
 	unsigned int fds = open_fds();
