@@ -50,7 +50,10 @@ all: module $(ALL)
 
 check: check-native check-vm
 
-check-native: $(CHECK_NATIVE)
+# Everything builds (the CUDA code included, wherever nvcc is), then the
+# native tests run.
+check-native: all
+	$(Q)$(MAKE) --no-print-directory $(CHECK_NATIVE)
 
 install: $(INSTALL_TARGETS)
 
