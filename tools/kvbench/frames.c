@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvbench frames: the cost of frame operations (ALLOC + FREE of one frame,
+ * and of batches) through each path a runtime can take, against the
+ * cheapest thing each path must do, measured in the same run:
+ *
+ *   null syscall     getppid(): the floor under any ioctl
+ *   embedded         kva_alloc() + kva_free() on libkvarena's embedded
+ *                    arena: the core allocator under a mutex, no syscall
+ *   ioctl x1         raw ALLOC 1 + FREE 1: two syscalls, ratio to 2 null
+ *   ioctl x64        raw ALLOC 64 + FREE 64, per frame: batching amortises
+ *   uring x64        64 ALLOC SQEs + 64 FREE SQEs, one io_uring_enter each
+ *   lib ioctl/uring  kva_alloc() + kva_free() of one frame in device mode
+ *                    over each transport: the library's cost on top
+ *
+ * The device paths need /dev/kvarena and CAP_SYS_ADMIN (the benchmark makes
+ * its own accounting-only arena, kvbench-<pid>, and destroys it); without
+ * them only the first two lines are printed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <kvarena.h>
+#include <liburing.h>
+#include <linux/kvarena.h>
+
+#define BATCH		64
+#define ARENA_FRAMES	1024
+
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+/* Best of @reps runs of @iters iterations: noise only ever adds time. */
+#define BEST_NS(reps, iters, body) ({					\
+	double best_ = 1e300;						\
+	for (int r_ = 0; r_ < (reps); r_++) {				\
+		double t0_ = now_ns();					\
+		for (long i_ = 0; i_ < (iters); i_++) { body; }		\
+		double t_ = (now_ns() - t0_) / (iters);			\
+		if (t_ < best_)						\
+			best_ = t_;					\
+	}								\
+	best_;								\
+})
+
+struct frames_result {
+	double null_syscall_ns;
+	double embedded_ns;		/* per alloc+free of one frame */
+	int have_device;
+	double ioctl1_ns;		/* per alloc+free of one frame */
+	double ioctl_batch_ns;		/* per frame, batches of BATCH */
+	double uring_batch_ns;		/* per frame, BATCH SQEs per enter */
+	double lib_ioctl_ns;		/* kva_alloc+kva_free, one frame */
+	double lib_uring_ns;
+};
+
+/* kva_alloc() + kva_free() of one frame, best of @reps; -1 on failure. */
+static double bench_lib(struct kva_arena *a, long iters, int reps)
+{
+	uint64_t h;
+	int bad = 0;
+	double ns = BEST_NS(reps, iters, {
+		bad |= kva_alloc(a, &h, 1, 0) != 1;
+		bad |= kva_free(a, &h, 1);
+	});
+
+	return bad ? -1 : ns;
+}
+
+static int bench_embedded(long iters, int reps, struct frames_result *r)
+{
+	struct kva_open_opts o = {
+		.mode = KVA_MODE_EMBEDDED,
+		.nr_frames = ARENA_FRAMES,
+		.mem_kind = KVA_BACKEND_HOST,
+		.frame_size = 64 << 10,
+	};
+	struct kva_arena *a;
+
+	if (kva_open(&o, &a))
+		return -1;
+	r->embedded_ns = bench_lib(a, iters, reps);
+	kva_close(a);
+	return r->embedded_ns < 0 ? -1 : 0;
+}
+
+/* The library in device mode on arena @name over @transport. */
+static double bench_lib_device(const char *name, uint32_t transport,
+			       long iters, int reps)
+{
+	struct kva_open_opts o = {
+		.mode = KVA_MODE_DEVICE,
+		.name = name,
+		.label = "kvbench-lib",
+		.transport = transport,
+	};
+	struct kva_arena *a;
+	double ns;
+
+	if (kva_open(&o, &a))
+		return -1;
+	ns = bench_lib(a, iters, reps);
+	kva_close(a);
+	return ns;
+}
+
+static void queue_cmd(struct io_uring *ring, int fd, __u32 cmd, void *arg)
+{
+	struct kvarena_uring_cmd uc = { .arg = (__u64)(unsigned long)arg };
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+
+	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fd, NULL, 0, 0);
+	sqe->cmd_op = cmd;
+	memcpy(sqe->cmd, &uc, sizeof(uc));
+}
+
+/* Submit what is queued, reap @n completions; -1 on any failure. */
+static int uring_run(struct io_uring *ring, int n)
+{
+	struct io_uring_cqe *cqe;
+	int i, bad = 0;
+
+	if (io_uring_submit_and_wait(ring, n) != n)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (io_uring_wait_cqe(ring, &cqe))
+			return -1;
+		bad |= cqe->res != 0;
+		io_uring_cqe_seen(ring, cqe);
+	}
+	return bad ? -1 : 0;
+}
+
+static int bench_device(long iters, int reps, struct frames_result *r,
+			const char **why)
+{
+	struct kvarena_arena_create cr = { .frame_size = 64 << 10,
+					   .nr_frames = ARENA_FRAMES,
+					   .flags = KVARENA_CREATE_NO_BACKING };
+	struct kvarena_arena_destroy d = { 0 };
+	struct kvarena_attach at = { .label = "kvbench" };
+	struct kvarena_frames one[BATCH], fr[BATCH], batch;
+	__u64 h[BATCH];
+	struct io_uring ring;
+	int admin, fd, i, bad = 0;
+
+	admin = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
+	if (admin < 0) {
+		*why = "no /dev/kvarena";
+		return -1;
+	}
+	snprintf(cr.name, sizeof(cr.name), "kvbench-%d", getpid());
+	memcpy(d.name, cr.name, sizeof(d.name));
+	memcpy(at.name, cr.name, sizeof(at.name));
+	if (ioctl(admin, KVARENA_IOC_ARENA_CREATE, &cr)) {
+		*why = errno == EPERM ? "creating an arena needs CAP_SYS_ADMIN"
+				      : "ARENA_CREATE failed";
+		close(admin);
+		return -1;
+	}
+	fd = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
+	if (fd < 0 || ioctl(fd, KVARENA_IOC_ATTACH, &at)) {
+		*why = "ATTACH failed";
+		goto out_destroy;
+	}
+
+	batch = (struct kvarena_frames){ .handles = (__u64)(unsigned long)h };
+	r->ioctl1_ns = BEST_NS(reps, iters, {
+		batch.count = 1;
+		bad |= ioctl(fd, KVARENA_IOC_ALLOC, &batch);
+		bad |= ioctl(fd, KVARENA_IOC_FREE, &batch);
+	});
+	r->ioctl_batch_ns = BEST_NS(reps, iters / BATCH + 1, {
+		batch.count = BATCH;
+		bad |= ioctl(fd, KVARENA_IOC_ALLOC, &batch);
+		bad |= ioctl(fd, KVARENA_IOC_FREE, &batch);
+	}) / BATCH;
+
+	if (io_uring_queue_init(2 * BATCH, &ring, 0)) {
+		*why = "io_uring_queue_init failed";
+		goto out_close;
+	}
+	for (i = 0; i < BATCH; i++) {
+		one[i] = (struct kvarena_frames){
+			.handles = (__u64)(unsigned long)&h[i], .count = 1 };
+		fr[i] = one[i];
+	}
+	r->uring_batch_ns = BEST_NS(reps, iters / BATCH + 1, {
+		for (i = 0; i < BATCH; i++)
+			queue_cmd(&ring, fd, KVARENA_IOC_ALLOC, &one[i]);
+		bad |= uring_run(&ring, BATCH);
+		for (i = 0; i < BATCH; i++)
+			queue_cmd(&ring, fd, KVARENA_IOC_FREE, &fr[i]);
+		bad |= uring_run(&ring, BATCH);
+	}) / BATCH;
+	io_uring_queue_exit(&ring);
+	r->lib_ioctl_ns = bench_lib_device(cr.name, KVA_TRANSPORT_IOCTL,
+					   iters, reps);
+	r->lib_uring_ns = bench_lib_device(cr.name, KVA_TRANSPORT_URING,
+					   iters, reps);
+	if (bad || r->lib_ioctl_ns < 0 || r->lib_uring_ns < 0) {
+		*why = "a frame operation failed during the run";
+		goto out_close;
+	}
+	r->have_device = 1;
+out_close:
+	close(fd);
+out_destroy:
+	if (ioctl(admin, KVARENA_IOC_ARENA_DESTROY, &d))
+		perror("kvbench frames: ARENA_DESTROY");
+	close(admin);
+	return r->have_device ? 0 : -1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: kvbench frames [--json] [--iters N] [--reps N]\n"
+		"  Frame ALLOC+FREE cost: embedded core, ioctl, batched ioctl and\n"
+		"  io_uring, with ratios to a null syscall measured in the same run.\n"
+		"  The device paths need /dev/kvarena and CAP_SYS_ADMIN.\n");
+}
+
+int kvbench_frames_main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json",  no_argument,       NULL, 'j' },
+		{ "iters", required_argument, NULL, 'i' },
+		{ "reps",  required_argument, NULL, 'r' },
+		{ "help",  no_argument,       NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct frames_result r = { 0 };
+	const char *why = NULL;
+	long iters = 20000;
+	int reps = 5, json = 0, c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = 1; break;
+		case 'i': iters = strtol(optarg, NULL, 0); break;
+		case 'r': reps = atoi(optarg); break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (iters < BATCH || reps < 1) {
+		fprintf(stderr, "kvbench frames: --iters must be >= %d and --reps >= 1\n",
+			BATCH);
+		return 2;
+	}
+
+	r.null_syscall_ns = BEST_NS(reps, iters, syscall(SYS_getppid));
+	if (bench_embedded(iters, reps, &r)) {
+		fprintf(stderr, "kvbench frames: embedded core setup failed\n");
+		return 1;
+	}
+	bench_device(iters, reps, &r, &why);
+
+	if (json) {
+		printf("{\"kind\":\"frames\",\"null_syscall_ns\":%.1f,"
+		       "\"embedded_ns\":%.1f", r.null_syscall_ns,
+		       r.embedded_ns);
+		if (r.have_device)
+			printf(",\"ioctl1_ns\":%.1f,\"ioctl_batch%d_ns\":%.1f,"
+			       "\"uring_batch%d_ns\":%.1f,"
+			       "\"lib_ioctl_ns\":%.1f,\"lib_uring_ns\":%.1f,"
+			       "\"ioctl1_vs_2_syscalls\":%.3f",
+			       r.ioctl1_ns, BATCH, r.ioctl_batch_ns, BATCH,
+			       r.uring_batch_ns, r.lib_ioctl_ns,
+			       r.lib_uring_ns,
+			       r.ioctl1_ns / (2 * r.null_syscall_ns));
+		printf("}\n");
+		return 0;
+	}
+	printf("frame ALLOC+FREE, one frame each way (best of %d x %ld)\n",
+	       reps, iters);
+	printf("  %-22s %10.1f ns\n", "null syscall", r.null_syscall_ns);
+	printf("  %-22s %10.1f ns   %5.2fx a null syscall\n",
+	       "embedded (libkvarena)", r.embedded_ns,
+	       r.embedded_ns / r.null_syscall_ns);
+	if (!r.have_device) {
+		printf("  device paths skipped: %s\n", why);
+		return 0;
+	}
+	printf("  %-22s %10.1f ns   %5.2fx two null syscalls\n", "ioctl x1",
+	       r.ioctl1_ns, r.ioctl1_ns / (2 * r.null_syscall_ns));
+	printf("  %-22s %10.1f ns   %5.2fx ioctl x1, per frame\n",
+	       "ioctl x64 batch", r.ioctl_batch_ns,
+	       r.ioctl_batch_ns / r.ioctl1_ns);
+	printf("  %-22s %10.1f ns   %5.2fx ioctl x1, per frame\n",
+	       "io_uring 64 SQEs", r.uring_batch_ns,
+	       r.uring_batch_ns / r.ioctl1_ns);
+	printf("  %-22s %10.1f ns   %5.2fx ioctl x1\n", "libkvarena, ioctl",
+	       r.lib_ioctl_ns, r.lib_ioctl_ns / r.ioctl1_ns);
+	printf("  %-22s %10.1f ns   %5.2fx ioctl x1\n", "libkvarena, io_uring",
+	       r.lib_uring_ns, r.lib_uring_ns / r.ioctl1_ns);
+	return 0;
+}

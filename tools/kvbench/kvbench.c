@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvbench: kvarena's microbenchmarks.  Every figure is printed next to a
+ * peer or a limit measured in the same run (a raw system call, the
+ * machine's bandwidth), since absolute times on a shared machine say
+ * little; --json gives the same figures to scripts.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "kvbench.h"
+
+static const struct kvbench_cmd {
+	const char *name;
+	int (*main)(int argc, char **argv);
+	const char *help;
+} cmds[] = {
+	{ "map",    kvbench_map_main,
+	  "map+unmap of a frame through libkvarena vs raw mmap; grow cost" },
+	{ "frames", kvbench_frames_main,
+	  "frame ALLOC+FREE: embedded, ioctl, batched, io_uring" },
+};
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: kvbench COMMAND [--json] [OPTIONS]\n\n");
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].help);
+	fprintf(f, "\n'kvbench COMMAND --help' for a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(stdout);
+		return 0;
+	}
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].main(argc - 1, argv + 1);
+	fprintf(stderr, "kvbench: unknown command \"%s\"\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

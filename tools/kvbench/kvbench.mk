@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# kvbench: one binary, a subcommand per benchmark (tools/kvbench/*.c).
+# Also built statically for the VM (`make bench-vm`), where the device
+# paths of `kvbench frames` run against the real module.
+
+KVB_DIR    := $(B)/tools
+KVB_SRCS   := $(wildcard $(SRC)/tools/kvbench/*.c)
+KVB_HDRS   := $(wildcard $(SRC)/tools/kvbench/*.h)
+KVB_CFLAGS := $(KVA_CFLAGS) -I$(SRC)/tools/kvbench
+
+$(KVB_DIR)/kvbench: $(KVB_SRCS) $(KVB_HDRS) $(LIBKVA_A)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(KVB_CFLAGS) -o $@ $(KVB_SRCS) $(LIBKVA_A) \
+		$(LIBKVA_LDLIBS) -lm
+
+$(KVB_DIR)/kvbench-static: $(KVB_SRCS) $(KVB_HDRS) $(LIBKVA_A)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(KVB_CFLAGS) -static -o $@ $(KVB_SRCS) \
+		$(LIBKVA_A) $(LIBKVA_LDLIBS) -lm
+
+ALL += $(KVB_DIR)/kvbench
+
+.PHONY: install-kvbench bench-vm
+install-kvbench: $(KVB_DIR)/kvbench
+	install -D -m 0755 $< $(DESTDIR)$(PREFIX)/bin/kvbench
+INSTALL_TARGETS += install-kvbench
+
+# kvbench frames inside the VM, on the newest kernel: the module's paths.
+bench-vm: $(KVB_DIR)/kvbench-static
+	$(Q)$(MAKE) --no-print-directory KDIR=/lib/modules/$(DEMO_KERNEL)/build module
+	$(Q)printf 'kvbench-static frames\n' > $(B)/bench-vm.sh
+	$(Q)$(VM_RUN) --timeout $(VM_TIMEOUT) --script $(B)/bench-vm.sh \
+		--kernel /boot/vmlinuz-$(DEMO_KERNEL) \
+		--module $(B)/kmod/$(DEMO_KERNEL)/kvarena.ko $<
