@@ -19,18 +19,20 @@ check-vm: $$(VM_TESTS)
 			--module $(B)/kmod/$$k/kvarena.ko $(VM_TESTS) || exit 1; \
 	done
 
-# The main job: boot the newest kernel, create an arena, attach two
-# clients, allocate, print the STAT totals.
-VM_DEMO := $(B)/selftests/vm/kvarena-demo
+# The main job: boot the newest kernel, create an arena with kvarenactl,
+# attach two clients, allocate, print the STAT totals and the clients.
+VM_DEMO := $(B)/selftests/vm/demo-client
 DEMO_KERNEL ?= $(lastword $(VM_KERNELS))
 
-$(VM_DEMO): $(SRC)/selftests/vm/demo.c $(SRC)/include/uapi/linux/kvarena.h
+$(VM_DEMO): $(SRC)/selftests/vm/demo-client.c $(SRC)/include/uapi/linux/kvarena.h
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) -static -o $@ $<
 
 .PHONY: demo
-demo: all $(VM_DEMO)
+demo: all $(VM_DEMO) $(B)/tools/kvarenactl-static
 	@test -n "$(DEMO_KERNEL)" || { echo "kvarena: no kernel with both /boot/vmlinuz-* and headers" >&2; exit 1; }
 	$(Q)$(MAKE) --no-print-directory KDIR=/lib/modules/$(DEMO_KERNEL)/build module
-	$(Q)$(VM_RUN) --timeout $(VM_TIMEOUT) --kernel /boot/vmlinuz-$(DEMO_KERNEL) \
-		--module $(B)/kmod/$(DEMO_KERNEL)/kvarena.ko $(VM_DEMO)
+	$(Q)$(VM_RUN) --timeout $(VM_TIMEOUT) --script $(SRC)/selftests/vm/demo.sh \
+		--kernel /boot/vmlinuz-$(DEMO_KERNEL) \
+		--module $(B)/kmod/$(DEMO_KERNEL)/kvarena.ko \
+		$(VM_DEMO) $(B)/tools/kvarenactl-static
