@@ -24,6 +24,7 @@ struct kva_walk {
 	uint32_t head_stride;	/* from one head's block to the next */
 	uint32_t row_bytes;	/* from one token's row to the next */
 	uint32_t tpf;		/* tokens per frame, T_f */
+	uint32_t kv_heads;
 };
 
 static inline void kva_walk_init(struct kva_walk *w,
@@ -38,12 +39,30 @@ static inline void kva_walk_init(struct kva_walk *w,
 	w->head_stride = g->head_stride;
 	w->row_bytes = g->head_dim * (uint32_t)kva_dtype_size(g->dtype);
 	w->tpf = g->tokens_per_frame;
+	w->kv_heads = g->kv_heads;
 }
 
 /** kva_walk_tok() - offset of token @t's row from head 0's row of token 0. */
 static inline uint64_t kva_walk_tok(const struct kva_walk *w, uint64_t t)
 {
 	return (t / w->tpf) * w->frame_size + (t % w->tpf) * w->row_bytes;
+}
+
+/** kva_walk_rows() - offsets of tokens t .. t + n - 1, one division. */
+static inline void kva_walk_rows(const struct kva_walk *w, uint64_t t,
+				 uint32_t n, uint64_t *off)
+{
+	uint64_t f = t / w->tpf;
+	uint32_t i = (uint32_t)(t - f * w->tpf);
+	uint64_t frame = f * w->frame_size;
+
+	for (uint32_t j = 0; j < n; j++) {
+		off[j] = frame + (uint64_t)i * w->row_bytes;
+		if (++i == w->tpf) {
+			i = 0;
+			frame += w->frame_size;
+		}
+	}
 }
 
 /** Everything about a call that is the same for every piece of work. */
