@@ -19,6 +19,8 @@ static const struct kvbench_cmd {
 	  "map+unmap of a frame through libkvarena vs raw mmap; grow cost" },
 	{ "frames", kvbench_frames_main,
 	  "frame ALLOC+FREE: embedded, ioctl, batched, io_uring" },
+	{ "attn",   kvbench_attn_main,
+	  "attention KV read GB/s vs the machine's read bandwidth; GFLOP/s" },
 };
 
 static void usage(FILE *f)

@@ -9,5 +9,6 @@
 
 int kvbench_map_main(int argc, char **argv);
 int kvbench_frames_main(int argc, char **argv);
+int kvbench_attn_main(int argc, char **argv);
 
 #endif

@@ -1,0 +1,684 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvbench attn - the CPU attention kernels against the machine's own read
+ * bandwidth, both measured in this run.
+ *
+ * Geometry: Llama-3-8B (32 layers, 32 query heads, 8 KV heads, head_dim
+ * 128) with bf16 KV in 2 MiB frames, so T_f = 16 and one token of one
+ * layer is 4 KiB of K and V.
+ *
+ * Bandwidth: a STREAM-like read (vector loads summed into eight
+ * accumulators) of the very bytes the 8k-token batch-1 decode reads: that
+ * case's KV arena, slice by slice in the same order, on one thread and on
+ * all of them.
+ *
+ * Decode: one query token per sequence for each layer in turn, as a model
+ * step does.  A case cycles through as many layers as fit in --mem (at
+ * least one, at most all 32), so that the bytes read each pass are not a
+ * cache's worth; only those layers' pages are ever touched.  kv_gbs counts
+ * the K and V bytes read; ratio divides it by the read bandwidth on the
+ * same number of threads.
+ *
+ * Prefill: a chunk of query tokens at the end of the context, causal;
+ * GFLOP/s counts 4 * head_dim flops per (query row, visible key).
+ *
+ * Times are the best of repeated passes (at least --time seconds of them),
+ * for the peers and for the kernels alike.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "kvattn.h"
+#include "kvbench.h"
+
+#define MAX_LIST 8
+
+static double kvbench_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+struct opts {
+	bool json;
+	unsigned int threads;
+	enum kva_isa isa;
+	uint64_t tokens[MAX_LIST];
+	unsigned int nr_tokens;
+	uint32_t batch[MAX_LIST];
+	unsigned int nr_batch;
+	uint64_t mem;
+	double min_time;
+	bool prefill;
+	uint32_t chunk;
+};
+
+static const uint32_t q_heads = 32;
+
+static void geometry(struct kva_geometry *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->layers = 32;
+	g->kv_heads = 8;
+	g->head_dim = 128;
+	g->dtype = KVA_DTYPE_BF16;
+	g->frame_size = 2u << 20;
+	kva_geometry_init(g);
+}
+
+/* ---- the KV arena of one case ------------------------------------------- */
+
+struct arena {
+	struct kva_geometry g;
+	uint8_t *mem;
+	size_t bytes;
+	size_t seq_bytes;
+	uint32_t nr_seqs;
+	uint64_t tokens;
+	uint32_t layers;		/* layers 0 .. layers - 1 hold data */
+	struct kva_seq *seqs;
+};
+
+/* Bytes of one layer's K and V in one frame: its slice. */
+static size_t slice_bytes(const struct kva_geometry *g)
+{
+	return 2ull * g->kv_heads * g->head_stride;
+}
+
+static uint8_t *slice(const struct arena *a, uint32_t s, uint32_t l,
+		      uint64_t frame)
+{
+	return a->mem + (size_t)s * a->seq_bytes +
+	       kva_kv_offset(&a->g, l, KVA_K, 0,
+			     frame * a->g.tokens_per_frame);
+}
+
+static uint64_t arena_frames(const struct arena *a)
+{
+	return kva_frames_for(&a->g, a->tokens);
+}
+
+static void arena_free(struct arena *a)
+{
+	if (a->mem)
+		munmap(a->mem, a->bytes);
+	free(a->seqs);
+	memset(a, 0, sizeof(*a));
+}
+
+/*
+ * Reserves nr_seqs ranges of tokens each and fills the slices of layers
+ * 0 .. layers - 1 with bf16 values in +-[0.5, 1); the other layers'
+ * pages stay untouched and take no memory.
+ */
+static int arena_make(struct arena *a, uint64_t tokens, uint32_t nr_seqs,
+		      uint32_t layers)
+{
+	uint64_t state = 0x9e3779b97f4a7c15ull;
+
+	memset(a, 0, sizeof(*a));
+	geometry(&a->g);
+	a->tokens = tokens;
+	a->nr_seqs = nr_seqs;
+	a->layers = layers;
+	a->seq_bytes = kva_frames_for(&a->g, tokens) * a->g.frame_size;
+	a->bytes = a->seq_bytes * nr_seqs;
+	a->mem = mmap(NULL, a->bytes, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	a->seqs = calloc(nr_seqs, sizeof(*a->seqs));
+	if (a->mem == MAP_FAILED || !a->seqs) {
+		if (a->mem == MAP_FAILED)
+			a->mem = NULL;
+		arena_free(a);
+		return -ENOMEM;
+	}
+	for (uint32_t s = 0; s < nr_seqs; s++) {
+		a->seqs[s].base = a->mem + (size_t)s * a->seq_bytes;
+		a->seqs[s].tokens = tokens;
+		for (uint32_t l = 0; l < layers; l++)
+			for (uint64_t f = 0; f < arena_frames(a); f++) {
+				uint64_t *p = (uint64_t *)slice(a, s, l, f);
+
+				for (size_t i = 0; i < slice_bytes(&a->g) / 8;
+				     i++) {
+					state ^= state << 13;
+					state ^= state >> 7;
+					state ^= state << 17;
+					p[i] = (state & 0x807f807f807f807full) |
+					       0x3f003f003f003f00ull;
+				}
+			}
+	}
+	return 0;
+}
+
+/* ---- the read peer ------------------------------------------------------ */
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f")))
+static float read_avx512(const uint8_t *p, size_t n)
+{
+	__m512 a[8];
+
+	for (int i = 0; i < 8; i++)
+		a[i] = _mm512_setzero_ps();
+	for (size_t o = 0; o + 512 <= n; o += 512)
+		for (int i = 0; i < 8; i++)
+			a[i] = _mm512_add_ps(a[i], _mm512_load_ps(
+				(const float *)(p + o + 64 * i)));
+	for (int i = 1; i < 8; i++)
+		a[0] = _mm512_add_ps(a[0], a[i]);
+	return _mm512_reduce_add_ps(a[0]);
+}
+
+__attribute__((target("avx2")))
+static float read_avx2(const uint8_t *p, size_t n)
+{
+	__m256 a[8];
+	float out[8];
+
+	for (int i = 0; i < 8; i++)
+		a[i] = _mm256_setzero_ps();
+	for (size_t o = 0; o + 256 <= n; o += 256)
+		for (int i = 0; i < 8; i++)
+			a[i] = _mm256_add_ps(a[i], _mm256_load_ps(
+				(const float *)(p + o + 32 * i)));
+	for (int i = 1; i < 8; i++)
+		a[0] = _mm256_add_ps(a[0], a[i]);
+	_mm256_storeu_ps(out, a[0]);
+	return out[0];
+}
+#endif
+
+static float read_plain(const uint8_t *p, size_t n)
+{
+	uint64_t a[8] = { 0 };
+
+	for (size_t o = 0; o + 64 <= n; o += 64)
+		for (int i = 0; i < 8; i++)
+			a[i] += ((const uint64_t *)(p + o))[i];
+	return (float)(a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7]);
+}
+
+/* The widest loads the kernels of @isa use. */
+static float read_bytes(enum kva_isa isa, const uint8_t *p, size_t n)
+{
+#if defined(__x86_64__)
+	if (isa == KVA_ISA_AVX512)
+		return read_avx512(p, n);
+	if (isa == KVA_ISA_AVX2)
+		return read_avx2(p, n);
+#endif
+	return read_plain(p, n);
+}
+
+struct reader {
+	const struct arena *a;
+	enum kva_isa isa;
+	uint64_t f0, f1;		/* frames [f0, f1) of every sequence */
+	pthread_barrier_t *start;
+	volatile float sink;
+};
+
+/* Reads the decode's slices of frames [f0, f1) in the decode's order. */
+static void read_part(struct reader *r)
+{
+	const struct arena *a = r->a;
+	size_t n = slice_bytes(&a->g);
+	float sum = 0.0f;
+
+	for (uint32_t l = 0; l < a->layers; l++)
+		for (uint32_t s = 0; s < a->nr_seqs; s++)
+			for (uint64_t f = r->f0; f < r->f1; f++)
+				sum += read_bytes(r->isa, slice(a, s, l, f), n);
+	r->sink = sum;
+}
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+
+	pthread_barrier_wait(r->start);
+	read_part(r);
+	return NULL;
+}
+
+/* Seconds for one read of the arena's data on @threads threads. */
+static double read_once(const struct arena *a, enum kva_isa isa,
+			unsigned int threads)
+{
+	struct reader r[threads];
+	pthread_t tid[threads];
+	pthread_barrier_t start;
+	uint64_t frames = arena_frames(a);
+	double t;
+
+	pthread_barrier_init(&start, NULL, threads);
+	for (unsigned int i = 0; i < threads; i++) {
+		r[i].a = a;
+		r[i].isa = isa;
+		r[i].f0 = frames * i / threads;
+		r[i].f1 = frames * (i + 1) / threads;
+		r[i].start = &start;
+		if (i)
+			pthread_create(&tid[i], NULL, reader_main, &r[i]);
+	}
+	pthread_barrier_wait(&start);
+	t = kvbench_now();
+	read_part(&r[0]);
+	for (unsigned int i = 1; i < threads; i++)
+		pthread_join(tid[i], NULL);
+	t = kvbench_now() - t;
+	pthread_barrier_destroy(&start);
+	return t;
+}
+
+static double arena_data_bytes(const struct arena *a)
+{
+	return (double)a->nr_seqs * a->layers * arena_frames(a) *
+	       slice_bytes(&a->g);
+}
+
+/* Best-of read bandwidth, GB/s. */
+static double read_gbs(const struct arena *a, enum kva_isa isa,
+		       unsigned int threads, double min_time)
+{
+	double best = INFINITY, spent = 0.0;
+
+	for (int i = 0; i < 3 || spent < min_time; i++) {
+		double t = read_once(a, isa, threads);
+
+		spent += t;
+		if (t < best)
+			best = t;
+	}
+	return arena_data_bytes(a) / best / 1e9;
+}
+
+/* ---- the kernels ----------------------------------------------------------- */
+
+/* Best-of seconds for one pass of decode over the arena's layers. */
+static int decode_time(struct kva_attn *h, const struct arena *a,
+		       double min_time, double *best)
+{
+	size_t n = (size_t)a->nr_seqs * q_heads * a->g.head_dim;
+	float *q = malloc(n * sizeof(*q)), *out = malloc(n * sizeof(*out));
+	double spent = 0.0;
+	int err = 0;
+
+	if (!q || !out) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		q[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+	*best = INFINITY;
+	for (int pass = 0; !err && (pass < 3 || spent < min_time); pass++) {
+		double t = kvbench_now();
+
+		for (uint32_t l = 0; !err && l < a->layers; l++) {
+			struct kva_attn_params p = {
+				.geom = &a->g, .layer = l, .q_heads = q_heads,
+				.scale = 1.0f / sqrtf((float)a->g.head_dim),
+			};
+
+			err = kva_attn_decode(h, &p, a->seqs, a->nr_seqs, q, out);
+		}
+		t = kvbench_now() - t;
+		spent += t;
+		if (pass && t < *best)	/* pass 0 warms up */
+			*best = t;
+	}
+out:
+	free(q);
+	free(out);
+	return err;
+}
+
+static int prefill_time(struct kva_attn *h, const struct arena *a,
+			uint32_t chunk, double min_time, double *best,
+			double *flops)
+{
+	size_t n = (size_t)chunk * q_heads * a->g.head_dim;
+	float *q = malloc(n * sizeof(*q)), *out = malloc(n * sizeof(*out));
+	struct kva_prefill_seq s = {
+		.base = a->seqs[0].base, .tokens = a->tokens,
+		.q_tokens = chunk, .q_start = 0,
+	};
+	struct kva_attn_params p = {
+		.geom = &a->g, .layer = 0, .q_heads = q_heads,
+		.scale = 1.0f / sqrtf((float)a->g.head_dim),
+	};
+	double spent = 0.0;
+	int err = 0;
+
+	if (!q || !out) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		q[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+	/* keys seen: prefix + i + 1 for query i */
+	*flops = 4.0 * a->g.head_dim * q_heads *
+		 ((double)chunk * (a->tokens - chunk) +
+		  (double)chunk * (chunk + 1) / 2);
+	*best = INFINITY;
+	for (int pass = 0; !err && (pass < 2 || spent < min_time); pass++) {
+		double t = kvbench_now();
+
+		err = kva_attn_prefill(h, &p, &s, 1, q, out);
+		t = kvbench_now() - t;
+		spent += t;
+		if (t < *best)
+			*best = t;
+	}
+out:
+	free(q);
+	free(out);
+	return err;
+}
+
+/* ---- the run ------------------------------------------------------------------ */
+
+static int parse_list(const char *arg, uint64_t *v, unsigned int *n)
+{
+	char *end;
+
+	*n = 0;
+	do {
+		if (*n == MAX_LIST)
+			return -1;
+		v[(*n)++] = strtoull(arg, &end, 10);
+		if (end == arg || !v[*n - 1])
+			return -1;
+		arg = end + 1;
+	} while (*end == ',');
+	return *end ? -1 : 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: kvbench attn [--json] [--threads N] [--isa scalar|avx2|avx512]\n"
+"                    [--tokens 1024,8192,32768] [--batch 1,16] [--mem MIB]\n"
+"                    [--time SEC] [--chunk N] [--no-prefill]\n"
+"\n"
+"Decode and prefill attention, Llama-3-8B geometry (32 q heads, 8 KV heads,\n"
+"head_dim 128, bf16 KV, 2 MiB frames), against the read bandwidth of the\n"
+"same bytes measured in the same run.\n"
+"  --threads N  threads of the all-thread runs (default: online CPUs)\n"
+"  --mem MIB    KV bytes each decode case cycles through (default 1024)\n"
+"  --time SEC   least time spent on each measurement (default 0.5)\n"
+"  --chunk N    prefill query tokens per sequence (default 512)\n");
+}
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+	static const struct option lopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "isa", required_argument, NULL, 'i' },
+		{ "tokens", required_argument, NULL, 'T' },
+		{ "batch", required_argument, NULL, 'b' },
+		{ "mem", required_argument, NULL, 'm' },
+		{ "time", required_argument, NULL, 's' },
+		{ "chunk", required_argument, NULL, 'c' },
+		{ "no-prefill", no_argument, NULL, 'P' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	uint64_t list[MAX_LIST];
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int c;
+
+	*o = (struct opts){
+		.threads = ncpu > 0 ? (unsigned int)ncpu : 1,
+		.isa = KVA_ISA_AUTO,
+		.tokens = { 1024, 8192, 32768 }, .nr_tokens = 3,
+		.batch = { 1, 16 }, .nr_batch = 2,
+		.mem = 1024ull << 20, .min_time = 0.5, .prefill = true,
+		.chunk = 512,
+	};
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			o->json = true;
+			break;
+		case 't':
+			o->threads = (unsigned int)strtoul(optarg, NULL, 10);
+			if (!o->threads || o->threads > 1024)
+				goto bad;
+			break;
+		case 'i':
+			if (kva_isa_parse(optarg, &o->isa))
+				goto bad;
+			break;
+		case 'T':
+			if (parse_list(optarg, o->tokens, &o->nr_tokens))
+				goto bad;
+			break;
+		case 'b':
+			if (parse_list(optarg, list, &o->nr_batch))
+				goto bad;
+			for (unsigned int i = 0; i < o->nr_batch; i++) {
+				if (list[i] > 4096)
+					goto bad;
+				o->batch[i] = (uint32_t)list[i];
+			}
+			break;
+		case 'm':
+			o->mem = strtoull(optarg, NULL, 10) << 20;
+			if (!o->mem)
+				goto bad;
+			break;
+		case 's':
+			o->min_time = strtod(optarg, NULL);
+			if (!(o->min_time >= 0))
+				goto bad;
+			break;
+		case 'c':
+			o->chunk = (uint32_t)strtoul(optarg, NULL, 10);
+			if (!o->chunk)
+				goto bad;
+			break;
+		case 'P':
+			o->prefill = false;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc)
+		goto bad;
+	return 0;
+bad:
+	fprintf(stderr, "kvbench attn: bad option or value%s%s\n",
+		optind <= argc && optarg ? ": " : "", optarg ? optarg : "");
+	usage(stderr);
+	return 2;
+}
+
+/* Layers a decode case cycles through: its bytes within --mem. */
+static uint32_t layers_for(const struct opts *o, uint64_t tokens,
+			   uint32_t batch, const struct kva_geometry *g)
+{
+	uint64_t per_layer = tokens * batch *
+			     (slice_bytes(g) / g->tokens_per_frame);
+	uint64_t l = o->mem / per_layer;
+
+	return l < 1 ? 1 : l > g->layers ? g->layers : (uint32_t)l;
+}
+
+int kvbench_attn_main(int argc, char **argv)
+{
+	struct kva_attn *h1 = NULL, *hn = NULL;
+	struct kva_attn_config cfg = { .threads = 1 };
+	struct arena bw = { 0 };
+	struct kva_geometry g;
+	double bw1, bwn;
+	struct opts o;
+	unsigned int tcount;
+	int err;
+
+	err = parse(argc, argv, &o);
+	if (err)
+		return err;
+	geometry(&g);
+	cfg.isa = o.isa;
+	err = kva_attn_create(&h1, &cfg);
+	cfg.threads = o.threads;
+	if (!err)
+		err = kva_attn_create(&hn, &cfg);
+	if (err) {
+		fprintf(stderr, "kvbench attn: kernels (isa %s): %s\n",
+			kva_isa_name(o.isa), strerror(-err));
+		goto out;
+	}
+	tcount = o.threads > 1 ? 2 : 1;
+
+	/* the peer: the 8k-token batch-1 decode's bytes */
+	err = arena_make(&bw, 8192, 1, layers_for(&o, 8192, 1, &g));
+	if (err) {
+		fprintf(stderr, "kvbench attn: arena: %s\n", strerror(-err));
+		goto out;
+	}
+	bw1 = read_gbs(&bw, kva_attn_isa(h1), 1, o.min_time);
+	bwn = read_gbs(&bw, kva_attn_isa(h1), o.threads, o.min_time);
+	if (o.json) {
+		printf("{\"kind\":\"bandwidth\",\"read_gbs_1t\":%.3f,"
+		       "\"read_gbs_all\":%.3f,\"threads\":%u,\"bytes\":%.0f}\n",
+		       bw1, bwn, o.threads, arena_data_bytes(&bw));
+	} else {
+		printf("read bandwidth (%.0f MiB: the 8k-token decode's KV): "
+		       "%.2f GB/s on 1 thread, %.2f GB/s on %u\n\n",
+		       arena_data_bytes(&bw) / (1 << 20), bw1, bwn, o.threads);
+		printf("decode: 32 q heads, 8 KV heads, head_dim 128, bf16 KV, "
+		       "isa %s\n", kva_isa_name(kva_attn_isa(h1)));
+		printf("%8s %6s %8s %7s %10s %9s %10s\n", "tokens", "batch",
+		       "threads", "layers", "KV GB/s", "of read", "ms/layer");
+	}
+	fflush(stdout);
+
+	for (unsigned int ti = 0; ti < o.nr_tokens; ti++)
+		for (unsigned int bi = 0; bi < o.nr_batch; bi++) {
+			uint64_t tokens = o.tokens[ti];
+			uint32_t batch = o.batch[bi];
+			uint32_t layers = layers_for(&o, tokens, batch, &g);
+			struct arena a = { 0 }, *ap = &a;
+
+			if (tokens == bw.tokens && batch == 1)
+				ap = &bw;
+			else if ((err = arena_make(&a, tokens, batch, layers))) {
+				fprintf(stderr, "kvbench attn: arena of %llu x %u tokens: %s\n",
+					(unsigned long long)tokens, batch,
+					strerror(-err));
+				goto out;
+			}
+			for (unsigned int k = 0; k < tcount; k++) {
+				struct kva_attn *hh = k ? hn : h1;
+				unsigned int th = kva_attn_threads(hh);
+				double t, gbs, ratio;
+
+				err = decode_time(hh, ap, o.min_time, &t);
+				if (err) {
+					fprintf(stderr, "kvbench attn: decode: %s\n",
+						strerror(-err));
+					arena_free(&a);
+					goto out;
+				}
+				gbs = arena_data_bytes(ap) / t / 1e9;
+				ratio = gbs / (k ? bwn : bw1);
+				if (o.json)
+					printf("{\"kind\":\"decode\",\"tokens\":%llu,"
+					       "\"batch\":%u,\"threads\":%u,"
+					       "\"dtype\":\"bf16\",\"isa\":\"%s\","
+					       "\"layers\":%u,\"kv_gbs\":%.3f,"
+					       "\"ratio\":%.3f}\n",
+					       (unsigned long long)tokens, batch,
+					       th, kva_isa_name(kva_attn_isa(hh)),
+					       ap->layers, gbs, ratio);
+				else
+					printf("%8llu %6u %8u %7u %10.2f %8.0f%% %10.3f\n",
+					       (unsigned long long)tokens, batch,
+					       th, ap->layers, gbs, 100 * ratio,
+					       t * 1e3 / ap->layers);
+				fflush(stdout);
+			}
+			arena_free(&a);
+		}
+
+	if (o.prefill) {
+		if (!o.json)
+			printf("\nprefill: %u query tokens at the end of the "
+			       "context, causal, batch 1\n%8s %6s %8s %8s %10s\n",
+			       o.chunk, "tokens", "batch", "threads",
+			       "q_tokens", "GFLOP/s");
+		for (unsigned int ti = 0; ti < o.nr_tokens; ti++) {
+			uint64_t tokens = o.tokens[ti];
+			struct arena a;
+
+			if (tokens > 8192 || tokens < o.chunk)
+				continue;	/* minutes, or no prefix */
+			err = arena_make(&a, tokens, 1, 1);
+			if (err) {
+				fprintf(stderr, "kvbench attn: arena: %s\n",
+					strerror(-err));
+				goto out;
+			}
+			for (unsigned int k = 0; k < tcount; k++) {
+				struct kva_attn *hh = k ? hn : h1;
+				double t, flops;
+
+				err = prefill_time(hh, &a, o.chunk, o.min_time,
+						   &t, &flops);
+				if (err) {
+					fprintf(stderr, "kvbench attn: prefill: %s\n",
+						strerror(-err));
+					arena_free(&a);
+					goto out;
+				}
+				if (o.json)
+					printf("{\"kind\":\"prefill\",\"tokens\":%llu,"
+					       "\"batch\":1,\"threads\":%u,"
+					       "\"dtype\":\"bf16\",\"isa\":\"%s\","
+					       "\"q_tokens\":%u,\"gflops\":%.2f}\n",
+					       (unsigned long long)tokens,
+					       kva_attn_threads(hh),
+					       kva_isa_name(kva_attn_isa(hh)),
+					       o.chunk, flops / t / 1e9);
+				else
+					printf("%8llu %6u %8u %8u %10.2f\n",
+					       (unsigned long long)tokens, 1,
+					       kva_attn_threads(hh), o.chunk,
+					       flops / t / 1e9);
+				fflush(stdout);
+			}
+			arena_free(&a);
+		}
+	}
+out:
+	arena_free(&bw);
+	kva_attn_destroy(h1);
+	kva_attn_destroy(hn);
+	return err ? 1 : 0;
+}
