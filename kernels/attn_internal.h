@@ -11,6 +11,10 @@
 
 #include "kvattn.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /**
  * struct kva_walk - the strides of one layer of the frame layout, all
  * derived from kva_kv_offset() so that layout.h stays the one definition:
@@ -37,7 +41,8 @@ static inline void kva_walk_init(struct kva_walk *w,
 	w->frame_size = kva_kv_offset(g, layer, KVA_K, 0, g->tokens_per_frame) -
 			k0;
 	w->head_stride = g->head_stride;
-	w->row_bytes = g->head_dim * (uint32_t)kva_dtype_size(g->dtype);
+	w->row_bytes = g->head_dim *
+		       (uint32_t)kva_dtype_size((enum kva_dtype)g->dtype);
 	w->tpf = g->tokens_per_frame;
 	w->kv_heads = g->kv_heads;
 }
@@ -144,5 +149,9 @@ static inline uint32_t kva_prefill_block_tokens(uint32_t group)
 
 	return nq ? nq : 1;
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* KVA_ATTN_INTERNAL_H */

@@ -1,0 +1,419 @@
+// SPDX-License-Identifier: MIT
+/*
+ * decode.cu - flash-decoding over the frame layout.
+ *
+ * Grid: (split, KV head x head group, sequence); 128 threads.  A block
+ * takes one piece of split_tokens tokens of one sequence for up to GM
+ * query heads sharing one KV head, so every K and V byte is read once per
+ * block and used by the whole group.
+ *
+ * Within a warp, LPR lanes share one token's row, each loading 16 bytes
+ * (NV of them for wide rows), so a warp reads RPW = 32 / LPR rows per
+ * step and U steps are loaded before any is used: U * NV * 2 loads of 16
+ * bytes in flight per lane.  The dot product is summed over the LPR lanes
+ * with shuffles; the running max is kept equal across the warp, so the
+ * per-subgroup sums can be added at the end.  The four warps' states are
+ * merged through shared memory with kva_softmax_merge(), then either
+ * written (a sequence with one piece) or left in the workspace, where the
+ * last block of the (sequence, KV head, group) to finish, counted by an
+ * atomic ticket, merges all pieces in piece order and writes the output.
+ */
+#include "common.cuh"
+
+namespace kva {
+
+struct decode_args {
+	kva_walk w;
+	const kva_seq *seqs;
+	const float *q;
+	float *out;
+	unsigned int *tickets;		/* [seq][kv_heads * hgroups] */
+	float *ws_ml;			/* [seq][q_heads][splits][2] */
+	float *ws_acc;			/* [seq][q_heads][splits][D] */
+	uint32_t q_heads, group, hgroups, splits, split_tokens;
+	float scale;
+};
+
+constexpr int WARPS = 4;
+
+template <int DT, int D, int GM>
+__global__ void __launch_bounds__(WARPS * 32)
+decode_kernel(const decode_args a)
+{
+	constexpr int EPV = per_vec<DT>();	/* elements per vector */
+	constexpr int VPR = D / EPV;		/* vectors per row */
+	constexpr int LPR = VPR < 32 ? VPR : 32;	/* lanes per row */
+	constexpr int NV = VPR / LPR;		/* vectors per lane */
+	constexpr int RPW = 32 / LPR;		/* rows per warp step */
+	constexpr int U = 4;			/* steps loaded at once */
+	constexpr int EL = NV * EPV;		/* elements per lane */
+	constexpr uint32_t STEP = RPW * U;
+
+	__shared__ float sm_ml[WARPS][GM][2];
+	__shared__ float sm_acc[WARPS][GM][D];
+	__shared__ int last;
+
+	const uint32_t seq = blockIdx.z, split = blockIdx.x;
+	const uint32_t kvh = blockIdx.y / a.hgroups;
+	const uint32_t g0 = blockIdx.y % a.hgroups * GM;
+	const uint32_t gn = min((uint32_t)GM, a.group - g0);
+	const uint32_t qh0 = kvh * a.group + g0;
+	const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const uint32_t sub = lane / LPR, lr = lane % LPR;
+	const uint64_t tokens = a.seqs[seq].tokens;
+	const uint8_t *base = (const uint8_t *)a.seqs[seq].base;
+	const uint32_t nsplit = (uint32_t)((tokens + a.split_tokens - 1) /
+					   a.split_tokens);
+	const uint32_t t0 = split * a.split_tokens;
+	const uint32_t t1 = (uint32_t)min((uint64_t)t0 + a.split_tokens,
+					  tokens);
+	float *out = a.out + ((size_t)seq * a.q_heads + qh0) * D;
+
+	if (tokens == 0) {		/* no key: the output is 0 */
+		if (split == 0)
+			for (uint32_t i = threadIdx.x; i < gn * D;
+			     i += blockDim.x)
+				out[i] = 0.0f;
+		return;
+	}
+	if (split >= nsplit)
+		return;
+
+	float q[GM][EL], acc[GM][EL];
+	kva_softmax st[GM];
+
+#pragma unroll
+	for (int g = 0; g < GM; g++) {
+		const float *qg = a.q + ((size_t)seq * a.q_heads + qh0 +
+					 min((uint32_t)g, gn - 1)) * D;
+
+		kva_softmax_init(&st[g]);
+#pragma unroll
+		for (int v = 0; v < NV; v++)
+#pragma unroll
+			for (int e = 0; e < EPV; e++) {
+				q[g][v * EPV + e] = qg[(v * LPR + lr) * EPV + e] *
+						    a.scale;
+				acc[g][v * EPV + e] = 0.0f;
+			}
+	}
+
+	const uint8_t *kb = base + a.w.kv_off[KVA_K] +
+			    (uint64_t)kvh * a.w.head_stride + lr * 16;
+	const uint8_t *vb = base + a.w.kv_off[KVA_V] +
+			    (uint64_t)kvh * a.w.head_stride + lr * 16;
+
+	for (uint32_t t = t0 + warp * STEP; t < t1; t += WARPS * STEP) {
+		uint4 kx[U][NV], vx[U][NV];
+		float s[U][GM];
+
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			uint32_t tok = t + u * RPW + sub;
+
+#pragma unroll
+			for (int v = 0; v < NV; v++) {
+				kx[u][v] = make_uint4(0, 0, 0, 0);
+				vx[u][v] = make_uint4(0, 0, 0, 0);
+			}
+			if (tok < t1) {
+				uint64_t off = walk_tok(a.w, tok);
+
+#pragma unroll
+				for (int v = 0; v < NV; v++) {
+					kx[u][v] = __ldg((const uint4 *)(kb + off +
+								v * LPR * 16));
+					vx[u][v] = __ldg((const uint4 *)(vb + off +
+								v * LPR * 16));
+				}
+			}
+		}
+
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			float k[EL];
+			bool ok = t + u * RPW + sub < t1;
+
+#pragma unroll
+			for (int v = 0; v < NV; v++)
+				widen<DT>(kx[u][v], &k[v * EPV]);
+#pragma unroll
+			for (int g = 0; g < GM; g++) {
+				float dot = 0.0f;
+
+#pragma unroll
+				for (int e = 0; e < EL; e++)
+					dot = fmaf(q[g][e], k[e], dot);
+#pragma unroll
+				for (int o = LPR / 2; o > 0; o >>= 1)
+					dot += __shfl_xor_sync(FULL, dot, o);
+				s[u][g] = ok ? dot : -INFINITY;
+			}
+		}
+
+#pragma unroll
+		for (int g = 0; g < GM; g++) {
+			float tmax = s[0][g], alpha;
+
+#pragma unroll
+			for (int u = 1; u < U; u++)
+				tmax = fmaxf(tmax, s[u][g]);
+#pragma unroll
+			for (int o = LPR; o < 32; o <<= 1)
+				tmax = fmaxf(tmax, __shfl_xor_sync(FULL, tmax, o));
+			alpha = kva_softmax_rescale(&st[g], tmax);
+#pragma unroll
+			for (int e = 0; e < EL; e++)
+				acc[g][e] *= alpha;
+		}
+
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			float vf[EL];
+
+#pragma unroll
+			for (int v = 0; v < NV; v++)
+				widen<DT>(vx[u][v], &vf[v * EPV]);
+#pragma unroll
+			for (int g = 0; g < GM; g++) {
+				float w = kva_softmax_weight(&st[g], s[u][g]);
+
+				kva_softmax_add(&st[g], w);
+#pragma unroll
+				for (int e = 0; e < EL; e++)
+					acc[g][e] = fmaf(w, vf[e], acc[g][e]);
+			}
+		}
+	}
+
+	/* the subgroups of a warp share m: add their l and acc */
+#pragma unroll
+	for (int g = 0; g < GM; g++)
+#pragma unroll
+		for (int o = LPR; o < 32; o <<= 1) {
+			st[g].l += __shfl_xor_sync(FULL, st[g].l, o);
+#pragma unroll
+			for (int e = 0; e < EL; e++)
+				acc[g][e] += __shfl_xor_sync(FULL, acc[g][e], o);
+		}
+	if (sub == 0)
+#pragma unroll
+		for (int g = 0; g < GM; g++)
+#pragma unroll
+			for (int v = 0; v < NV; v++)
+#pragma unroll
+				for (int e = 0; e < EPV; e++)
+					sm_acc[warp][g][(v * LPR + lr) * EPV + e] =
+						acc[g][v * EPV + e];
+	if (lane == 0)
+#pragma unroll
+		for (int g = 0; g < GM; g++) {
+			sm_ml[warp][g][0] = st[g].m;
+			sm_ml[warp][g][1] = st[g].l;
+		}
+	__syncthreads();
+
+	/* the block's state, one (head, element) per thread and loop */
+	const size_t slot0 = ((size_t)seq * a.q_heads + qh0) * a.splits;
+
+	for (uint32_t i = threadIdx.x; i < gn * D; i += blockDim.x) {
+		uint32_t g = i / D, d = i % D;
+		kva_softmax bs = { sm_ml[0][g][0], sm_ml[0][g][1] };
+		float o = sm_acc[0][g][d];
+
+		for (int w = 1; w < WARPS; w++) {
+			kva_softmax ws = { sm_ml[w][g][0], sm_ml[w][g][1] };
+			float wa, wb;
+
+			kva_softmax_merge(&bs, &ws, &wa, &wb);
+			o = o * wa + sm_acc[w][g][d] * wb;
+		}
+		if (nsplit == 1) {
+			out[(size_t)g * D + d] = o * kva_softmax_norm(&bs);
+			continue;
+		}
+		size_t slot = slot0 + (size_t)g * a.splits + split;
+
+		a.ws_acc[slot * D + d] = o;
+		if (d == 0) {
+			a.ws_ml[slot * 2] = bs.m;
+			a.ws_ml[slot * 2 + 1] = bs.l;
+		}
+	}
+	if (nsplit == 1)
+		return;
+
+	/* publish the partial, then take a ticket */
+	__threadfence();
+	__syncthreads();
+	unsigned int *ticket = &a.tickets[(size_t)seq * gridDim.y + blockIdx.y];
+
+	if (threadIdx.x == 0)
+		last = atomicAdd(ticket, 1u) == nsplit - 1;
+	__syncthreads();
+	if (!last)
+		return;
+	__threadfence();
+
+	for (uint32_t i = threadIdx.x; i < gn * D; i += blockDim.x) {
+		uint32_t g = i / D, d = i % D;
+		size_t slot = slot0 + (size_t)g * a.splits;
+		kva_softmax bs = { __ldcg(&a.ws_ml[slot * 2]),
+				   __ldcg(&a.ws_ml[slot * 2 + 1]) };
+		float o = __ldcg(&a.ws_acc[slot * D + d]);
+
+		for (uint32_t p = 1; p < nsplit; p++) {
+			kva_softmax ps = { __ldcg(&a.ws_ml[(slot + p) * 2]),
+					   __ldcg(&a.ws_ml[(slot + p) * 2 + 1]) };
+			float wa, wb;
+
+			kva_softmax_merge(&bs, &ps, &wa, &wb);
+			o = o * wa + __ldcg(&a.ws_acc[(slot + p) * D + d]) * wb;
+		}
+		out[(size_t)g * D + d] = o * kva_softmax_norm(&bs);
+	}
+	if (threadIdx.x == 0)
+		*ticket = 0;		/* ready for the next decode */
+}
+
+/* Query heads per block: the group, rounded up to 1, 2, 4 or 8. */
+static uint32_t heads_per_block(uint32_t group)
+{
+	return group <= 1 ? 1 : group <= 2 ? 2 : group <= 4 ? 4 : 8;
+}
+
+template <int DT, int D>
+static void launch_d(uint32_t gm, dim3 grid, cudaStream_t s,
+		     const decode_args &a)
+{
+	switch (gm) {
+	case 1: decode_kernel<DT, D, 1><<<grid, WARPS * 32, 0, s>>>(a); break;
+	case 2: decode_kernel<DT, D, 2><<<grid, WARPS * 32, 0, s>>>(a); break;
+	case 4: decode_kernel<DT, D, 4><<<grid, WARPS * 32, 0, s>>>(a); break;
+	default: decode_kernel<DT, D, 8><<<grid, WARPS * 32, 0, s>>>(a); break;
+	}
+}
+
+template <int DT>
+static void launch_dt(uint32_t head_dim, uint32_t gm, dim3 grid,
+		      cudaStream_t s, const decode_args &a)
+{
+	switch (head_dim) {
+	case 64: launch_d<DT, 64>(gm, grid, s, a); break;
+	case 128: launch_d<DT, 128>(gm, grid, s, a); break;
+	default: launch_d<DT, 256>(gm, grid, s, a); break;
+	}
+}
+
+struct ws_layout {
+	size_t tickets, ml, acc, bytes;
+};
+
+static ws_layout layout(const kva_attn_shape &sh, uint32_t nr_seqs,
+			uint32_t splits)
+{
+	uint32_t hgroups = (sh.group + 7) / 8;
+	size_t slots = (size_t)nr_seqs * sh.q_heads * splits;
+	ws_layout l;
+
+	if (heads_per_block(sh.group) < 8)
+		hgroups = 1;
+	l.tickets = 0;
+	l.ml = ((size_t)nr_seqs * sh.kv_heads * hgroups * sizeof(unsigned int) +
+		255) & ~(size_t)255;
+	l.acc = l.ml + ((slots * 2 * sizeof(float) + 255) & ~(size_t)255);
+	l.bytes = l.acc + slots * sh.head_dim * sizeof(float);
+	return l;
+}
+
+} /* namespace kva */
+
+using namespace kva;
+
+extern "C" int kva_cuda_decode_plan(const struct kva_attn_params *p,
+				    uint32_t nr_seqs, uint64_t max_tokens,
+				    struct kva_cuda_decode_plan *plan)
+{
+	kva_attn_shape sh;
+	int err, dev, sms;
+	uint64_t blocks, splits, split_tokens;
+	uint32_t gm;
+
+	err = device_shape(&sh, p);
+	if (err)
+		return err;
+	if (!plan || !nr_seqs || max_tokens > UINT32_MAX)
+		return -EINVAL;
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) !=
+		    cudaSuccess)
+		return fail(cudaGetLastError());
+	gm = heads_per_block(sh.group);
+	blocks = (uint64_t)nr_seqs * sh.kv_heads * ((sh.group + gm - 1) / gm);
+	/* enough blocks for four per multiprocessor, pieces of >= 64 tokens */
+	splits = (4ull * sms + blocks - 1) / blocks;
+	if (splits > (max_tokens + 63) / 64)
+		splits = (max_tokens + 63) / 64;
+	if (!splits)
+		splits = 1;
+	split_tokens = ((max_tokens + splits - 1) / splits + 63) & ~63ull;
+	if (!split_tokens)
+		split_tokens = 64;
+	splits = (max_tokens + split_tokens - 1) / split_tokens;
+	if (!splits)
+		splits = 1;
+	plan->splits = (uint32_t)splits;
+	plan->split_tokens = (uint32_t)split_tokens;
+	plan->max_tokens = max_tokens;
+	plan->nr_seqs = nr_seqs;
+	plan->reserved = 0;
+	plan->workspace_bytes = layout(sh, nr_seqs, plan->splits).bytes;
+	return 0;
+}
+
+extern "C" int kva_cuda_attn_decode(const struct kva_attn_params *p,
+				    const struct kva_cuda_decode_plan *plan,
+				    const struct kva_seq *seqs,
+				    uint32_t nr_seqs, const float *q,
+				    float *out, void *workspace,
+				    struct CUstream_st *stream)
+{
+	kva_attn_shape sh;
+	decode_args a;
+	ws_layout l;
+	uint32_t gm;
+	int err;
+
+	err = device_shape(&sh, p);
+	if (err)
+		return err;
+	if (!nr_seqs)
+		return 0;
+	if (!plan || nr_seqs > plan->nr_seqs || !seqs || !q || !out ||
+	    !workspace || !plan->splits || !plan->split_tokens)
+		return -EINVAL;
+	gm = heads_per_block(sh.group);
+	l = layout(sh, plan->nr_seqs, plan->splits);
+	a.w = sh.walk;
+	a.seqs = seqs;
+	a.q = q;
+	a.out = out;
+	a.tickets = (unsigned int *)((uint8_t *)workspace + l.tickets);
+	a.ws_ml = (float *)((uint8_t *)workspace + l.ml);
+	a.ws_acc = (float *)((uint8_t *)workspace + l.acc);
+	a.q_heads = sh.q_heads;
+	a.group = sh.group;
+	a.hgroups = (sh.group + gm - 1) / gm;
+	a.splits = plan->splits;
+	a.split_tokens = plan->split_tokens;
+	a.scale = sh.scale;
+
+	dim3 grid(plan->splits, sh.kv_heads * a.hgroups, nr_seqs);
+
+	switch (sh.dtype) {
+	case FP32: launch_dt<FP32>(sh.head_dim, gm, grid, stream, a); break;
+	case FP16: launch_dt<FP16>(sh.head_dim, gm, grid, stream, a); break;
+	default: launch_dt<BF16>(sh.head_dim, gm, grid, stream, a); break;
+	}
+	return launched();
+}
