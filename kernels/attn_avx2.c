@@ -377,12 +377,28 @@ AI void decode_dt(const struct kva_decode_span *sp, const int dt)
 	}
 }
 
+/* One function per dtype: each is large enough on its own. */
+static __attribute__((noinline)) void decode_f32(const struct kva_decode_span *sp)
+{
+	decode_dt(sp, FP32);
+}
+
+static __attribute__((noinline)) void decode_f16(const struct kva_decode_span *sp)
+{
+	decode_dt(sp, FP16);
+}
+
+static __attribute__((noinline)) void decode_b16(const struct kva_decode_span *sp)
+{
+	decode_dt(sp, BF16);
+}
+
 static void avx2_decode(const struct kva_decode_span *sp)
 {
 	switch (sp->sh->dtype) {
-	case FP32: decode_dt(sp, FP32); break;
-	case FP16: decode_dt(sp, FP16); break;
-	default:   decode_dt(sp, BF16); break;
+	case FP32: decode_f32(sp); break;
+	case FP16: decode_f16(sp); break;
+	default:   decode_b16(sp); break;
 	}
 }
 
@@ -617,12 +633,27 @@ AI void prefill_dt(const struct kva_prefill_block *b, const int dt)
 	}
 }
 
+static __attribute__((noinline)) void prefill_f32(const struct kva_prefill_block *b)
+{
+	prefill_dt(b, FP32);
+}
+
+static __attribute__((noinline)) void prefill_f16(const struct kva_prefill_block *b)
+{
+	prefill_dt(b, FP16);
+}
+
+static __attribute__((noinline)) void prefill_b16(const struct kva_prefill_block *b)
+{
+	prefill_dt(b, BF16);
+}
+
 static void avx2_prefill(const struct kva_prefill_block *b)
 {
 	switch (b->sh->dtype) {
-	case FP32: prefill_dt(b, FP32); break;
-	case FP16: prefill_dt(b, FP16); break;
-	default:   prefill_dt(b, BF16); break;
+	case FP32: prefill_f32(b); break;
+	case FP16: prefill_f16(b); break;
+	default:   prefill_b16(b); break;
 	}
 }
 

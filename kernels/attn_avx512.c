@@ -315,6 +315,15 @@ AI void dec_values(const struct dec_scratch *s, const uint8_t *vb,
 }
 
 /*
+ * Query heads in the next register block, out of @left: 8, 4, or what is
+ * left below 4, so that five block sizes cover every group.
+ */
+static inline uint32_t block_heads(uint32_t left)
+{
+	return left >= 8 ? 8 : left >= 4 ? 4 : left;
+}
+
+/*
  * One tile of every head: first the scores of all heads, walking the
  * frame's K blocks in address order, then the values, walking its V
  * blocks in address order, so that the tile's slice of the frame is read
@@ -325,27 +334,31 @@ AI void dec_tile(const struct dec_scratch *s, const uint8_t *kb,
 		 uint32_t n, const uint32_t nc, const int dt)
 {
 	for (uint32_t h = 0; h < heads; h++)
-		for (uint32_t g0 = 0; g0 < G; g0 += GB) {
-			uint32_t qh0 = h * G + g0, gb = G - g0;
+		for (uint32_t g0 = 0, gb; g0 < G; g0 += gb) {
+			const uint8_t *k = kb + (size_t)h * hs;
+			uint32_t qh0 = h * G + g0;
 
+			gb = block_heads(G - g0);
 			switch (gb) {
-#define CASE(k) case k: dec_scores(s, kb + (size_t)h * hs, n, qh0, nc, k, dt); \
-		break;
-			CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7)
-			default: dec_scores(s, kb + (size_t)h * hs, n, qh0, nc, 8, dt);
-#undef CASE
+			case 1: dec_scores(s, k, n, qh0, nc, 1, dt); break;
+			case 2: dec_scores(s, k, n, qh0, nc, 2, dt); break;
+			case 3: dec_scores(s, k, n, qh0, nc, 3, dt); break;
+			case 4: dec_scores(s, k, n, qh0, nc, 4, dt); break;
+			default: dec_scores(s, k, n, qh0, nc, 8, dt); break;
 			}
 		}
 	for (uint32_t h = 0; h < heads; h++)
-		for (uint32_t g0 = 0; g0 < G; g0 += GB) {
-			uint32_t qh0 = h * G + g0, gb = G - g0;
+		for (uint32_t g0 = 0, gb; g0 < G; g0 += gb) {
+			const uint8_t *v = vb + (size_t)h * hs;
+			uint32_t qh0 = h * G + g0;
 
+			gb = block_heads(G - g0);
 			switch (gb) {
-#define CASE(k) case k: dec_values(s, vb + (size_t)h * hs, n, qh0, nc, k, dt); \
-		break;
-			CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7)
-			default: dec_values(s, vb + (size_t)h * hs, n, qh0, nc, 8, dt);
-#undef CASE
+			case 1: dec_values(s, v, n, qh0, nc, 1, dt); break;
+			case 2: dec_values(s, v, n, qh0, nc, 2, dt); break;
+			case 3: dec_values(s, v, n, qh0, nc, 3, dt); break;
+			case 4: dec_values(s, v, n, qh0, nc, 4, dt); break;
+			default: dec_values(s, v, n, qh0, nc, 8, dt); break;
 			}
 		}
 }
@@ -381,10 +394,10 @@ AI void decode_dt(const struct kva_decode_span *sp, const int dt)
 		kva_walk_rows(w, t, n, s.off);
 		kva_walk_rows(w, tp, np, s.off + TILE);
 		s.npf = np;
+		/* the common head_dims fully unrolled */
 		switch (nc) {
 		case 2: dec_tile(&s, kb0, vb0, hs, heads, G, n, 2, dt); break;
 		case 4: dec_tile(&s, kb0, vb0, hs, heads, G, n, 4, dt); break;
-		case 8: dec_tile(&s, kb0, vb0, hs, heads, G, n, 8, dt); break;
 		default: dec_tile(&s, kb0, vb0, hs, heads, G, n, nc, dt); break;
 		}
 	}
@@ -399,12 +412,28 @@ AI void decode_dt(const struct kva_decode_span *sp, const int dt)
 	}
 }
 
+/* One function per dtype: each is large enough on its own. */
+static __attribute__((noinline)) void decode_f32(const struct kva_decode_span *sp)
+{
+	decode_dt(sp, FP32);
+}
+
+static __attribute__((noinline)) void decode_f16(const struct kva_decode_span *sp)
+{
+	decode_dt(sp, FP16);
+}
+
+static __attribute__((noinline)) void decode_b16(const struct kva_decode_span *sp)
+{
+	decode_dt(sp, BF16);
+}
+
 static void avx512_decode(const struct kva_decode_span *sp)
 {
 	switch (sp->sh->dtype) {
-	case FP32: decode_dt(sp, FP32); break;
-	case FP16: decode_dt(sp, FP16); break;
-	default:   decode_dt(sp, BF16); break;
+	case FP32: decode_f32(sp); break;
+	case FP16: decode_f16(sp); break;
+	default:   decode_b16(sp); break;
 	}
 }
 
@@ -658,12 +687,27 @@ AI void prefill_dt(const struct kva_prefill_block *b, const int dt)
 	}
 }
 
+static __attribute__((noinline)) void prefill_f32(const struct kva_prefill_block *b)
+{
+	prefill_dt(b, FP32);
+}
+
+static __attribute__((noinline)) void prefill_f16(const struct kva_prefill_block *b)
+{
+	prefill_dt(b, FP16);
+}
+
+static __attribute__((noinline)) void prefill_b16(const struct kva_prefill_block *b)
+{
+	prefill_dt(b, BF16);
+}
+
 static void avx512_prefill(const struct kva_prefill_block *b)
 {
 	switch (b->sh->dtype) {
-	case FP32: prefill_dt(b, FP32); break;
-	case FP16: prefill_dt(b, FP16); break;
-	default:   prefill_dt(b, BF16); break;
+	case FP32: prefill_f32(b); break;
+	case FP16: prefill_f16(b); break;
+	default:   prefill_b16(b); break;
 	}
 }
 
