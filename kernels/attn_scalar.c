@@ -41,9 +41,23 @@ static void load_tile(const struct kva_attn_shape *sh, const uint8_t *blk,
 
 	for (uint32_t j = 0; j < n; j++) {
 		const uint8_t *row = blk + kva_walk_tok(&sh->walk, t + j);
+		const uint16_t *h = (const uint16_t *)row;
+		float *o = dst + (size_t)j * D;
 
-		for (uint32_t d = 0; d < D; d++)
-			dst[j * D + d] = kva_elem_to_f32(row, d, sh->dtype);
+		/* the dtype decided once per row, not per element */
+		switch (sh->dtype) {
+		case KVA_DTYPE_FP32:
+			memcpy(o, row, D * sizeof(float));
+			break;
+		case KVA_DTYPE_FP16:
+			for (uint32_t d = 0; d < D; d++)
+				o[d] = kva_fp16_to_f32(h[d]);
+			break;
+		default:
+			for (uint32_t d = 0; d < D; d++)
+				o[d] = kva_bf16_to_f32(h[d]);
+			break;
+		}
 	}
 }
 
