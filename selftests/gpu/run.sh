@@ -10,12 +10,18 @@
 #     fraction of the card's device-to-device copy bandwidth measured in
 #     the same run, and prefill GFLOP/s;
 #  4. where PyTorch sees the GPU, time its scaled_dot_product_attention
-#     on the same decode shapes, as a peer.
+#     on the same decode shapes, as a peer;
+#  5. run libkvarena's CUDA backend for real (lib_gpu_test, KTAP):
+#     cuMemCreate/export/map/access of frames, sequences written and read
+#     on the device, copy-on-write, and the cost of mapping a frame.
 #
 #   selftests/gpu/run.sh [OUTDIR]
 #
-# OUTDIR (default build-gpu/) gets the build, gpu_check.log and
-# results.jsonl (one JSON object per line).  Exit status: that of the
+# OUTDIR (default build-gpu/) gets the build, gpu_check.log,
+# lib_gpu_test.log and results.jsonl (one JSON object per line).  On a
+# lent device machine, build lib_gpu_test here first (`make`) and carry
+# build/selftests/lib/lib_gpu_test along: the device may lack liburing
+# and the kernel source the harness comes from.  Exit status: that of the
 # check (0 when every kernel matched), 4 when there is no GPU.
 set -euo pipefail
 
@@ -33,6 +39,13 @@ command -v make >/dev/null || { echo "run.sh: make not found" >&2; exit 1; }
 [ -x "$CUDA_HOME/bin/nvcc" ] || { echo "run.sh: no nvcc in $CUDA_HOME" >&2; exit 1; }
 
 make -j"$(nproc)" B="$out" "$out/selftests/gpu/gpu_check"
+# lib_gpu_test needs the kselftest harness and liburing, which a bare GPU
+# machine may lack: use the one built here and carried along if there is.
+lib_gpu_test=$root/build/selftests/lib/lib_gpu_test
+if [ ! -x "$lib_gpu_test" ]; then
+	lib_gpu_test=$out/selftests/lib/lib_gpu_test
+	make -j"$(nproc)" B="$out" "$lib_gpu_test"
+fi
 echo "# built in $((SECONDS - start)) s"
 
 set +e
@@ -58,5 +71,10 @@ for r in rows:
               % (r["kind"], r["tokens"], r["batch"], r["kv_gbs"],
                  100 * r["ratio"]))
 PY
-echo "# run.sh took $((SECONDS - start)) s, check exit status $rc"
+set +e
+"$lib_gpu_test" 2>&1 | tee "$out/lib_gpu_test.log"
+lrc=${PIPESTATUS[0]}
+set -e
+[ "$rc" -ne 0 ] || rc=$lrc
+echo "# run.sh took $((SECONDS - start)) s, exit status $rc (kernels and runtime)"
 exit "$rc"

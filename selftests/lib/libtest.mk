@@ -70,10 +70,14 @@ $(LIBKVA_T)/cuda_link_check: $(LIBKVA_T_SRC)/cuda_link_check.c $(SRC)/lib/src/cu
 	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) -I$(SRC)/lib/src \
 		-I$(CUDA_HOME)/include -o $@ $< $(LIBKVA_T_CUDA_LINK)
 
+# liburing linked in statically, so that the binary built here runs on a
+# GPU machine that has the driver but not liburing (selftests/gpu/run.sh
+# uses a carried build/selftests/lib/lib_gpu_test when there is one).
 $(LIBKVA_T)/lib_gpu_test: $(LIBKVA_T_SRC)/gpu_test.c $(LIBKVA_A) $(LIBKVA_T_DEPS)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(LIBKVA_T_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< \
-		$(LIBKVA_A) $(LIBKVA_LDLIBS) $(LIBKVA_T_CUDA_LINK)
+		$(LIBKVA_A) $(subst -luring,-l:liburing.a,$(LIBKVA_LDLIBS)) \
+		$(LIBKVA_T_CUDA_LINK)
 
 ALL += $(LIBKVA_T)/cuda_link_check $(LIBKVA_T)/lib_gpu_test
 endif
