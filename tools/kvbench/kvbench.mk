@@ -7,17 +7,20 @@
 KVB_DIR    := $(B)/tools
 KVB_SRCS   := $(wildcard $(SRC)/tools/kvbench/*.c)
 KVB_HDRS   := $(wildcard $(SRC)/tools/kvbench/*.h)
-KVB_CFLAGS := $(KVA_CFLAGS) -I$(SRC)/tools/kvbench
+KVB_CFLAGS := $(KVA_CFLAGS) -I$(SRC)/tools/kvbench -I$(SRC)/kernels
+# map and frames use libkvarena; attn the CPU attention kernels.
+KVB_LIBS   := $(LIBKVA_A) $(KVK_LIB)
+KVB_LDLIBS := $(LIBKVA_LDLIBS) $(KVK_LDLIBS) -lm
 
-$(KVB_DIR)/kvbench: $(KVB_SRCS) $(KVB_HDRS) $(LIBKVA_A)
+$(KVB_DIR)/kvbench: $(KVB_SRCS) $(KVB_HDRS) $(KVB_LIBS)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(KVB_CFLAGS) -o $@ $(KVB_SRCS) $(LIBKVA_A) \
-		$(LIBKVA_LDLIBS) -lm
+	$(Q)$(CC) $(CFLAGS) $(KVB_CFLAGS) -o $@ $(KVB_SRCS) $(KVB_LIBS) \
+		$(KVB_LDLIBS)
 
-$(KVB_DIR)/kvbench-static: $(KVB_SRCS) $(KVB_HDRS) $(LIBKVA_A)
+$(KVB_DIR)/kvbench-static: $(KVB_SRCS) $(KVB_HDRS) $(KVB_LIBS)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(KVB_CFLAGS) -static -o $@ $(KVB_SRCS) \
-		$(LIBKVA_A) $(LIBKVA_LDLIBS) -lm
+		$(KVB_LIBS) $(KVB_LDLIBS)
 
 ALL += $(KVB_DIR)/kvbench
 
