@@ -15,92 +15,8 @@ FAKE_OLD=${3:?}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/kvarenactl-test.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT INT TERM
 
-n=0
-failed=0
-
-# run ARGS... - run kvarenactl; stdout in $TMP/out, stderr in $TMP/err,
-# exit status in $rc.
-run()
-{
-	"$KVACTL" "$@" >"$TMP/out" 2>"$TMP/err"
-	rc=$?
-}
-
-pass() { n=$((n + 1)); echo "ok $n $1"; }
-
-fail()
-{
-	n=$((n + 1))
-	failed=$((failed + 1))
-	echo "not ok $n $1"
-	shift
-	for line in "$@"; do echo "# $line"; done
-	sed 's/^/# stdout: /' "$TMP/out"
-	sed 's/^/# stderr: /' "$TMP/err"
-}
-
-# check NAME [rc N] [out TEXT] [err TEXT] [errstart TEXT] [quiet] [noout]
-check()
-{
-	name=$1
-	shift
-	msgs=
-	ok=1
-	while [ $# -gt 0 ]; do
-		case $1 in
-		rc)
-			if [ "$rc" != "$2" ]; then
-				ok=0
-				msgs="${msgs}exit status $rc, want $2
-"
-			fi
-			shift 2 ;;
-		out|err)
-			if ! printf '%s\n' "$2" | cmp -s - "$TMP/$1"; then
-				ok=0
-				msgs="${msgs}$1 differs from:
-$2
-"
-			fi
-			shift 2 ;;
-		errstart)
-			got=$(head -c ${#2} "$TMP/err")
-			if [ "$got" != "$2" ]; then
-				ok=0
-				msgs="${msgs}stderr starts '$got', want '$2'
-"
-			fi
-			shift 2 ;;
-		quiet)
-			if [ -s "$TMP/err" ]; then
-				ok=0
-				msgs="${msgs}stderr not empty
-"
-			fi
-			shift ;;
-		noout)
-			if [ -s "$TMP/out" ]; then
-				ok=0
-				msgs="${msgs}stdout not empty
-"
-			fi
-			shift ;;
-		*)
-			echo "bad check $1" >&2
-			exit 2 ;;
-		esac
-	done
-	if [ $ok = 1 ]; then
-		pass "$name"
-	else
-		old_ifs=$IFS
-		IFS='
-'
-		# shellcheck disable=SC2086
-		fail "$name" $msgs
-		IFS=$old_ifs
-	fi
-}
+TAP_CMD=$KVACTL
+. "$(dirname "$0")/../tap.sh"
 
 if [ ! -x "$KVACTL" ]; then
 	echo "Bail out! no kvarenactl binary at $KVACTL"
@@ -306,5 +222,4 @@ KVA_CUDA_LIBRARY=$FAKE KVA_DEVICE=$TMP/kvarena run create g --frames 2 --backend
 check cuda_checks_come_before_the_device rc 1 noout \
 	errstart "kvarenactl: $TMP/kvarena: no such"
 
-echo "1..$n"
-[ $failed = 0 ]
+tap_done

@@ -15,101 +15,8 @@ KVPLAN=${1:-${KVPLAN:-build/tools/kvplan}}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/kvplan-test.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT INT TERM
 
-n=0
-failed=0
-
-# run ARGS... - run kvplan; stdout in $TMP/out, stderr in $TMP/err, exit
-# status in $rc.
-run()
-{
-	"$KVPLAN" "$@" >"$TMP/out" 2>"$TMP/err"
-	rc=$?
-}
-
-# json_get KEY - the value of KEY in the one JSON object in $TMP/out.
-json_get()
-{
-	sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" "$TMP/out"
-}
-
-pass() { n=$((n + 1)); echo "ok $n $1"; }
-
-fail()
-{
-	n=$((n + 1))
-	failed=$((failed + 1))
-	echo "not ok $n $1"
-	shift
-	for line in "$@"; do echo "# $line"; done
-	sed 's/^/# stdout: /' "$TMP/out"
-	sed 's/^/# stderr: /' "$TMP/err"
-}
-
-# expect_rc NAME RC - the last run exited RC.
-# expect_eq NAME WHAT GOT WANT
-# expect_file NAME FILE WANT_FILE - FILE is exactly WANT_FILE.
-check()
-{
-	name=$1
-	shift
-	msgs=
-	ok=1
-	while [ $# -gt 0 ]; do
-		case $1 in
-		rc)
-			if [ "$rc" != "$2" ]; then
-				ok=0
-				msgs="${msgs}exit status $rc, want $2
-"
-			fi
-			shift 2 ;;
-		key)
-			got=$(json_get "$2")
-			if [ "$got" != "$3" ]; then
-				ok=0
-				msgs="${msgs}$2: got '$got', want '$3'
-"
-			fi
-			shift 3 ;;
-		out|err)
-			if ! printf '%s\n' "$2" | cmp -s - "$TMP/$1"; then
-				ok=0
-				msgs="${msgs}$1 differs from:
-$2
-"
-			fi
-			shift 2 ;;
-		err1)
-			got=$(head -n 1 "$TMP/err")
-			if [ "$got" != "$2" ]; then
-				ok=0
-				msgs="${msgs}first stderr line: got '$got', want '$2'
-"
-			fi
-			shift 2 ;;
-		quiet)
-			if [ -s "$TMP/err" ]; then
-				ok=0
-				msgs="${msgs}stderr not empty
-"
-			fi
-			shift ;;
-		*)
-			echo "bad check $1" >&2
-			exit 2 ;;
-		esac
-	done
-	if [ $ok = 1 ]; then
-		pass "$name"
-	else
-		old_ifs=$IFS
-		IFS='
-'
-		# shellcheck disable=SC2086
-		fail "$name" $msgs
-		IFS=$old_ifs
-	fi
-}
+TAP_CMD=$KVPLAN
+. "$(dirname "$0")/../tap.sh"
 
 if [ ! -x "$KVPLAN" ]; then
 	echo "Bail out! no kvplan binary at $KVPLAN"
@@ -436,5 +343,4 @@ run waste --block-tokens 16
 check waste_needs_a_trace rc 2 \
 	err1 'kvplan: waste: --trace FILE is required'
 
-echo "1..$n"
-[ $failed = 0 ]
+tap_done
