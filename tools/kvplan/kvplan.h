@@ -60,6 +60,7 @@ int kvp_cmd_plan(int argc, char **argv);
 /* main.c */
 extern const char *kvp_prog;
 void kvp_usage_hint(void);
+int kvp_bad_option(int c, char **argv, const char *cmd);
 void kvp_help(FILE *f);
 
 #endif /* KVPLAN_H */

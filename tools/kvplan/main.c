@@ -9,6 +9,7 @@
  * See Documentation/kvplan.rst.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <string.h>
 
 #include "kvplan.h"
@@ -42,6 +43,30 @@ void kvp_help(FILE *f)
 "Waste (B-1)/(2L+B-1): a sequence's last block is half empty on average.\n"
 "Exit status: 0 ok, 1 impossible plan, 2 usage error or unreadable trace.\n",
 	      f);
+}
+
+/*
+ * kvp_bad_option() - report what getopt_long() refused (@c is ':' for a
+ * missing value, '?' otherwise) for subcommand @cmd (NULL: the plan), and
+ * return the usage exit status.
+ */
+int kvp_bad_option(int c, char **argv, const char *cmd)
+{
+	const char *sep = cmd ? ": " : "";
+
+	if (!cmd)
+		cmd = "";
+	if (c == ':')
+		fprintf(stderr, "%s: %s needs a value\n", kvp_prog,
+			argv[optind - 1]);
+	else if (optopt)
+		fprintf(stderr, "%s: %s%sunknown option -%c\n", kvp_prog, cmd,
+			sep, optopt);
+	else
+		fprintf(stderr, "%s: %s%sunknown option %s\n", kvp_prog, cmd,
+			sep, argv[optind - 1]);
+	kvp_usage_hint();
+	return KVP_EXIT_USAGE;
 }
 
 void kvp_usage_hint(void)

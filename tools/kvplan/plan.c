@@ -230,20 +230,8 @@ static int parse_args(struct plan *p, int argc, char **argv)
 			break;
 		case 'h':
 			return -1;
-		case ':':
-			fprintf(stderr, "%s: %s needs a value\n", kvp_prog,
-				argv[optind - 1]);
-			kvp_usage_hint();
-			return KVP_EXIT_USAGE;
 		default:
-			if (optopt)
-				fprintf(stderr, "%s: unknown option -%c\n",
-					kvp_prog, optopt);
-			else
-				fprintf(stderr, "%s: unknown option %s\n",
-					kvp_prog, argv[optind - 1]);
-			kvp_usage_hint();
-			return KVP_EXIT_USAGE;
+			return kvp_bad_option(c, argv, NULL);
 		}
 		if (err)
 			return err;

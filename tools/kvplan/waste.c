@@ -99,20 +99,8 @@ static int parse_waste_args(struct waste_args *a, int argc, char **argv,
 			break;
 		case 'h':
 			return -1;
-		case ':':
-			fprintf(stderr, "%s: %s needs a value\n", kvp_prog,
-				argv[optind - 1]);
-			kvp_usage_hint();
-			return KVP_EXIT_USAGE;
 		default:
-			if (optopt)
-				fprintf(stderr, "%s: %s: unknown option -%c\n",
-					kvp_prog, argv[0], optopt);
-			else
-				fprintf(stderr, "%s: %s: unknown option %s\n",
-					kvp_prog, argv[0], argv[optind - 1]);
-			kvp_usage_hint();
-			return KVP_EXIT_USAGE;
+			return kvp_bad_option(c, argv, argv[0]);
 		}
 	}
 	if (optind < argc) {
