@@ -2,6 +2,7 @@
 /*
  * kvarena.ko: arenas - create, destroy, backing, lookup and STAT.
  */
+#include <linux/cred.h>
 #include <linux/ctype.h>
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -112,10 +113,50 @@ void kva_arena_update_pressure(struct kva_arena *a)
 	}
 }
 
+/**
+ * kva_policy_from_user() - check and convert an arena policy from userspace.
+ * @p:		the policy to fill.
+ * @uid:	owner, in the caller's user namespace.
+ * @gid:	group, likewise.
+ * @mode:	KVARENA_ACC_* bits.
+ * @min_limit:	client_min_limit.
+ * @max_default: client_max_default.
+ * @max_limit:	client_max_limit.
+ * @nr_frames:	the arena's size.
+ *
+ * Return: 0, or -EINVAL for ids with no mapping in the caller's user
+ * namespace, mode bits outside KVARENA_MODE_MASK, or limits larger than
+ * the arena or out of order.
+ */
+int kva_policy_from_user(struct kva_policy *p, u32 uid, u32 gid, u32 mode,
+			 u32 min_limit, u32 max_default, u32 max_limit,
+			 u32 nr_frames)
+{
+	struct user_namespace *ns = current_user_ns();
+	u32 max = max_limit ? max_limit : nr_frames;
+
+	p->uid = make_kuid(ns, uid);
+	p->gid = make_kgid(ns, gid);
+	if (!uid_valid(p->uid) || !gid_valid(p->gid) ||
+	    (mode & ~KVARENA_MODE_MASK))
+		return -EINVAL;
+	if (max_limit > nr_frames || min_limit > max ||
+	    max_default > max)
+		return -EINVAL;
+	p->mode = mode;
+	p->client_min_limit = min_limit;
+	p->client_max_default = max_default;
+	p->client_max_limit = max_limit;
+	return 0;
+}
+
 static int check_create(const struct kvarena_arena_create *c)
 {
-	if ((c->flags & ~KVARENA_CREATE_NO_BACKING) || c->reserved0 ||
-	    !kva_all_zero(c->reserved, sizeof(c->reserved)))
+	if ((c->flags & ~(KVARENA_CREATE_NO_BACKING | KVARENA_CREATE_ACCESS)) ||
+	    c->reserved0 || !kva_all_zero(c->reserved, sizeof(c->reserved)))
+		return -EINVAL;
+	if (!(c->flags & KVARENA_CREATE_ACCESS) &&
+	    (c->owner_uid || c->owner_gid || c->mode))
 		return -EINVAL;
 	if (kva_name_valid(c->name))
 		return -EINVAL;
@@ -127,7 +168,8 @@ static int check_create(const struct kvarena_arena_create *c)
 		return -EINVAL;
 	if (c->mem_kind != KVARENA_MEM_HOST && c->mem_kind != KVARENA_MEM_CUDA)
 		return -EINVAL;
-	if (c->mem_kind == KVARENA_MEM_HOST && c->mem_dev)
+	if (c->mem_kind == KVARENA_MEM_HOST &&
+	    (c->mem_dev || !kva_all_zero(c->mem_uuid, sizeof(c->mem_uuid))))
 		return -EINVAL;
 	if (c->low_watermark > c->nr_frames)
 		return -EINVAL;
@@ -145,10 +187,21 @@ long kva_ioc_arena_create(void __user *argp)
 	ret = check_create(&c);
 	if (ret)
 		return ret;
+	if (!(c.flags & KVARENA_CREATE_ACCESS)) {
+		c.owner_uid = from_kuid_munged(current_user_ns(), current_fsuid());
+		c.owner_gid = from_kgid_munged(current_user_ns(), current_fsgid());
+		c.mode = KVARENA_MODE_DEFAULT;
+	}
 
 	a = kzalloc(sizeof(*a), GFP_KERNEL);
 	if (!a)
 		return -ENOMEM;
+	ret = kva_policy_from_user(&a->policy, c.owner_uid, c.owner_gid, c.mode,
+				   c.client_min_limit, c.client_max_default,
+				   c.client_max_limit, c.nr_frames);
+	if (ret)
+		goto err_free_arena;
+	memcpy(a->mem_uuid, c.mem_uuid, sizeof(a->mem_uuid));
 	strscpy(a->name, c.name, sizeof(a->name));
 	a->frame_size = c.frame_size;
 	a->bytes_per_token = c.bytes_per_token;
@@ -391,6 +444,7 @@ long kva_ioc_stat(void __user *argp)
 	s.low_watermark = a->low_watermark;
 	s.mem_kind = a->mem_kind;
 	s.mem_dev = a->mem_dev;
+	memcpy(s.mem_uuid, a->mem_uuid, sizeof(s.mem_uuid));
 
 	mutex_lock(&a->lock);
 	s.nr_frames = a->core.nr_frames;
@@ -411,6 +465,12 @@ long kva_ioc_stat(void __user *argp)
 	s.alloc_failures = a->core.alloc_failures;
 	s.frames_allocated = a->core.frames_allocated;
 	s.frames_freed = a->core.frames_freed;
+	s.owner_uid = from_kuid_munged(current_user_ns(), a->policy.uid);
+	s.owner_gid = from_kgid_munged(current_user_ns(), a->policy.gid);
+	s.mode = a->policy.mode;
+	s.client_min_limit = a->policy.client_min_limit;
+	s.client_max_default = a->policy.client_max_default;
+	s.client_max_limit = a->policy.client_max_limit;
 	mutex_unlock(&a->lock);
 	kva_arena_put(a);
 

@@ -3,6 +3,7 @@
  * kvarena.ko: clients - attach, frames, usage, the CLIENTS table, limits,
  * and release, which returns everything a client held.
  */
+#include <linux/cred.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/sched.h>
@@ -79,7 +80,7 @@ long kva_ioc_attach(struct kva_client *cl, void __user *argp)
 	/* Every frame a client can get has memory behind it. */
 	if (!(a->flags & KVARENA_CREATE_NO_BACKING) &&
 	    a->nr_backed < a->core.nr_frames)
-		ret = -EAGAIN;
+		ret = -ENODATA;
 	else
 		ret = kva_core_attach(&a->core, &cl->core, at.min_frames,
 				      at.max_frames);
@@ -90,6 +91,7 @@ long kva_ioc_attach(struct kva_client *cl, void __user *argp)
 	}
 	cl->id = ++a->next_client_id;
 	cl->pid = get_pid(task_tgid(current));
+	cl->uid = current_euid();
 	strscpy(cl->label, at.label, sizeof(cl->label));
 	list_add_tail(&cl->node, &a->clients);
 	a->nr_clients++;
@@ -318,6 +320,7 @@ static void fill_info(struct kvarena_client_info *ci,
 	ci->max_frames = cl->core.max;
 	ci->held = cl->core.held;
 	ci->peak = cl->core.peak;
+	ci->uid = from_kuid_munged(current_user_ns(), cl->uid);
 	ci->filled_bytes = cl->filled_bytes;
 	ci->filled_tokens = cl->filled_tokens;
 	ci->alloc_calls = cl->core.alloc_calls;

@@ -15,6 +15,7 @@
 #define KVA_DRV_H
 
 #include <linux/fs.h>
+#include <linux/uidgid.h>
 #include <linux/kobject.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
@@ -24,6 +25,16 @@
 #include <linux/kvarena.h>
 
 #include "core.h"
+
+/* Who may use an arena, and what a client without CAP_SYS_ADMIN gets. */
+struct kva_policy {
+	kuid_t uid;
+	kgid_t gid;
+	u32 mode;			/* KVARENA_ACC_* bits */
+	u32 client_min_limit;
+	u32 client_max_default;
+	u32 client_max_limit;
+};
 
 /* What frame i of an arena is: bytes [offset, offset + frame_size) of file. */
 struct kva_backing {
@@ -43,8 +54,10 @@ struct kva_arena {
 	u32 mem_dev;
 	u32 low_watermark;
 	u32 flags;			/* KVARENA_CREATE_* */
+	u8 mem_uuid[16];
 
 	struct mutex lock;		/* protects everything below */
+	struct kva_policy policy;
 	struct kva_core core;
 	struct kva_backing *backing;	/* core.nr_frames entries */
 	u32 nr_backed;
@@ -70,6 +83,7 @@ struct kva_client {
 	/* Set at ATTACH, constant after. */
 	u32 id;
 	struct pid *pid;
+	kuid_t uid;			/* euid of the attacher */
 	char label[KVARENA_LABEL_LEN];
 
 	/* Protected by arena->lock. */
@@ -92,6 +106,9 @@ void kva_arena_free(struct kva_arena *a);
 void kva_arena_update_pressure(struct kva_arena *a);
 void kva_arenas_destroy_all(void);
 int kva_name_valid(const char *name);
+int kva_policy_from_user(struct kva_policy *p, u32 uid, u32 gid, u32 mode,
+			 u32 min_limit, u32 max_default, u32 max_limit,
+			 u32 nr_frames);
 long kva_ioc_arena_create(void __user *argp);
 long kva_ioc_arena_destroy(void __user *argp);
 long kva_ioc_set_backing(void __user *argp);

@@ -166,7 +166,7 @@ struct kva_open_opts {
  *            kvarena device
  *  -EPROTO   the module speaks another ABI version
  *  -ENOENT   no arena of that name (device mode)
- *  -EAGAIN   the arena's memory is still being registered (device mode):
+ *  -ENODATA  the arena's memory is still being registered (device mode):
  *            try again
  *  -ENOSPC   @min_frames cannot be guaranteed (device mode)
  *  -ELIBACC  the CUDA driver library could not be loaded

@@ -436,7 +436,7 @@ int kva_arena_create(const struct kva_arena_params *p)
 		ret = kva_host_provision(fd, p);
 	/*
 	 * Undo, dropping whatever memory was registered.  No client can have
-	 * attached: the module refuses ATTACH (-EAGAIN) until every frame
+	 * attached: the module refuses ATTACH (-ENODATA) until every frame
 	 * has its backing.
 	 */
 	if (ret)

@@ -706,9 +706,9 @@ TEST(attach_before_every_frame_is_backed_is_eagain)
 
 	ASSERT_LE(0, mfd);
 	ASSERT_EQ(0, kva_create_flags(fd, "half", 4, FSIZE, 0, 0));
-	EXPECT_EQ(-EAGAIN, kva_attach(c, "half", "early", 0, 0, NULL));
+	EXPECT_EQ(-ENODATA, kva_attach(c, "half", "early", 0, 0, NULL));
 	ASSERT_EQ(0, kva_set_backing(fd, "half", 0, 3, mfd, 0));
-	EXPECT_EQ(-EAGAIN, kva_attach(c, "half", "early", 0, 0, NULL));
+	EXPECT_EQ(-ENODATA, kva_attach(c, "half", "early", 0, 0, NULL));
 	ASSERT_EQ(0, kva_stat(fd, "half", &s));
 	EXPECT_EQ(3, s.nr_backed);
 	EXPECT_EQ(0, s.state);

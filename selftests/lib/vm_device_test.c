@@ -241,7 +241,7 @@ TEST_F(dev, attach_waits_until_every_frame_has_memory)
 	ASSERT_EQ(0, ftruncate(fd, 4 * FS));
 	ASSERT_EQ(0, module_create(name, FS, 4, 0));
 	ASSERT_EQ(0, module_set_backing(name, 0, 2, fd, 0));
-	EXPECT_EQ(-EAGAIN, open_device(&x, name, variant->transport));
+	EXPECT_EQ(-ENODATA, open_device(&x, name, variant->transport));
 	ASSERT_EQ(0, module_set_backing(name, 2, 2, fd, 2 * FS));
 	ASSERT_EQ(0, open_device(&x, name, variant->transport));
 	kva_close(x);

@@ -26,10 +26,15 @@
  *
  * Who may do what
  *
- *  - VERSION, STAT, CLIENTS: any opener, read-only opens included.
+ *  - VERSION: any opener.  STAT and CLIENTS: any opener, read-only opens
+ *    included, whom the arena's mode lets view it (-EACCES otherwise).
  *  - Everything else needs the file open for writing (-EBADF otherwise).
- *  - ARENA_CREATE, ARENA_DESTROY, ARENA_SET_BACKING and SET_LIMITS also
- *    need CAP_SYS_ADMIN (-EPERM otherwise).
+ *  - ARENA_CREATE, ARENA_DESTROY, ARENA_SET_BACKING, ARENA_SET_POLICY and
+ *    SET_LIMITS also need CAP_SYS_ADMIN (-EPERM otherwise), and are taken
+ *    over ioctl() only (-EPERM over io_uring).
+ *  - ATTACH: a writer whom the arena's mode lets attach (-EACCES
+ *    otherwise), within the arena's client policy unless it has
+ *    CAP_SYS_ADMIN (-EPERM otherwise).
  *  - ALLOC, FREE, FRAME_FD and SET_USAGE need the file to be attached to an
  *    arena (ATTACH; -ENOTCONN otherwise).  One file attaches once.
  *
@@ -38,17 +43,22 @@
  *  EINVAL   unknown flag, non-zero reserved field, bad name, size or count
  *  ENOTTY   unknown command
  *  EBADF    mutating command on a read-only open; bad backing fd
- *  EPERM    missing CAP_SYS_ADMIN; frame held by another client
+ *  EPERM    missing CAP_SYS_ADMIN; frame held by another client; ATTACH
+ *           beyond the arena's client policy; admin command over io_uring
+ *  EACCES   the arena's mode does not let the caller view or attach
  *  ENOENT   no such arena or client; handle names a frame nobody holds
  *  ESTALE   handle from before the frame was last freed
  *  EEXIST   ARENA_CREATE of a name in use
  *  EBUSY    ARENA_DESTROY with clients attached; ATTACH twice; backing set
  *           twice on a frame
- *  EAGAIN   ATTACH before every frame of the arena has its backing
+ *  EAGAIN   io_uring only: the command would block; io_uring retries it
+ *           from a worker thread by itself
  *  ENOSPC   ALLOC or a min guarantee cannot be met (free frames, other
  *           clients' guarantees, or the client's max)
  *  ENOTCONN the file is not attached to an arena
- *  ENODATA  FRAME_FD of a frame that has no backing registered
+ *  ENODATA  ATTACH before every frame of the arena has its backing (the
+ *           provider is still registering memory); FRAME_FD of a frame
+ *           with no backing
  *  EFAULT   a user pointer could not be read or written
  */
 #ifndef _UAPI_LINUX_KVARENA_H
@@ -58,7 +68,7 @@
 #include <linux/types.h>
 
 #define KVARENA_DEVICE		"/dev/kvarena"
-#define KVARENA_ABI_VERSION	1
+#define KVARENA_ABI_VERSION	2
 
 #define KVARENA_NAME_LEN	32	/* arena names, NUL included */
 #define KVARENA_LABEL_LEN	32	/* client labels, NUL included */
@@ -105,6 +115,18 @@ struct kvarena_version {
 
 /* struct kvarena_arena_create.flags */
 #define KVARENA_CREATE_NO_BACKING (1u << 0)	/* frames are handles only */
+#define KVARENA_CREATE_ACCESS	(1u << 1)	/* owner and mode as given */
+
+/*
+ * Arena access bits (struct kvarena_arena_create.mode), in the places of a
+ * file's mode: KVARENA_ACC_VIEW is "r" (STAT, CLIENTS), KVARENA_ACC_ATTACH
+ * is "w" (ATTACH), each for the owner (<< 6), the group (<< 3) and everyone
+ * else (<< 0).  0640: the owner views and attaches, the group views.
+ */
+#define KVARENA_ACC_VIEW	4u
+#define KVARENA_ACC_ATTACH	2u
+#define KVARENA_MODE_MASK	0666u
+#define KVARENA_MODE_DEFAULT	0666u
 
 /**
  * struct kvarena_arena_create - KVARENA_IOC_ARENA_CREATE, CAP_SYS_ADMIN.
@@ -114,22 +136,45 @@ struct kvarena_version {
  *			KVARENA_MAX_FRAME_SIZE.
  * @nr_frames:		frames in the arena, 1..KVARENA_MAX_FRAMES.
  * @mem_kind:		enum kvarena_mem.
- * @mem_dev:		device ordinal for KVARENA_MEM_CUDA, 0 for host.
+ * @mem_dev:		CUDA device ordinal as the creator saw it, 0 for
+ *			host.  Ordinals depend on CUDA_VISIBLE_DEVICES: use
+ *			@mem_uuid to find the device.
  * @low_watermark:	pressure threshold in frames: the arena is under
- *			pressure while free + cached frames are below it;
- *			0 disables pressure reports.  At most @nr_frames.
+ *			pressure while the frames an unguaranteed client
+ *			could still get (free less every client's unmet
+ *			minimum, plus cached) are below it; 0 disables
+ *			pressure reports.  At most @nr_frames.
  * @bytes_per_token:	KV bytes per token of the model the arena is sized
  *			for, or 0; tools use it to show tokens.
  * @flags:		KVARENA_CREATE_NO_BACKING: an accounting-only arena,
  *			whose frames are handles with no memory behind them
  *			(simulators, benchmarks); it takes clients at once
  *			and refuses ARENA_SET_BACKING.
+ *			KVARENA_CREATE_ACCESS: @owner_uid, @owner_gid and
+ *			@mode are given; without it the owner is the
+ *			caller's fsuid/fsgid and the mode
+ *			KVARENA_MODE_DEFAULT.
+ * @owner_uid:		the arena's owner (with KVARENA_CREATE_ACCESS).
+ * @owner_gid:		the arena's group (with KVARENA_CREATE_ACCESS).
+ * @mode:		KVARENA_ACC_* bits (with KVARENA_CREATE_ACCESS);
+ *			bits outside KVARENA_MODE_MASK give -EINVAL.
+ * @client_min_limit:	largest @min_frames a client without
+ *			CAP_SYS_ADMIN may ask for at ATTACH, summed over
+ *			the clients of one uid (0: none; guarantees are
+ *			then the admin's to give with SET_LIMITS).
+ * @client_max_default:	max given to a client without CAP_SYS_ADMIN that
+ *			asks for 0 at ATTACH (0: @client_max_limit).
+ * @client_max_limit:	largest max of a client without CAP_SYS_ADMIN
+ *			(0: the arena's size).
  * @reserved0:		must be zero.
+ * @mem_uuid:		CUDA arenas: the GPU's 16-byte UUID
+ *			(cuDeviceGetUuid), which every process sees alike;
+ *			zero for host arenas.
  * @reserved:		must be zero.
  *
  * The frames exist as handles at once; ARENA_SET_BACKING tells the module
  * what memory each frame is.  Until every frame has its backing, ATTACH
- * is refused with -EAGAIN, so no client ever holds a frame without memory.
+ * is refused with -ENODATA, so no client ever holds a frame without memory.
  * -EEXIST if the name is taken.
  */
 struct kvarena_arena_create {
@@ -141,7 +186,14 @@ struct kvarena_arena_create {
 	__u32 low_watermark;
 	__u64 bytes_per_token;
 	__u32 flags;
+	__u32 owner_uid;
+	__u32 owner_gid;
+	__u32 mode;
+	__u32 client_min_limit;
+	__u32 client_max_default;
+	__u32 client_max_limit;
 	__u32 reserved0;
+	__u8  mem_uuid[16];
 	__u64 reserved[4];
 };
 
@@ -213,8 +265,8 @@ struct kvarena_set_backing {
  * @bytes_per_token:	out: the arena's bytes_per_token.
  * @reserved:		must be zero.
  *
- * -EAGAIN while the arena's frames are not all backed yet (the provider
- * is still registering its memory): try again.  The client lives until the
+ * -ENODATA while the arena's frames are not all backed yet (the provider
+ * is still registering its memory): try again later.  The client lives until the
  * file is released (close of the last reference, or process death); then
  * every frame it held is freed.
  */
@@ -331,7 +383,7 @@ struct kvarena_usage {
  * @low_watermark:	pressure threshold in frames.
  * @state:		KVARENA_STATE_* bits.
  * @mem_kind:		enum kvarena_mem.
- * @mem_dev:		device ordinal.
+ * @mem_dev:		device ordinal as the creator saw it.
  * @peak_held:		highest @nr_held since the arena was created.
  * @filled_bytes:	sum of the clients' SET_USAGE bytes.
  * @filled_tokens:	sum of the clients' SET_USAGE tokens.
@@ -341,6 +393,13 @@ struct kvarena_usage {
  * @alloc_failures:	ALLOC commands refused with -ENOSPC.
  * @frames_allocated:	frames handed out, ever.
  * @frames_freed:	frames returned, ever (FREE and release).
+ * @owner_uid:		the arena's owner, in the caller's user namespace.
+ * @owner_gid:		the arena's group, in the caller's user namespace.
+ * @mode:		KVARENA_ACC_* bits.
+ * @client_min_limit:	see struct kvarena_arena_create.
+ * @client_max_default:	see struct kvarena_arena_create.
+ * @client_max_limit:	see struct kvarena_arena_create.
+ * @mem_uuid:		the GPU's UUID (CUDA arenas).
  * @reserved:		must be zero.
  */
 struct kvarena_stat {
@@ -368,7 +427,14 @@ struct kvarena_stat {
 	__u64 alloc_failures;
 	__u64 frames_allocated;
 	__u64 frames_freed;
-	__u64 reserved[4];
+	__u32 owner_uid;
+	__u32 owner_gid;
+	__u32 mode;
+	__u32 client_min_limit;
+	__u32 client_max_default;
+	__u32 client_max_limit;
+	__u8  mem_uuid[16];
+	__u64 reserved[8];
 };
 
 /**
@@ -383,7 +449,8 @@ struct kvarena_stat {
  * @shared:		frames held that other clients also hold (0 until
  *			PUBLISH/LOOKUP exist).
  * @peak:		highest @held.
- * @reserved0:		zero.
+ * @uid:		effective uid of the attaching process, in the
+ *			caller's user namespace.
  * @filled_bytes:	latest SET_USAGE report.
  * @filled_tokens:	latest SET_USAGE report.
  * @alloc_calls:	ALLOC commands.
@@ -400,7 +467,7 @@ struct kvarena_client_info {
 	__u32 held;
 	__u32 shared;
 	__u32 peak;
-	__u32 reserved0;
+	__u32 uid;
 	__u64 filled_bytes;
 	__u64 filled_tokens;
 	__u64 alloc_calls;
@@ -451,6 +518,36 @@ struct kvarena_limits {
 };
 
 /**
+ * struct kvarena_arena_policy - KVARENA_IOC_ARENA_SET_POLICY, CAP_SYS_ADMIN.
+ * @name:		arena name.
+ * @owner_uid:		new owner, in the caller's user namespace.
+ * @owner_gid:		new group.
+ * @mode:		new KVARENA_ACC_* bits.
+ * @client_min_limit:	as in struct kvarena_arena_create.
+ * @client_max_default:	as in struct kvarena_arena_create.
+ * @client_max_limit:	as in struct kvarena_arena_create.
+ * @flags:		must be zero.
+ * @reserved0:		must be zero.
+ * @reserved:		must be zero.
+ *
+ * Replaces the whole policy (read it with STAT first to change one part).
+ * It governs what comes next: clients already attached keep their
+ * min/max (change those with SET_LIMITS) and their attachment.
+ */
+struct kvarena_arena_policy {
+	char  name[KVARENA_NAME_LEN];
+	__u32 owner_uid;
+	__u32 owner_gid;
+	__u32 mode;
+	__u32 client_min_limit;
+	__u32 client_max_default;
+	__u32 client_max_limit;
+	__u32 flags;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
+/**
  * struct kvarena_uring_cmd - the command area of an IORING_OP_URING_CMD SQE.
  * @arg:	user pointer to the command's struct, exactly as the third
  *		argument of ioctl().
@@ -481,5 +578,6 @@ struct kvarena_uring_cmd {
 #define KVARENA_IOC_CLIENTS	  _IOWR(KVARENA_IOC_MAGIC, 0x0a, struct kvarena_clients)
 #define KVARENA_IOC_SET_LIMITS	  _IOWR(KVARENA_IOC_MAGIC, 0x0b, struct kvarena_limits)
 /* 0x0c and 0x0d are reserved for PUBLISH and LOOKUP (prefix sharing). */
+#define KVARENA_IOC_ARENA_SET_POLICY _IOWR(KVARENA_IOC_MAGIC, 0x0e, struct kvarena_arena_policy)
 
 #endif /* _UAPI_LINUX_KVARENA_H */
