@@ -29,10 +29,13 @@ install-kvbench: $(KVB_DIR)/kvbench
 	install -D -m 0755 $< $(DESTDIR)$(PREFIX)/bin/kvbench
 INSTALL_TARGETS += install-kvbench
 
-# kvbench frames inside the VM, on the newest kernel: the module's paths.
-bench-vm: $(KVB_DIR)/kvbench-static
+# kvbench frames and map inside the VM, on the newest kernel: the module's
+# paths, and the runtime mapping frames through FRAME_FD.
+bench-vm: $(KVB_DIR)/kvbench-static $(B)/tools/kvarenactl-static
 	$(Q)$(MAKE) --no-print-directory KDIR=/lib/modules/$(DEMO_KERNEL)/build module
-	$(Q)printf 'kvbench-static frames\n' > $(B)/bench-vm.sh
+	$(Q)printf '%s\n' 'kvbench-static frames' \
+		'kvarenactl-static create bench --frames 40 --frame-size 2M' \
+		'kvbench-static map --arena bench --reps 20' > $(B)/bench-vm.sh
 	$(Q)$(VM_RUN) --timeout $(VM_TIMEOUT) --script $(B)/bench-vm.sh \
 		--kernel /boot/vmlinuz-$(DEMO_KERNEL) \
-		--module $(B)/kmod/$(DEMO_KERNEL)/kvarena.ko $<
+		--module $(B)/kmod/$(DEMO_KERNEL)/kvarena.ko $^
