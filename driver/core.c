@@ -122,7 +122,8 @@ u32 kva_core_detach(struct kva_core *c, struct kva_core_client *cl)
 		KVA_WARN_ON(c->frames[idx].holder != cl);
 		frame_release(c, idx);
 		idx = next;
-		n++;
+		if (!(++n % 4096))
+			kva_shim_cond_resched();
 	}
 	KVA_WARN_ON(n != cl->held);
 	c->unmet_min -= unmet(cl);
@@ -261,6 +262,31 @@ int kva_core_lookup(const struct kva_core *c,
 	if (f->holder != cl)
 		return -EPERM;
 	return (int)idx;
+}
+
+/**
+ * kva_core_frame_access() - what a client may do with frame @idx now: the
+ * question a mapping of the frame asks at every fault.
+ * @c:		the core.
+ * @cl:		the client.
+ * @idx:	frame index, not trusted.
+ *
+ * Return: KVA_ACCESS_WRITE for a frame the client holds alone,
+ * KVA_ACCESS_READ for one it holds with others, KVA_ACCESS_NONE otherwise
+ * (including an index out of range).
+ */
+enum kva_access kva_core_frame_access(const struct kva_core *c,
+				      const struct kva_core_client *cl,
+				      u32 idx)
+{
+	const struct kva_frame *f;
+
+	if (idx >= c->nr_frames)
+		return KVA_ACCESS_NONE;
+	f = &c->frames[idx];
+	if (!(f->flags & KVA_FRAME_HELD) || f->holder != cl)
+		return KVA_ACCESS_NONE;
+	return KVA_ACCESS_WRITE;
 }
 
 static void unmark(struct kva_core *c, const u64 *handles, u32 n)

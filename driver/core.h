@@ -129,6 +129,17 @@ int kva_core_free(struct kva_core *c, struct kva_core_client *cl,
 int kva_core_lookup(const struct kva_core *c,
 		    const struct kva_core_client *cl, u64 handle);
 
+/* What kva_core_frame_access() says a client may do with a frame. */
+enum kva_access {
+	KVA_ACCESS_NONE = 0,	/* not the client's: no mapping at all */
+	KVA_ACCESS_READ = 1,	/* held with others: map read-only */
+	KVA_ACCESS_WRITE = 2,	/* the client's own: map read-write */
+};
+
+enum kva_access kva_core_frame_access(const struct kva_core *c,
+				      const struct kva_core_client *cl,
+				      u32 idx);
+
 int kva_core_check(const struct kva_core *c);
 
 static inline u32 kva_core_held(const struct kva_core *c)

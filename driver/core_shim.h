@@ -15,9 +15,14 @@
 #include <linux/slab.h>
 #include <linux/types.h>
 
-#define kva_shim_calloc(n, size) kvcalloc(n, size, GFP_KERNEL)
+#include <linux/sched.h>
+
+/* The frame table is the arena's memory: charge it to the creator's cgroup. */
+#define kva_shim_calloc(n, size) kvcalloc(n, size, GFP_KERNEL_ACCOUNT)
 #define kva_shim_free(p)	kvfree(p)
 #define KVA_WARN_ON(cond)	WARN_ON(cond)
+/* Long walks (a client of millions of frames) let others run. */
+#define kva_shim_cond_resched()	cond_resched()
 
 #else /* userspace */
 
@@ -33,6 +38,7 @@ typedef uint64_t u64;
 
 #define kva_shim_calloc(n, size) calloc(n, size)
 #define kva_shim_free(p)	free(p)
+#define kva_shim_cond_resched()	do { } while (0)
 
 #ifndef likely
 #define likely(x)	__builtin_expect(!!(x), 1)

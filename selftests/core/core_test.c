@@ -135,6 +135,21 @@ TEST_F(core, free_of_other_clients_frame_is_eperm)
 	EXPECT_EQ(1, self->a.held);
 }
 
+TEST_F(core, frame_access_is_write_for_the_holder_only_until_free)
+{
+	u32 idx;
+
+	ASSERT_EQ(1, kva_core_alloc(&self->c, &self->a, self->h, 1, false));
+	idx = KVA_HANDLE_IDX(self->h[0]);
+	EXPECT_EQ(KVA_ACCESS_WRITE, kva_core_frame_access(&self->c, &self->a, idx));
+	EXPECT_EQ(KVA_ACCESS_NONE, kva_core_frame_access(&self->c, &self->b, idx));
+	EXPECT_EQ(KVA_ACCESS_NONE, kva_core_frame_access(&self->c, &self->a, NR));
+	EXPECT_EQ(KVA_ACCESS_NONE,
+		  kva_core_frame_access(&self->c, &self->a, 0xffffffffu));
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, self->h, 1));
+	EXPECT_EQ(KVA_ACCESS_NONE, kva_core_frame_access(&self->c, &self->a, idx));
+}
+
 TEST_F(core, handle_of_unheld_frame_is_enoent)
 {
 	u64 forged = KVA_HANDLE(1, 5);	/* gen 1 of a never-used frame */
