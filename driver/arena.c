@@ -6,6 +6,8 @@
 #include <linux/ctype.h>
 #include <linux/file.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
+#include <linux/mm.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -91,22 +93,28 @@ void kva_arena_put(struct kva_arena *a)
 /* kobject release: the last reference is gone (list, clients, sysfs). */
 void kva_arena_free(struct kva_arena *a)
 {
+	idr_destroy(&a->client_ids);
 	kva_core_fini(&a->core);
+	kvfree(a->pages);
 	kvfree(a->backing);
 	kfree(a);
 }
 
 /**
  * kva_arena_update_pressure() - recompute the pressure state after the
- * free frame count changed, and wake poll() waiters when it flips.
+ * frames a client could get changed (ALLOC, FREE, ATTACH, SET_LIMITS,
+ * release), and wake poll() waiters when it flips.
  * @a:	the arena, locked.
+ *
+ * What counts is what a client without a guarantee could still get: the
+ * free frames less those reserved for other clients' unmet minimums.
  */
 void kva_arena_update_pressure(struct kva_arena *a)
 {
 	bool p;
 
 	lockdep_assert_held(&a->lock);
-	p = a->core.nr_free < a->low_watermark;
+	p = a->core.nr_free - a->core.unmet_min < a->low_watermark;
 	if (p != a->pressure) {
 		WRITE_ONCE(a->pressure, p);
 		wake_up_interruptible_all(&a->pressure_wq);
@@ -148,6 +156,38 @@ int kva_policy_from_user(struct kva_policy *p, u32 uid, u32 gid, u32 mode,
 	p->client_max_default = max_default;
 	p->client_max_limit = max_limit;
 	return 0;
+}
+
+/**
+ * kva_arena_permits() - may the caller view (KVARENA_ACC_VIEW) or attach to
+ * (KVARENA_ACC_ATTACH) @a?
+ * @a:		the arena.
+ * @acc:	one KVARENA_ACC_* bit.
+ * @how:	KVA_HOW_* of the command.
+ *
+ * The arena's mode, like a file's: the owner's bits if the caller's fsuid
+ * owns it, else the group's if the caller is in its group, else the
+ * others'.  CAP_SYS_ADMIN over ioctl() may do anything.
+ *
+ * Return: true if permitted.
+ */
+bool kva_arena_permits(struct kva_arena *a, u32 acc, unsigned int how)
+{
+	u32 mode;
+	kuid_t uid;
+	kgid_t gid;
+
+	mutex_lock(&a->lock);
+	mode = a->policy.mode;
+	uid = a->policy.uid;
+	gid = a->policy.gid;
+	mutex_unlock(&a->lock);
+
+	if (uid_eq(current_fsuid(), uid))
+		mode >>= 6;
+	else if (in_group_p(gid))
+		mode >>= 3;
+	return (mode & acc) || kva_admin(how);
 }
 
 static int check_create(const struct kvarena_arena_create *c)
@@ -211,14 +251,29 @@ long kva_ioc_arena_create(void __user *argp)
 	a->flags = c.flags;
 	mutex_init(&a->lock);
 	INIT_LIST_HEAD(&a->clients);
+	idr_init(&a->client_ids);
 	init_waitqueue_head(&a->pressure_wq);
 	ret = kva_core_init(&a->core, c.nr_frames);
 	if (ret)
 		goto err_free_arena;
-	a->backing = kvcalloc(c.nr_frames, sizeof(*a->backing), GFP_KERNEL);
+	a->backing = kvcalloc(c.nr_frames, sizeof(*a->backing),
+			      GFP_KERNEL_ACCOUNT);
 	if (!a->backing) {
 		ret = -ENOMEM;
 		goto err_fini_core;
+	}
+	if (c.mem_kind == KVARENA_MEM_HOST &&
+	    !(c.flags & KVARENA_CREATE_NO_BACKING)) {
+		/* Host memory the machine has not got cannot be pinned. */
+		u64 pages = c.nr_frames * (c.frame_size >> PAGE_SHIFT);
+
+		ret = -ENOMEM;
+		if (pages > totalram_pages())
+			goto err_free_backing;
+		a->pages = kvcalloc(pages, sizeof(*a->pages),
+				    GFP_KERNEL_ACCOUNT);
+		if (!a->pages)
+			goto err_free_backing;
 	}
 	kobject_init(&a->kobj, &kva_arena_ktype);
 	/* From here on the kobject release frees the arena. */
@@ -239,6 +294,8 @@ err_unlock:
 	mutex_unlock(&kva_arenas_lock);
 	kobject_put(&a->kobj);
 	return ret;
+err_free_backing:
+	kvfree(a->backing);
 err_fini_core:
 	kva_core_fini(&a->core);
 err_free_arena:
@@ -255,13 +312,20 @@ static void kva_arena_kill(struct kva_arena *a)
 	list_del(&a->node);
 	mutex_lock(&a->lock);
 	a->dead = true;
+	a->nr_backed = 0;
+	mutex_unlock(&a->lock);
+	/*
+	 * No client, no SET_BACKING in flight, and no new ones: nothing can
+	 * touch the pages or the files any more.
+	 */
+	kva_unpin_backing(a);
 	for (i = 0; i < a->core.nr_frames; i++) {
 		if (a->backing[i].file)
 			fput(a->backing[i].file);
 		a->backing[i].file = NULL;
+		if (!(i % 4096))
+			cond_resched();
 	}
-	a->nr_backed = 0;
-	mutex_unlock(&a->lock);
 	kobject_del(&a->kobj);
 	kobject_put(&a->kobj);
 }
@@ -287,7 +351,7 @@ long kva_ioc_arena_destroy(void __user *argp)
 	}
 	/* Clients attach under kva_arenas_lock, so this cannot go stale. */
 	mutex_lock(&a->lock);
-	if (a->nr_clients)
+	if (a->nr_clients || a->backing_busy)
 		ret = -EBUSY;
 	mutex_unlock(&a->lock);
 	if (!ret)
@@ -311,29 +375,33 @@ void kva_arenas_destroy_all(void)
  * A backing file must be memory the runtime can map or import, and must not
  * be able to hold a reference back to a kvarena file: the module keeps it
  * until ARENA_DESTROY, and ARENA_DESTROY waits for every client to go.
- * Host memory is a regular (shmem, hugetlbfs) file, readable, writable,
- * mappable and long enough; device memory is whatever file the GPU driver
- * exports, which is never a socket (sockets can carry fds in flight) nor
- * one of ours.
+ * Host memory: see kva_check_host_backing().  Device memory is whatever
+ * file the GPU driver exports (a character device or an anonymous inode;
+ * shmem for the driver's test double), so only what is obviously not
+ * memory is refused: sockets (which can carry fds in flight), directories,
+ * pipes, io_uring instances, kvarena's own files, and regular files of
+ * any filesystem that is not memory.
  */
 static int check_backing_file(struct kva_arena *a, struct file *file,
 			      u64 offset, u32 nr_frames)
 {
 	struct inode *inode = file_inode(file);
-	u64 len, end;
+	unsigned long magic = inode->i_sb->s_magic;
+	u64 len;
 
-	if (file->f_op == &kva_fops || S_ISSOCK(inode->i_mode) ||
-	    S_ISDIR(inode->i_mode))
+	if (check_mul_overflow((u64)nr_frames, a->frame_size, &len))
 		return -EINVAL;
-	if (a->mem_kind != KVARENA_MEM_HOST)
-		return 0;
-	if (!S_ISREG(inode->i_mode) || !file->f_op->mmap ||
-	    (file->f_mode & (FMODE_READ | FMODE_WRITE)) !=
-	    (FMODE_READ | FMODE_WRITE))
+	if (a->mem_kind == KVARENA_MEM_HOST)
+		return kva_check_host_backing(a, file, offset, len);
+	if (file->f_op == &kva_fops || magic == KVA_FS_MAGIC ||
+	    S_ISSOCK(inode->i_mode) || S_ISDIR(inode->i_mode) ||
+	    S_ISFIFO(inode->i_mode) || S_ISLNK(inode->i_mode))
 		return -EINVAL;
-	if (check_mul_overflow((u64)nr_frames, a->frame_size, &len) ||
-	    check_add_overflow(offset, len, &end) ||
-	    end > (u64)i_size_read(inode))
+	if (S_ISREG(inode->i_mode) && magic != TMPFS_MAGIC &&
+	    magic != HUGETLBFS_MAGIC)
+		return -EINVAL;
+	if (magic == ANON_INODE_FS_MAGIC &&
+	    !strcmp(file->f_path.dentry->d_name.name, "[io_uring]"))
 		return -EINVAL;
 	return 0;
 }
@@ -372,6 +440,11 @@ long kva_ioc_set_backing(void __user *argp)
 	if (ret)
 		goto err_put_file;
 
+	/*
+	 * Claim the range under the lock, pin its pages without it (that can
+	 * take a while), then count it as backed.  backing_busy keeps
+	 * ARENA_DESTROY away meanwhile; ATTACH waits for nr_backed.
+	 */
 	mutex_lock(&a->lock);
 	if (a->dead) {
 		ret = -ENOENT;
@@ -389,8 +462,22 @@ long kva_ioc_set_backing(void __user *argp)
 		bk->file = get_file(file);
 		bk->offset = b.offset + (u64)i * a->frame_size;
 	}
-	a->nr_backed += b.nr_frames;
-	ret = 0;
+	a->backing_busy++;
+	mutex_unlock(&a->lock);
+
+	ret = a->pages ? kva_pin_backing(a, file, b.offset, b.first_frame,
+					 b.nr_frames) : 0;
+
+	mutex_lock(&a->lock);
+	a->backing_busy--;
+	if (ret) {
+		for (i = b.first_frame; i < b.first_frame + b.nr_frames; i++) {
+			fput(a->backing[i].file);
+			a->backing[i].file = NULL;
+		}
+	} else {
+		a->nr_backed += b.nr_frames;
+	}
 err_unlock:
 	mutex_unlock(&a->lock);
 err_put_file:
@@ -400,16 +487,56 @@ err_put_arena:
 	return ret;
 }
 
-/* By name, or the @index-th arena in creation order. */
-static struct kva_arena *kva_arena_get_stat(struct kvarena_stat *s)
+long kva_ioc_set_policy(void __user *argp)
+{
+	struct kvarena_arena_policy p;
+	struct kva_policy pol;
+	struct kva_arena *a;
+	int ret;
+
+	if (copy_from_user(&p, argp, sizeof(p)))
+		return -EFAULT;
+	if (p.flags || p.reserved0 ||
+	    !kva_all_zero(p.reserved, sizeof(p.reserved)) ||
+	    kva_name_valid(p.name))
+		return -EINVAL;
+	a = kva_arena_get(p.name);
+	if (!a)
+		return -ENOENT;
+	ret = kva_policy_from_user(&pol, p.owner_uid, p.owner_gid, p.mode,
+				   p.client_min_limit, p.client_max_default,
+				   p.client_max_limit, a->core.nr_frames);
+	if (!ret) {
+		mutex_lock(&a->lock);
+		a->policy = pol;
+		mutex_unlock(&a->lock);
+	}
+	kva_arena_put(a);
+	return ret;
+}
+
+/*
+ * By name (-EACCES if the caller may not view it), or the @index-th arena
+ * the caller may view, in creation order.
+ */
+static struct kva_arena *kva_arena_get_stat(struct kvarena_stat *s,
+					    unsigned int how)
 {
 	struct kva_arena *a = NULL, *it;
 	u32 i = 0;
 
-	if (!(s->flags & KVARENA_STAT_BY_INDEX))
-		return kva_arena_get(s->name);
+	if (!(s->flags & KVARENA_STAT_BY_INDEX)) {
+		a = kva_arena_get(s->name);
+		if (a && !kva_arena_permits(a, KVARENA_ACC_VIEW, how)) {
+			kva_arena_put(a);
+			return ERR_PTR(-EACCES);
+		}
+		return a ? a : ERR_PTR(-ENOENT);
+	}
 	mutex_lock(&kva_arenas_lock);
 	list_for_each_entry(it, &kva_arenas, node) {
+		if (!kva_arena_permits(it, KVARENA_ACC_VIEW, how))
+			continue;
 		if (i++ == s->index) {
 			a = it;
 			kobject_get(&a->kobj);
@@ -417,10 +544,10 @@ static struct kva_arena *kva_arena_get_stat(struct kvarena_stat *s)
 		}
 	}
 	mutex_unlock(&kva_arenas_lock);
-	return a;
+	return a ? a : ERR_PTR(-ENOENT);
 }
 
-long kva_ioc_stat(void __user *argp)
+long kva_ioc_stat(void __user *argp, unsigned int how)
 {
 	struct kvarena_stat s;
 	struct kva_arena *a;
@@ -434,9 +561,9 @@ long kva_ioc_stat(void __user *argp)
 	    (s.index || kva_name_valid(s.name)))
 		return -EINVAL;
 
-	a = kva_arena_get_stat(&s);
-	if (!a)
-		return -ENOENT;
+	a = kva_arena_get_stat(&s, how);
+	if (IS_ERR(a))
+		return PTR_ERR(a);
 	memset(s.name, 0, sizeof(s.name));
 	strscpy(s.name, a->name, sizeof(s.name));
 	s.frame_size = a->frame_size;

@@ -18,42 +18,78 @@
 
 struct kva_client *kva_client_new(void)
 {
-	struct kva_client *cl = kzalloc(sizeof(*cl), GFP_KERNEL);
+	struct kva_client *cl = kzalloc(sizeof(*cl), GFP_KERNEL_ACCOUNT);
 
-	if (cl)
+	if (cl) {
 		INIT_LIST_HEAD(&cl->node);
+		init_waitqueue_head(&cl->attach_wq);
+	}
 	return cl;
 }
 
 /*
  * The file is going away (close of its last reference, or its process
- * died, SIGKILL included): free every frame the client held, take its
- * usage out of the arena's sums, and drop its arena reference.
+ * died, SIGKILL included): free every frame the client held, zap every
+ * mapping of them, take its usage out of the arena's sums, and drop its
+ * arena reference.
  */
 void kva_client_release(struct kva_client *cl)
 {
 	struct kva_arena *a = cl->arena;
 
 	if (a) {
+		kva_fmap_revoke_begin(cl, false);
 		mutex_lock(&a->lock);
 		kva_core_detach(&a->core, &cl->core);
+		kva_fmap_detach(cl);
 		list_del(&cl->node);
+		idr_remove(&a->client_ids, cl->id);
 		a->nr_clients--;
 		a->filled_bytes -= cl->filled_bytes;
 		a->filled_tokens -= cl->filled_tokens;
 		kva_arena_update_pressure(a);
 		mutex_unlock(&a->lock);
+		kva_fmap_revoke_end(cl, NULL, 0);
+		if (cl->fmap_file)
+			fput(cl->fmap_file);
 		kva_arena_put(a);
 	}
 	put_pid(cl->pid);
 	kfree(cl);
 }
 
-long kva_ioc_attach(struct kva_client *cl, void __user *argp)
+/*
+ * What a client without CAP_SYS_ADMIN over ioctl() may ask for at ATTACH:
+ * a minimum within what the arena's policy leaves to its uid (the sum over
+ * the uid's clients, so that opening more files gains nothing), a maximum
+ * within the policy's limit; 0 asks for the policy's default.
+ */
+static int kva_attach_policy(struct kva_arena *a, struct kvarena_attach *at)
+{
+	const struct kva_policy *p = &a->policy;
+	kuid_t uid = current_euid();
+	struct kva_client *other;
+	u64 mins = at->min_frames;
+
+	lockdep_assert_held(&a->lock);
+	list_for_each_entry(other, &a->clients, node)
+		if (uid_eq(other->uid, uid))
+			mins += other->core.min;
+	if (mins > p->client_min_limit)
+		return -EPERM;
+	if (p->client_max_limit && at->max_frames > p->client_max_limit)
+		return -EPERM;
+	if (!at->max_frames)
+		at->max_frames = p->client_max_default ?: p->client_max_limit;
+	return 0;
+}
+
+long kva_ioc_attach(struct kva_client *cl, void __user *argp,
+		    unsigned int how)
 {
 	struct kvarena_attach at;
 	struct kva_arena *a;
-	int ret;
+	int ret, id;
 
 	if (copy_from_user(&at, argp, sizeof(at)))
 		return -EFAULT;
@@ -76,44 +112,76 @@ long kva_ioc_attach(struct kva_client *cl, void __user *argp)
 		ret = -ENOENT;
 		goto out_unlock;
 	}
+	if (!kva_arena_permits(a, KVARENA_ACC_ATTACH, how)) {
+		ret = -EACCES;
+		goto err_put_arena;
+	}
+	/* The frames file first: it must exist before the client is seen. */
+	if (a->pages) {
+		ret = kva_fmap_create(cl, a);
+		if (ret)
+			goto err_put_arena;
+	}
 	mutex_lock(&a->lock);
 	/* Every frame a client can get has memory behind it. */
 	if (!(a->flags & KVARENA_CREATE_NO_BACKING) &&
-	    a->nr_backed < a->core.nr_frames)
+	    a->nr_backed < a->core.nr_frames) {
 		ret = -ENODATA;
-	else
-		ret = kva_core_attach(&a->core, &cl->core, at.min_frames,
-				      at.max_frames);
-	if (ret) {
-		mutex_unlock(&a->lock);
-		kva_arena_put(a);
-		goto out_unlock;
+		goto err_unlock_arena;
 	}
-	cl->id = ++a->next_client_id;
+	if (!kva_admin(how)) {
+		ret = kva_attach_policy(a, &at);
+		if (ret)
+			goto err_unlock_arena;
+	}
+	/* Ids go up and wrap only after 2^31, skipping live ones. */
+	id = idr_alloc_cyclic(&a->client_ids, cl, 1, 0, GFP_KERNEL_ACCOUNT);
+	if (id < 0) {
+		ret = id;
+		goto err_unlock_arena;
+	}
+	ret = kva_core_attach(&a->core, &cl->core, at.min_frames,
+			      at.max_frames);
+	if (ret) {
+		idr_remove(&a->client_ids, id);
+		goto err_unlock_arena;
+	}
+	cl->id = id;
 	cl->pid = get_pid(task_tgid(current));
 	cl->uid = current_euid();
 	strscpy(cl->label, at.label, sizeof(cl->label));
 	list_add_tail(&cl->node, &a->clients);
 	a->nr_clients++;
+	kva_arena_update_pressure(a);
 	at.client_id = cl->id;
 	at.max_frames = cl->core.max;
 	mutex_unlock(&a->lock);
 	/* Publish the attached client; pairs with smp_load_acquire() readers. */
 	smp_store_release(&cl->arena, a);
+	wake_up_interruptible_all(&cl->attach_wq);
 
 	at.nr_frames = a->core.nr_frames;
 	at.mem_kind = a->mem_kind;
 	at.frame_size = a->frame_size;
 	at.bytes_per_token = a->bytes_per_token;
-out_unlock:
 	mutex_unlock(&kva_arenas_lock);
-	if (ret)
-		return ret;
 	/*
 	 * The file stays attached even if the result cannot be written back:
 	 * CLIENTS shows it, and its release cleans it up as always.
 	 */
 	return copy_to_user(argp, &at, sizeof(at)) ? -EFAULT : 0;
+
+err_unlock_arena:
+	mutex_unlock(&a->lock);
+	if (cl->fmap_file) {
+		fput(cl->fmap_file);
+		cl->fmap_file = NULL;
+	}
+err_put_arena:
+	kva_arena_put(a);
+out_unlock:
+	mutex_unlock(&kva_arenas_lock);
+	return ret;
 }
 
 static int check_frames(const struct kvarena_frames *f, u32 flags_ok)
@@ -126,11 +194,22 @@ static int check_frames(const struct kvarena_frames *f, u32 flags_ok)
 	return 0;
 }
 
-static u64 *handles_buf(u64 *small, u32 count)
+/*
+ * A buffer for @count handles: @small for a few, else from the allocator
+ * (without sleeping under io_uring's non-blocking issue: NULL then, and
+ * the caller says -EAGAIN so that io_uring retries from a worker).
+ */
+static u64 *handles_buf(u64 *small, u32 count, unsigned int how)
 {
+	gfp_t gfp = (how & KVA_HOW_NONBLOCK) ?
+		    GFP_NOWAIT | __GFP_NOWARN | __GFP_ACCOUNT :
+		    GFP_KERNEL_ACCOUNT;
+
 	if (count <= KVA_SMALL_BATCH)
 		return small;
-	return kvmalloc_array(count, sizeof(u64), GFP_KERNEL);
+	if (how & KVA_HOW_NONBLOCK)
+		return kmalloc_array(count, sizeof(u64), gfp);
+	return kvmalloc_array(count, sizeof(u64), gfp);
 }
 
 static void handles_buf_free(u64 *small, u64 *buf)
@@ -139,34 +218,71 @@ static void handles_buf_free(u64 *small, u64 *buf)
 		kvfree(buf);
 }
 
-long kva_ioc_alloc(struct kva_client *cl, void __user *argp)
+static int nomem(unsigned int how)
+{
+	return (how & KVA_HOW_NONBLOCK) ? -EAGAIN : -ENOMEM;
+}
+
+/* Write ALLOC's results: handles, then nr_done. */
+static int alloc_copy_out(struct kvarena_frames __user *uf,
+			  const struct kvarena_frames *f, const u64 *buf,
+			  u32 n, unsigned int how)
+{
+	u32 done = n;
+	int ret;
+
+	ret = kva_copy_out(u64_to_user_ptr(f->handles), buf, n * sizeof(u64),
+			   how);
+	if (!ret)
+		ret = kva_copy_out(&uf->nr_done, &done, sizeof(done), how);
+	return ret;
+}
+
+long kva_ioc_alloc(struct kva_client *cl, void __user *argp,
+		   unsigned int how)
 {
 	struct kvarena_frames __user *uf = argp;
 	struct kva_arena *a = cl->arena;
+	bool nonblock = how & KVA_HOW_NONBLOCK;
 	u64 small[KVA_SMALL_BATCH], *buf;
 	struct kvarena_frames f;
-	int n;
+	int n, ret;
 
-	if (copy_from_user(&f, argp, sizeof(f)))
-		return -EFAULT;
-	n = check_frames(&f, KVARENA_ALLOC_PARTIAL);
-	if (n)
-		return n;
-	buf = handles_buf(small, f.count);
+	ret = kva_copy_in(&f, argp, sizeof(f), how);
+	if (ret)
+		return ret;
+	ret = check_frames(&f, KVARENA_ALLOC_PARTIAL);
+	if (ret)
+		return ret;
+	buf = handles_buf(small, f.count, how);
 	if (!buf)
-		return -ENOMEM;
-
-	mutex_lock(&a->lock);
+		return nomem(how);
+	ret = kva_lock_arena(a, how);
+	if (ret)
+		goto out_free;
 	n = kva_core_alloc(&a->core, &cl->core, buf, f.count,
 			   f.flags & KVARENA_ALLOC_PARTIAL);
-	if (n > 0)
-		kva_arena_update_pressure(a);
+	if (n < 0) {
+		mutex_unlock(&a->lock);
+		ret = n;
+		goto out_free;
+	}
+	/*
+	 * Non-blocking: the results go out under the lock, with page faults
+	 * disabled, and a fault undoes the allocation (io_uring retries it
+	 * from a worker).  Blocking: after the lock, since a fault may land
+	 * in one of our own mappings and need arena->lock itself.
+	 */
+	ret = nonblock ? alloc_copy_out(uf, &f, buf, n, how) : 0;
+	if (ret)
+		kva_core_free(&a->core, &cl->core, buf, n);
+	kva_arena_update_pressure(a);
 	mutex_unlock(&a->lock);
-	if (n < 0)
+	if (ret || nonblock)
 		goto out_free;
 
-	if (copy_to_user(u64_to_user_ptr(f.handles), buf, n * sizeof(u64)) ||
-	    put_user((u32)n, &uf->nr_done)) {
+	ret = alloc_copy_out(uf, &f, buf, n, how);
+	if (ret) {
 		/*
 		 * The caller cannot learn the handles: take them back, one by
 		 * one, since another thread of the client may have guessed and
@@ -179,72 +295,102 @@ long kva_ioc_alloc(struct kva_client *cl, void __user *argp)
 			kva_core_free(&a->core, &cl->core, &buf[i], 1);
 		kva_arena_update_pressure(a);
 		mutex_unlock(&a->lock);
-		n = -EFAULT;
-		goto out_free;
 	}
-	n = 0;
-out_free:
-	handles_buf_free(small, buf);
-	return n;
-}
-
-long kva_ioc_free(struct kva_client *cl, void __user *argp)
-{
-	struct kvarena_frames __user *uf = argp;
-	struct kva_arena *a = cl->arena;
-	u64 small[KVA_SMALL_BATCH], *buf;
-	struct kvarena_frames f;
-	int ret;
-
-	if (copy_from_user(&f, argp, sizeof(f)))
-		return -EFAULT;
-	ret = check_frames(&f, 0);
-	if (ret)
-		return ret;
-	buf = handles_buf(small, f.count);
-	if (!buf)
-		return -ENOMEM;
-	ret = -EFAULT;
-	if (copy_from_user(buf, u64_to_user_ptr(f.handles),
-			   f.count * sizeof(u64)))
-		goto out_free;
-
-	mutex_lock(&a->lock);
-	ret = kva_core_free(&a->core, &cl->core, buf, f.count);
-	if (!ret)
-		kva_arena_update_pressure(a);
-	mutex_unlock(&a->lock);
-	/* Success is the return value; nr_done only repeats it. */
-	if (!ret && put_user(f.count, &uf->nr_done))
-		ret = -EFAULT;
 out_free:
 	handles_buf_free(small, buf);
 	return ret;
 }
 
+long kva_ioc_free(struct kva_client *cl, void __user *argp,
+		  unsigned int how)
+{
+	struct kvarena_frames __user *uf = argp;
+	struct kva_arena *a = cl->arena;
+	bool nonblock = how & KVA_HOW_NONBLOCK;
+	u64 small[KVA_SMALL_BATCH], *buf;
+	struct kvarena_frames f;
+	u32 i, *idx;
+	int ret;
+
+	ret = kva_copy_in(&f, argp, sizeof(f), how);
+	if (ret)
+		return ret;
+	ret = check_frames(&f, 0);
+	if (ret)
+		return ret;
+	buf = handles_buf(small, f.count, how);
+	if (!buf)
+		return nomem(how);
+	ret = kva_copy_in(buf, u64_to_user_ptr(f.handles),
+			  f.count * sizeof(u64), how);
+	if (ret)
+		goto out_free;
+
+	/* No fault may map a frame between the core's free and the zap. */
+	ret = kva_fmap_revoke_begin(cl, nonblock);
+	if (ret)
+		goto out_free;
+	ret = kva_lock_arena(a, how);
+	if (ret) {
+		kva_fmap_revoke_end(cl, NULL, 0);
+		goto out_free;
+	}
+	ret = kva_core_free(&a->core, &cl->core, buf, f.count);
+	if (!ret)
+		kva_arena_update_pressure(a);
+	mutex_unlock(&a->lock);
+	/* The handles' indices, in place, for the zap. */
+	idx = (u32 *)buf;
+	for (i = 0; !ret && i < f.count; i++)
+		idx[i] = KVA_HANDLE_IDX(buf[i]);
+	kva_fmap_revoke_end(cl, idx, ret ? 0 : f.count);
+	/*
+	 * Success is the return value; nr_done only repeats it, and a FREE
+	 * that freed never reports an error.
+	 */
+	if (!ret)
+		kva_copy_out(&uf->nr_done, &f.count, sizeof(f.count), how);
+out_free:
+	handles_buf_free(small, buf);
+	return ret;
+}
+
+/*
+ * Host arenas: the client's own frames file (frames.c), which maps the
+ * frames it holds and nothing else, at offset index * frame_size.  CUDA
+ * arenas: the backing file itself, the exported allocation, which only the
+ * GPU driver can map and the module cannot revoke.
+ */
 long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp)
 {
 	struct kva_arena *a = cl->arena;
 	struct kvarena_frame_fd ff;
-	struct file *file;
+	enum kva_access acc;
+	struct file *file = NULL;
 	int ret, fd;
 
 	if (copy_from_user(&ff, argp, sizeof(ff)))
 		return -EFAULT;
-	if (ff.flags || !kva_all_zero(ff.reserved, sizeof(ff.reserved)))
+	if (ff.flags || ff.access || ff.reserved0 ||
+	    !kva_all_zero(ff.reserved, sizeof(ff.reserved)))
 		return -EINVAL;
 
 	mutex_lock(&a->lock);
 	ret = kva_core_lookup(&a->core, &cl->core, ff.handle);
 	if (ret >= 0) {
-		struct kva_backing *bk = &a->backing[ret];
+		u32 idx = ret;
+		struct kva_backing *bk = &a->backing[idx];
 
-		if (bk->file) {
+		acc = kva_core_frame_access(&a->core, &cl->core, idx);
+		ret = 0;
+		if (!bk->file) {
+			ret = -ENODATA;
+		} else if (cl->fmap_file) {
+			file = get_file(cl->fmap_file);
+			ff.offset = (u64)idx * a->frame_size;
+		} else {
 			file = get_file(bk->file);
 			ff.offset = bk->offset;
-			ret = 0;
-		} else {
-			ret = -ENODATA;
 		}
 	}
 	mutex_unlock(&a->lock);
@@ -258,6 +404,9 @@ long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp)
 	}
 	ff.fd = fd;
 	ff.size = a->frame_size;
+	ff.access = acc == KVA_ACCESS_WRITE ?
+		    KVARENA_ACCESS_READ | KVARENA_ACCESS_WRITE :
+		    KVARENA_ACCESS_READ;
 	if (copy_to_user(argp, &ff, sizeof(ff))) {
 		ret = -EFAULT;
 		goto err_put_fd;
@@ -272,19 +421,23 @@ err_put_file:
 	return ret;
 }
 
-long kva_ioc_set_usage(struct kva_client *cl, void __user *argp)
+long kva_ioc_set_usage(struct kva_client *cl, void __user *argp,
+		       unsigned int how)
 {
 	struct kva_arena *a = cl->arena;
 	struct kvarena_usage u;
-	int ret = 0;
+	int ret;
 
-	if (copy_from_user(&u, argp, sizeof(u)))
-		return -EFAULT;
+	ret = kva_copy_in(&u, argp, sizeof(u), how);
+	if (ret)
+		return ret;
 	if (u.flags || u.reserved0 ||
 	    !kva_all_zero(u.reserved, sizeof(u.reserved)))
 		return -EINVAL;
 
-	mutex_lock(&a->lock);
+	ret = kva_lock_arena(a, how);
+	if (ret)
+		return ret;
 	/* held <= 2^24 frames of <= 2^30 bytes: the product fits in u64. */
 	if (u.filled_bytes > (u64)cl->core.held * a->frame_size) {
 		ret = -EINVAL;
@@ -300,13 +453,8 @@ long kva_ioc_set_usage(struct kva_client *cl, void __user *argp)
 
 static struct kva_client *kva_client_find(struct kva_arena *a, u32 id)
 {
-	struct kva_client *cl;
-
 	lockdep_assert_held(&a->lock);
-	list_for_each_entry(cl, &a->clients, node)
-		if (cl->id == id)
-			return cl;
-	return NULL;
+	return id <= INT_MAX ? idr_find(&a->client_ids, id) : NULL;
 }
 
 static void fill_info(struct kvarena_client_info *ci,
@@ -331,7 +479,7 @@ static void fill_info(struct kvarena_client_info *ci,
 /* Rows per CLIENTS call; the table is read in one locked pass. */
 #define KVA_CLIENTS_MAX	65536u
 
-long kva_ioc_clients(void __user *argp)
+long kva_ioc_clients(void __user *argp, unsigned int how)
 {
 	struct kvarena_clients __user *uc = argp;
 	struct kvarena_client_info *rows = NULL;
@@ -351,6 +499,10 @@ long kva_ioc_clients(void __user *argp)
 	a = kva_arena_get(c.name);
 	if (!a)
 		return -ENOENT;
+	if (!kva_arena_permits(a, KVARENA_ACC_VIEW, how)) {
+		ret = -EACCES;
+		goto out_put;
+	}
 	/*
 	 * Rows for the clients there are, not for what was asked: a reader
 	 * should not make the kernel allocate megabytes for nothing.  Clients
@@ -358,7 +510,7 @@ long kva_ioc_clients(void __user *argp)
 	 */
 	c.count = min(c.count, READ_ONCE(a->nr_clients));
 	if (c.count) {
-		rows = kvcalloc(c.count, sizeof(*rows), GFP_KERNEL);
+		rows = kvcalloc(c.count, sizeof(*rows), GFP_KERNEL_ACCOUNT);
 		if (!rows) {
 			ret = -ENOMEM;
 			goto out_put;
@@ -406,6 +558,8 @@ long kva_ioc_set_limits(void __user *argp)
 					  l.max_frames);
 	else
 		ret = -ENOENT;
+	if (!ret)
+		kva_arena_update_pressure(a);
 	mutex_unlock(&a->lock);
 	kva_arena_put(a);
 	return ret;

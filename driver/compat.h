@@ -9,8 +9,30 @@
 #define KVA_COMPAT_H
 
 #include <linux/kconfig.h>
+#include <linux/mm.h>
 
 #include "kva_config.h"
+
+/* vm_flags became read-only, with setters, in 6.3. */
+static inline void kva_vm_flags_set(struct vm_area_struct *vma,
+				    vm_flags_t flags)
+{
+#ifdef KVA_HAVE_VM_FLAGS_SET
+	vm_flags_set(vma, flags);
+#else
+	vma->vm_flags |= flags;
+#endif
+}
+
+static inline void kva_vm_flags_clear(struct vm_area_struct *vma,
+				      vm_flags_t flags)
+{
+#ifdef KVA_HAVE_VM_FLAGS_SET
+	vm_flags_clear(vma, flags);
+#else
+	vma->vm_flags &= ~flags;
+#endif
+}
 
 #if defined(KVA_HAVE_URING_CMD) && IS_ENABLED(CONFIG_IO_URING)
 #define KVA_URING_CMD 1

@@ -3,7 +3,10 @@
  * kvarena.ko internals.
  *
  * Lock order: kva_arenas_lock (the arena list), then arena->lock (one
- * arena's frames, backing and clients).  Nothing else nests.
+ * arena's frames, backing and clients).  A fault on a frames file takes
+ * its fmap->sem, then arena->lock (frames.c).  No user memory is touched
+ * with arena->lock held unless page faults are disabled: a fault there
+ * could be one of ours.
  *
  * Lifetimes: an arena is a kobject (its sysfs directory); the list holds
  * one reference from ARENA_CREATE to ARENA_DESTROY and every attached
@@ -15,6 +18,7 @@
 #define KVA_DRV_H
 
 #include <linux/fs.h>
+#include <linux/idr.h>
 #include <linux/uidgid.h>
 #include <linux/kobject.h>
 #include <linux/list.h>
@@ -25,6 +29,9 @@
 #include <linux/kvarena.h>
 
 #include "core.h"
+
+/* The pseudo filesystem of the frames files (frames.c). */
+#define KVA_FS_MAGIC	0x4b564152	/* "KVAR" */
 
 /* Who may use an arena, and what a client without CAP_SYS_ADMIN gets. */
 struct kva_policy {
@@ -60,10 +67,17 @@ struct kva_arena {
 	struct kva_policy policy;
 	struct kva_core core;
 	struct kva_backing *backing;	/* core.nr_frames entries */
+	/*
+	 * Host arenas: the pinned pages of every backed frame, frame_size /
+	 * PAGE_SIZE per frame (frames.c).  Written at SET_BACKING before any
+	 * client can attach, read by faults after.
+	 */
+	struct page **pages;
 	u32 nr_backed;
+	u32 backing_busy;		/* SET_BACKINGs pinning pages now */
 	struct list_head clients;	/* struct kva_client.node */
+	struct idr client_ids;		/* id -> struct kva_client */
 	u32 nr_clients;			/* also read as a hint, unlocked */
-	u32 next_client_id;
 	u64 filled_bytes;		/* sum over clients */
 	u64 filled_tokens;
 	bool dead;			/* destroyed: no new clients */
@@ -84,6 +98,9 @@ struct kva_client {
 	u32 id;
 	struct pid *pid;
 	kuid_t uid;			/* euid of the attacher */
+	struct file *fmap_file;		/* host arenas: frames.c */
+
+	wait_queue_head_t attach_wq;	/* poll() before ATTACH */
 	char label[KVARENA_LABEL_LEN];
 
 	/* Protected by arena->lock. */
@@ -93,9 +110,20 @@ struct kva_client {
 	u64 filled_tokens;
 };
 
+/* How a command reached kva_dispatch(). */
+#define KVA_HOW_URING		(1u << 0)	/* io_uring, not ioctl() */
+#define KVA_HOW_NONBLOCK	(1u << 1)	/* must not sleep: -EAGAIN */
+
 /* main.c */
 extern const struct file_operations kva_fops;
-long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp);
+long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp,
+		  unsigned int how);
+int kva_copy_in(void *dst, const void __user *src, size_t n,
+		unsigned int how);
+int kva_copy_out(void __user *dst, const void *src, size_t n,
+		 unsigned int how);
+int kva_lock_arena(struct kva_arena *a, unsigned int how);
+bool kva_admin(unsigned int how);
 
 /* arena.c */
 extern struct mutex kva_arenas_lock;
@@ -104,6 +132,7 @@ struct kva_arena *kva_arena_get_locked(const char *name);
 void kva_arena_put(struct kva_arena *a);
 void kva_arena_free(struct kva_arena *a);
 void kva_arena_update_pressure(struct kva_arena *a);
+bool kva_arena_permits(struct kva_arena *a, u32 acc, unsigned int how);
 void kva_arenas_destroy_all(void);
 int kva_name_valid(const char *name);
 int kva_policy_from_user(struct kva_policy *p, u32 uid, u32 gid, u32 mode,
@@ -112,18 +141,36 @@ int kva_policy_from_user(struct kva_policy *p, u32 uid, u32 gid, u32 mode,
 long kva_ioc_arena_create(void __user *argp);
 long kva_ioc_arena_destroy(void __user *argp);
 long kva_ioc_set_backing(void __user *argp);
-long kva_ioc_stat(void __user *argp);
+long kva_ioc_stat(void __user *argp, unsigned int how);
+long kva_ioc_set_policy(void __user *argp);
 
 /* client.c */
 struct kva_client *kva_client_new(void);
 void kva_client_release(struct kva_client *cl);
-long kva_ioc_attach(struct kva_client *cl, void __user *argp);
-long kva_ioc_alloc(struct kva_client *cl, void __user *argp);
-long kva_ioc_free(struct kva_client *cl, void __user *argp);
+long kva_ioc_attach(struct kva_client *cl, void __user *argp,
+		    unsigned int how);
+long kva_ioc_alloc(struct kva_client *cl, void __user *argp,
+		   unsigned int how);
+long kva_ioc_free(struct kva_client *cl, void __user *argp,
+		  unsigned int how);
 long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp);
-long kva_ioc_set_usage(struct kva_client *cl, void __user *argp);
-long kva_ioc_clients(void __user *argp);
+long kva_ioc_set_usage(struct kva_client *cl, void __user *argp,
+		       unsigned int how);
+long kva_ioc_clients(void __user *argp, unsigned int how);
 long kva_ioc_set_limits(void __user *argp);
+
+/* frames.c */
+int kva_frames_init(void);
+void kva_frames_exit(void);
+int kva_check_host_backing(struct kva_arena *a, struct file *file,
+			   u64 offset, u64 len);
+int kva_pin_backing(struct kva_arena *a, struct file *file, u64 offset,
+		    u32 first, u32 nr);
+void kva_unpin_backing(struct kva_arena *a);
+int kva_fmap_create(struct kva_client *cl, struct kva_arena *a);
+int kva_fmap_revoke_begin(struct kva_client *cl, bool nonblock);
+void kva_fmap_revoke_end(struct kva_client *cl, const u32 *idx, u32 n);
+void kva_fmap_detach(struct kva_client *cl);
 
 /* sysfs.c */
 int kva_sysfs_init(struct kobject *parent);

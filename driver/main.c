@@ -6,21 +6,84 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/poll.h>
 #include <linux/uaccess.h>
+#include <linux/user_namespace.h>
 
 #include "compat.h"
 #include "kva.h"
 
-static long kva_ioc_version(void __user *argp)
+/**
+ * kva_copy_in() - copy_from_user(), or under io_uring's non-blocking issue
+ * its non-faulting form: a page that is not present then gives -EAGAIN,
+ * and io_uring retries the command from a worker, where it may fault.
+ * @dst:	kernel buffer.
+ * @src:	user pointer, not trusted.
+ * @n:		bytes.
+ * @how:	KVA_HOW_*.
+ *
+ * Return: 0, -EFAULT or -EAGAIN.
+ */
+int kva_copy_in(void *dst, const void __user *src, size_t n,
+		unsigned int how)
+{
+	unsigned long left;
+
+	if (!(how & KVA_HOW_NONBLOCK))
+		return copy_from_user(dst, src, n) ? -EFAULT : 0;
+	pagefault_disable();
+	left = copy_from_user(dst, src, n);
+	pagefault_enable();
+	return left ? -EAGAIN : 0;
+}
+
+/* kva_copy_in()'s other direction. */
+int kva_copy_out(void __user *dst, const void *src, size_t n,
+		 unsigned int how)
+{
+	unsigned long left;
+
+	if (!(how & KVA_HOW_NONBLOCK))
+		return copy_to_user(dst, src, n) ? -EFAULT : 0;
+	pagefault_disable();
+	left = copy_to_user(dst, src, n);
+	pagefault_enable();
+	return left ? -EAGAIN : 0;
+}
+
+/* Take arena->lock, or -EAGAIN if it is busy and we may not sleep. */
+int kva_lock_arena(struct kva_arena *a, unsigned int how)
+{
+	if (!(how & KVA_HOW_NONBLOCK)) {
+		mutex_lock(&a->lock);
+		return 0;
+	}
+	return mutex_trylock(&a->lock) ? 0 : -EAGAIN;
+}
+
+/*
+ * Is the caller an administrator for this command?  Privilege counts over
+ * ioctl() only: a ring may be shared, and its SQEs need not come from the
+ * task that holds the privilege.
+ */
+bool kva_admin(unsigned int how)
+{
+	return !(how & KVA_HOW_URING) &&
+	       ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN);
+}
+
+static long kva_ioc_version(void __user *argp, unsigned int how)
 {
 	struct kvarena_version v;
+	int ret;
 
-	if (copy_from_user(&v, argp, sizeof(v)))
-		return -EFAULT;
+	ret = kva_copy_in(&v, argp, sizeof(v), how);
+	if (ret)
+		return ret;
 	if (v.reserved0 || !kva_all_zero(v.reserved, sizeof(v.reserved)))
 		return -EINVAL;
 	v.abi_version = KVARENA_ABI_VERSION;
@@ -28,7 +91,7 @@ static long kva_ioc_version(void __user *argp)
 #ifdef KVA_URING_CMD
 	v.features |= KVARENA_FEAT_URING_CMD;
 #endif
-	return copy_to_user(argp, &v, sizeof(v)) ? -EFAULT : 0;
+	return kva_copy_out(argp, &v, sizeof(v), how);
 }
 
 /* Who may run a command: the table of uapi/linux/kvarena.h. */
@@ -51,6 +114,7 @@ static int kva_cmd_need(unsigned int cmd)
 	case KVARENA_IOC_ARENA_CREATE:
 	case KVARENA_IOC_ARENA_DESTROY:
 	case KVARENA_IOC_ARENA_SET_BACKING:
+	case KVARENA_IOC_ARENA_SET_POLICY:
 	case KVARENA_IOC_SET_LIMITS:
 		return KVA_ADMIN;
 	case KVARENA_IOC_ALLOC:
@@ -63,17 +127,40 @@ static int kva_cmd_need(unsigned int cmd)
 	}
 }
 
+/*
+ * Commands that may run under io_uring's non-blocking issue: the hot ones,
+ * written to take no sleeping lock, allocate nothing that sleeps and touch
+ * user memory only with page faults disabled.  The others sleep (an fd to
+ * install, a table to allocate, kva_arenas_lock) and go to io_uring's
+ * worker at once.
+ */
+static bool kva_cmd_nonblock(unsigned int cmd)
+{
+	switch (cmd) {
+	case KVARENA_IOC_VERSION:
+	case KVARENA_IOC_ALLOC:
+	case KVARENA_IOC_FREE:
+	case KVARENA_IOC_SET_USAGE:
+		return true;
+	}
+	return false;
+}
+
 /**
  * kva_dispatch() - run one command, from ioctl() or uring_cmd.
  * @file:	the /dev/kvarena file.
  * @cmd:	KVARENA_IOC_* number.
  * @argp:	user pointer to the command's struct.
+ * @how:	KVA_HOW_* of the path it came by.
  *
  * Every permission and state check lives here, so the two paths cannot
  * drift apart.  The command number encodes the struct size, so a caller
  * built against another layout gets -ENOTTY, not a misread struct.
+ * Administrative commands are taken over ioctl() only (-EPERM over
+ * io_uring, whoever submits).
  */
-long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp)
+long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp,
+		  unsigned int how)
 {
 	struct kva_client *cl = file->private_data;
 	int need = kva_cmd_need(cmd);
@@ -82,35 +169,40 @@ long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp)
 		return need;
 	if (need != KVA_ANYONE && !(file->f_mode & FMODE_WRITE))
 		return -EBADF;
-	if (need == KVA_ADMIN && !capable(CAP_SYS_ADMIN))
+	if (need == KVA_ADMIN &&
+	    ((how & KVA_HOW_URING) || !capable(CAP_SYS_ADMIN)))
 		return -EPERM;
 	/* Pairs with smp_store_release() in kva_ioc_attach(). */
 	if (need == KVA_CLIENT && !smp_load_acquire(&cl->arena))
 		return -ENOTCONN;
+	if ((how & KVA_HOW_NONBLOCK) && !kva_cmd_nonblock(cmd))
+		return -EAGAIN;
 
 	switch (cmd) {
 	case KVARENA_IOC_VERSION:
-		return kva_ioc_version(argp);
+		return kva_ioc_version(argp, how);
 	case KVARENA_IOC_ARENA_CREATE:
 		return kva_ioc_arena_create(argp);
 	case KVARENA_IOC_ARENA_DESTROY:
 		return kva_ioc_arena_destroy(argp);
 	case KVARENA_IOC_ARENA_SET_BACKING:
 		return kva_ioc_set_backing(argp);
+	case KVARENA_IOC_ARENA_SET_POLICY:
+		return kva_ioc_set_policy(argp);
 	case KVARENA_IOC_ATTACH:
-		return kva_ioc_attach(cl, argp);
+		return kva_ioc_attach(cl, argp, how);
 	case KVARENA_IOC_ALLOC:
-		return kva_ioc_alloc(cl, argp);
+		return kva_ioc_alloc(cl, argp, how);
 	case KVARENA_IOC_FREE:
-		return kva_ioc_free(cl, argp);
+		return kva_ioc_free(cl, argp, how);
 	case KVARENA_IOC_FRAME_FD:
 		return kva_ioc_frame_fd(cl, argp);
 	case KVARENA_IOC_SET_USAGE:
-		return kva_ioc_set_usage(cl, argp);
+		return kva_ioc_set_usage(cl, argp, how);
 	case KVARENA_IOC_STAT:
-		return kva_ioc_stat(argp);
+		return kva_ioc_stat(argp, how);
 	case KVARENA_IOC_CLIENTS:
-		return kva_ioc_clients(argp);
+		return kva_ioc_clients(argp, how);
 	case KVARENA_IOC_SET_LIMITS:
 		return kva_ioc_set_limits(argp);
 	}
@@ -119,7 +211,7 @@ long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp)
 
 static long kva_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
-	return kva_dispatch(file, cmd, (void __user *)arg);
+	return kva_dispatch(file, cmd, (void __user *)arg, 0);
 }
 
 static int kva_open(struct inode *inode, struct file *file)
@@ -139,17 +231,21 @@ static int kva_release(struct inode *inode, struct file *file)
 }
 
 /*
- * EPOLLPRI while the client's arena is under pressure (free + cached
- * frames below its low watermark); EPOLLERR on a file not attached.
+ * EPOLLPRI while the client's arena is under pressure (what a client
+ * without a guarantee could get is below the low watermark).  A file not
+ * attached yet has nothing to report and waits: its ATTACH wakes it, and
+ * the next poll() waits on the arena.
  */
 static __poll_t kva_poll(struct file *file, poll_table *wait)
 {
 	struct kva_client *cl = file->private_data;
-	/* Pairs with smp_store_release() in kva_ioc_attach(). */
-	struct kva_arena *a = smp_load_acquire(&cl->arena);
+	struct kva_arena *a;
 
+	poll_wait(file, &cl->attach_wq, wait);
+	/* Pairs with smp_store_release() in kva_ioc_attach(). */
+	a = smp_load_acquire(&cl->arena);
 	if (!a)
-		return EPOLLERR;
+		return 0;
 	poll_wait(file, &a->pressure_wq, wait);
 	return READ_ONCE(a->pressure) ? EPOLLPRI : 0;
 }
@@ -173,30 +269,49 @@ static struct miscdevice kva_misc = {
 	.mode	= 0660,
 };
 
+/*
+ * The sysfs directory lives under the misc device, so the device comes
+ * first; kva_arenas_lock, held until sysfs is ready, keeps anyone who
+ * opens the node that early from creating an arena with no directory to
+ * go in.
+ */
 static int __init kva_init(void)
 {
 	int ret;
 
-	ret = misc_register(&kva_misc);
+	ret = kva_frames_init();
 	if (ret)
 		return ret;
+	mutex_lock(&kva_arenas_lock);
+	ret = misc_register(&kva_misc);
+	if (ret)
+		goto err_unlock;
 	ret = kva_sysfs_init(&kva_misc.this_device->kobj);
 	if (ret)
 		goto err_deregister;
+	mutex_unlock(&kva_arenas_lock);
 	pr_info("ABI %d, /dev/kvarena ready\n", KVARENA_ABI_VERSION);
 	return 0;
 
 err_deregister:
 	misc_deregister(&kva_misc);
+err_unlock:
+	mutex_unlock(&kva_arenas_lock);
+	kva_frames_exit();
 	return ret;
 }
 
+/*
+ * No file of ours is open: each holds a module reference, /dev/kvarena's
+ * and the frames files alike.  The node goes first, so nobody opens it
+ * while the rest is torn down.
+ */
 static void __exit kva_exit(void)
 {
-	/* No file is open (each holds a module reference): no clients. */
+	misc_deregister(&kva_misc);
 	kva_arenas_destroy_all();
 	kva_sysfs_exit();
-	misc_deregister(&kva_misc);
+	kva_frames_exit();
 }
 
 module_init(kva_init);

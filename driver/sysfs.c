@@ -2,7 +2,9 @@
 /*
  * kvarena.ko: sysfs.  Each arena is a directory
  * /sys/class/misc/kvarena/arenas/<name>/ with one read-only value per file,
- * the same totals as KVARENA_IOC_STAT, for scripts and exporters.
+ * the same totals as KVARENA_IOC_STAT, for scripts and exporters.  The
+ * files are world-readable, but like STAT they answer only those whom the
+ * arena's mode lets view it (-EACCES for the others).
  */
 #include <linux/kobject.h>
 #include <linux/sysfs.h>
@@ -18,6 +20,8 @@ static struct kobject *kva_arenas_kobj;
 static ssize_t field##_show(struct kobject *k, struct kobj_attribute *attr, \
 			    char *buf)					\
 {									\
+	if (!kva_arena_permits(to_arena(k), KVARENA_ACC_VIEW, 0))	\
+		return -EACCES;						\
 	return sysfs_emit(buf, fmt "\n", to_arena(k)->field);		\
 }									\
 static struct kobj_attribute field##_attr = __ATTR_RO(field)
@@ -30,6 +34,8 @@ static ssize_t name##_show(struct kobject *k, struct kobj_attribute *attr, \
 	struct kva_arena *a = to_arena(k);				\
 	ssize_t n;							\
 									\
+	if (!kva_arena_permits(a, KVARENA_ACC_VIEW, 0))			\
+		return -EACCES;						\
 	mutex_lock(&a->lock);						\
 	n = sysfs_emit(buf, fmt "\n", expr);				\
 	mutex_unlock(&a->lock);						\

@@ -4,6 +4,11 @@
  * cmd_op and struct kvarena_uring_cmd in its command area; the command runs
  * through the same dispatcher as ioctl() and completes inline, so a ring
  * of N SQEs is N commands for one io_uring_enter().
+ *
+ * Inline issue is non-blocking (IO_URING_F_NONBLOCK): a command that would
+ * sleep - a busy lock, a user page not present, an allocation, or a
+ * command that always sleeps - answers -EAGAIN, and io_uring issues it
+ * again from its worker thread, blocking.
  */
 #include "compat.h"
 #include "kva.h"
@@ -18,6 +23,9 @@ int kva_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	if (READ_ONCE(area->reserved))
 		return -EINVAL;
 	return kva_dispatch(ioucmd->file, ioucmd->cmd_op,
-			    u64_to_user_ptr(arg));
+			    u64_to_user_ptr(arg),
+			    KVA_HOW_URING |
+			    ((issue_flags & IO_URING_F_NONBLOCK) ?
+			     KVA_HOW_NONBLOCK : 0));
 }
 #endif

@@ -9,8 +9,10 @@
  *
  * Embedded arenas own one memfd for all frames.  Device arenas learn each
  * frame's file and offset once, with FRAME_FD, and keep one fd per
- * distinct backing file: a frame's backing never changes, so every later
- * mapping of that frame is a plain mmap with no ioctl.
+ * distinct file: the module gives each client one frames file, in which a
+ * frame's offset never changes, so every later mapping of that frame is a
+ * plain mmap with no ioctl.  The module zaps such a mapping when the frame
+ * is freed; the runtime has always unmapped it before.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -99,7 +101,7 @@ static int host_memfd(const char *name, uint64_t size, uint32_t flags,
 		      int *out)
 {
 	char label[64];
-	unsigned int mfd = MFD_CLOEXEC;
+	unsigned int mfd = MFD_CLOEXEC | MFD_ALLOW_SEALING;
 	int fd, ret;
 
 	if (flags & KVA_OPEN_HUGETLB)
@@ -119,6 +121,14 @@ static int host_memfd(const char *name, uint64_t size, uint32_t flags,
 		ret = prefault(fd, size, flags);
 		if (ret)
 			goto err_close;
+	}
+	/*
+	 * The module takes only memory nobody can shrink under a mapping
+	 * (and the embedded arena keeps to the same rule).
+	 */
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW)) {
+		ret = -errno;
+		goto err_close;
 	}
 	*out = fd;
 	return 0;

@@ -9,11 +9,26 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <linux/kvarena.h>
+
+/*
+ * A child's exit code from waitpid()'s @status, or 1000 + the signal that
+ * killed it: never WEXITSTATUS() of a child that did not exit.
+ */
+static inline int kva_exited(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 1000 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
 
 static inline int kva_ioctl(int fd, unsigned long cmd, void *arg)
 {
@@ -139,6 +154,75 @@ static inline int kva_frame_fd(int fd, __u64 handle,
 	if (out)
 		*out = f;
 	return ret;
+}
+
+/*
+ * Memory a test made, measured where nothing else moves it: a memory
+ * cgroup of the test's own, whose memory.stat counts the shmem pages that
+ * processes in it allocated (children inherit it) and nobody else's.
+ * Machine-wide counters (/proc/meminfo) move with everything the system
+ * does and make flaky tests.
+ */
+#define KVA_CGROUP_ROOT	"/sys/fs/cgroup"
+
+static inline int kva_write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Move this process into a new cgroup @name; its path goes to @path. */
+static inline int kva_memcg_enter(const char *name, char *path, size_t len)
+{
+	char procs[256], pid[32];
+	int ret;
+
+	if (access(KVA_CGROUP_ROOT "/cgroup.controllers", F_OK) &&
+	    mount("cgroup2", KVA_CGROUP_ROOT, "cgroup2", 0, NULL))
+		return -errno;
+	ret = kva_write_file(KVA_CGROUP_ROOT "/cgroup.subtree_control",
+			     "+memory");
+	if (ret)
+		return ret;
+	snprintf(path, len, "%s/%s", KVA_CGROUP_ROOT, name);
+	if (mkdir(path, 0755) && errno != EEXIST)
+		return -errno;
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", path);
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	return kva_write_file(procs, pid);
+}
+
+/* Back to the root cgroup, and the test's cgroup removed. */
+static inline void kva_memcg_leave(const char *path)
+{
+	char pid[32];
+
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	kva_write_file(KVA_CGROUP_ROOT "/cgroup.procs", pid);
+	rmdir(path);
+}
+
+/* KiB of shmem charged to the cgroup at @path, or -1. */
+static inline long kva_memcg_shmem_kib(const char *path)
+{
+	char file[256], line[128];
+	long long bytes = -1;
+	FILE *f;
+
+	snprintf(file, sizeof(file), "%s/memory.stat", path);
+	f = fopen(file, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "shmem %lld", &bytes) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return bytes < 0 ? -1 : (long)(bytes / 1024);
 }
 
 #endif /* KVA_TEST_H */

@@ -20,6 +20,7 @@
  * Needs: root, kvarena.ko loaded, /dev/kvarena.  Each test makes its own
  * arenas, named after its pid, and destroys them.
  */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,12 +234,13 @@ TEST_F(dev, attach_errors_come_from_the_module)
 TEST_F(dev, attach_waits_until_every_frame_has_memory)
 {
 	char name[KVARENA_NAME_LEN];
-	int fd = memfd_create("half", MFD_CLOEXEC);
+	int fd = memfd_create("half", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	struct kva_arena *x;
 
 	pid_name(name, "half");
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, ftruncate(fd, 4 * FS));
+	ASSERT_EQ(0, fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK));
 	ASSERT_EQ(0, module_create(name, FS, 4, 0));
 	ASSERT_EQ(0, module_set_backing(name, 0, 2, fd, 0));
 	EXPECT_EQ(-ENODATA, open_device(&x, name, variant->transport));
@@ -352,9 +354,15 @@ TEST_F(dev, frame_fd_is_asked_once_per_frame_and_one_fd_kept_per_file)
 	for (i = 0; i < 4; i++) {
 		char buf[FS];
 
+		void *m;
+
 		fd = module_frame_fd(h[i], &off);
 		ASSERT_LE(0, fd);
-		ASSERT_EQ(FS, pread(fd, buf, FS, (off_t)off));
+		/* The test's own client holds the frames: it may map them. */
+		m = mmap(NULL, FS, PROT_READ, MAP_SHARED, fd, (off_t)off);
+		ASSERT_NE(MAP_FAILED, m);
+		memcpy(buf, m, FS);
+		munmap(m, FS);
 		EXPECT_EQ(0, memcmp(buf, (void *)(uintptr_t)(s->base + i * FS),
 				    FS));
 		close(fd);
@@ -511,10 +519,10 @@ TEST(arena_create_registers_one_memfd_behind_every_frame)
 		EXPECT_EQ((uint64_t)KVARENA_HANDLE_IDX(h[i]) * FS, ff.offset);
 		ASSERT_EQ(0, fstat(ff.fd, &st));
 		close(ff.fd);
+		/* One frames file for the client, whatever the frame. */
 		if (!i)
 			ino = st.st_ino;
 		EXPECT_EQ(ino, st.st_ino);
-		EXPECT_EQ(NR * FS, st.st_size);
 	}
 	/* Destroy is refused while a client is attached. */
 	EXPECT_EQ(-EBUSY, destroy_arena(name));

@@ -62,8 +62,9 @@ static int make_arena(const char *name, uint32_t nr, int *memfd)
 	ret = dev_ioctl(KVARENA_IOC_ARENA_CREATE, &c);
 	if (ret)
 		return ret;
-	*memfd = memfd_create(name, MFD_CLOEXEC);
-	if (*memfd < 0 || ftruncate(*memfd, (off_t)nr * FS))
+	*memfd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (*memfd < 0 || ftruncate(*memfd, (off_t)nr * FS) ||
+	    fcntl(*memfd, F_ADD_SEALS, F_SEAL_SHRINK))
 		return -errno;
 	b.fd = *memfd;
 	return dev_ioctl(KVARENA_IOC_ARENA_SET_BACKING, &b);

@@ -315,18 +315,40 @@ struct kvarena_frames {
 	__u64 reserved[2];
 };
 
+/* struct kvarena_frame_fd.access (out) */
+#define KVARENA_ACCESS_READ	(1u << 0)	/* PROT_READ mappings */
+#define KVARENA_ACCESS_WRITE	(1u << 1)	/* PROT_WRITE mappings too */
+
 /**
  * struct kvarena_frame_fd - KVARENA_IOC_FRAME_FD, client holding the frame.
  * @handle:	frame handle held by the caller.
- * @fd:		out: a new O_CLOEXEC file descriptor for the frame's
- *		backing file.
+ * @fd:		out: a new O_CLOEXEC file descriptor (see below).
  * @flags:	must be zero.
  * @offset:	out: byte offset of the frame within that file.
  * @size:	out: the frame size.
+ * @access:	out: KVARENA_ACCESS_* the caller has to the frame now: read
+ *		and write for a frame it holds alone, read only for one it
+ *		holds with other clients.  Must be zero on input.
+ * @reserved0:	must be zero.
  * @reserved:	must be zero.
  *
- * For a host arena, mmap(@fd, @offset, @size) maps the frame; for a CUDA
- * arena, cuMemImportFromShareableHandle(@fd) imports it.
+ * Host arena: @fd is the client's own frames file, one per client (every
+ * FRAME_FD of a client gives a new fd of the same file), in which frame i
+ * lies at offset i * frame_size.  mmap(@fd, @offset, @size, MAP_SHARED)
+ * maps the frame; a range over several frames the client holds maps them
+ * all.  It maps frames the client holds and nothing else: mmap() of a
+ * frame it does not hold fails with -EACCES, as does PROT_WRITE over a
+ * frame it may only read, and MAP_PRIVATE with -EINVAL.  When the client
+ * frees the frame, or its /dev/kvarena file is released, every mapping of
+ * the frame through this file is zapped: the next touch raises SIGBUS.
+ * Another client's mapping of the same memory is never disturbed.  The
+ * file has no read, write, fallocate or truncate; the pages are the
+ * backing file's own, pinned by the module.
+ *
+ * CUDA arena: @fd is the frame's backing file itself (the exported
+ * allocation) and @offset is 0; cuMemImportFromShareableHandle(@fd)
+ * imports it.  The module cannot revoke an imported CUDA allocation (see
+ * Documentation/kvarena.rst, "Who may do what").
  */
 struct kvarena_frame_fd {
 	__u64 handle;
@@ -334,7 +356,9 @@ struct kvarena_frame_fd {
 	__u32 flags;
 	__u64 offset;
 	__u64 size;
-	__u64 reserved[2];
+	__u32 access;
+	__u32 reserved0;
+	__u64 reserved[1];
 };
 
 /**
