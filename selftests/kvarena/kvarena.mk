@@ -4,13 +4,15 @@
 # to run in the VM's initramfs.  VM_TESTS collects every program the VM
 # runs; other parts of the tree append theirs.
 
-KVA_SELFTEST := $(B)/selftests/kvarena/kvarena_test
+KVA_SELFTESTS := $(B)/selftests/kvarena/kvarena_test \
+		 $(B)/selftests/kvarena/isolation_test
 
-$(KVA_SELFTEST): $(SRC)/selftests/kvarena/kvarena_test.c \
+$(KVA_SELFTESTS): $(B)/selftests/kvarena/%: $(SRC)/selftests/kvarena/%.c \
 		 $(SRC)/selftests/kvarena/kva_test.h \
+		 $(SRC)/selftests/kvarena/kva_uring.h \
 		 $(SRC)/include/uapi/linux/kvarena.h $(KSFT_HARNESS)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(KSFT_CFLAGS) -I$(KSFT_INC) \
 		-static -o $@ $< -luring
 
-VM_TESTS += $(KVA_SELFTEST)
+VM_TESTS += $(KVA_SELFTESTS)

@@ -18,10 +18,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <liburing.h>
-
 #include "kselftest_harness.h"
 #include "kva_test.h"
+#include "kva_uring.h"
 
 #define NR	32
 #define FSIZE	(64 * 1024)
@@ -1136,37 +1135,6 @@ TEST_F(arena, poll_wakes_a_waiter_when_pressure_starts)
 
 /* ---- io_uring ------------------------------------------------------------- */
 
-/* Queue one kvarena command; its completion lands in res[@slot]. */
-static void queue_cmd(struct io_uring *ring, int slot, int fd, __u32 cmd,
-		      void *arg, __u64 reserved)
-{
-	struct kvarena_uring_cmd uc = { .arg = (__u64)(unsigned long)arg,
-					.reserved = reserved };
-	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
-
-	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fd, NULL, 0, 0);
-	sqe->cmd_op = cmd;
-	memcpy(sqe->cmd, &uc, sizeof(uc));
-	sqe->user_data = slot;
-}
-
-static int submit_and_reap(struct io_uring *ring, int n, int *res)
-{
-	struct io_uring_cqe *cqe;
-	int i, ret = io_uring_submit_and_wait(ring, n);
-
-	if (ret != n)
-		return ret < 0 ? ret : -EIO;
-	for (i = 0; i < n; i++) {
-		ret = io_uring_wait_cqe(ring, &cqe);
-		if (ret)
-			return ret;
-		res[cqe->user_data] = cqe->res;
-		io_uring_cqe_seen(ring, cqe);
-	}
-	return 0;
-}
-
 TEST_F(arena, uring_cmd_runs_a_batch_of_commands)
 {
 	struct kvarena_frames a1 = { .handles = (__u64)(unsigned long)self->h,
@@ -1180,12 +1148,12 @@ TEST_F(arena, uring_cmd_runs_a_batch_of_commands)
 	int res[4];
 
 	ASSERT_EQ(0, io_uring_queue_init(8, &ring, 0));
-	queue_cmd(&ring, 0, self->fd, KVARENA_IOC_VERSION, &v, 0);
-	queue_cmd(&ring, 1, self->fd, KVARENA_IOC_ALLOC, &a1, 0);
-	queue_cmd(&ring, 2, self->fd, KVARENA_IOC_ALLOC, &a2, 0);
-	queue_cmd(&ring, 3, self->fd, KVARENA_IOC_ALLOC, &bad, 0);
+	kva_queue_cmd(&ring, 0, self->fd, KVARENA_IOC_VERSION, &v, 0, 0);
+	kva_queue_cmd(&ring, 1, self->fd, KVARENA_IOC_ALLOC, &a1, 0, 0);
+	kva_queue_cmd(&ring, 2, self->fd, KVARENA_IOC_ALLOC, &a2, 0, 0);
+	kva_queue_cmd(&ring, 3, self->fd, KVARENA_IOC_ALLOC, &bad, 0, 0);
 	/* Four commands, one io_uring_enter(). */
-	ASSERT_EQ(0, submit_and_reap(&ring, 4, res));
+	ASSERT_EQ(0, kva_submit_and_reap(&ring, 4, res));
 	EXPECT_EQ(0, res[0]);
 	EXPECT_EQ(KVARENA_ABI_VERSION, v.abi_version);
 	EXPECT_EQ(0, res[1]);
@@ -1197,11 +1165,11 @@ TEST_F(arena, uring_cmd_runs_a_batch_of_commands)
 
 	/* Free the eight through the ring too, then once more: stale. */
 	a1.count = 8;
-	queue_cmd(&ring, 0, self->fd, KVARENA_IOC_FREE, &a1, 0);
-	ASSERT_EQ(0, submit_and_reap(&ring, 1, res));
+	kva_queue_cmd(&ring, 0, self->fd, KVARENA_IOC_FREE, &a1, 0, 0);
+	ASSERT_EQ(0, kva_submit_and_reap(&ring, 1, res));
 	EXPECT_EQ(0, res[0]);
-	queue_cmd(&ring, 0, self->fd, KVARENA_IOC_FREE, &a1, 0);
-	ASSERT_EQ(0, submit_and_reap(&ring, 1, res));
+	kva_queue_cmd(&ring, 0, self->fd, KVARENA_IOC_FREE, &a1, 0, 0);
+	ASSERT_EQ(0, kva_submit_and_reap(&ring, 1, res));
 	EXPECT_EQ(-ESTALE, res[0]);
 	EXPECT_EQ(NR, arena_free(_metadata, self->fd, self->name));
 	io_uring_queue_exit(&ring);
@@ -1216,11 +1184,11 @@ TEST_F(arena, uring_cmd_has_the_same_checks_as_ioctl)
 	struct io_uring ring;
 
 	ASSERT_EQ(0, io_uring_queue_init(8, &ring, 0));
-	queue_cmd(&ring, 0, ro, KVARENA_IOC_ALLOC, &a, 0);
-	queue_cmd(&ring, 1, self->fd, KVARENA_IOC_VERSION, &v, 1);
-	queue_cmd(&ring, 2, self->fd, _IOWR('K', 0x3f, int), &v, 0);
-	queue_cmd(&ring, 3, self->fd, KVARENA_IOC_ALLOC, (void *)8, 0);
-	ASSERT_EQ(0, submit_and_reap(&ring, 4, res));
+	kva_queue_cmd(&ring, 0, ro, KVARENA_IOC_ALLOC, &a, 0, 0);
+	kva_queue_cmd(&ring, 1, self->fd, KVARENA_IOC_VERSION, &v, 1, 0);
+	kva_queue_cmd(&ring, 2, self->fd, _IOWR('K', 0x3f, int), &v, 0, 0);
+	kva_queue_cmd(&ring, 3, self->fd, KVARENA_IOC_ALLOC, (void *)8, 0, 0);
+	ASSERT_EQ(0, kva_submit_and_reap(&ring, 4, res));
 	EXPECT_EQ(-EBADF, res[0]);
 	EXPECT_EQ(-EINVAL, res[1]);
 	EXPECT_EQ(-ENOTTY, res[2]);
