@@ -330,17 +330,17 @@ long kva_ioc_free(struct kva_client *cl, void __user *argp,
 	ret = kva_fmap_revoke_begin(cl, nonblock);
 	if (ret)
 		goto out_free;
+	/* The handles' indices go here, in place, for the zap. */
+	idx = (u32 *)buf;
 	ret = kva_lock_arena(a, how);
 	if (ret) {
-		kva_fmap_revoke_end(cl, NULL, 0);
+		kva_fmap_revoke_end(cl, idx, 0);
 		goto out_free;
 	}
 	ret = kva_core_free(&a->core, &cl->core, buf, f.count);
 	if (!ret)
 		kva_arena_update_pressure(a);
 	mutex_unlock(&a->lock);
-	/* The handles' indices, in place, for the zap. */
-	idx = (u32 *)buf;
 	for (i = 0; !ret && i < f.count; i++)
 		idx[i] = KVA_HANDLE_IDX(buf[i]);
 	kva_fmap_revoke_end(cl, idx, ret ? 0 : f.count);

@@ -309,9 +309,9 @@ static const struct vm_operations_struct kva_fmap_vm_ops = {
 
 /*
  * Only MAP_SHARED, only frames the client holds, writable only where it
- * holds them alone: -EINVAL for a private mapping or a range past the
- * arena, -EACCES for a frame the client does not hold (any more), or
- * PROT_WRITE over a frame it shares.
+ * holds them alone, never executable: -EINVAL for a private mapping or a
+ * range past the arena, -EACCES for a frame the client does not hold (any
+ * more) or PROT_WRITE over a frame it shares, -EPERM for PROT_EXEC.
  */
 static int kva_fmap_mmap(struct file *file, struct vm_area_struct *vma)
 {
@@ -324,6 +324,9 @@ static int kva_fmap_mmap(struct file *file, struct vm_area_struct *vma)
 
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
+	/* KV is data: never code. */
+	if (vma->vm_flags & VM_EXEC)
+		return -EPERM;
 	if (check_add_overflow(start, pages, &end) ||
 	    end > (unsigned long)a->core.nr_frames * ppf)
 		return -EINVAL;
@@ -346,6 +349,7 @@ static int kva_fmap_mmap(struct file *file, struct vm_area_struct *vma)
 		return ret;
 
 	kva_vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
+	kva_vm_flags_clear(vma, VM_MAYEXEC);
 	if (shared_frame)
 		kva_vm_flags_clear(vma, VM_MAYWRITE);
 	vma->vm_ops = &kva_fmap_vm_ops;

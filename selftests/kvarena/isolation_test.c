@@ -485,6 +485,9 @@ TEST_F(iso, frames_file_maps_only_frames_the_client_holds)
 		CHECK(mmap(NULL, FSIZE, PROT_READ, MAP_PRIVATE, ff.fd,
 			   (off_t)ib * FSIZE) == MAP_FAILED);
 		CHECK_EQ(EINVAL, errno);
+		CHECK(map_frames(ff.fd, ib, 1, PROT_READ | PROT_EXEC) ==
+		      MAP_FAILED);
+		CHECK_EQ(EPERM, errno);
 		/* The file is not the memory: no write, punch or truncate. */
 		CHECK_EQ(-1, pwrite(ff.fd, buf, sizeof(buf), (off_t)ia * FSIZE));
 		CHECK_EQ(-1, write(ff.fd, buf, sizeof(buf)));

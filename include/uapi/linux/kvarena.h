@@ -338,7 +338,9 @@ struct kvarena_frames {
  * maps the frame; a range over several frames the client holds maps them
  * all.  It maps frames the client holds and nothing else: mmap() of a
  * frame it does not hold fails with -EACCES, as does PROT_WRITE over a
- * frame it may only read, and MAP_PRIVATE with -EINVAL.  When the client
+ * frame it may only read; MAP_PRIVATE fails with -EINVAL, PROT_EXEC with
+ * -EPERM.  The fd is a capability: any process it is passed to maps what
+ * the client holds, and loses it with the client.  When the client
  * frees the frame, or its /dev/kvarena file is released, every mapping of
  * the frame through this file is zapped: the next touch raises SIGBUS.
  * Another client's mapping of the same memory is never disturbed.  The
