@@ -150,6 +150,7 @@ FIXTURE_SETUP(iso)
 
 FIXTURE_TEARDOWN(iso)
 {
+	EXPECT_EQ(0, kva_wait_no_clients(self->admin, self->name));
 	EXPECT_EQ(0, kva_destroy(self->admin, self->name));
 	close(self->admin);
 	chmod(KVARENA_DEVICE, 0660);
@@ -892,6 +893,7 @@ TEST_F(iso, commands_run_from_io_uring_workers_and_sqpoll)
 	EXPECT_EQ(0, s.nr_held);
 	EXPECT_EQ(3, s.filled_tokens);
 	close(a);
+	EXPECT_EQ(0, kva_wait_no_clients(self->admin, self->name));
 }
 
 /* Threads of this process that are io_uring workers (comm "iou-wrk-*"). */

@@ -157,6 +157,26 @@ static inline int kva_frame_fd(int fd, __u64 handle,
 }
 
 /*
+ * A client file used with io_uring may be released a little after its
+ * last close (or its process's exit): io_uring drops its own references to
+ * the file after posting the completions.  Wait for that, boundedly.
+ */
+static inline int kva_wait_no_clients(int fd, const char *name)
+{
+	struct kvarena_stat s;
+	int i;
+
+	for (i = 0; i < 2000; i++) {
+		if (kva_stat(fd, name, &s))
+			return -1;
+		if (!s.nr_clients)
+			return 0;
+		usleep(5000);
+	}
+	return (int)s.nr_clients;
+}
+
+/*
  * Memory a test made, measured where nothing else moves it: a memory
  * cgroup of the test's own, whose memory.stat counts the shmem pages that
  * processes in it allocated (children inherit it) and nobody else's.

@@ -28,14 +28,18 @@ static inline void kva_queue_cmd(struct io_uring *ring, int slot, int fd,
 	sqe->flags |= sqe_flags;
 }
 
-/* Submit what is queued and wait for @n completions into @res. */
+/*
+ * Submit the @n commands queued and wait for their completions into @res.
+ * The count io_uring_submit_and_wait() returns is not checked against @n:
+ * with SQPOLL it counts only what the kernel thread had not yet taken.
+ */
 static inline int kva_submit_and_reap(struct io_uring *ring, int n, int *res)
 {
 	struct io_uring_cqe *cqe;
 	int i, ret = io_uring_submit_and_wait(ring, n);
 
-	if (ret != n)
-		return ret < 0 ? ret : -EIO;
+	if (ret < 0)
+		return ret;
 	for (i = 0; i < n; i++) {
 		ret = io_uring_wait_cqe(ring, &cqe);
 		if (ret)

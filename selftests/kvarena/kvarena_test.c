@@ -69,6 +69,7 @@ FIXTURE_TEARDOWN(arena)
 
 	close(self->fd);
 	close(self->fd2);
+	EXPECT_EQ(0, kva_wait_no_clients(admin, self->name));
 	EXPECT_EQ(0, kva_destroy(admin, self->name));
 	close(admin);
 }
