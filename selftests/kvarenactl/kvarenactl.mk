@@ -2,9 +2,11 @@
 #
 # kvarenactl's tests.
 #
-#   check-kvarenactl   native: the formatters (also under ASan/UBSan), and
-#                      the tool without the module: usage, messages, the
-#                      cuda backend against a test double of libcuda.so.1
+#   check-kvarenactl   native: the formatters (also under ASan/UBSan); the
+#                      command line, table-driven (args_test, on the tool
+#                      and on its ASan/UBSan build); the tool without the
+#                      module: messages, the cuda backend against a test
+#                      double of libcuda.so.1
 #   VM_TESTS           kvarenactl_test: the tool end to end with the module
 #                      loaded; the static kvarenactl is built into it
 
@@ -23,6 +25,12 @@ $(KVACTL_T)/fmt_test-san: $(KVACTL_FMT_TEST_DEPS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(KVACTL_FMT_TEST_CC) $(SAN_FLAGS) -o $@ $(filter %.c,$^)
 
+KVACTL_ARGS_TEST_DEPS := $(SRC)/selftests/kvarenactl/args_test.c $(KSFT_HARNESS)
+
+$(KVACTL_T)/args_test: $(KVACTL_ARGS_TEST_DEPS)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(KSFT_CFLAGS) -I$(KSFT_INC) -o $@ $<
+
 $(KVACTL_T)/libcuda-fake.so: $(SRC)/selftests/kvarenactl/fake_libcuda.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -Wall -fPIC -shared -o $@ $<
@@ -36,9 +44,12 @@ KVACTL_FAKES := $(KVACTL_T)/libcuda-fake.so $(KVACTL_T)/libcuda-fake-old.so
 
 .PHONY: check-kvarenactl
 check-kvarenactl: $(KVACTL_T)/fmt_test $(KVACTL_T)/fmt_test-san \
+		  $(KVACTL_T)/args_test \
 		  $(B)/tools/kvarenactl $(B)/tools/kvarenactl-san $(KVACTL_FAKES)
 	$(Q)$(KVACTL_T)/fmt_test
 	$(Q)$(KVACTL_T)/fmt_test-san
+	$(Q)KVARENACTL=$(B)/tools/kvarenactl $(KVACTL_T)/args_test
+	$(Q)KVARENACTL=$(B)/tools/kvarenactl-san $(KVACTL_T)/args_test
 	$(Q)$(KVACTL_NATIVE) $(B)/tools/kvarenactl $(KVACTL_FAKES)
 	$(Q)$(KVACTL_NATIVE) $(B)/tools/kvarenactl-san $(KVACTL_FAKES)
 

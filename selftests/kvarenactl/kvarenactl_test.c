@@ -723,7 +723,7 @@ TEST_F(ctl, limit_changes_min_and_max_by_id_or_label)
 	struct run r;
 
 	ASSERT_LE(0, fd);
-	CTL(&r, "limit", "ctl", fmt("%u", self->a.id), "--min", "3", "--max", "6");
+	CTL(&r, "limit", "ctl", fmt("#%u", self->a.id), "--min", "3", "--max", "6");
 	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
 	EXPECT_STREQ("", r.out);
 	ASSERT_EQ(0, kva_ioctl(fd, KVARENA_IOC_CLIENTS, &c));
@@ -748,20 +748,49 @@ TEST_F(ctl, limit_changes_min_and_max_by_id_or_label)
 	CTL(&r, "limit", "ctl", "vllm-a", "--max", "2");
 	EXPECT_EQ(1, r.rc);
 	EXPECT_STREQ("kvarenactl: limit: --max 2 is below the client's min, 3\n", r.err);
-	CTL(&r, "limit", "ctl", "99", "--max", "3");
+	CTL(&r, "limit", "ctl", "#99", "--max", "3");
 	EXPECT_EQ(1, r.rc);
 	EXPECT_STREQ("kvarenactl: limit: arena \"ctl\" has no client 99 (see kvarenactl clients ctl)\n", r.err);
+	/* A bare number is a label; the id is --id ID, as the message says. */
+	CTL(&r, "limit", "ctl", fmt("%u", self->a.id), "--max", "3");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ(fmt("kvarenactl: limit: arena \"ctl\" has no client labelled \"%u\" (client %u is --id %u)\n",
+			 self->a.id, self->a.id, self->a.id), r.err);
 	CTL(&r, "limit", "ctl", "nobody", "--max", "3");
 	EXPECT_EQ(1, r.rc);
 	EXPECT_STREQ("kvarenactl: limit: arena \"ctl\" has no client labelled \"nobody\" (see kvarenactl clients ctl)\n", r.err);
 	ASSERT_EQ(0, client_start(&self->c, "ctl", "vllm-a", 0, 0));
 	CTL(&r, "limit", "ctl", "vllm-a", "--max", "3");
 	EXPECT_EQ(1, r.rc);
-	EXPECT_STREQ("kvarenactl: limit: 2 clients of arena \"ctl\" are labelled \"vllm-a\": name one by its id\n", r.err);
+	EXPECT_STREQ("kvarenactl: limit: 2 clients of arena \"ctl\" are labelled \"vllm-a\": name one by its id, --id ID\n", r.err);
 	/* Nothing above changed anything. */
 	ASSERT_EQ(0, kva_ioctl(fd, KVARENA_IOC_CLIENTS, &c));
 	EXPECT_EQ(3, rows[0].min_frames);
 	EXPECT_EQ(16, rows[0].max_frames);
+	close(fd);
+}
+
+TEST_F(ctl, limit_takes_a_label_of_digits_and_an_id_by_id)
+{
+	struct kvarena_client_info rows[4];
+	struct kvarena_clients c = { .name = "ctl",
+				     .clients = (__u64)(unsigned long)rows,
+				     .count = 4 };
+	int fd = kva_open(O_RDONLY);
+	struct run r;
+
+	ASSERT_LE(0, fd);
+	/* Client C is labelled "1": not client 1, which is A. */
+	ASSERT_EQ(0, client_start(&self->c, "ctl", "1", 0, 0));
+	ASSERT_EQ(1, self->a.id);
+	CTL(&r, "limit", "ctl", "1", "--max", "4");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	CTL(&r, "limit", "ctl", "--id", "1", "--max", "7");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	ASSERT_EQ(0, kva_ioctl(fd, KVARENA_IOC_CLIENTS, &c));
+	ASSERT_EQ(3, c.nr_clients);
+	EXPECT_EQ(7, rows[0].max_frames);	/* A, by --id 1 */
+	EXPECT_EQ(4, rows[2].max_frames);	/* C, by its label "1" */
 	close(fd);
 }
 
@@ -871,7 +900,7 @@ TEST(bad_command_line_is_exit_status_2)
 
 	CTL(&r, "stat", "--frames", "1");
 	EXPECT_EQ(2, r.rc);
-	EXPECT_STREQ("kvarenactl: stat: --frames does not apply to stat\nTry 'kvarenactl --help'.\n",
+	EXPECT_STREQ("kvarenactl: stat: --frames does not apply to stat\nTry 'kvarenactl help stat'.\n",
 		     r.err);
 }
 

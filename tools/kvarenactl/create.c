@@ -348,21 +348,32 @@ int kvactl_cmd_destroy(const struct kvactl_opts *o)
 }
 
 /*
- * CLIENT names a client of the arena: its id, or else its label when
- * exactly one client has it.  Returns the row, or NULL after saying why.
+ * The client @o names in @a: by its id (--id ID; the command line made
+ * CLIENT "#ID" into that), or by its label, which exactly one client must
+ * have.  Returns the row, or NULL after saying why.
  */
-static const struct kvarena_client_info *
-find_client(const struct kvactl_arena *a, const char *client)
+static bool has_id(const struct kvactl_arena *a, uint32_t id)
+{
+	for (uint32_t i = 0; i < a->nr_clients; i++)
+		if (a->clients[i].client_id == id)
+			return true;
+	return false;
+}
+
+const struct kvarena_client_info *
+kvactl_find_client(const struct kvactl_arena *a, const struct kvactl_opts *o)
 {
 	const struct kvarena_client_info *hit = NULL;
-	uint32_t id, i, n = 0;
+	const char *client = o->nargs > 1 ? o->args[1] : NULL;
+	char q[KVACTL_QUOTE_LEN];
+	uint32_t id = o->client_id, i, n = 0;
 
-	if (!kvactl_parse_u32(client, &id)) {
+	if (!client) {
 		for (i = 0; i < a->nr_clients; i++)
 			if (a->clients[i].client_id == id)
 				return &a->clients[i];
-		kvactl_err("limit: arena \"%s\" has no client %u (see kvarenactl clients %s)",
-			   a->st.name, id, a->st.name);
+		kvactl_err("%s: arena \"%s\" has no client %u (see kvarenactl clients %s)",
+			   o->cmd, a->st.name, id, a->st.name);
 		return NULL;
 	}
 	for (i = 0; i < a->nr_clients; i++) {
@@ -374,11 +385,15 @@ find_client(const struct kvactl_arena *a, const char *client)
 	if (n == 1)
 		return hit;
 	if (n)
-		kvactl_err("limit: %u clients of arena \"%s\" are labelled \"%s\": name one by its id",
-			   n, a->st.name, client);
+		kvactl_err("%s: %u clients of arena \"%s\" are labelled %s: name one by its id, --id ID",
+			   o->cmd, n, a->st.name, kvactl_quote(q, client));
+	else if (!kvactl_parse_u32(client, &id) && has_id(a, id))
+		kvactl_err("%s: arena \"%s\" has no client labelled %s (client %u is --id %u)",
+			   o->cmd, a->st.name, kvactl_quote(q, client), id, id);
 	else
-		kvactl_err("limit: arena \"%s\" has no client labelled \"%s\" (see kvarenactl clients %s)",
-			   a->st.name, client, a->st.name);
+		kvactl_err("%s: arena \"%s\" has no client labelled %s (see kvarenactl clients %s)",
+			   o->cmd, a->st.name, kvactl_quote(q, client),
+			   a->st.name);
 	return NULL;
 }
 
@@ -407,15 +422,15 @@ int kvactl_cmd_limit(const struct kvactl_opts *o)
 	if (kvactl_snap_read(fd, o->cmd, name, true, &snap))
 		goto out_close;
 	s = &snap.arenas[0].st;
-	c = find_client(&snap.arenas[0], o->args[1]);
+	c = kvactl_find_client(&snap.arenas[0], o);
 	if (!c)
 		goto out_free;
 
 	/* The one not given stays as it is. */
 	kvactl_name_copy(l.name, name);
 	l.client_id = c->client_id;
-	l.min_frames = o->have_min ? o->min : c->min_frames;
-	l.max_frames = o->have_max ? o->max : c->max_frames;
+	l.min_frames = kvactl_given(o, OPT_MIN) ? o->min : c->min_frames;
+	l.max_frames = kvactl_given(o, OPT_MAX) ? o->max : c->max_frames;
 	/* Say which number is wrong; the module would only say EINVAL. */
 	if (l.max_frames > s->nr_frames) {
 		kvactl_err("limit: --max %u is above the arena's %u frames",
@@ -423,10 +438,10 @@ int kvactl_cmd_limit(const struct kvactl_opts *o)
 		goto out_free;
 	}
 	if (l.min_frames > (l.max_frames ? l.max_frames : s->nr_frames)) {
-		if (!o->have_max)
+		if (!kvactl_given(o, OPT_MAX))
 			kvactl_err("limit: --min %u is above the client's max, %u",
 				   l.min_frames, l.max_frames);
-		else if (!o->have_min)
+		else if (!kvactl_given(o, OPT_MIN))
 			kvactl_err("limit: --max %u is below the client's min, %u",
 				   l.max_frames, l.min_frames);
 		else

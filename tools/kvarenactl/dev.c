@@ -101,18 +101,25 @@ static bool name_char(char c)
 	       (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
 }
 
-/* The module's rule for arena names; a usage error if broken. */
-int kvactl_name_check(const char *cmd, const char *name)
+/*
+ * The module's rule for arena names (kva_name_valid() in driver/arena.c);
+ * a usage error if broken.  A new arena's name may not start with '-'
+ * either, so that it can be named on a command line without "--".
+ */
+int kvactl_name_check(const char *cmd, const char *name, bool create)
 {
 	size_t len = strlen(name), i;
-	bool ok = len && len < KVARENA_NAME_LEN && name[0] != '.';
+	bool ok = len && len < KVARENA_NAME_LEN && name[0] != '.' &&
+		  !(create && name[0] == '-');
+	char q[KVACTL_QUOTE_LEN];
 
 	for (i = 0; ok && i < len; i++)
 		ok = name_char(name[i]);
 	if (ok)
 		return 0;
-	kvactl_err("%s: bad arena name \"%s\": 1-%d characters of A-Z a-z 0-9 _ . -, not starting with '.'",
-		   cmd, name, KVARENA_NAME_LEN - 1);
+	kvactl_err("%s: bad arena name %s: 1-%d characters of A-Z a-z 0-9 _ . -, not starting with '.'%s",
+		   cmd, kvactl_quote(q, name), KVARENA_NAME_LEN - 1,
+		   create ? " or '-'" : "");
 	return -EINVAL;
 }
 

@@ -4,8 +4,7 @@
  *
  * Parsers take the whole string or fail: no signs, no spaces, no trailing
  * junk.  They return 0, -EINVAL for a malformed string or -ERANGE for one
- * too large.  Sizes take the suffixes kvplan takes: K, M, G, T (powers of
- * 1024), optionally followed by "iB" or "B", in any case.
+ * too large.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -46,50 +45,84 @@ int kvactl_parse_u32(const char *s, uint32_t *out)
 	return 0;
 }
 
+/*
+ * Sizes in every form kvarenactl prints and kvplan takes: "2097152",
+ * "512B", "64K", "64Ki", "64KiB", "2M", "2MB", "2.0Mi", "1.5Gi".  A unit
+ * is K, M, G, T, P or E (powers of 1024, in any case), then optionally
+ * "i", then optionally "B".  A fraction must come to whole bytes.
+ */
 int kvactl_parse_size(const char *s, uint64_t *out)
 {
-	static const char units[] = "KMGT";
-	size_t n = strspn(s, "0123456789");
-	const char *u, *end;
-	char digits[24];
-	int shift = 0, err;
-	uint64_t v;
+	static const char units[] = "KMGTPE";
+	size_t n = strspn(s, "0123456789"), f = 0;
+	uint64_t whole = 0, frac = 0, pow10 = 1;
+	unsigned __int128 v;
+	unsigned int shift = 0;
+	const char *u;
 
-	if (!n || n >= sizeof(digits))
-		return n ? -ERANGE : -EINVAL;
-	memcpy(digits, s, n);
-	digits[n] = '\0';
-	err = kvactl_parse_u64(digits, &v);
-	if (err)
-		return err;
-	end = s + n;
-	if (*end) {
-		char c = *end >= 'a' && *end <= 'z' ?
-			 (char)(*end - 'a' + 'A') : *end;
+	if (!n)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		unsigned int d = (unsigned int)(s[i] - '0');
+
+		if (whole > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		whole = whole * 10 + d;
+	}
+	s += n;
+	if (*s == '.') {
+		f = strspn(++s, "0123456789");
+		if (!f || f > 9)
+			return -EINVAL;
+		for (size_t i = 0; i < f; i++) {
+			frac = frac * 10 + (uint64_t)(s[i] - '0');
+			pow10 *= 10;
+		}
+		s += f;
+	}
+	if (*s == 'B' || *s == 'b') {
+		s++;
+	} else if (*s) {
+		char c = *s >= 'a' && *s <= 'z' ? (char)(*s - 'a' + 'A') : *s;
 
 		u = strchr(units, c);
 		if (!u)
 			return -EINVAL;
-		shift = 10 * (int)(u - units + 1);
-		end++;
-		if (!strcasecmp(end, "iB") || !strcasecmp(end, "B"))
-			end += strlen(end);
-		if (*end)
-			return -EINVAL;
+		shift = 10 * (unsigned int)(u - units + 1);
+		s++;
+		if (*s == 'i' || *s == 'I')
+			s++;
+		if (*s == 'B' || *s == 'b')
+			s++;
 	}
-	if (shift && v > (UINT64_MAX >> shift))
+	if (*s)
+		return -EINVAL;
+	/* whole < 2^64 and shift <= 60: no overflow in 128 bits. */
+	v = (unsigned __int128)whole << shift;
+	if (frac) {
+		unsigned __int128 fb = (unsigned __int128)frac << shift;
+
+		if (fb % pow10)
+			return -EINVAL;		/* not whole bytes */
+		v += fb / pow10;
+	}
+	if (v > UINT64_MAX)
 		return -ERANGE;
-	*out = v << shift;
+	*out = (uint64_t)v;
 	return 0;
 }
 
-/* "1", "0.5", "2.25": seconds with up to three decimals, at least 10 ms. */
-int kvactl_parse_seconds(const char *s, unsigned int *ms)
+/*
+ * "1", "0.5", ".25", "2.125": seconds with up to three decimals, into
+ * milliseconds.  -ERANGE beyond 10^9 seconds; the caller checks its own
+ * range.
+ */
+int kvactl_parse_seconds(const char *s, uint64_t *ms)
 {
 	size_t n = strspn(s, "0123456789"), f = 0;
 	uint64_t whole = 0, frac = 0;
 
-	if (n > 6)
+	if (n > 9)
 		return -ERANGE;
 	for (size_t i = 0; i < n; i++)
 		whole = whole * 10 + (uint64_t)(s[i] - '0');
@@ -105,10 +138,65 @@ int kvactl_parse_seconds(const char *s, unsigned int *ms)
 	}
 	if (*s || (!n && !f))
 		return -EINVAL;
-	if (whole * 1000 + frac < 10)
-		return -ERANGE;
-	*ms = (unsigned int)(whole * 1000 + frac);
+	*ms = whole * 1000 + frac;
 	return 0;
+}
+
+char *kvactl_fmt_size_exact(char buf[KVACTL_NUM_LEN], uint64_t bytes)
+{
+	static const char unit[] = "KMGTPE";
+	int k = 0;
+
+	while (k < 6 && bytes && !(bytes & 1023)) {
+		bytes >>= 10;
+		k++;
+	}
+	if (k)
+		snprintf(buf, KVACTL_NUM_LEN, "%llu%ci",
+			 (unsigned long long)bytes, unit[k - 1]);
+	else
+		snprintf(buf, KVACTL_NUM_LEN, "%llu", (unsigned long long)bytes);
+	return buf;
+}
+
+char *kvactl_quote(char buf[KVACTL_QUOTE_LEN], const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t o = 0, chars = 0;
+
+	buf[o++] = '"';
+	while (*s && chars < 64) {
+		size_t n = kvactl_utf8_len(s);
+
+		if (n == 1 && *s >= 0x20 && *s != 0x7f && *s != '"' &&
+		    *s != '\\') {
+			buf[o++] = (char)*s;
+		} else if (n > 1) {
+			memcpy(buf + o, s, n);
+			o += n;
+		} else {
+			static const char hex[] = "0123456789abcdef";
+
+			n = 1;
+			buf[o++] = '\\';
+			if (*s == '"' || *s == '\\') {
+				buf[o++] = (char)*s;
+			} else {
+				buf[o++] = 'x';
+				buf[o++] = hex[*s >> 4];
+				buf[o++] = hex[*s & 15];
+			}
+		}
+		s += n;
+		chars++;
+	}
+	if (*s) {
+		memcpy(buf + o, "...", 3);
+		o += 3;
+	}
+	buf[o++] = '"';
+	buf[o] = '\0';
+	return buf;
 }
 
 char *kvactl_fmt_u64(char buf[KVACTL_NUM_LEN], uint64_t v)

@@ -2,7 +2,8 @@
 /*
  * kvarenactl - the operator's tool for kvarena arenas.
  *
- *   main.c     command line, help, dispatch
+ *   main.c     main(): parse, check, run
+ *   cmdline.c  the tables of commands and options, the parser, the help
  *   dev.c      /dev/kvarena: open, the ioctls, snapshots, error messages
  *   fmt.c      numbers in and out, tables, JSON, UTF-8 checks
  *   view.c     stat, clients, top
@@ -31,12 +32,28 @@ enum {
 
 #define KVACTL_PROG "kvarenactl"
 
-/* ---- the command line (main.c) ------------------------------------------ */
+/* ---- the command line (cmdline.c) ---------------------------------------- */
+
+/* Every option, in the order of the table in cmdline.c. */
+enum kvactl_opt {
+	OPT_JSON, OPT_PRETTY, OPT_BYTES,
+	OPT_INTERVAL, OPT_ITERATIONS,
+	OPT_FRAMES, OPT_FRAME_SIZE, OPT_BACKEND, OPT_LOW_WATERMARK,
+	OPT_BPT, OPT_LAYERS, OPT_KV_HEADS, OPT_HEAD_DIM, OPT_DTYPE,
+	OPT_HUGEPAGES,
+	OPT_ID, OPT_MIN, OPT_MAX,
+	OPT_HELP, OPT_VERSION,
+	KVACTL_NR_OPTS
+};
+
+#define KVACTL_MAX_ARGS	2		/* positional arguments of a command */
 
 struct kvactl_opts {
 	const char *cmd;		/* the command word */
-	char **args;			/* its positional arguments */
+	int (*run)(const struct kvactl_opts *o);
+	const char *args[KVACTL_MAX_ARGS]; /* its positional arguments */
 	int nargs;
+	uint64_t given;			/* 1 << enum kvactl_opt, if given */
 
 	/* viewing */
 	bool json;
@@ -55,10 +72,22 @@ struct kvactl_opts {
 	uint32_t layers, kv_heads, head_dim, dtype;
 	bool hugepages;
 
-	/* limit */
-	bool have_min, have_max;
+	/* limit: the client is args[1] (label or #ID) or --id */
+	uint32_t client_id;
 	uint32_t min, max;
 };
+
+static inline bool kvactl_given(const struct kvactl_opts *o,
+				enum kvactl_opt opt)
+{
+	return o->given & (1ull << opt);
+}
+
+/*
+ * Parse argv into @o.  Returns -1 to go on and run o->cmd, or the exit
+ * status to leave with (help printed, or a usage error reported).
+ */
+int kvactl_cmdline(int argc, char **argv, struct kvactl_opts *o);
 
 /* ---- messages ------------------------------------------------------------ */
 
@@ -70,7 +99,7 @@ void kvactl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *kvactl_device(void);
 int kvactl_open(bool write, const char *why);
 int kvactl_ioctl(int fd, unsigned long cmd, void *arg);
-int kvactl_name_check(const char *cmd, const char *name);
+int kvactl_name_check(const char *cmd, const char *name, bool create);
 void kvactl_name_copy(char dst[KVARENA_NAME_LEN], const char *name);
 
 /* One arena as STAT and CLIENTS reported it. */
@@ -117,12 +146,23 @@ static inline const char *kvactl_mem_kind(uint32_t kind)
 int kvactl_parse_u64(const char *s, uint64_t *out);
 int kvactl_parse_u32(const char *s, uint32_t *out);
 int kvactl_parse_size(const char *s, uint64_t *out);
-int kvactl_parse_seconds(const char *s, unsigned int *ms);
+int kvactl_parse_seconds(const char *s, uint64_t *ms);
 
 #define KVACTL_NUM_LEN 32
 
 /* 512B, 64Ki, 1.5Gi as free -h prints them; exact: the byte count. */
 char *kvactl_fmt_size(char buf[KVACTL_NUM_LEN], uint64_t bytes, bool exact);
+/* 4Ki, 2Mi, 1Gi where exact, else the byte count: for limits. */
+char *kvactl_fmt_size_exact(char buf[KVACTL_NUM_LEN], uint64_t bytes);
+
+/*
+ * Something the user typed, for a message: in double quotes, with
+ * control characters, quotes, backslashes and bytes that are not UTF-8
+ * written as C escapes (\x1b), and cut after 64 characters ("...").
+ * Returns @buf.
+ */
+#define KVACTL_QUOTE_LEN 300
+char *kvactl_quote(char buf[KVACTL_QUOTE_LEN], const char *s);
 char *kvactl_fmt_u64(char buf[KVACTL_NUM_LEN], uint64_t v);
 /* 100 * num / den with one decimal, "-" when den is 0. */
 char *kvactl_fmt_pct(char buf[KVACTL_NUM_LEN], uint64_t num, uint64_t den);
@@ -181,6 +221,10 @@ int kvactl_cmd_metrics(const struct kvactl_opts *o);
 int kvactl_cmd_create(const struct kvactl_opts *o);
 int kvactl_cmd_destroy(const struct kvactl_opts *o);
 int kvactl_cmd_limit(const struct kvactl_opts *o);
+
+/* The client @o names (args[1] or --id) in @a, or NULL after saying why. */
+const struct kvarena_client_info *
+kvactl_find_client(const struct kvactl_arena *a, const struct kvactl_opts *o);
 
 /* view.c, for top */
 void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact);

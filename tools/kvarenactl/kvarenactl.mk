@@ -7,7 +7,7 @@
 #   $(B)/tools/kvarenactl-static   statically linked, for the test VM; it
 #                                  cannot load libcuda.so.1
 
-KVACTL_SRCS := $(addprefix $(SRC)/tools/kvarenactl/,main.c dev.c fmt.c \
+KVACTL_SRCS := $(addprefix $(SRC)/tools/kvarenactl/,main.c cmdline.c dev.c fmt.c \
 		view.c metrics.c create.c cuda.c)
 KVACTL_DEPS := $(KVACTL_SRCS) $(SRC)/tools/kvarenactl/kvarenactl.h \
 	       $(SRC)/include/uapi/linux/kvarena.h \

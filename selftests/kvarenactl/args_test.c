@@ -1,0 +1,573 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvarenactl's command line, table-driven: every option with a missing
+ * value, a wrong value and a value at the edge of what it takes, every
+ * command's arguments, and input made of control characters.  Each row
+ * runs the tool and compares its exit status and standard error with the
+ * row; every output of every row must be free of control characters
+ * (anything below 0x20 but a line feed, and DEL), however the input was
+ * made.  The option names in `kvarenactl help COMMAND` must each have a
+ * row of every kind, so a new option cannot come without its tests.
+ *
+ * Runs natively, without the module: $KVA_DEVICE names a node that does
+ * not exist, so a command line that is accepted fails with exit status 1
+ * at the device (or earlier, at the memory or CUDA checks), and a wrong
+ * one fails with exit status 2 before touching anything.
+ *
+ *   KVARENACTL=build/tools/kvarenactl args_test
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+
+#define DEV	"/nonexistent/kvarena"
+#define CUDA	"/nonexistent/libcuda.so.1"
+
+static const char *kvactl;
+
+/* ---- the table ------------------------------------------------------------ */
+
+enum kind {
+	OTHER,		/* commands, arguments, names */
+	MISSING,	/* an option without its value */
+	BAD,		/* an option with a wrong value */
+	EDGE,		/* an option with the first or last value it takes */
+};
+
+struct row {
+	const char *opt;	/* the option the row tests, or NULL */
+	enum kind kind;
+	int rc;
+	const char *err;	/* standard error exactly ... */
+	bool prefix;		/* ... or only its start */
+	const char *argv[16];
+};
+
+#define R(o, k, rc, err, ...)  { o, k, rc, err, false, { __VA_ARGS__, NULL } }
+#define RP(o, k, rc, err, ...) { o, k, rc, err, true, { __VA_ARGS__, NULL } }
+
+#define TRY(cmd)	"\nTry 'kvarenactl help " cmd "'.\n"
+#define USAGE(cmd, msg)	"kvarenactl: " cmd ": " msg TRY(cmd)
+#define NODEV		"kvarenactl: " DEV ": no such "
+/* create checks MemAvailable before the device: either may stop it. */
+#define CREATE_FAILS	"kvarenactl: "
+
+#define N32	"a whole number from 1 to 16777216"
+#define SIZES	" (bytes, or with K, M, G, T: 64Ki, 2M, 2.0Mi)"
+#define FRAME_SIZE "a size from 4Ki to 1Gi" SIZES ", a power of two"
+#define BPT	"a size from 1 to 1Gi" SIZES ", at most the frame size"
+#define GEO	"a whole number from 1 to 65536"
+#define SECS	"seconds from 0.01 to 86400, at most 3 decimals"
+#define COUNT	"a whole number from 1 to 18446744073709551615"
+#define BACKEND	"host, cuda or cuda:DEVICE (DEVICE 0 to 2147483647)"
+#define FRAMES0	"a whole number from 0 to 16777216"
+#define ID	"a whole number from 1 to 4294967295"
+#define NAME_RULE "1-31 characters of A-Z a-z 0-9 _ . -, not starting with '.'"
+
+static const struct row rows[] = {
+	/* ---- commands and arguments ---- */
+	R(NULL, OTHER, 2, "kvarenactl: no command\nTry 'kvarenactl help'.\n",
+	  "-j"),
+	R(NULL, OTHER, 2, "kvarenactl: unknown command \"frobnicate\"\nTry 'kvarenactl help'.\n",
+	  "frobnicate"),
+	R(NULL, OTHER, 2, "kvarenactl: unknown command \"\\x1b[2J\\x07\"\nTry 'kvarenactl help'.\n",
+	  "\x1b[2J\a"),
+	R(NULL, OTHER, 2, "kvarenactl: unknown command \"caf\xc3\xa9\\xff\"\nTry 'kvarenactl help'.\n",
+	  "caf\xc3\xa9\xff"),
+	R(NULL, OTHER, 2, USAGE("stat", "unknown option \"--frobnicate\""),
+	  "stat", "--frobnicate"),
+	R(NULL, OTHER, 2, USAGE("stat", "unknown option \"--\\x05\""),
+	  "stat", "--\x05"),
+	R(NULL, OTHER, 2, USAGE("stat", "unknown option \"-\\x05\""),
+	  "stat", "-\x05"),
+	R(NULL, OTHER, 2, USAGE("stat", "unknown option \"-Z\""),
+	  "stat", "-jZ"),
+	R(NULL, OTHER, 2, "kvarenactl: unknown option \"--frames-size\"\nTry 'kvarenactl help'.\n",
+	  "--frames-size", "2M", "create", "x"),
+	R(NULL, OTHER, 2, USAGE("stat", "--frames does not apply to stat"),
+	  "stat", "--frames", "4"),
+	R(NULL, OTHER, 2, USAGE("metrics", "--json does not apply to metrics"),
+	  "metrics", "--json"),
+	R(NULL, OTHER, 2, USAGE("stat", "unexpected argument \"b\""),
+	  "stat", "a", "b"),
+	R(NULL, OTHER, 2, USAGE("stat", "unexpected argument \"-y\""),
+	  "stat", "--", "-x", "-y"),
+	R(NULL, OTHER, 2, "kvarenactl: no command before \"stat\"\nTry 'kvarenactl help'.\n",
+	  "--", "stat"),
+	R(NULL, OTHER, 2, USAGE("stat", "--pretty goes with --json"),
+	  "stat", "--pretty"),
+	R(NULL, OTHER, 2, "kvarenactl: stat: bad arena name \"bad name\": " NAME_RULE "\n",
+	  "stat", "bad name"),
+	R(NULL, OTHER, 2, "kvarenactl: stat: bad arena name \"a\\x1b]0;x\\x07\": " NAME_RULE "\n",
+	  "stat", "a\x1b]0;x\a"),
+	R(NULL, OTHER, 2, "kvarenactl: stat: bad arena name \"\": " NAME_RULE "\n",
+	  "stat", ""),
+	R(NULL, OTHER, 2, "kvarenactl: stat: bad arena name \"abcdefghijabcdefghijabcdefghij12\": " NAME_RULE "\n",
+	  "stat", "abcdefghijabcdefghijabcdefghij12"),
+	RP(NULL, OTHER, 1, NODEV, "stat", "abcdefghijabcdefghijabcdefghij1"),
+	/* Another tool may have made "-x": viewing reaches it after --. */
+	RP(NULL, OTHER, 1, NODEV, "stat", "--", "-x"),
+	R(NULL, OTHER, 2, "kvarenactl: create: bad arena name \"-x\": " NAME_RULE " or '-'\n",
+	  "create", "--frames", "1", "--", "-x"),
+	R(NULL, OTHER, 2, USAGE("create", "usage: kvarenactl create NAME --frames N [options]"),
+	  "create", "--frames", "1"),
+	R(NULL, OTHER, 2, USAGE("create", "--frames is required"),
+	  "create", "x"),
+	R(NULL, OTHER, 2, USAGE("create", "--hugepages is for host memory"),
+	  "create", "x", "--frames", "1", "--backend", "cuda", "--hugepages"),
+	R(NULL, OTHER, 2, USAGE("create", "--hugepages needs a --frame-size that is a multiple of 2Mi"),
+	  "create", "x", "--frames", "1", "--frame-size", "64K", "--hugepages"),
+	R(NULL, OTHER, 2, USAGE("create", "give --bytes-per-token or the model geometry, not both"),
+	  "create", "x", "--frames", "1", "--bytes-per-token", "1K", "--layers", "2"),
+	R(NULL, OTHER, 2, USAGE("create", "one token (1310720 bytes) is more than a frame (64Ki): a token must fit in a frame"),
+	  "create", "x", "--frames", "1", "--frame-size", "64K", "--layers", "320",
+	  "--kv-heads", "8", "--head-dim", "128"),
+	R(NULL, OTHER, 2, USAGE("create", "the model geometry needs --layers, --kv-heads and --head-dim, each 1 to 65536"),
+	  "create", "x", "--frames", "1", "--layers", "32"),
+	R(NULL, OTHER, 2, USAGE("limit", "name the client: a label, or --id ID (kvarenactl clients x)"),
+	  "limit", "x", "--max", "2"),
+	R(NULL, OTHER, 2, USAGE("limit", "name the client once: CLIENT or --id, not both"),
+	  "limit", "x", "vllm", "--id", "2", "--max", "2"),
+	R(NULL, OTHER, 2, USAGE("limit", "client \"#0\": #ID wants an id from 1 to 4294967295"),
+	  "limit", "x", "#0", "--max", "1"),
+	R(NULL, OTHER, 2, USAGE("limit", "client \"#\": #ID wants an id from 1 to 4294967295"),
+	  "limit", "x", "#", "--max", "1"),
+	R(NULL, OTHER, 2, USAGE("limit", "client \"#4294967296\": #ID wants an id from 1 to 4294967295"),
+	  "limit", "x", "#4294967296", "--max", "1"),
+	RP(NULL, OTHER, 1, NODEV, "limit", "x", "#4294967295", "--max", "1"),
+	R(NULL, OTHER, 2, USAGE("limit", "give --min, --max or both"),
+	  "limit", "x", "#1"),
+	R(NULL, OTHER, 2, USAGE("limit", "--min 5 is above --max 2"),
+	  "limit", "x", "#1", "--min", "5", "--max", "2"),
+	RP(NULL, OTHER, 1, NODEV, "limit", "x", "#1", "--min", "5", "--max", "0"),
+	/* A label of digits is a label: the module is asked. */
+	RP(NULL, OTHER, 1, NODEV, "limit", "x", "12", "--max", "3"),
+	R(NULL, OTHER, 2, "kvarenactl: help: unknown command \"x\\x01\"\nTry 'kvarenactl help'.\n",
+	  "help", "x\x01"),
+	R(NULL, OTHER, 2, "kvarenactl: help: unexpected argument \"b\"\nTry 'kvarenactl help'.\n",
+	  "help", "a", "b"),
+	R(NULL, OTHER, 0, "", "help"),
+	R(NULL, OTHER, 0, "", "help", "create"),
+
+	/* ---- every option: missing, wrong, at the edges ---- */
+	R("json", BAD, 2, USAGE("stat", "--json takes no value"),
+	  "stat", "--json=1"),
+	RP("json", EDGE, 1, NODEV, "stat", "-j"),
+	R("pretty", BAD, 2, USAGE("stat", "--pretty takes no value"),
+	  "stat", "--pretty=yes"),
+	RP("pretty", EDGE, 1, NODEV, "stat", "-jp"),
+	R("bytes", BAD, 2, USAGE("clients", "--bytes takes no value"),
+	  "clients", "--bytes="),
+	RP("bytes", EDGE, 1, NODEV, "-b", "clients"),
+
+	R("interval", MISSING, 2, USAGE("top", "-d (--interval) needs a value: " SECS),
+	  "top", "-d"),
+	R("interval", MISSING, 2, USAGE("top", "--interval needs a value: " SECS),
+	  "top", "--interval", "-n", "1"),
+	R("interval", BAD, 2, USAGE("top", "--interval \"1.5555\": want " SECS),
+	  "top", "-d", "1.5555"),
+	R("interval", BAD, 2, USAGE("top", "--interval \"0.009\": out of range: want " SECS),
+	  "top", "-d0.009"),
+	R("interval", BAD, 2, USAGE("top", "--interval \"86400.001\": out of range: want " SECS),
+	  "top", "--interval=86400.001"),
+	R("interval", BAD, 2, USAGE("top", "--interval \"-1\": want " SECS),
+	  "top", "-d", "-1"),
+	RP("interval", EDGE, 1, NODEV, "top", "-d", "0.01"),
+	RP("interval", EDGE, 1, NODEV, "top", "-d", "86400"),
+
+	R("iterations", MISSING, 2, USAGE("top", "-n (--iterations) needs a value: " COUNT),
+	  "top", "-n"),
+	R("iterations", BAD, 2, USAGE("top", "--iterations \"0\": out of range: want " COUNT),
+	  "top", "-n", "0"),
+	R("iterations", BAD, 2, USAGE("top", "--iterations \"18446744073709551616\": out of range: want " COUNT),
+	  "top", "-n", "18446744073709551616"),
+	R("iterations", BAD, 2, USAGE("top", "--iterations \"1x\": want " COUNT),
+	  "top", "-n", "1x"),
+	RP("iterations", EDGE, 1, NODEV, "top", "-n", "1"),
+	RP("iterations", EDGE, 1, NODEV, "top", "-n", "18446744073709551615"),
+
+	R("frames", MISSING, 2, USAGE("create", "--frames needs a value: " N32),
+	  "create", "x", "--frames"),
+	R("frames", MISSING, 2, USAGE("create", "--frames needs a value: " N32),
+	  "create", "x", "--frames", "--frame-size", "2M"),
+	R("frames", BAD, 2, USAGE("create", "--frames \"0\": out of range: want " N32),
+	  "create", "x", "--frames", "0"),
+	R("frames", BAD, 2, USAGE("create", "--frames \"16777217\": out of range: want " N32),
+	  "create", "x", "--frames", "16777217"),
+	R("frames", BAD, 2, USAGE("create", "--frames \"99999999999\": out of range: want " N32),
+	  "create", "x", "--frames", "99999999999"),
+	R("frames", BAD, 2, USAGE("create", "--frames \"12\\x1b[31m\": want " N32),
+	  "create", "x", "--frames", "12\x1b[31m"),
+	R("frames", BAD, 2, USAGE("create", "--frames \"-1\": want " N32),
+	  "create", "x", "--frames", "-1"),
+	RP("frames", EDGE, 1, NODEV, "create", "x", "--frames", "1",
+	   "--frame-size", "4K"),
+	RP("frames", EDGE, 1, CREATE_FAILS, "create", "x", "--frames", "16777216",
+	   "--frame-size", "4K"),
+
+	R("frame-size", MISSING, 2, USAGE("create", "--frame-size needs a value: " FRAME_SIZE),
+	  "create", "x", "--frames", "1", "--frame-size"),
+	R("frame-size", BAD, 2, USAGE("create", "--frame-size \"3000\": out of range: want " FRAME_SIZE),
+	  "create", "x", "--frames", "1", "--frame-size", "3000"),
+	R("frame-size", BAD, 2, USAGE("create", "--frame-size \"5000\": want " FRAME_SIZE),
+	  "create", "x", "--frames", "1", "--frame-size", "5000"),
+	R("frame-size", BAD, 2, USAGE("create", "--frame-size \"2Gi\": out of range: want " FRAME_SIZE),
+	  "create", "x", "--frames", "1", "--frame-size", "2Gi"),
+	R("frame-size", BAD, 2, USAGE("create", "--frame-size \"2X\": want " FRAME_SIZE),
+	  "create", "x", "--frames", "1", "--frame-size", "2X"),
+	R("frame-size", BAD, 2, USAGE("create", "--frame-size \"4.5K\": want " FRAME_SIZE),
+	  "create", "x", "--frames", "1", "--frame-size", "4.5K"),
+	RP("frame-size", EDGE, 1, NODEV, "create", "x", "--frames", "1",
+	   "--frame-size", "4Ki"),
+	RP("frame-size", EDGE, 1, NODEV, "create", "x", "--frames", "1",
+	   "--frame-size", "64Ki"),
+	RP("frame-size", EDGE, 1, NODEV, "create", "x", "--frames", "1",
+	   "--frame-size", "2.0Mi"),
+	RP("frame-size", EDGE, 1, NODEV, "create", "x", "--frames", "1",
+	   "--frame-size", "2MiB"),
+	RP("frame-size", EDGE, 1, NODEV, "create", "x", "--frames", "1",
+	   "--frame-size", "2097152"),
+	RP("frame-size", EDGE, 1, CREATE_FAILS, "create", "x", "--frames", "1",
+	   "--frame-size", "1Gi"),
+
+	R("backend", MISSING, 2, USAGE("create", "--backend needs a value: " BACKEND),
+	  "create", "x", "--frames", "1", "--backend"),
+	R("backend", BAD, 2, USAGE("create", "--backend \"tape\": want " BACKEND),
+	  "create", "x", "--frames", "1", "--backend", "tape"),
+	R("backend", BAD, 2, USAGE("create", "--backend \"cuda:\": want " BACKEND),
+	  "create", "x", "--frames", "1", "--backend", "cuda:"),
+	R("backend", BAD, 2, USAGE("create", "--backend \"cuda:2147483648\": out of range: want " BACKEND),
+	  "create", "x", "--frames", "1", "--backend", "cuda:2147483648"),
+	R("backend", BAD, 2, USAGE("create", "--backend \"\\x07\": want " BACKEND),
+	  "create", "x", "--frames", "1", "--backend", "\a"),
+	RP("backend", EDGE, 1, NODEV, "create", "x", "--frames", "1",
+	   "--frame-size", "4K", "--backend", "host"),
+	RP("backend", EDGE, 1, "kvarenactl: cuda backend: " CUDA " not found: ",
+	   "create", "x", "--frames", "1", "--backend", "cuda:2147483647"),
+
+	R("low-watermark", MISSING, 2, USAGE("create", "--low-watermark needs a value: " FRAMES0 ", at most --frames"),
+	  "create", "x", "--frames", "1", "--low-watermark"),
+	R("low-watermark", BAD, 2, USAGE("create", "--low-watermark 5 is above --frames 4"),
+	  "create", "x", "--frames", "4", "--low-watermark", "5"),
+	R("low-watermark", BAD, 2, USAGE("create", "--low-watermark \"16777217\": out of range: want " FRAMES0 ", at most --frames"),
+	  "create", "x", "--frames", "4", "--low-watermark", "16777217"),
+	RP("low-watermark", EDGE, 1, NODEV, "create", "x", "--frames", "4",
+	   "--frame-size", "4K", "--low-watermark", "4"),
+	RP("low-watermark", EDGE, 1, NODEV, "create", "x", "--frames", "4",
+	   "--frame-size", "4K", "--low-watermark", "0"),
+
+	R("bytes-per-token", MISSING, 2, USAGE("create", "--bytes-per-token needs a value: " BPT),
+	  "create", "x", "--frames", "1", "--bytes-per-token"),
+	R("bytes-per-token", BAD, 2, USAGE("create", "--bytes-per-token \"0\": out of range: want " BPT),
+	  "create", "x", "--frames", "1", "--bytes-per-token", "0"),
+	R("bytes-per-token", BAD, 2, USAGE("create", "--bytes-per-token 2Mi is more than a frame (64Ki): a token must fit in a frame"),
+	  "create", "x", "--frames", "1", "--frame-size", "64K",
+	  "--bytes-per-token", "2M"),
+	R("bytes-per-token", BAD, 2, USAGE("create", "--bytes-per-token \"0.3K\": want " BPT),
+	  "create", "x", "--frames", "1", "--bytes-per-token", "0.3K"),
+	RP("bytes-per-token", EDGE, 1, NODEV, "create", "x", "--frames", "1",
+	   "--frame-size", "64K", "--bytes-per-token", "64Ki"),
+	RP("bytes-per-token", EDGE, 1, NODEV, "create", "x", "--frames", "1",
+	   "--frame-size", "64K", "--bytes-per-token", "1"),
+
+	R("layers", MISSING, 2, USAGE("create", "--layers needs a value: " GEO),
+	  "create", "x", "--frames", "1", "--layers"),
+	R("layers", BAD, 2, USAGE("create", "--layers \"65537\": out of range: want " GEO),
+	  "create", "x", "--frames", "1", "--layers", "65537"),
+	RP("layers", EDGE, 1, CREATE_FAILS, "create", "x", "--frames", "1",
+	   "--frame-size", "1G", "--layers", "65536", "--kv-heads", "1",
+	   "--head-dim", "1"),
+	R("kv-heads", MISSING, 2, USAGE("create", "--kv-heads needs a value: " GEO),
+	  "create", "x", "--frames", "1", "--kv-heads"),
+	R("kv-heads", BAD, 2, USAGE("create", "--kv-heads \"0\": out of range: want " GEO),
+	  "create", "x", "--frames", "1", "--kv-heads", "0"),
+	RP("kv-heads", EDGE, 1, NODEV, "create", "x", "--frames", "1",
+	   "--frame-size", "4K", "--layers", "1", "--kv-heads", "1",
+	   "--head-dim", "1"),
+	R("head-dim", MISSING, 2, USAGE("create", "--head-dim needs a value: " GEO),
+	  "create", "x", "--frames", "1", "--head-dim"),
+	R("head-dim", BAD, 2, USAGE("create", "--head-dim \"x\": want " GEO),
+	  "create", "x", "--frames", "1", "--head-dim", "x"),
+	RP("head-dim", EDGE, 1, CREATE_FAILS, "create", "x", "--frames", "1",
+	   "--frame-size", "1G", "--layers", "1", "--kv-heads", "1",
+	   "--head-dim", "65536"),
+	R("dtype", MISSING, 2, USAGE("create", "--dtype needs a value: fp16, bf16 or fp32"),
+	  "create", "x", "--frames", "1", "--dtype"),
+	R("dtype", BAD, 2, USAGE("create", "--dtype \"fp8\": want fp16, bf16 or fp32"),
+	  "create", "x", "--frames", "1", "--dtype", "fp8"),
+	RP("dtype", EDGE, 1, NODEV, "create", "x", "--frames", "1",
+	   "--layers", "32", "--kv-heads", "8", "--head-dim", "128",
+	   "--dtype", "fp32"),
+	R("hugepages", BAD, 2, USAGE("create", "--hugepages takes no value"),
+	  "create", "x", "--frames", "1", "--hugepages=2M"),
+	RP("hugepages", EDGE, 1, NODEV, "create", "x", "--frames", "1",
+	   "--hugepages"),
+
+	R("id", MISSING, 2, USAGE("limit", "--id needs a value: " ID),
+	  "limit", "x", "--max", "1", "--id"),
+	R("id", BAD, 2, USAGE("limit", "--id \"0\": out of range: want " ID),
+	  "limit", "x", "--id", "0", "--max", "1"),
+	R("id", BAD, 2, USAGE("limit", "--id \"4294967296\": out of range: want " ID),
+	  "limit", "x", "--id", "4294967296", "--max", "1"),
+	RP("id", EDGE, 1, NODEV, "limit", "x", "--id", "1", "--max", "1"),
+	RP("id", EDGE, 1, NODEV, "limit", "x", "--id=4294967295", "--max", "1"),
+	R("min", MISSING, 2, USAGE("limit", "--min needs a value: " FRAMES0 ", at most the arena's frames"),
+	  "limit", "x", "#1", "--min"),
+	R("min", BAD, 2, USAGE("limit", "--min \"16777217\": out of range: want " FRAMES0 ", at most the arena's frames"),
+	  "limit", "x", "#1", "--min", "16777217"),
+	RP("min", EDGE, 1, NODEV, "limit", "x", "#1", "--min", "0"),
+	RP("min", EDGE, 1, NODEV, "limit", "x", "#1", "--min", "16777216"),
+	R("max", MISSING, 2, USAGE("limit", "--max needs a value: " FRAMES0 ", at most the arena's frames"),
+	  "limit", "x", "#1", "--max"),
+	R("max", BAD, 2, USAGE("limit", "--max \"2.5\": want " FRAMES0 ", at most the arena's frames"),
+	  "limit", "x", "#1", "--max", "2.5"),
+	RP("max", EDGE, 1, NODEV, "limit", "x", "#1", "--max", "0"),
+	RP("max", EDGE, 1, NODEV, "limit", "x", "#1", "--max", "16777216"),
+
+	R("help", BAD, 2, "kvarenactl: --help takes no value\nTry 'kvarenactl help'.\n",
+	  "--help=me"),
+	R("help", EDGE, 0, "", "stat", "--help"),
+	R("version", BAD, 2, "kvarenactl: --version takes no value\nTry 'kvarenactl help'.\n",
+	  "--version=2"),
+	R("version", EDGE, 0, "", "-V"),
+};
+
+#define NR_ROWS (sizeof(rows) / sizeof(rows[0]))
+
+/* ---- running the tool --------------------------------------------------------- */
+
+struct result {
+	int rc;
+	char *out, *err;
+	size_t out_len, err_len;
+};
+
+static char *slurp(int fd, size_t *len)
+{
+	off_t size = lseek(fd, 0, SEEK_END);
+	char *buf = calloc(1, (size_t)(size > 0 ? size : 0) + 1);
+
+	if (buf && size > 0 && pread(fd, buf, (size_t)size, 0) != size)
+		size = 0;
+	*len = size > 0 ? (size_t)size : 0;
+	close(fd);
+	return buf;
+}
+
+static void run(struct result *r, const char *const *args)
+{
+	char *argv[20] = { (char *)"kvarenactl" };
+	char *envp[] = { (char *)"KVA_DEVICE=" DEV,
+			 (char *)"KVA_CUDA_LIBRARY=" CUDA,
+			 (char *)"LC_ALL=C", NULL };
+	int out = memfd_create("out", 0), err = memfd_create("err", 0);
+	posix_spawn_file_actions_t fa;
+	int n = 1, status = 0;
+	pid_t pid;
+
+	for (; args[n - 1] && n < 19; n++)
+		argv[n] = (char *)args[n - 1];
+	argv[n] = NULL;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, out, 1);
+	posix_spawn_file_actions_adddup2(&fa, err, 2);
+	r->rc = -1;
+	if (!posix_spawn(&pid, kvactl, &fa, NULL, argv, envp) &&
+	    waitpid(pid, &status, 0) == pid)
+		r->rc = WIFEXITED(status) ? WEXITSTATUS(status) :
+			128 + WTERMSIG(status);
+	posix_spawn_file_actions_destroy(&fa);
+	r->out = slurp(out, &r->out_len);
+	r->err = slurp(err, &r->err_len);
+}
+
+static void result_free(struct result *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+/* The first control character of @s (@len bytes), or -1. */
+static long control_char(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if ((c < 0x20 && c != '\n') || c == 0x7f)
+			return (long)i;
+	}
+	return -1;
+}
+
+/* @s with control characters as \xHH, for the log. */
+static const char *printable(const char *s)
+{
+	static char buf[1024];
+	size_t o = 0;
+
+	for (; *s && o < sizeof(buf) - 8; s++)
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o,
+				      ((unsigned char)*s < 0x20 && *s != '\n') ||
+				      *s == 0x7f ? "\\x%02x" : "%c",
+				      (unsigned char)*s);
+	buf[o] = '\0';
+	return buf;
+}
+
+/* The row's command line, printable, for the log. */
+static const char *show(const struct row *w)
+{
+	static char buf[512];
+	size_t o = 0;
+
+	for (int i = 0; w->argv[i] && o < sizeof(buf) - 8; i++) {
+		for (const char *c = w->argv[i]; *c && o < sizeof(buf) - 8; c++)
+			o += (size_t)snprintf(buf + o, sizeof(buf) - o,
+					      (unsigned char)*c < 0x20 ? "\\x%02x" : "%c",
+					      (unsigned char)*c);
+		buf[o++] = ' ';
+	}
+	buf[o ? o - 1 : 0] = '\0';
+	return buf;
+}
+
+/* ---- the tests ------------------------------------------------------------------ */
+
+TEST(every_row_exits_and_says_what_the_table_says)
+{
+	for (size_t i = 0; i < NR_ROWS; i++) {
+		const struct row *w = &rows[i];
+		struct result r;
+		bool err_ok;
+
+		run(&r, w->argv);
+		err_ok = w->prefix ? !strncmp(r.err, w->err, strlen(w->err)) :
+			 !strcmp(r.err, w->err);
+		EXPECT_EQ(w->rc, r.rc)
+			TH_LOG("row %zu: kvarenactl %s: %s", i, show(w),
+			       printable(r.err));
+		EXPECT_TRUE(err_ok)
+			TH_LOG("row %zu: kvarenactl %s:\nwant %s%s\ngot  %s", i,
+			       show(w), w->err, w->prefix ? "..." : "",
+			       printable(r.err));
+		/* A wrong command line changes nothing and prints no output. */
+		if (w->rc == 2) {
+			EXPECT_EQ(0, r.out_len)
+				TH_LOG("row %zu: kvarenactl %s: %s", i, show(w),
+				       printable(r.out));
+		}
+		result_free(&r);
+	}
+}
+
+TEST(no_output_has_a_control_character)
+{
+	for (size_t i = 0; i < NR_ROWS; i++) {
+		struct result r;
+		long at_out, at_err;
+
+		run(&r, rows[i].argv);
+		at_out = control_char(r.out, r.out_len);
+		at_err = control_char(r.err, r.err_len);
+		EXPECT_EQ(-1, at_out)
+			TH_LOG("row %zu: kvarenactl %s: stdout byte %ld", i,
+			       show(&rows[i]), at_out);
+		EXPECT_EQ(-1, at_err)
+			TH_LOG("row %zu: kvarenactl %s: stderr byte %ld: %s", i,
+			       show(&rows[i]), at_err, printable(r.err));
+		result_free(&r);
+	}
+}
+
+/* Has the table a row of @kind for option @opt? */
+static bool has_row(const char *opt, enum kind kind)
+{
+	for (size_t i = 0; i < NR_ROWS; i++)
+		if (rows[i].opt && !strcmp(rows[i].opt, opt) &&
+		    rows[i].kind == kind)
+			return true;
+	return false;
+}
+
+TEST(every_option_in_the_help_has_rows_of_every_kind)
+{
+	static const char *const cmds[] = { "stat", "clients", "top",
+		"metrics", "create", "destroy", "limit", "help" };
+	int seen = 0;
+
+	for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++) {
+		const char *argv[] = { "help", cmds[c], NULL };
+		struct result r;
+		char *line, *save = NULL;
+
+		run(&r, argv);
+		ASSERT_EQ(0, r.rc);
+		for (line = strtok_r(r.out, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save)) {
+			char name[32];
+			const char *dd = strstr(line, "--");
+			bool flag;
+
+			/* "  -j, --json   ..." or "      --frames N   ..." */
+			if (strncmp(line, "  ", 2) || !dd || dd > line + 12 ||
+			    sscanf(dd + 2, "%31[a-z-]", name) != 1)
+				continue;
+			flag = dd[2 + strlen(name)] != ' ' ||
+			       dd[3 + strlen(name)] == ' ';
+			seen++;
+			if (!flag)
+				EXPECT_TRUE(has_row(name, MISSING))
+					TH_LOG("--%s: no row for a missing value", name);
+			EXPECT_TRUE(has_row(name, BAD))
+				TH_LOG("--%s: no row for a wrong value", name);
+			EXPECT_TRUE(has_row(name, EDGE))
+				TH_LOG("--%s: no row for an edge value", name);
+		}
+		result_free(&r);
+	}
+	/* The help lists something: the parse above did find options. */
+	EXPECT_LE(15, seen);
+	EXPECT_TRUE(has_row("help", BAD) && has_row("version", BAD));
+}
+
+TEST(help_fits_one_screen)
+{
+	const char *argv[] = { "help", NULL };
+	struct result r;
+	int lines = 0, col = 0, widest = 0;
+
+	run(&r, argv);
+	ASSERT_EQ(0, r.rc);
+	for (size_t i = 0; i < r.out_len; i++) {
+		if (r.out[i] == '\n') {
+			lines++;
+			col = 0;
+		} else if (((unsigned char)r.out[i] & 0xc0) != 0x80 &&
+			   ++col > widest) {
+			widest = col;
+		}
+	}
+	EXPECT_GE(24, lines);
+	EXPECT_GE(80, widest);
+	EXPECT_EQ(0, strncmp(r.out, "Usage: kvarenactl ", 18));
+	result_free(&r);
+}
+
+static void __attribute__((constructor)) find_kvarenactl(void)
+{
+	kvactl = getenv("KVARENACTL");
+	if (!kvactl || !*kvactl) {
+		fprintf(stderr, "args_test: set $KVARENACTL to the tool to test\n");
+		exit(2);
+	}
+}
+
+TEST_HARNESS_MAIN

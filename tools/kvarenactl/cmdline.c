@@ -1,0 +1,709 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvarenactl - the command line: the table of commands, the table of
+ * options, the parser, and the help, which is made from the tables.
+ *
+ * An option's row says what its value is (a whole number, a size, seconds
+ * or a word a function reads), its limits and the commands that take it;
+ * the parser, every message about a wrong value and `kvarenactl help
+ * COMMAND` all come from that row, so they cannot disagree.  To add an
+ * option: an OPT_ entry and a field in struct kvactl_opts (kvarenactl.h),
+ * a row below, and its command's letter in the row's cmds.  Checks that
+ * need several options go in the command's check function.
+ *
+ * Every piece of the command line that is echoed in a message goes
+ * through kvactl_quote(), so that no input, however made, puts a control
+ * character on the terminal.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <kvarena/layout.h>
+
+#include "kvarenactl.h"
+
+/* ---- commands ------------------------------------------------------------ */
+
+enum cmd_id { C_STAT, C_CLIENTS, C_TOP, C_METRICS, C_CREATE, C_DESTROY,
+	      C_LIMIT, C_HELP, NR_CMDS };
+
+#define CB(c)		(1u << (c))
+#define C_VIEW		(CB(C_STAT) | CB(C_CLIENTS) | CB(C_TOP))
+#define C_ALL		((1u << NR_CMDS) - 1)
+
+struct command {
+	const char *name;
+	int (*run)(const struct kvactl_opts *o);
+	int min_args, max_args;
+	const char *usage;		/* its arguments */
+	const char *what;		/* one line for help */
+	int (*check)(struct kvactl_opts *o);
+	const char *more;		/* more lines for `help COMMAND` */
+};
+
+static int check_create(struct kvactl_opts *o);
+static int check_limit(struct kvactl_opts *o);
+
+static const struct command commands[NR_CMDS] = {
+	[C_STAT] = { "stat", kvactl_cmd_stat, 0, 1, "[NAME]",
+		"Capacity, held, filled, cached and free memory, like free" },
+	[C_CLIENTS] = { "clients", kvactl_cmd_clients, 0, 1, "[NAME]",
+		"One row per client: limits, frames held, filled, failures" },
+	[C_TOP] = { "top", kvactl_cmd_top, 0, 1, "[NAME]",
+		"Stat and clients, redrawn; q or Ctrl-C quits" },
+	[C_METRICS] = { "metrics", kvactl_cmd_metrics, 0, 1, "[NAME]",
+		"Every arena and client in the Prometheus text format" },
+	[C_CREATE] = { "create", kvactl_cmd_create, 1, 1,
+		"NAME --frames N [options]",
+		"An arena and its memory, kept until destroy",
+		check_create,
+		"NAME: 1-31 characters of A-Z a-z 0-9 _ . -, not starting with . or -\n" },
+	[C_DESTROY] = { "destroy", kvactl_cmd_destroy, 1, 1, "NAME",
+		"Remove an arena and free its memory; refused while clients are attached" },
+	[C_LIMIT] = { "limit", kvactl_cmd_limit, 1, 2,
+		"NAME CLIENT [--min N] [--max N]",
+		"Change a client's guarantee and limit",
+		check_limit,
+		"CLIENT is a label, or #ID (quoted in a shell: '#3') or --id ID for a\n"
+		"client's id (kvarenactl clients NAME shows both).\n"
+		"--max below what the client holds takes nothing back: it keeps its\n"
+		"frames and gets no new ones until it holds fewer than --max.\n" },
+	[C_HELP] = { "help", NULL, 0, 1, "[COMMAND]",
+		"This help, or a command's options and their limits" },
+};
+
+/* ---- options ------------------------------------------------------------- */
+
+enum value_type {
+	V_FLAG,		/* no value: sets a bool */
+	V_U32,		/* a whole number in [min, max], into a uint32_t */
+	V_U64,		/* the same into a uint64_t */
+	V_SIZE,		/* bytes in [min, max] (2097152, 2M, 2.0Mi), uint64_t */
+	V_SECONDS,	/* milliseconds in [min, max] from seconds, unsigned int */
+	V_WORD,		/* read by ->parse */
+};
+
+struct option_row {
+	const char *name;		/* --name */
+	char letter;			/* -l, or 0 */
+	enum value_type type;
+	const char *arg;		/* the value in help: N, SIZE */
+	size_t off;			/* the field in struct kvactl_opts */
+	uint64_t min, max;
+	/* V_WORD: 0, or -EINVAL; a rule beyond the range for the others */
+	int (*parse)(struct kvactl_opts *o, const char *arg);
+	const char *want;		/* V_WORD: what it takes; else a rule */
+	unsigned int cmds;		/* CB(C_x) of the commands taking it */
+	const char *help;		/* for `help COMMAND` */
+	bool pow2;			/* V_SIZE: a power of two */
+};
+
+static int parse_backend(struct kvactl_opts *o, const char *arg);
+static int parse_dtype(struct kvactl_opts *o, const char *arg);
+
+#define OFF(f)		offsetof(struct kvactl_opts, f)
+#define MAX_SECONDS	86400u
+
+static const struct option_row opts[KVACTL_NR_OPTS] = {
+	[OPT_JSON] = { "json", 'j', V_FLAG, NULL, OFF(json),
+		.cmds = C_VIEW, .help = "JSON instead of tables" },
+	[OPT_PRETTY] = { "pretty", 'p', V_FLAG, NULL, OFF(pretty),
+		.cmds = C_VIEW, .help = "indented JSON (with --json)" },
+	[OPT_BYTES] = { "bytes", 'b', V_FLAG, NULL, OFF(exact_bytes),
+		.cmds = C_VIEW, .help = "exact byte counts, not 1.5Gi" },
+	[OPT_INTERVAL] = { "interval", 'd', V_SECONDS, "SECONDS",
+		OFF(interval_ms), 10, MAX_SECONDS * 1000ull,
+		.cmds = CB(C_TOP), .help = "between refreshes; default 1" },
+	[OPT_ITERATIONS] = { "iterations", 'n', V_U64, "COUNT",
+		OFF(iterations), 1, UINT64_MAX,
+		.cmds = CB(C_TOP), .help = "refreshes, then exit; default: until q" },
+	[OPT_FRAMES] = { "frames", 0, V_U32, "N", OFF(frames), 1,
+		KVARENA_MAX_FRAMES, .cmds = CB(C_CREATE),
+		.help = "frames in the arena (required)" },
+	[OPT_FRAME_SIZE] = { "frame-size", 0, V_SIZE, "SIZE", OFF(frame_size),
+		KVARENA_MIN_FRAME_SIZE, KVARENA_MAX_FRAME_SIZE,
+		.want = "a power of two", .cmds = CB(C_CREATE),
+		.help = "bytes per frame; default 2Mi", .pow2 = true },
+	[OPT_BACKEND] = { "backend", 0, V_WORD, "MEMORY", 0, 0, INT32_MAX,
+		parse_backend, "host, cuda or cuda:DEVICE (DEVICE 0 to 2147483647)",
+		CB(C_CREATE), "where the memory is; default host" },
+	[OPT_LOW_WATERMARK] = { "low-watermark", 0, V_U32, "N",
+		OFF(low_watermark), 0, KVARENA_MAX_FRAMES,
+		.want = "at most --frames", .cmds = CB(C_CREATE),
+		.help = "pressure below N free frames; default 0: never" },
+	[OPT_BPT] = { "bytes-per-token", 0, V_SIZE, "SIZE",
+		OFF(bytes_per_token), 1, KVARENA_MAX_FRAME_SIZE,
+		.want = "at most the frame size", .cmds = CB(C_CREATE),
+		.help = "KV bytes per token, to show tokens" },
+	[OPT_LAYERS] = { "layers", 0, V_U32, "N", OFF(layers), 1, 65536,
+		.cmds = CB(C_CREATE),
+		.help = "the model's layers (or --bytes-per-token)" },
+	[OPT_KV_HEADS] = { "kv-heads", 0, V_U32, "N", OFF(kv_heads), 1, 65536,
+		.cmds = CB(C_CREATE), .help = "its KV heads per layer" },
+	[OPT_HEAD_DIM] = { "head-dim", 0, V_U32, "N", OFF(head_dim), 1, 65536,
+		.cmds = CB(C_CREATE), .help = "its elements per head" },
+	[OPT_DTYPE] = { "dtype", 0, V_WORD, "TYPE", 0, 0, 0, parse_dtype,
+		"fp16, bf16 or fp32", CB(C_CREATE),
+		"its element type; default fp16" },
+	[OPT_HUGEPAGES] = { "hugepages", 0, V_FLAG, NULL, OFF(hugepages),
+		.cmds = CB(C_CREATE),
+		.help = "host memory on 2 MiB huge pages (reserved first)" },
+	[OPT_ID] = { "id", 0, V_U32, "ID", OFF(client_id), 1, UINT32_MAX,
+		.cmds = CB(C_LIMIT),
+		.help = "the client by its id (as CLIENT #ID)" },
+	[OPT_MIN] = { "min", 0, V_U32, "N", OFF(min), 0, KVARENA_MAX_FRAMES,
+		.want = "at most the arena's frames", .cmds = CB(C_LIMIT),
+		.help = "frames guaranteed to the client" },
+	[OPT_MAX] = { "max", 0, V_U32, "N", OFF(max), 0, KVARENA_MAX_FRAMES,
+		.want = "at most the arena's frames",
+		.cmds = CB(C_LIMIT),
+		.help = "frames the client may hold; 0: the whole arena" },
+	[OPT_HELP] = { "help", 'h', V_FLAG, NULL, 0, .cmds = C_ALL,
+		.help = "this help" },
+	[OPT_VERSION] = { "version", 'V', V_FLAG, NULL, 0, .cmds = C_ALL,
+		.help = "the version" },
+};
+
+/* ---- messages ------------------------------------------------------------- */
+
+static int usage_err(const struct command *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int usage_err(const struct command *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, KVACTL_PROG ": %s%s", cmd ? cmd->name : "",
+		cmd ? ": " : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (cmd && cmd != &commands[C_HELP])
+		fprintf(stderr, "\nTry 'kvarenactl help %s'.\n", cmd->name);
+	else
+		fputs("\nTry 'kvarenactl help'.\n", stderr);
+	return KVACTL_USAGE;
+}
+
+/* Milliseconds as seconds: "0.01", "1", "86400". */
+static char *fmt_seconds(char buf[KVACTL_NUM_LEN], uint64_t ms)
+{
+	int n = snprintf(buf, KVACTL_NUM_LEN, "%llu.%03u",
+			 (unsigned long long)(ms / 1000),
+			 (unsigned int)(ms % 1000));
+
+	while (buf[n - 1] == '0')
+		buf[--n] = '\0';
+	if (buf[n - 1] == '.')
+		buf[--n] = '\0';
+	return buf;
+}
+
+/*
+ * What an option's value must be, with its real limits: in full for a
+ * message ("a whole number from 1 to 16777216"), or short for the help
+ * ("1 to 16777216").
+ */
+static char *want(char *buf, size_t size, const struct option_row *r,
+		  bool full)
+{
+	char a[KVACTL_NUM_LEN], b[KVACTL_NUM_LEN];
+	int n = 0;
+
+	switch (r->type) {
+	case V_FLAG:
+		n = snprintf(buf, size, "no value");
+		break;
+	case V_U32:
+	case V_U64:
+		n = snprintf(buf, size, "%s%llu to %llu",
+			     full ? "a whole number from " : "",
+			     (unsigned long long)r->min,
+			     (unsigned long long)r->max);
+		break;
+	case V_SIZE:
+		n = snprintf(buf, size, "%s%s to %s%s",
+			     full ? "a size from " : "",
+			     kvactl_fmt_size_exact(a, r->min),
+			     kvactl_fmt_size_exact(b, r->max),
+			     full ? " (bytes, or with K, M, G, T: 64Ki, 2M, 2.0Mi)" : "");
+		break;
+	case V_SECONDS:
+		n = snprintf(buf, size, "%s%s to %s%s",
+			     full ? "seconds from " : "",
+			     fmt_seconds(a, r->min), fmt_seconds(b, r->max),
+			     full ? ", at most 3 decimals" : " seconds");
+		break;
+	case V_WORD:
+		n = snprintf(buf, size, "%s", r->want);
+		break;
+	}
+	if (r->type != V_WORD && r->want && n >= 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n, ", %s", r->want);
+	return buf;
+}
+
+static int bad_value(const struct command *cmd, const struct option_row *r,
+		     const char *arg, int err)
+{
+	char q[KVACTL_QUOTE_LEN], w[256];
+
+	return usage_err(cmd, "--%s %s: %swant %s", r->name,
+			 kvactl_quote(q, arg),
+			 err == -ERANGE ? "out of range: " : "",
+			 want(w, sizeof(w), r, true));
+}
+
+/* ---- values --------------------------------------------------------------- */
+
+static int parse_backend(struct kvactl_opts *o, const char *arg)
+{
+	uint32_t dev = 0;
+
+	if (!strcmp(arg, "host")) {
+		o->cuda = false;
+		o->cuda_dev = 0;
+		return 0;
+	}
+	if (strncmp(arg, "cuda", 4) || (arg[4] && arg[4] != ':'))
+		return -EINVAL;
+	if (arg[4]) {
+		int err = kvactl_parse_u32(arg + 5, &dev);
+
+		if (err)
+			return err;
+		if (dev > INT32_MAX)
+			return -ERANGE;
+	}
+	o->cuda = true;
+	o->cuda_dev = dev;
+	return 0;
+}
+
+static int parse_dtype(struct kvactl_opts *o, const char *arg)
+{
+	for (uint32_t d = 0; d < KVA_DTYPE_COUNT; d++) {
+		if (!strcmp(arg, kva_dtype_name((enum kva_dtype)d))) {
+			o->dtype = d;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* One option's value into @o: 0, or a usage error's exit status. */
+static int take_value(struct kvactl_opts *o, const struct command *cmd,
+		      const struct option_row *r, const char *arg)
+{
+	void *field = (char *)o + r->off;
+	uint64_t v = 0;
+	int err = 0;
+
+	switch (r->type) {
+	case V_FLAG:
+		if (r->off)
+			*(bool *)field = true;
+		return 0;
+	case V_WORD:
+		err = r->parse(o, arg);
+		return err ? bad_value(cmd, r, arg, err) : 0;
+	case V_U32:
+	case V_U64:
+		err = kvactl_parse_u64(arg, &v);
+		break;
+	case V_SIZE:
+		err = kvactl_parse_size(arg, &v);
+		break;
+	case V_SECONDS:
+		err = kvactl_parse_seconds(arg, &v);
+		break;
+	}
+	if (!err && (v < r->min || v > r->max))
+		err = -ERANGE;
+	if (!err && r->pow2 && (v & (v - 1)))
+		err = -EINVAL;
+	if (err)
+		return bad_value(cmd, r, arg, err);
+	switch (r->type) {
+	case V_U32:
+		*(uint32_t *)field = (uint32_t)v;
+		break;
+	case V_SECONDS:
+		*(unsigned int *)field = (unsigned int)v;
+		break;
+	default:
+		*(uint64_t *)field = v;
+		break;
+	}
+	return 0;
+}
+
+/* ---- checks that need several options --------------------------------------- */
+
+#define HUGE_PAGE_SIZE (2u << 20)
+
+static int check_create(struct kvactl_opts *o)
+{
+	const struct command *cmd = &commands[C_CREATE];
+	char b[2][KVACTL_NUM_LEN];
+	bool geometry = kvactl_given(o, OPT_LAYERS) ||
+			kvactl_given(o, OPT_KV_HEADS) ||
+			kvactl_given(o, OPT_HEAD_DIM) ||
+			kvactl_given(o, OPT_DTYPE);
+
+	if (!kvactl_given(o, OPT_FRAMES))
+		return usage_err(cmd, "--frames is required");
+	if (o->low_watermark > o->frames)
+		return usage_err(cmd, "--low-watermark %u is above --frames %u",
+				 o->low_watermark, o->frames);
+	if (o->hugepages && o->cuda)
+		return usage_err(cmd, "--hugepages is for host memory");
+	if (o->hugepages && o->frame_size % HUGE_PAGE_SIZE)
+		return usage_err(cmd, "--hugepages needs a --frame-size that is a multiple of 2Mi");
+	if (geometry && kvactl_given(o, OPT_BPT))
+		return usage_err(cmd, "give --bytes-per-token or the model geometry, not both");
+	if (kvactl_given(o, OPT_BPT) && o->bytes_per_token > o->frame_size)
+		return usage_err(cmd, "--bytes-per-token %s is more than a frame (%s): a token must fit in a frame",
+				 kvactl_fmt_size_exact(b[0], o->bytes_per_token),
+				 kvactl_fmt_size_exact(b[1], o->frame_size));
+	if (geometry) {
+		struct kva_geometry g = {
+			.layers = o->layers,
+			.kv_heads = o->kv_heads,
+			.head_dim = o->head_dim,
+			.dtype = o->dtype,
+			.frame_size = o->frame_size,
+		};
+		int err = kva_geometry_init(&g);
+
+		if (err == -E2BIG)
+			return usage_err(cmd, "one token (%llu bytes) is more than a frame (%s): a token must fit in a frame",
+					 2ull * g.layers * g.kv_heads *
+					 g.head_dim *
+					 kva_dtype_size((enum kva_dtype)g.dtype),
+					 kvactl_fmt_size_exact(b[0], o->frame_size));
+		if (err)
+			return usage_err(cmd, "the model geometry needs --layers, --kv-heads and --head-dim, each 1 to 65536");
+		o->bytes_per_token = g.bytes_per_token;
+	}
+	return 0;
+}
+
+static int check_client(struct kvactl_opts *o, const struct command *cmd)
+{
+	bool by_id = kvactl_given(o, OPT_ID);
+
+	if (o->nargs < 2 && !by_id)
+		return usage_err(cmd, "name the client: a label, or --id ID (kvarenactl clients %s)",
+				 o->args[0]);
+	if (o->nargs == 2 && by_id)
+		return usage_err(cmd, "name the client once: CLIENT or --id, not both");
+	if (o->nargs == 2 && o->args[1][0] == '#') {
+		/* "#3" is --id 3. */
+		char q[KVACTL_QUOTE_LEN];
+		uint64_t id;
+
+		if (kvactl_parse_u64(o->args[1] + 1, &id) || !id ||
+		    id > UINT32_MAX)
+			return usage_err(cmd, "client %s: #ID wants an id from 1 to %u",
+					 kvactl_quote(q, o->args[1]), UINT32_MAX);
+		o->client_id = (uint32_t)id;
+		o->given |= 1ull << OPT_ID;
+		o->nargs = 1;
+	}
+	return 0;
+}
+
+static int check_limit(struct kvactl_opts *o)
+{
+	const struct command *cmd = &commands[C_LIMIT];
+	int ret = check_client(o, cmd);
+
+	if (ret)
+		return ret;
+	if (!kvactl_given(o, OPT_MIN) && !kvactl_given(o, OPT_MAX))
+		return usage_err(cmd, "give --min, --max or both");
+	if (kvactl_given(o, OPT_MIN) && kvactl_given(o, OPT_MAX) && o->max &&
+	    o->min > o->max)
+		return usage_err(cmd, "--min %u is above --max %u", o->min,
+				 o->max);
+	return 0;
+}
+
+/* ---- help --------------------------------------------------------------------- */
+
+static void help(FILE *f)
+{
+	fputs(
+"Usage: kvarenactl [-j [-p]] [-b] COMMAND [ARGS]\n"
+"Show and manage the arenas of kvarena.ko (/dev/kvarena).\n"
+"\n"
+"  stat [NAME]       capacity, held, filled, cached and free memory, like free\n"
+"  clients [NAME]    one row per client: limits, frames held, filled, failures\n"
+"  top [NAME] [-d SECONDS] [-n COUNT]    both, redrawn; q quits\n"
+"  metrics [NAME]    the Prometheus text exposition format\n"
+"  create NAME --frames N [--frame-size SIZE] [--backend host|cuda[:DEV]]\n"
+"        [--bytes-per-token SIZE | --layers N --kv-heads N --head-dim N] ...\n"
+"                    an arena and its memory, kept until destroy\n"
+"  destroy NAME      refused while clients are attached\n"
+"  limit NAME CLIENT [--min N] [--max N]   CLIENT: a label, or --id ID\n"
+"                    --max 0 is the whole arena; a max below what the client\n"
+"                    holds takes nothing back, it only refuses new frames\n"
+"  help [COMMAND]    a command's options and their limits\n"
+"\n"
+"  -j, --json   JSON output (stat, clients, top)   -p, --pretty   indented JSON\n"
+"  -b, --bytes  exact byte counts, not 1.5Gi        -h, --help     -V, --version\n"
+"SIZE: 2097152, 2M, 2Mi, 2.0Mi or 2MiB.  Viewing needs read access to the\n"
+"device; create, destroy and limit need CAP_SYS_ADMIN.  Exit status: 0 ok,\n"
+"1 the operation failed, 2 usage error.  See Documentation/operators.rst.\n",
+	      f);
+}
+
+/* One command's usage and every option it takes, with their limits. */
+static void help_command(FILE *f, const struct command *cmd)
+{
+	enum cmd_id id = (enum cmd_id)(cmd - commands);
+	char w[256], name[48];
+
+	fprintf(f, "Usage: kvarenactl %s %s\n%s.\n", cmd->name, cmd->usage,
+		cmd->what);
+	if (cmd->more)
+		fputs(cmd->more, f);
+	for (int i = 0; i < KVACTL_NR_OPTS; i++) {
+		const struct option_row *r = &opts[i];
+
+		if (!(r->cmds & CB(id)) || i == OPT_HELP || i == OPT_VERSION)
+			continue;
+		if (r->letter)
+			snprintf(name, sizeof(name), "-%c, --%s%s%s", r->letter,
+				 r->name, r->arg ? " " : "", r->arg ? r->arg : "");
+		else
+			snprintf(name, sizeof(name), "    --%s%s%s", r->name,
+				 r->arg ? " " : "", r->arg ? r->arg : "");
+		fprintf(f, "  %-24s  %s\n", name, r->help);
+		if (r->type != V_FLAG)
+			fprintf(f, "  %-24s    %s\n", "",
+				want(w, sizeof(w), r, false));
+	}
+}
+
+/* ---- the parser ------------------------------------------------------------------ */
+
+static const struct option_row *find_long(const char *name, size_t len)
+{
+	for (int i = 0; i < KVACTL_NR_OPTS; i++)
+		if (opts[i].name && strlen(opts[i].name) == len &&
+		    !strncmp(opts[i].name, name, len))
+			return &opts[i];
+	return NULL;
+}
+
+static const struct option_row *find_short(char c)
+{
+	for (int i = 0; i < KVACTL_NR_OPTS; i++)
+		if (opts[i].letter && opts[i].letter == c)
+			return &opts[i];
+	return NULL;
+}
+
+static const struct command *find_command(const char *name)
+{
+	for (int i = 0; i < NR_CMDS; i++)
+		if (!strcmp(name, commands[i].name))
+			return &commands[i];
+	return NULL;
+}
+
+/*
+ * A value given as the next word: none if there is no next word or it
+ * looks like an option (a negative number is a value, and a wrong one).
+ * Any other value that starts with '-' goes in the same word: --x=-y.
+ */
+static const char *next_value(int argc, char **argv, int *i)
+{
+	const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+
+	if (!v || (v[0] == '-' && v[1] && !(v[1] >= '0' && v[1] <= '9')))
+		return NULL;
+	return argv[++*i];
+}
+
+struct parse {
+	const struct command *cmd;
+	const struct option_row *given[KVACTL_NR_OPTS];
+	const char *values[KVACTL_NR_OPTS];
+	int order[KVACTL_NR_OPTS];	/* option indices in command-line order */
+	int nr_given;
+};
+
+static int missing_value(const struct command *cmd,
+			 const struct option_row *r, bool letter)
+{
+	char w[256];
+
+	if (letter)
+		return usage_err(cmd, "-%c (--%s) needs a value: %s", r->letter,
+				 r->name, want(w, sizeof(w), r, true));
+	return usage_err(cmd, "--%s needs a value: %s", r->name,
+			 want(w, sizeof(w), r, true));
+}
+
+static int note(struct parse *p, const struct option_row *r, const char *v)
+{
+	int i = (int)(r - opts);
+
+	if (!p->given[i])
+		p->order[p->nr_given++] = i;
+	p->given[i] = r;
+	p->values[i] = v;		/* the last one given counts */
+	return 0;
+}
+
+/* A positional word: the command, or one of its arguments. */
+static int positional(struct parse *p, struct kvactl_opts *o, const char *w,
+		      bool dashdash)
+{
+	char q[KVACTL_QUOTE_LEN];
+
+	if (!p->cmd && dashdash)
+		return usage_err(NULL, "no command before %s",
+				 kvactl_quote(q, w));
+	if (!p->cmd) {
+		p->cmd = find_command(w);
+		if (!p->cmd)
+			return usage_err(NULL, "unknown command %s",
+					 kvactl_quote(q, w));
+		return 0;
+	}
+	if (o->nargs == p->cmd->max_args)
+		return usage_err(p->cmd, "unexpected argument %s",
+				 kvactl_quote(q, w));
+	o->args[o->nargs++] = w;
+	return 0;
+}
+
+static int parse_words(int argc, char **argv, struct parse *p,
+		       struct kvactl_opts *o)
+{
+	char q[KVACTL_QUOTE_LEN];
+	bool dashdash = false;
+	int ret;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (dashdash || a[0] != '-' || !a[1]) {
+			ret = positional(p, o, a, dashdash);
+		} else if (!strcmp(a, "--")) {
+			dashdash = true;
+			ret = 0;
+		} else if (a[1] == '-') {
+			const char *eq = strchr(a + 2, '=');
+			size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+			const struct option_row *r = find_long(a + 2, len);
+			const char *v = eq ? eq + 1 : NULL;
+
+			if (!r)
+				return usage_err(p->cmd, "unknown option %s",
+						 kvactl_quote(q, a));
+			if (r->type == V_FLAG && v)
+				return usage_err(p->cmd, "--%s takes no value",
+						 r->name);
+			if (r->type != V_FLAG && !v)
+				v = next_value(argc, argv, &i);
+			if (r->type != V_FLAG && !v)
+				return missing_value(p->cmd, r, false);
+			ret = note(p, r, v);
+		} else {
+			/* -jp, -d1, -d 1 */
+			for (const char *c = a + 1; *c; c++) {
+				const struct option_row *r = find_short(*c);
+				const char *v = NULL;
+				char bad[3] = { '-', *c, 0 };
+
+				if (!r)
+					return usage_err(p->cmd, "unknown option %s",
+							 kvactl_quote(q, bad));
+				if (r->type != V_FLAG) {
+					v = c[1] ? c + 1 : next_value(argc, argv, &i);
+					if (!v)
+						return missing_value(p->cmd, r, true);
+					note(p, r, v);
+					break;
+				}
+				note(p, r, NULL);
+			}
+			ret = 0;
+		}
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int kvactl_cmdline(int argc, char **argv, struct kvactl_opts *o)
+{
+	struct parse p = { 0 };
+	int ret;
+
+	ret = parse_words(argc, argv, &p, o);
+	if (ret)
+		return ret;
+	if (p.given[OPT_HELP] || (p.cmd == &commands[C_HELP])) {
+		const struct command *c = p.cmd;
+		char q[KVACTL_QUOTE_LEN];
+
+		if (c == &commands[C_HELP] && o->nargs) {
+			c = find_command(o->args[0]);
+			if (!c)
+				return usage_err(&commands[C_HELP], "unknown command %s",
+						 kvactl_quote(q, o->args[0]));
+		}
+		if (!c || c == &commands[C_HELP])
+			help(stdout);
+		else
+			help_command(stdout, c);
+		return KVACTL_OK;
+	}
+	if (p.given[OPT_VERSION]) {
+		printf("kvarenactl (kvarena ABI %d)\n", KVARENA_ABI_VERSION);
+		return KVACTL_OK;
+	}
+	if (!p.cmd)
+		return usage_err(NULL, "no command");
+
+	/* Values in command-line order, so the first wrong one is named. */
+	for (int k = 0; k < p.nr_given; k++) {
+		int i = p.order[k];
+		const struct option_row *r = p.given[i];
+
+		if (!(r->cmds & CB(p.cmd - commands)))
+			return usage_err(p.cmd, "--%s does not apply to %s",
+					 r->name, p.cmd->name);
+		ret = take_value(o, p.cmd, r, p.values[i]);
+		if (ret)
+			return ret;
+		o->given |= 1ull << i;
+	}
+	if (o->nargs < p.cmd->min_args)
+		return usage_err(p.cmd, "usage: kvarenactl %s %s",
+				 p.cmd->name, p.cmd->usage);
+	if (o->nargs && kvactl_name_check(p.cmd->name, o->args[0],
+					  p.cmd == &commands[C_CREATE]))
+		return KVACTL_USAGE;
+	if (o->pretty && !o->json)
+		return usage_err(p.cmd, "--pretty goes with --json");
+	if (p.cmd->check) {
+		ret = p.cmd->check(o);
+		if (ret)
+			return ret;
+	}
+	o->cmd = p.cmd->name;
+	o->run = p.cmd->run;
+	return -1;
+}
