@@ -228,6 +228,53 @@ TEST(tables_align_on_the_widest_cell_counting_characters)
 	free(out);
 }
 
+static void fit_fn(FILE *f, void *arg)
+{
+	static const int drop[] = { 1, 2, -1 };
+	struct kvactl_table t;
+
+	kvactl_table_init(&t, 4, "lrrl");
+	kvactl_table_add(&t, "NAME");
+	kvactl_table_add(&t, "SIZE");
+	kvactl_table_add(&t, "PEAK");
+	kvactl_table_add(&t, "FAILS");
+	kvactl_table_add(&t, "gpu0");
+	kvactl_table_add(&t, "1024");
+	kvactl_table_add(&t, "2048");
+	kvactl_table_add(&t, "7");
+	kvactl_table_print_fit(&t, f, *(unsigned int *)arg, drop);
+	kvactl_table_free(&t);
+}
+
+TEST(a_table_in_a_width_hides_columns_in_order_and_says_which)
+{
+	unsigned int cols = 0;
+	char *out = capture(fit_fn, &cols);
+
+	/* 4 + 2 + 4 + 2 + 4 + 2 + 5 = 23 columns */
+	EXPECT_STREQ("NAME  SIZE  PEAK  FAILS\n"
+		     "gpu0  1024  2048  7\n", out);
+	free(out);
+	cols = 23;
+	out = capture(fit_fn, &cols);
+	EXPECT_STREQ("NAME  SIZE  PEAK  FAILS\n"
+		     "gpu0  1024  2048  7\n", out);
+	free(out);
+	cols = 22;
+	out = capture(fit_fn, &cols);
+	EXPECT_STREQ("NAME  PEAK  FAILS\n"
+		     "gpu0  2048  7\n"
+		     "hidden: SIZE (-w 23 for all)\n", out);
+	free(out);
+	/* Never the columns not in the list, however narrow. */
+	cols = 5;
+	out = capture(fit_fn, &cols);
+	EXPECT_STREQ("NAME  FAILS\n"
+		     "gpu0  7\n"
+		     "hidden: SIZE, PEAK (-w 23 for all)\n", out);
+	free(out);
+}
+
 static void json_fn(FILE *f, void *arg)
 {
 	struct kvactl_json j;

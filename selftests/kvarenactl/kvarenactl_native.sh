@@ -28,7 +28,7 @@ fi
 # 2^24 frames of 1 GiB: no machine has that; said before anything is made.
 run create huge --frames 16777216 --frame-size 1G
 check create_more_host_memory_than_available_is_refused rc 1 noout \
-	errstart "kvarenactl: create: 16Pi of host memory asked for, only "
+	errstart "kvarenactl: create: 16Pi of host memory asked for, but MemAvailable is "
 
 # --- no module ---------------------------------------------------------------
 

@@ -58,6 +58,7 @@ enum who {
 	NOCAP,		/* root without CAP_SYS_ADMIN */
 	NOBODY,		/* uid and gid 65534, no groups */
 	NOMODULE,	/* empty /dev and /sys, as if kvarena.ko were not loaded */
+	NEWPIDNS,	/* in a pid namespace of its own, with its own /proc */
 };
 
 struct run {
@@ -128,6 +129,27 @@ static void become(enum who who)
 		    mount("tmpfs", "/sys", "tmpfs", 0, NULL))
 			_exit(122);
 		break;
+	case NEWPIDNS: {
+		/* The namespace's first process runs the tool; this one waits. */
+		pid_t pid;
+		int status;
+
+		if (unshare(CLONE_NEWPID | CLONE_NEWNS))
+			_exit(125);
+		pid = fork();
+		if (pid < 0)
+			_exit(126);
+		if (pid) {
+			if (waitpid(pid, &status, 0) != pid)
+				_exit(127);
+			_exit(WIFEXITED(status) ? WEXITSTATUS(status) :
+			      128 + WTERMSIG(status));
+		}
+		if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+		    mount("proc", "/proc", "proc", 0, NULL))
+			_exit(122);
+		break;
+	}
 	}
 }
 
@@ -170,6 +192,14 @@ static void run_as(struct run *r, enum who who, char *const env[],
 static bool starts(const char *s, const char *prefix)
 {
 	return !strncmp(s, prefix, strlen(prefix));
+}
+
+/* @s ends with @suffix. */
+static bool ends(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n >= k && !strcmp(s + n - k, suffix);
 }
 
 /* "text with %d" into a static buffer, for expected output. */
@@ -358,7 +388,13 @@ FIXTURE_SETUP(ctl)
 	CTL(&r, "create", "ctl", "--frames", "16", "--frame-size", "64K",
 	    "--bytes-per-token", "1K", "--low-watermark", "4");
 	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
-	ASSERT_STREQ("", r.out);
+	/* What it made, and the MemAvailable it left (which varies). */
+	ASSERT_TRUE(starts(r.out, "arena ctl: 16 frames of 64Ki, 1.0Mi of host memory; "))
+		TH_LOG("%s", r.out);
+	ASSERT_NE(NULL, strstr(r.out, " of MemAvailable left (headroom "));
+	ASSERT_TRUE(ends(r.out, ": 10% of MemTotal)\n")) TH_LOG("%s", r.out);
+	/* One line: its only line feed is the last byte. */
+	ASSERT_EQ(strlen(r.out) - 1, (size_t)(strchr(r.out, '\n') - r.out));
 	ASSERT_STREQ("", r.err);
 	ASSERT_EQ(0, client_start(&self->a, "ctl", "vllm-a", 2, 8));
 	ASSERT_EQ(5, client_do(&self->a, 'a', 5, 0, 0));
@@ -575,7 +611,7 @@ TEST_F(ctl, metrics_are_the_prometheus_text_format)
 "# HELP kvarena_frame_size_bytes Bytes per frame.\n"
 "# TYPE kvarena_frame_size_bytes gauge\n"
 "kvarena_frame_size_bytes{arena=\"ctl\"} 65536\n"
-"# HELP kvarena_bytes_per_token KV bytes per token the arena is sized for, 0 if not given.\n"
+"# HELP kvarena_bytes_per_token KV bytes per token the arena is sized for; no sample if not given.\n"
 "# TYPE kvarena_bytes_per_token gauge\n"
 "kvarena_bytes_per_token{arena=\"ctl\"} 1024\n"
 "# HELP kvarena_backed_frames Frames with memory registered.\n"
@@ -713,6 +749,66 @@ TEST_F(ctl, top_redraws_stat_and_clients_every_interval)
 			 (int)strlen(clients) - 1, clients), f1);
 }
 
+/* @text with every line longer than @cols cut to cols - 1 and '>'. */
+static const char *cut(const char *text, size_t cols)
+{
+	static char buf[1 << 16];
+	size_t o = 0;
+
+	while (*text && o + cols + 2 < sizeof(buf)) {
+		size_t len = strcspn(text, "\n");
+
+		if (len > cols) {
+			memcpy(buf + o, text, cols - 1);
+			o += cols - 1;
+			buf[o++] = '>';
+		} else {
+			memcpy(buf + o, text, len);
+			o += len;
+		}
+		buf[o++] = '\n';
+		text += len + (text[len] == '\n');
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+TEST_F(ctl, top_fits_the_width_it_is_given_and_says_what_it_hides)
+{
+	static const char head_end[] = ", every 1s, q quits\n\n";
+	char pa[16], pb[16], env[32], *envp[] = { env, NULL };
+	const char *want, *rest;
+	struct run r;
+	int w;
+
+	snprintf(pa, sizeof(pa), "%d", self->a.pid);
+	snprintf(pb, sizeof(pb), "%d", self->b.pid);
+	w = (int)(strlen(pa) > strlen(pb) ? strlen(pa) : strlen(pb));
+	/* 79 + w columns in all; in 56, four columns go for w up to 4. */
+	ASSERT_GE(4, w);
+	want = fmt("%s%s"
+		   "ARENA  ID  %*s  LABEL   MAX  HELD  FILLED   FRAG  FAILS\n"
+		   "ctl    %2u  %*s  vllm-a    8     5   256Ki  20.0%%      0\n"
+		   "ctl    %2u  %*s  " B_LABEL "   16     3   100Ki  47.9%%      1\n"
+		   "hidden: MIN, SHARED, TOKENS, PEAK (-w %d for all)\n\n",
+		   cut(ctl_stat, 56), "activity: -\n\n", w, "PID",
+		   self->a.id, w, pa, self->b.id, w, pb, 79 + w);
+
+	CTL(&r, "top", "ctl", "-n", "1", "-w", "56");
+	EXPECT_EQ(0, r.rc);
+	rest = strstr(r.out, head_end);
+	ASSERT_NE(NULL, rest) TH_LOG("%s", r.out);
+	EXPECT_STREQ(want, rest + strlen(head_end));
+
+	/* $COLUMNS says the same when -w does not. */
+	snprintf(env, sizeof(env), "COLUMNS=56");
+	run_as(&r, ROOT, envp, ARGV("top", "ctl", "-n", "1"));
+	EXPECT_EQ(0, r.rc);
+	rest = strstr(r.out, head_end);
+	ASSERT_NE(NULL, rest) TH_LOG("%s", r.out);
+	EXPECT_STREQ(want, rest + strlen(head_end));
+}
+
 TEST_F(ctl, limit_changes_min_and_max_by_id_or_label)
 {
 	struct kvarena_client_info rows[4];
@@ -748,6 +844,18 @@ TEST_F(ctl, limit_changes_min_and_max_by_id_or_label)
 	CTL(&r, "limit", "ctl", "vllm-a", "--max", "2");
 	EXPECT_EQ(1, r.rc);
 	EXPECT_STREQ("kvarenactl: limit: --max 2 is below the client's min, 3\n", r.err);
+	/* A max below what it holds takes nothing back, and says so. */
+	CTL(&r, "limit", "ctl", "vllm-a", "--max", "4");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ(fmt("client %u holds 5 frames, more than its new max of 4: it keeps them, and gets no new frame until it holds fewer than 4\n",
+			 self->a.id), r.out);
+	EXPECT_EQ(-ENOSPC, client_do(&self->a, 'a', 1, 0, 0));
+	ASSERT_EQ(0, client_do(&self->a, 'f', 2, 0, 0));
+	EXPECT_EQ(1, client_do(&self->a, 'a', 1, 0, 0));
+	EXPECT_EQ(-ENOSPC, client_do(&self->a, 'a', 1, 0, 0));
+	CTL(&r, "limit", "ctl", "vllm-a", "--max", "0");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ("", r.out);
 	CTL(&r, "limit", "ctl", "#99", "--max", "3");
 	EXPECT_EQ(1, r.rc);
 	EXPECT_STREQ("kvarenactl: limit: arena \"ctl\" has no client 99 (see kvarenactl clients ctl)\n", r.err);
@@ -956,6 +1064,12 @@ TEST(views_without_a_name_cover_every_arena_in_creation_order)
 	snprintf(both, sizeof(both), "%s,%s", one.out, two.out + 1);
 	EXPECT_STREQ(both, all.out);
 	EXPECT_NE(NULL, strstr(one.out, "\"tokens\":{\"capacity\":null,\"held\":null,\"filled\":0,\"cached\":null,\"free\":null,\"available\":null},\"fragmentation_pct\":null,"));
+	/* Unknown is null, not 0; and no sample at all in the metrics. */
+	EXPECT_NE(NULL, strstr(one.out, "\"frame_size\":4096,\"bytes_per_token\":null,\"tokens_per_frame\":null,"))
+		TH_LOG("%s", one.out);
+	CTL(&all, "metrics", "zz1");
+	EXPECT_NE(NULL, strstr(all.out, "# TYPE kvarena_bytes_per_token gauge\n# HELP kvarena_backed_frames "))
+		TH_LOG("%s", all.out);
 
 	EXPECT_EQ(0, destroy("zz1"));
 	EXPECT_EQ(0, destroy("aa2"));
@@ -1074,7 +1188,17 @@ TEST(create_of_more_host_memory_than_available_is_refused)
 	/* 1024 frames of 1 GiB in a VM of 1 GiB. */
 	CTL(&r, "create", "big", "--frames", "1024", "--frame-size", "1G");
 	EXPECT_EQ(1, r.rc);
-	EXPECT_TRUE(starts(r.err, "kvarenactl: create: 1.0Ti of host memory asked for, only "))
+	EXPECT_TRUE(starts(r.err, "kvarenactl: create: 1.0Ti of host memory asked for, but MemAvailable is "))
+		TH_LOG("%s", r.err);
+	EXPECT_TRUE(ends(r.err, " of it free (--headroom: 10% of MemTotal)\n"))
+		TH_LOG("%s", r.err);
+	EXPECT_EQ(-ENOENT, stat_of("big", &s));
+
+	/* What fits but eats into the headroom is refused too. */
+	CTL(&r, "create", "big", "--frames", "1", "--frame-size", "4K",
+	    "--headroom", "100%");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_TRUE(starts(r.err, "kvarenactl: create: 4.0Ki of host memory asked for, but MemAvailable is "))
 		TH_LOG("%s", r.err);
 	EXPECT_EQ(-ENOENT, stat_of("big", &s));
 }
@@ -1091,6 +1215,8 @@ TEST(create_on_hugepages_takes_them_until_destroy)
 	CTL(&r, "create", "hp", "--frames", "2", "--frame-size", "2M",
 	    "--hugepages");
 	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_STREQ("arena hp: 2 frames of 2.0Mi, 4.0Mi of 2 MiB huge pages; 0 huge pages left free\n",
+		     r.out);
 	EXPECT_EQ(0, meminfo("HugePages_Free"));
 	CTL(&r, "destroy", "hp");
 	EXPECT_EQ(0, r.rc);

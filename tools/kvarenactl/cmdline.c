@@ -104,6 +104,7 @@ struct option_row {
 
 static int parse_backend(struct kvactl_opts *o, const char *arg);
 static int parse_dtype(struct kvactl_opts *o, const char *arg);
+static int parse_headroom(struct kvactl_opts *o, const char *arg);
 
 #define OFF(f)		offsetof(struct kvactl_opts, f)
 #define MAX_SECONDS	86400u
@@ -121,6 +122,9 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 	[OPT_ITERATIONS] = { "iterations", 'n', V_U64, "COUNT",
 		OFF(iterations), 1, UINT64_MAX,
 		.cmds = CB(C_TOP), .help = "refreshes, then exit; default: until q" },
+	[OPT_WIDTH] = { "width", 'w', V_U32, "COLUMNS", OFF(width), 40, 10000,
+		.cmds = CB(C_TOP),
+		.help = "screen width; default $COLUMNS, else the terminal's" },
 	[OPT_FRAMES] = { "frames", 0, V_U32, "N", OFF(frames), 1,
 		KVARENA_MAX_FRAMES, .cmds = CB(C_CREATE),
 		.help = "frames in the arena (required)" },
@@ -152,6 +156,11 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 	[OPT_HUGEPAGES] = { "hugepages", 0, V_FLAG, NULL, OFF(hugepages),
 		.cmds = CB(C_CREATE),
 		.help = "host memory on 2 MiB huge pages (reserved first)" },
+	[OPT_HEADROOM] = { "headroom", 0, V_WORD, "SIZE|PCT%", 0, 0, 0,
+		parse_headroom,
+		"a size (1Gi) or a share of MemTotal from 0% to 100% (12.5%)",
+		CB(C_CREATE),
+		"MemAvailable to leave; default 10% of MemTotal" },
 	[OPT_ID] = { "id", 0, V_U32, "ID", OFF(client_id), 1, UINT32_MAX,
 		.cmds = CB(C_LIMIT),
 		.help = "the client by its id (as CLIENT #ID)" },
@@ -296,6 +305,40 @@ static int parse_dtype(struct kvactl_opts *o, const char *arg)
 	return -EINVAL;
 }
 
+/* "1Gi", or "12.5%": per mille of MemTotal. */
+static int parse_headroom(struct kvactl_opts *o, const char *arg)
+{
+	size_t len = strlen(arg);
+	uint64_t v;
+	int err;
+
+	if (len > 1 && arg[len - 1] == '%') {
+		char num[16];
+
+		if (len > sizeof(num))
+			return -ERANGE;
+		memcpy(num, arg, len - 1);
+		num[len - 1] = '\0';
+		/* Milliseconds are thousandths: tenths of a percent. */
+		err = kvactl_parse_seconds(num, &v);
+		if (err)
+			return err;
+		if (v % 100)
+			return -EINVAL;
+		if (v > 100000)
+			return -ERANGE;
+		o->headroom = v / 100;
+		o->headroom_pct = true;
+		return 0;
+	}
+	err = kvactl_parse_size(arg, &v);
+	if (err)
+		return err;
+	o->headroom = v;
+	o->headroom_pct = false;
+	return 0;
+}
+
 /* One option's value into @o: 0, or a usage error's exit status. */
 static int take_value(struct kvactl_opts *o, const struct command *cmd,
 		      const struct option_row *r, const char *arg)
@@ -365,6 +408,8 @@ static int check_create(struct kvactl_opts *o)
 		return usage_err(cmd, "--hugepages is for host memory");
 	if (o->hugepages && o->frame_size % HUGE_PAGE_SIZE)
 		return usage_err(cmd, "--hugepages needs a --frame-size that is a multiple of 2Mi");
+	if (kvactl_given(o, OPT_HEADROOM) && (o->cuda || o->hugepages))
+		return usage_err(cmd, "--headroom is for host memory without --hugepages");
 	if (geometry && kvactl_given(o, OPT_BPT))
 		return usage_err(cmd, "give --bytes-per-token or the model geometry, not both");
 	if (kvactl_given(o, OPT_BPT) && o->bytes_per_token > o->frame_size)
@@ -445,7 +490,7 @@ static void help(FILE *f)
 "\n"
 "  stat [NAME]       capacity, held, filled, cached and free memory, like free\n"
 "  clients [NAME]    one row per client: limits, frames held, filled, failures\n"
-"  top [NAME] [-d SECONDS] [-n COUNT]    both, redrawn; q quits\n"
+"  top [NAME] [-d SECONDS] [-n COUNT] [-w COLUMNS]   both, redrawn; q quits\n"
 "  metrics [NAME]    the Prometheus text exposition format\n"
 "  create NAME --frames N [--frame-size SIZE] [--backend host|cuda[:DEV]]\n"
 "        [--bytes-per-token SIZE | --layers N --kv-heads N --head-dim N] ...\n"

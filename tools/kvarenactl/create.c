@@ -156,39 +156,93 @@ err_close:
 	return -1;
 }
 
-/* MemAvailable from /proc/meminfo in bytes, or UINT64_MAX if unknown. */
-static uint64_t mem_available(void)
+/* @key ("MemAvailable") from /proc/meminfo in bytes, or UINT64_MAX. */
+static uint64_t meminfo(const char *key)
 {
 	unsigned long long kib;
+	size_t len = strlen(key);
 	uint64_t v = UINT64_MAX;
 	char line[128];
 	FILE *f = fopen("/proc/meminfo", "re");
 
 	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
-			v = (uint64_t)kib * 1024;
+		if (!strncmp(line, key, len) && line[len] == ':' &&
+		    sscanf(line + len + 1, " %llu", &kib) == 1)
+			v = (uint64_t)kib * (strstr(line, " kB") ? 1024 : 1);
 	if (f)
 		fclose(f);
 	return v;
 }
 
+/* The MemAvailable create leaves alone: --headroom, 10% of MemTotal. */
+static uint64_t headroom(const struct kvactl_opts *o)
+{
+	uint64_t total;
+
+	if (!o->headroom_pct)
+		return o->headroom;
+	total = meminfo("MemTotal");
+	return total == UINT64_MAX ? 0 : total / 1000 * o->headroom;
+}
+
+/* "10% of MemTotal", "--headroom 1Gi", for messages. */
+static char *headroom_desc(char buf[64], const struct kvactl_opts *o)
+{
+	char b[KVACTL_NUM_LEN];
+
+	if (o->headroom_pct && o->headroom % 10)
+		snprintf(buf, 64, "%llu.%llu%% of MemTotal",
+			 (unsigned long long)(o->headroom / 10),
+			 (unsigned long long)(o->headroom % 10));
+	else if (o->headroom_pct)
+		snprintf(buf, 64, "%llu%% of MemTotal",
+			 (unsigned long long)(o->headroom / 10));
+	else
+		snprintf(buf, 64, "%s", kvactl_fmt_size_exact(b, o->headroom));
+	return buf;
+}
+
 /*
  * Host memory is allocated in full, as shmem that no process maps: the
  * OOM killer would not blame kvarenactl for it but some serving process.
- * So ask first.
+ * So ask first, and leave the headroom.
  */
 static int check_host_memory(const struct kvactl_opts *o)
 {
 	uint64_t size = (uint64_t)o->frames * o->frame_size;
-	uint64_t avail = mem_available();
-	char b[2][KVACTL_NUM_LEN];
+	uint64_t avail = meminfo("MemAvailable"), keep = headroom(o);
+	char b[3][KVACTL_NUM_LEN], d[64];
 
-	if (o->cuda || o->hugepages || size <= avail)
+	if (o->cuda || o->hugepages || avail == UINT64_MAX ||
+	    (size <= avail && keep <= avail - size))
 		return 0;
-	kvactl_err("create: %s of host memory asked for, only %s available (MemAvailable in /proc/meminfo)",
+	kvactl_err("create: %s of host memory asked for, but MemAvailable is %s and create keeps %s of it free (--headroom: %s)",
 		   kvactl_fmt_size(b[0], size, false),
-		   kvactl_fmt_size(b[1], avail, false));
+		   kvactl_fmt_size(b[1], avail, false),
+		   kvactl_fmt_size(b[2], keep, false), headroom_desc(d, o));
 	return -1;
+}
+
+/* What create made, and what it left, on one line. */
+static void report(const struct kvactl_opts *o, const char *name)
+{
+	uint64_t size = (uint64_t)o->frames * o->frame_size;
+	char b[3][KVACTL_NUM_LEN], d[64];
+
+	printf("arena %s: %u %s of %s, %s ", name, o->frames,
+	       o->frames == 1 ? "frame" : "frames",
+	       kvactl_fmt_size(b[0], o->frame_size, false),
+	       kvactl_fmt_size(b[1], size, false));
+	if (o->cuda)
+		printf("on cuda:%u\n", o->cuda_dev);
+	else if (o->hugepages)
+		printf("of 2 MiB huge pages; %llu huge pages left free\n",
+		       (unsigned long long)meminfo("HugePages_Free"));
+	else
+		printf("of host memory; %s of MemAvailable left (headroom %s: %s)\n",
+		       kvactl_fmt_size(b[2], meminfo("MemAvailable"), false),
+		       kvactl_fmt_size(b[0], headroom(o), false),
+		       headroom_desc(d, o));
 }
 
 static int set_backing(int fd, const char *name, uint32_t first, uint32_t n,
@@ -307,6 +361,7 @@ int kvactl_cmd_create(const struct kvactl_opts *o)
 				   name, strerror(-err));
 		goto out_close;
 	}
+	report(o, name);
 	ret = KVACTL_OK;
 out_close:
 	close(fd);
@@ -463,6 +518,10 @@ int kvactl_cmd_limit(const struct kvactl_opts *o)
 		kvactl_err("limit: %s", strerror(-err));
 	else
 		ret = KVACTL_OK;
+	/* A max below what is held takes nothing back: say so. */
+	if (!err && l.max_frames && c->held > l.max_frames)
+		printf("client %u holds %u frames, more than its new max of %u: it keeps them, and gets no new frame until it holds fewer than %u\n",
+		       c->client_id, c->held, l.max_frames, l.max_frames);
 out_free:
 	kvactl_snap_free(&snap);
 out_close:

@@ -370,35 +370,93 @@ static size_t width(const char *s)
 	return w;
 }
 
-void kvactl_table_print(struct kvactl_table *t, FILE *f)
+/* Print the columns @shown (one bool per column; NULL: all). */
+static void table_print(const struct kvactl_table *t, FILE *f,
+			const size_t *w, const bool *shown)
 {
-	size_t w[32] = { 0 }, i;
-	unsigned int c;
+	unsigned int c, last = 0;
+	bool first = true;
 
-	for (i = 0; i < t->n; i++) {
-		size_t cw = width(t->cells[i]);
-
-		c = (unsigned int)(i % t->ncols);
-		if (cw > w[c])
-			w[c] = cw;
-	}
-	for (i = 0; i < t->n; i++) {
+	for (c = 0; c < t->ncols; c++)
+		if (!shown || shown[c])
+			last = c;
+	for (size_t i = 0; i < t->n; i++) {
 		const char *s = t->cells[i];
-		size_t pad = w[i % t->ncols] - width(s);
-		bool last = i % t->ncols == t->ncols - 1;
+		size_t pad;
 
 		c = (unsigned int)(i % t->ncols);
-		if (c)
+		if (shown && !shown[c])
+			continue;
+		pad = w[c] - width(s);
+		if (!first)
 			fputs("  ", f);
+		first = false;
 		if (t->align[c] == 'r')
 			fprintf(f, "%*s%s", (int)pad, "", s);
-		else if (last)
+		else if (c == last)
 			fputs(s, f);
 		else
 			fprintf(f, "%s%*s", s, (int)pad, "");
-		if (last)
+		if (c == last) {
 			putc('\n', f);
+			first = true;
+		}
 	}
+}
+
+static void column_widths(const struct kvactl_table *t, size_t *w)
+{
+	for (unsigned int c = 0; c < t->ncols; c++)
+		w[c] = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		size_t cw = width(t->cells[i]);
+		unsigned int c = (unsigned int)(i % t->ncols);
+
+		if (cw > w[c])
+			w[c] = cw;
+	}
+}
+
+void kvactl_table_print(struct kvactl_table *t, FILE *f)
+{
+	size_t w[KVACTL_TABLE_MAX_COLS];
+
+	column_widths(t, w);
+	table_print(t, f, w, NULL);
+}
+
+unsigned int kvactl_table_print_fit(struct kvactl_table *t, FILE *f,
+				    unsigned int cols, const int *drop)
+{
+	size_t w[KVACTL_TABLE_MAX_COLS], total = 0, all;
+	bool shown[KVACTL_TABLE_MAX_COLS];
+	unsigned int c, hidden = 0;
+
+	column_widths(t, w);
+	for (c = 0; c < t->ncols; c++) {
+		shown[c] = true;
+		total += w[c] + (c ? 2 : 0);
+	}
+	all = total;
+	for (; cols && total > cols && *drop >= 0; drop++) {
+		shown[*drop] = false;
+		total -= w[*drop] + 2;
+		hidden++;
+	}
+	table_print(t, f, w, shown);
+	if (hidden) {
+		bool first = true;
+
+		fputs("hidden:", f);
+		for (c = 0; c < t->ncols; c++) {
+			if (shown[c])
+				continue;
+			fprintf(f, "%s %s", first ? "" : ",", t->cells[c]);
+			first = false;
+		}
+		fprintf(f, " (-w %zu for all)\n", all);
+	}
+	return hidden;
 }
 
 void kvactl_table_free(struct kvactl_table *t)

@@ -37,10 +37,10 @@ enum {
 /* Every option, in the order of the table in cmdline.c. */
 enum kvactl_opt {
 	OPT_JSON, OPT_PRETTY, OPT_BYTES,
-	OPT_INTERVAL, OPT_ITERATIONS,
+	OPT_INTERVAL, OPT_ITERATIONS, OPT_WIDTH,
 	OPT_FRAMES, OPT_FRAME_SIZE, OPT_BACKEND, OPT_LOW_WATERMARK,
 	OPT_BPT, OPT_LAYERS, OPT_KV_HEADS, OPT_HEAD_DIM, OPT_DTYPE,
-	OPT_HUGEPAGES,
+	OPT_HUGEPAGES, OPT_HEADROOM,
 	OPT_ID, OPT_MIN, OPT_MAX,
 	OPT_HELP, OPT_VERSION,
 	KVACTL_NR_OPTS
@@ -61,6 +61,7 @@ struct kvactl_opts {
 	bool exact_bytes;		/* --bytes: no 1.5Gi */
 	unsigned int interval_ms;	/* top */
 	uint64_t iterations;		/* top; 0: until q */
+	uint32_t width;			/* top: columns; 0: $COLUMNS, the tty */
 
 	/* create */
 	uint32_t frames;
@@ -71,6 +72,8 @@ struct kvactl_opts {
 	uint64_t bytes_per_token;
 	uint32_t layers, kv_heads, head_dim, dtype;
 	bool hugepages;
+	uint64_t headroom;		/* bytes, or per mille of MemTotal */
+	bool headroom_pct;		/* headroom is per mille */
 
 	/* limit: the client is args[1] (label or #ID) or --id */
 	uint32_t client_id;
@@ -186,7 +189,18 @@ void kvactl_table_init(struct kvactl_table *t, unsigned int ncols,
 		       const char *align);
 void kvactl_table_add(struct kvactl_table *t, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+#define KVACTL_TABLE_MAX_COLS 32
+
 void kvactl_table_print(struct kvactl_table *t, FILE *f);
+/*
+ * The same in at most @cols columns (0: any width): the columns @drop
+ * lists (indices, ended by -1) are left out, in that order, until the
+ * rest fits, and a last line names the ones left out, so that none goes
+ * silently: "hidden: SHARED, PEAK (-w 84 for all)" (top's -w).  The
+ * first row is the heading.  Returns how many were left out.
+ */
+unsigned int kvactl_table_print_fit(struct kvactl_table *t, FILE *f,
+				    unsigned int cols, const int *drop);
 void kvactl_table_free(struct kvactl_table *t);
 
 /* A JSON writer: compact like ip -j, or indented with --pretty. */
@@ -229,7 +243,7 @@ kvactl_find_client(const struct kvactl_arena *a, const struct kvactl_opts *o);
 /* view.c, for top */
 void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact);
 void kvactl_print_clients(FILE *f, const struct kvactl_snap *snap,
-			  bool exact);
+			  bool exact, unsigned int cols);
 void kvactl_json_stat(struct kvactl_json *j, const struct kvactl_arena *a);
 void kvactl_json_client(struct kvactl_json *j, const char *arena,
 			const struct kvarena_client_info *c);

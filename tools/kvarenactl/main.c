@@ -24,6 +24,8 @@ int main(int argc, char **argv)
 		.interval_ms = 1000,
 		.frame_size = 2u << 20,
 		.dtype = KVA_DTYPE_FP16,
+		.headroom = 100,		/* per mille: 10% */
+		.headroom_pct = true,
 	};
 	int ret;
 

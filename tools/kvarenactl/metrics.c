@@ -22,21 +22,25 @@ struct field_metric {
 	const char *help;
 	size_t off;
 	size_t size;		/* 4 or 8 */
+	bool zero_unknown;	/* 0 means not known: no sample */
 };
 
 #define STAT_FIELD(n, t, h, f) \
 	{ n, t, h, offsetof(struct kvarena_stat, f), \
-	  sizeof(((struct kvarena_stat *)0)->f) }
+	  sizeof(((struct kvarena_stat *)0)->f), false }
+#define STAT_FIELD_KNOWN(n, t, h, f) \
+	{ n, t, h, offsetof(struct kvarena_stat, f), \
+	  sizeof(((struct kvarena_stat *)0)->f), true }
 #define CLIENT_FIELD(n, t, h, f) \
 	{ n, t, h, offsetof(struct kvarena_client_info, f), \
-	  sizeof(((struct kvarena_client_info *)0)->f) }
+	  sizeof(((struct kvarena_client_info *)0)->f), false }
 
 static const struct field_metric arena_metrics[] = {
 	STAT_FIELD("kvarena_frame_size_bytes", "gauge",
 		   "Bytes per frame.", frame_size),
-	STAT_FIELD("kvarena_bytes_per_token", "gauge",
-		   "KV bytes per token the arena is sized for, 0 if not given.",
-		   bytes_per_token),
+	STAT_FIELD_KNOWN("kvarena_bytes_per_token", "gauge",
+			 "KV bytes per token the arena is sized for; no sample if not given.",
+			 bytes_per_token),
 	STAT_FIELD("kvarena_backed_frames", "gauge",
 		   "Frames with memory registered.", nr_backed),
 	STAT_FIELD("kvarena_low_watermark_frames", "gauge",
@@ -154,7 +158,9 @@ static void client_labels(FILE *f, const char *arena,
 	arena_label(f, arena);
 	fprintf(f, ",client=\"%u\",label=", c->client_id);
 	label_value(f, c->label);
-	fprintf(f, ",pid=\"%d\"", c->pid);
+	/* No pid label for a process outside our pid namespace. */
+	if (c->pid > 0)
+		fprintf(f, ",pid=\"%d\"", c->pid);
 }
 
 static void print_metrics(FILE *f, const struct kvactl_snap *snap)
@@ -196,10 +202,13 @@ static void print_metrics(FILE *f, const struct kvactl_snap *snap)
 
 		family(f, fm->name, fm->type, fm->help);
 		for (i = 0; i < snap->nr; i++) {
+			uint64_t v = field(&snap->arenas[i].st, fm);
+
+			if (fm->zero_unknown && !v)
+				continue;
 			fprintf(f, "%s{", fm->name);
 			arena_label(f, snap->arenas[i].st.name);
-			fprintf(f, "} %llu\n", (unsigned long long)
-				field(&snap->arenas[i].st, fm));
+			fprintf(f, "} %llu\n", (unsigned long long)v);
 		}
 	}
 

@@ -169,8 +169,15 @@ void kvactl_json_stat(struct kvactl_json *j, const struct kvactl_arena *a)
 	kvactl_json_str(j, "mem_kind", kvactl_mem_kind(s->mem_kind));
 	kvactl_json_u64(j, "mem_dev", s->mem_dev);
 	kvactl_json_u64(j, "frame_size", s->frame_size);
-	kvactl_json_u64(j, "bytes_per_token", s->bytes_per_token);
-	kvactl_json_u64(j, "tokens_per_frame", tpf);
+	/* Unknown figures are null, not 0. */
+	if (s->bytes_per_token)
+		kvactl_json_u64(j, "bytes_per_token", s->bytes_per_token);
+	else
+		kvactl_json_null(j, "bytes_per_token");
+	if (tpf)
+		kvactl_json_u64(j, "tokens_per_frame", tpf);
+	else
+		kvactl_json_null(j, "tokens_per_frame");
 	kvactl_json_u64(j, "clients", s->nr_clients);
 	kvactl_json_u64(j, "low_watermark", s->low_watermark);
 	kvactl_json_bool(j, "pressure", s->state & KVARENA_STATE_PRESSURE);
@@ -257,9 +264,16 @@ static uint64_t client_held_bytes(const struct kvactl_arena *a,
 	return (uint64_t)c->held * a->st.frame_size;
 }
 
+/*
+ * The clients table, in @cols columns when that is not 0 (top): the
+ * columns an operator can best do without are left out first, and the
+ * table says which.
+ */
 void kvactl_print_clients(FILE *f, const struct kvactl_snap *snap,
-			  bool exact)
+			  bool exact, unsigned int cols)
 {
+	/* SHARED, PEAK, TOKENS, MIN, FRAG, FILLED, MAX, LABEL */
+	static const int drop[] = { 7, 11, 9, 4, 10, 8, 5, 3, -1 };
 	static const char *const head[] = {
 		"ARENA", "ID", "PID", "LABEL", "MIN", "MAX", "HELD", "SHARED",
 		"FILLED", "TOKENS", "FRAG", "PEAK", "FAILS",
@@ -304,7 +318,7 @@ void kvactl_print_clients(FILE *f, const struct kvactl_snap *snap,
 					 (unsigned long long)c->alloc_failures);
 		}
 	}
-	kvactl_table_print(&t, f);
+	kvactl_table_print_fit(&t, f, cols, drop);
 	kvactl_table_free(&t);
 }
 
@@ -314,7 +328,11 @@ void kvactl_json_client(struct kvactl_json *j, const char *arena,
 	kvactl_json_obj(j, NULL);
 	kvactl_json_str(j, "arena", arena);
 	kvactl_json_u64(j, "id", c->client_id);
-	kvactl_json_i64(j, "pid", c->pid);
+	/* 0: not in kvarenactl's pid namespace, or gone. */
+	if (c->pid > 0)
+		kvactl_json_i64(j, "pid", c->pid);
+	else
+		kvactl_json_null(j, "pid");
 	kvactl_json_str(j, "label", c->label);
 	kvactl_json_u64(j, "min_frames", c->min_frames);
 	kvactl_json_u64(j, "max_frames", c->max_frames);
@@ -358,7 +376,7 @@ int kvactl_cmd_clients(const struct kvactl_opts *o)
 		json_clients(&j, NULL, &snap);
 		kvactl_json_done(&j);
 	} else {
-		kvactl_print_clients(stdout, &snap, o->exact_bytes);
+		kvactl_print_clients(stdout, &snap, o->exact_bytes, 0);
 	}
 	kvactl_snap_free(&snap);
 	ret = KVACTL_OK;
@@ -443,7 +461,8 @@ static void top_activity(FILE *f, const struct kvarena_stat *s,
 
 static void top_frame(FILE *f, const struct kvactl_opts *o,
 		      const struct kvactl_snap *snap,
-		      const struct top_prev *prev, size_t nprev, double dt)
+		      const struct top_prev *prev, size_t nprev, double dt,
+		      unsigned int cols)
 {
 	char clock[16];
 	time_t t = time(NULL);
@@ -475,40 +494,93 @@ static void top_frame(FILE *f, const struct kvactl_opts *o,
 		top_activity(f, &snap->arenas[i].st, prev, nprev, dt);
 		putc('\n', f);
 	}
-	kvactl_print_clients(f, snap, o->exact_bytes);
+	kvactl_print_clients(f, snap, o->exact_bytes, cols);
 }
 
-/* Redraw in place, each line cut to the terminal's width and height. */
-static void top_draw(const char *buf)
+/*
+ * The screen's size: -w, else $COLUMNS, else what the terminal says; 0
+ * where nothing says (a console that reports no size, or a pipe): then
+ * lines are not cut, they wrap.  Rows likewise from $LINES or the
+ * terminal.
+ */
+static unsigned int env_num(const char *name)
+{
+	const char *v = getenv(name);
+	uint32_t n;
+
+	return v && !kvactl_parse_u32(v, &n) && n < 100000 ? n : 0;
+}
+
+static void screen_size(const struct kvactl_opts *o, unsigned int *cols,
+			unsigned int *rows)
 {
 	struct winsize ws = { 0 };
-	unsigned int cols = 80, rows = 24, row = 0;
-	const char *p = buf;
+	bool tty = !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws);
 
-	if (!ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col && ws.ws_row) {
-		cols = ws.ws_col;
-		rows = ws.ws_row;
-	}
-	fputs("\033[H", stdout);
-	while (*p && row < rows) {
+	*cols = o->width ? o->width : env_num("COLUMNS");
+	if (!*cols && tty)
+		*cols = ws.ws_col;
+	*rows = env_num("LINES");
+	if (!*rows && tty)
+		*rows = ws.ws_row;
+}
+
+/*
+ * Lines longer than @cols (0: any) end in '>' where they are cut, never
+ * inside a UTF-8 sequence; with @rows (0: any) the last row says how many
+ * lines did not fit.  @redraw: in place, on a terminal.
+ */
+static void top_draw(const char *buf, unsigned int cols, unsigned int rows,
+		     bool redraw)
+{
+	unsigned int row = 0, total = 0;
+	const char *p;
+
+	for (p = buf; *p; p += strcspn(p, "\n"), p += *p == '\n')
+		total++;
+	if (redraw)
+		fputs("\033[H", stdout);
+	for (p = buf; *p && (!rows || row < rows); row++) {
 		size_t len = strcspn(p, "\n"), w = 0, n = 0;
 
-		/* Cut at @cols characters, never inside a UTF-8 sequence. */
-		while (n < len && w < cols) {
+		if (rows && row == rows - 1 && total > rows) {
+			printf("... %u more lines: a taller screen, or top NAME for one arena",
+			       total - row);
+			if (redraw)
+				fputs("\033[K", stdout);
+			else
+				putchar('\n');
+			break;
+		}
+		/* Count characters, not bytes. */
+		while (n < len) {
 			n++;
 			while (n < len && ((unsigned char)p[n] & 0xc0) == 0x80)
 				n++;
 			w++;
 		}
-		fwrite(p, 1, n, stdout);
-		fputs("\033[K", stdout);
+		if (cols && w > cols) {
+			for (n = 0, w = 0; w + 1 < cols; w++) {
+				n++;
+				while (((unsigned char)p[n] & 0xc0) == 0x80)
+					n++;
+			}
+			fwrite(p, 1, n, stdout);
+			putchar('>');
+		} else {
+			fwrite(p, 1, len, stdout);
+		}
+		if (redraw)
+			fputs("\033[K", stdout);
 		p += len;
 		if (*p == '\n')
 			p++;
-		if (++row < rows)
+		/* The last row of a screen ends without one: no scrolling. */
+		if (!redraw || !rows || row + 1 < rows)
 			putchar('\n');
 	}
-	fputs("\033[J", stdout);
+	if (redraw)
+		fputs("\033[J", stdout);
 	fflush(stdout);
 }
 
@@ -564,6 +636,7 @@ int kvactl_cmd_top(const struct kvactl_opts *o)
 	while (!top_quit) {
 		struct kvactl_snap snap;
 		double t = now_s();
+		unsigned int cols, rows;
 		char *buf = NULL;
 		size_t len = 0;
 		FILE *mf;
@@ -575,13 +648,16 @@ int kvactl_cmd_top(const struct kvactl_opts *o)
 		mf = open_memstream(&buf, &len);
 		if (!mf)
 			abort();
-		top_frame(mf, o, &snap, prev, nprev, t - last);
+		screen_size(o, &cols, &rows);
+		top_frame(mf, o, &snap, prev, nprev, t - last, cols);
 		fclose(mf);
-		if (top_screen) {
-			top_draw(buf);
-		} else {
+		if (o->json) {
 			fputs(buf, stdout);
-			if (!o->json)
+			fflush(stdout);
+		} else {
+			/* Batch: every line, each frame after a blank line. */
+			top_draw(buf, cols, top_screen ? rows : 0, top_screen);
+			if (!top_screen)
 				putchar('\n');
 			fflush(stdout);
 		}
