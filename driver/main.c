@@ -146,6 +146,27 @@ static bool kva_cmd_nonblock(unsigned int cmd)
 	return false;
 }
 
+/*
+ * Every arena holds a reference to the module, as every open file does, so
+ * rmmod is refused (EBUSY, "in use") while any arena exists: an arena and
+ * its memory are made on purpose and kept until destroy, and unloading the
+ * module must not be a second, silent way to destroy them.  @ret is the
+ * result of ARENA_CREATE or ARENA_DESTROY.
+ */
+static long kva_arena_hold_module(long ret)
+{
+	if (!ret)
+		__module_get(THIS_MODULE);
+	return ret;
+}
+
+static long kva_arena_release_module(long ret)
+{
+	if (!ret)
+		module_put(THIS_MODULE);
+	return ret;
+}
+
 /**
  * kva_dispatch() - run one command, from ioctl() or uring_cmd.
  * @file:	the /dev/kvarena file.
@@ -182,9 +203,9 @@ long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp,
 	case KVARENA_IOC_VERSION:
 		return kva_ioc_version(argp, how);
 	case KVARENA_IOC_ARENA_CREATE:
-		return kva_ioc_arena_create(argp);
+		return kva_arena_hold_module(kva_ioc_arena_create(argp));
 	case KVARENA_IOC_ARENA_DESTROY:
-		return kva_ioc_arena_destroy(argp);
+		return kva_arena_release_module(kva_ioc_arena_destroy(argp));
 	case KVARENA_IOC_ARENA_SET_BACKING:
 		return kva_ioc_set_backing(argp);
 	case KVARENA_IOC_ARENA_SET_POLICY:
@@ -302,9 +323,10 @@ err_unlock:
 }
 
 /*
- * No file of ours is open: each holds a module reference, /dev/kvarena's
- * and the frames files alike.  The node goes first, so nobody opens it
- * while the rest is torn down.
+ * No file of ours is open and no arena exists: each holds a module
+ * reference, /dev/kvarena's files, the frames files and the arenas alike
+ * (only a forced unload gets here with arenas, and they go with it).  The
+ * node goes first, so nobody opens it while the rest is torn down.
  */
 static void __exit kva_exit(void)
 {

@@ -23,6 +23,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1222,6 +1223,35 @@ TEST(create_on_hugepages_takes_them_until_destroy)
 	EXPECT_EQ(0, r.rc);
 	EXPECT_EQ(2, meminfo("HugePages_Free"));
 	EXPECT_EQ(0, kva_write_file("/proc/sys/vm/nr_hugepages", "0"));
+}
+
+/* /sys/module/kvarena/refcnt: open files of ours, and arenas. */
+static long module_refs(void)
+{
+	char buf[32] = "";
+	int fd = open("/sys/module/kvarena/refcnt", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	return n > 0 ? atol(buf) : -1;
+}
+
+TEST(rmmod_is_refused_while_an_arena_exists)
+{
+	long before = module_refs();
+	struct run r;
+
+	ASSERT_LE(0, before);
+	CTL(&r, "create", "rm", "--frames", "2", "--frame-size", "4K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	/* No client, no open file: the arena alone holds the module. */
+	EXPECT_EQ(before + 1, module_refs());
+	errno = 0;
+	EXPECT_EQ(-1, syscall(SYS_delete_module, "kvarena", O_NONBLOCK));
+	EXPECT_EQ(EWOULDBLOCK, errno);
+	EXPECT_EQ(0, destroy("rm"));
+	EXPECT_EQ(before, module_refs());
 }
 
 TEST(missing_module_or_node_is_said_clearly)
