@@ -5,6 +5,12 @@
  * the same totals as KVARENA_IOC_STAT, for scripts and exporters.  The
  * files are world-readable, but like STAT they answer only those whom the
  * arena's mode lets view it (-EACCES for the others).
+ *
+ * One difference: "free" counts only frames that have memory.  STAT's
+ * nr_free counts every frame no client holds, and a half-made arena's
+ * frames without memory are in it (nr_frames - nr_backed); here they are
+ * "unbacked", so that free + held + unbacked = nr_frames and nobody
+ * reading free takes a half-made arena for an empty one.
  */
 #include <linux/kobject.h>
 #include <linux/sysfs.h>
@@ -14,6 +20,23 @@
 static struct kobject *kva_arenas_kobj;
 
 #define to_arena(k) container_of(k, struct kva_arena, kobj)
+
+/* Frames without memory: none in an accounting-only arena. */
+static u32 kva_unbacked(struct kva_arena *a)
+{
+	lockdep_assert_held(&a->lock);
+	if (a->flags & KVARENA_CREATE_NO_BACKING)
+		return 0;
+	return a->core.nr_frames - a->nr_backed;
+}
+
+/* Free frames with memory; a client never holds one without. */
+static u32 kva_free_backed(struct kva_arena *a)
+{
+	u32 unbacked = kva_unbacked(a);
+
+	return a->core.nr_free > unbacked ? a->core.nr_free - unbacked : 0;
+}
 
 /* Constant after create: no lock needed. */
 #define KVA_CONST_ATTR(field, fmt)					\
@@ -50,7 +73,8 @@ KVA_CONST_ATTR(mem_dev, "%u");
 KVA_LOCKED_ATTR(mem_kind, "%s",
 		a->mem_kind == KVARENA_MEM_CUDA ? "cuda" : "host");
 KVA_LOCKED_ATTR(nr_frames, "%u", a->core.nr_frames);
-KVA_LOCKED_ATTR(free, "%u", a->core.nr_free);
+KVA_LOCKED_ATTR(free, "%u", kva_free_backed(a));
+KVA_LOCKED_ATTR(unbacked, "%u", kva_unbacked(a));
 KVA_LOCKED_ATTR(held, "%u", kva_core_held(&a->core));
 KVA_LOCKED_ATTR(cached, "%u", 0u);
 KVA_LOCKED_ATTR(backed, "%u", a->nr_backed);
@@ -74,6 +98,7 @@ static struct attribute *kva_arena_attrs[] = {
 	&mem_kind_attr.attr,
 	&nr_frames_attr.attr,
 	&free_attr.attr,
+	&unbacked_attr.attr,
 	&held_attr.attr,
 	&cached_attr.attr,
 	&backed_attr.attr,

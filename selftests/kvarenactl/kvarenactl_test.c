@@ -427,13 +427,13 @@ static const char ctl_stat[] =
 static const char ctl_stat_json[] =
 	"{\"name\":\"ctl\",\"mem_kind\":\"host\",\"mem_dev\":0,"
 	"\"frame_size\":65536,\"bytes_per_token\":1024,\"tokens_per_frame\":64,"
-	"\"clients\":2,\"low_watermark\":4,\"pressure\":false,"
-	"\"frames\":{\"capacity\":16,\"held\":8,\"cached\":0,\"free\":8,"
+	"\"clients\":2,\"low_watermark\":4,\"pressure\":false,\"accounting_only\":false,"
+	"\"frames\":{\"capacity\":16,\"held\":8,\"cached\":0,\"free\":8,\"unbacked\":0,"
 	"\"available\":7,\"reserved\":1,\"backed\":16,\"peak_held\":8},"
 	"\"bytes\":{\"capacity\":1048576,\"held\":524288,\"filled\":364544,"
-	"\"cached\":0,\"free\":524288,\"available\":458752},"
+	"\"cached\":0,\"free\":524288,\"unbacked\":0,\"available\":458752},"
 	"\"tokens\":{\"capacity\":1024,\"held\":512,\"filled\":356,"
-	"\"cached\":0,\"free\":512,\"available\":448},"
+	"\"cached\":0,\"free\":512,\"unbacked\":0,\"available\":448},"
 	"\"fragmentation_pct\":30.5,\"alloc_calls\":3,\"free_calls\":0,"
 	"\"alloc_failures\":1,\"frames_allocated\":8,\"frames_freed\":0}";
 
@@ -551,13 +551,13 @@ TEST_F(ctl, views_follow_frees_usage_and_a_killed_client)
 	EXPECT_EQ(0, r.rc);
 	EXPECT_STREQ("[{\"name\":\"ctl\",\"mem_kind\":\"host\",\"mem_dev\":0,"
 		     "\"frame_size\":65536,\"bytes_per_token\":1024,\"tokens_per_frame\":64,"
-		     "\"clients\":1,\"low_watermark\":4,\"pressure\":false,"
+		     "\"clients\":1,\"low_watermark\":4,\"pressure\":false,\"accounting_only\":false,"
 		     "\"frames\":{\"capacity\":16,\"held\":3,\"cached\":0,\"free\":13,"
-		     "\"available\":13,\"reserved\":0,\"backed\":16,\"peak_held\":8},"
+		     "\"unbacked\":0,\"available\":13,\"reserved\":0,\"backed\":16,\"peak_held\":8},"
 		     "\"bytes\":{\"capacity\":1048576,\"held\":196608,\"filled\":153600,"
-		     "\"cached\":0,\"free\":851968,\"available\":851968},"
+		     "\"cached\":0,\"free\":851968,\"unbacked\":0,\"available\":851968},"
 		     "\"tokens\":{\"capacity\":1024,\"held\":192,\"filled\":150,"
-		     "\"cached\":0,\"free\":832,\"available\":832},"
+		     "\"cached\":0,\"free\":832,\"unbacked\":0,\"available\":832},"
 		     "\"fragmentation_pct\":21.9,\"alloc_calls\":3,\"free_calls\":1,"
 		     "\"alloc_failures\":1,\"frames_allocated\":8,\"frames_freed\":5}]\n",
 		     r.out);
@@ -603,12 +603,13 @@ TEST_F(ctl, metrics_are_the_prometheus_text_format)
 "# HELP kvarena_arena_info An arena: where its frames live. Always 1.\n"
 "# TYPE kvarena_arena_info gauge\n"
 "kvarena_arena_info{arena=\"ctl\",mem_kind=\"host\",mem_dev=\"0\"} 1\n"
-"# HELP kvarena_frames Frames by state; the states add up to the capacity (free excludes reserved).\n"
+"# HELP kvarena_frames Frames by state; the states add up to the capacity (free excludes reserved and unbacked).\n"
 "# TYPE kvarena_frames gauge\n"
 "kvarena_frames{arena=\"ctl\",state=\"held\"} 8\n"
 "kvarena_frames{arena=\"ctl\",state=\"cached\"} 0\n"
 "kvarena_frames{arena=\"ctl\",state=\"reserved\"} 1\n"
 "kvarena_frames{arena=\"ctl\",state=\"free\"} 7\n"
+"kvarena_frames{arena=\"ctl\",state=\"unbacked\"} 0\n"
 "# HELP kvarena_frame_size_bytes Bytes per frame.\n"
 "# TYPE kvarena_frame_size_bytes gauge\n"
 "kvarena_frame_size_bytes{arena=\"ctl\"} 65536\n"
@@ -1064,7 +1065,7 @@ TEST(views_without_a_name_cover_every_arena_in_creation_order)
 	one.out[strlen(one.out) - 2] = '\0';	/* "]\n" */
 	snprintf(both, sizeof(both), "%s,%s", one.out, two.out + 1);
 	EXPECT_STREQ(both, all.out);
-	EXPECT_NE(NULL, strstr(one.out, "\"tokens\":{\"capacity\":null,\"held\":null,\"filled\":0,\"cached\":null,\"free\":null,\"available\":null},\"fragmentation_pct\":null,"));
+	EXPECT_NE(NULL, strstr(one.out, "\"tokens\":{\"capacity\":null,\"held\":null,\"filled\":0,\"cached\":null,\"free\":null,\"unbacked\":null,\"available\":null},\"fragmentation_pct\":null,"));
 	/* Unknown is null, not 0; and no sample at all in the metrics. */
 	EXPECT_NE(NULL, strstr(one.out, "\"frame_size\":4096,\"bytes_per_token\":null,\"tokens_per_frame\":null,"))
 		TH_LOG("%s", one.out);
@@ -1223,6 +1224,112 @@ TEST(create_on_hugepages_takes_them_until_destroy)
 	EXPECT_EQ(0, r.rc);
 	EXPECT_EQ(2, meminfo("HugePages_Free"));
 	EXPECT_EQ(0, kva_write_file("/proc/sys/vm/nr_hugepages", "0"));
+}
+
+/* The value of /sys/class/misc/kvarena/arenas/@arena/@attr. */
+static long sysfs_value(const char *arena, const char *attr)
+{
+	char path[128], buf[32] = "";
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/class/misc/kvarena/arenas/%s/%s",
+		 arena, attr);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	return n > 0 ? atol(buf) : -1;
+}
+
+/*
+ * An arena whose create stopped after 2 of its 4 frames got memory: the
+ * 2 without are neither free nor available anywhere, and stat says how
+ * to finish or remove it.
+ */
+TEST(half_made_arena_is_neither_free_nor_available_anywhere)
+{
+	struct kvarena_stat s;
+	int fd = kva_open(O_RDWR), cl, mfd;
+	struct run r;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, kva_create_flags(fd, "half", 4, 65536, 0, 0));
+	mfd = memfd("half", MFD_ALLOW_SEALING);
+	ASSERT_LE(0, mfd);
+	ASSERT_EQ(0, ftruncate(mfd, 2 * 65536));
+	ASSERT_EQ(0, fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW));
+	ASSERT_EQ(0, kva_set_backing(fd, "half", 0, 2, mfd, 0));
+	close(mfd);
+
+	CTL(&r, "stat", "half");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ("arena half: host, 4 frames of 64Ki, 64 tokens/frame, 0 clients, only 2 of 4 frames backed\n"
+		     "        capacity  held  filled  cached   free  unbacked  available\n"
+		     "bytes      256Ki    0B      0B      0B  128Ki     128Ki         0B\n"
+		     "frames         4     0     0.0       0      2         2          0\n"
+		     "tokens       256     0       0       0    128       128          0\n"
+		     "internal fragmentation: - (nothing held)\n"
+		     "reserved for minimums: 0 frames, peak held: 0 frames, failed allocations: 0 of 0\n"
+		     "half made: 2 frames have no memory yet, so no client can attach (ENODATA).\n"
+		     "If the kvarenactl create that registers its memory is still running, let it\n"
+		     "finish; if it was killed, remove the arena and make it again:\n"
+		     "  kvarenactl destroy half\n", r.out);
+	CTL(&r, "stat", "--json", "half");
+	EXPECT_NE(NULL, strstr(r.out, "\"frames\":{\"capacity\":4,\"held\":0,\"cached\":0,\"free\":2,\"unbacked\":2,\"available\":0,\"reserved\":0,\"backed\":2,"))
+		TH_LOG("%s", r.out);
+	EXPECT_NE(NULL, strstr(r.out, "\"bytes\":{\"capacity\":262144,\"held\":0,\"filled\":0,\"cached\":0,\"free\":131072,\"unbacked\":131072,\"available\":0},"))
+		TH_LOG("%s", r.out);
+	CTL(&r, "metrics", "half");
+	EXPECT_NE(NULL, strstr(r.out,
+			       "kvarena_frames{arena=\"half\",state=\"held\"} 0\n"
+			       "kvarena_frames{arena=\"half\",state=\"cached\"} 0\n"
+			       "kvarena_frames{arena=\"half\",state=\"reserved\"} 0\n"
+			       "kvarena_frames{arena=\"half\",state=\"free\"} 2\n"
+			       "kvarena_frames{arena=\"half\",state=\"unbacked\"} 2\n"))
+		TH_LOG("%s", r.out);
+	EXPECT_EQ(2, sysfs_value("half", "free"));
+	EXPECT_EQ(2, sysfs_value("half", "unbacked"));
+	EXPECT_EQ(2, sysfs_value("half", "backed"));
+	/* STAT itself counts every frame no client holds as free. */
+	ASSERT_EQ(0, stat_of("half", &s));
+	EXPECT_EQ(4, s.nr_free);
+
+	/* What a client gets: ENODATA at ATTACH, and nothing changes. */
+	cl = kva_open(O_RDWR);
+	ASSERT_LE(0, cl);
+	EXPECT_EQ(-ENODATA, kva_attach(cl, "half", "early", 0, 0, NULL));
+	close(cl);
+	ASSERT_EQ(0, stat_of("half", &s));
+	EXPECT_EQ(0, s.nr_clients);
+
+	/* As stat says: destroy, and it is gone. */
+	CTL(&r, "destroy", "half");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_EQ(-ENOENT, stat_of("half", &s));
+	close(fd);
+}
+
+TEST(accounting_only_arena_has_no_unbacked_frames)
+{
+	int fd = kva_open(O_RDWR);
+	struct run r;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, kva_create(fd, "acct", 4, 65536, 0));
+	CTL(&r, "stat", "acct");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_TRUE(starts(r.out, "arena acct: host, 4 frames of 64Ki, 64 tokens/frame, 0 clients, accounting only (no memory)\n"
+			   "        capacity  held  filled  cached   free  available\n"))
+		TH_LOG("%s", r.out);
+	EXPECT_EQ(NULL, strstr(r.out, "half made"));
+	CTL(&r, "stat", "--json", "acct");
+	EXPECT_NE(NULL, strstr(r.out, "\"accounting_only\":true,"));
+	EXPECT_NE(NULL, strstr(r.out, "\"free\":4,\"unbacked\":0,\"available\":4,"));
+	EXPECT_EQ(4, sysfs_value("acct", "free"));
+	EXPECT_EQ(0, sysfs_value("acct", "unbacked"));
+	EXPECT_EQ(0, kva_destroy(fd, "acct"));
+	close(fd);
 }
 
 /* /sys/module/kvarena/refcnt: open files of ours, and arenas. */

@@ -124,12 +124,41 @@ void kvactl_snap_free(struct kvactl_snap *snap);
 
 /* ---- arithmetic on a STAT --------------------------------------------------- */
 
-/* Frames an allocation without a guarantee could get now. */
+/*
+ * Frames without memory behind them: an arena whose create is still
+ * registering memory, or was killed half way.  Accounting-only arenas
+ * (KVARENA_STATE_NO_BACKING) have none: their frames are handles only.
+ */
+static inline uint32_t kvactl_unbacked(const struct kvarena_stat *s)
+{
+	if ((s->state & KVARENA_STATE_NO_BACKING) ||
+	    s->nr_backed >= s->nr_frames)
+		return 0;
+	return s->nr_frames - s->nr_backed;
+}
+
+/*
+ * Free frames that have memory.  STAT's nr_free counts every frame no
+ * client holds, those without memory too, but nobody can be given one.
+ */
+static inline uint32_t kvactl_free(const struct kvarena_stat *s)
+{
+	uint32_t unbacked = kvactl_unbacked(s);
+
+	return s->nr_free > unbacked ? s->nr_free - unbacked : 0;
+}
+
+/*
+ * Frames an allocation without a guarantee could get now: none while a
+ * frame has no memory, since ATTACH is refused (ENODATA) until all have.
+ */
 static inline uint32_t kvactl_available(const struct kvarena_stat *s)
 {
 	uint32_t unreserved = s->nr_free > s->nr_reserved ?
 			      s->nr_free - s->nr_reserved : 0;
 
+	if (kvactl_unbacked(s))
+		return 0;
 	return unreserved + s->nr_cached;
 }
 

@@ -6,8 +6,8 @@
  *
  * One family per metric, every arena's samples under its HELP and TYPE
  * lines.  kvarena_frames{state} partitions the capacity: held + cached +
- * reserved + free = nr_frames, so "free" there is the free frames not
- * reserved for clients' unmet minimums.
+ * reserved + free + unbacked = nr_frames, so "free" there is the free
+ * frames with memory not reserved for clients' unmet minimums.
  */
 #include <stddef.h>
 #include <string.h>
@@ -166,7 +166,7 @@ static void client_labels(FILE *f, const char *arena,
 static void print_metrics(FILE *f, const struct kvactl_snap *snap)
 {
 	static const char *const states[] = { "held", "cached", "reserved",
-					      "free" };
+					      "free", "unbacked" };
 	size_t i, m, k;
 
 	family(f, "kvarena_arena_info", "gauge",
@@ -181,15 +181,15 @@ static void print_metrics(FILE *f, const struct kvactl_snap *snap)
 	}
 
 	family(f, "kvarena_frames", "gauge",
-	       "Frames by state; the states add up to the capacity (free excludes reserved).");
+	       "Frames by state; the states add up to the capacity (free excludes reserved and unbacked).");
 	for (i = 0; i < snap->nr; i++) {
 		const struct kvarena_stat *s = &snap->arenas[i].st;
-		uint64_t reserved = s->nr_reserved < s->nr_free ?
-				    s->nr_reserved : s->nr_free;
-		const uint64_t v[4] = { s->nr_held, s->nr_cached, reserved,
-					s->nr_free - reserved };
+		uint64_t free = kvactl_free(s);
+		uint64_t reserved = s->nr_reserved < free ? s->nr_reserved : free;
+		const uint64_t v[5] = { s->nr_held, s->nr_cached, reserved,
+					free - reserved, kvactl_unbacked(s) };
 
-		for (k = 0; k < 4; k++) {
+		for (k = 0; k < 5; k++) {
 			fputs("kvarena_frames{", f);
 			arena_label(f, s->name);
 			fprintf(f, ",state=\"%s\"} %llu\n", states[k],

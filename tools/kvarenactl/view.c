@@ -32,10 +32,11 @@ static char *mem_desc(char buf[KVACTL_NUM_LEN], const struct kvarena_stat *s)
 
 /*
  * The levels of the view, in frames where a level is whole frames.
- * capacity = held + cached + free; available = free - reserved + cached.
+ * capacity = held + cached + free + unbacked; available = free - reserved
+ * + cached, and none while any frame has no memory.
  */
 struct levels {
-	uint64_t capacity, held, cached, free, available;
+	uint64_t capacity, held, cached, free, unbacked, available;
 };
 
 static struct levels frame_levels(const struct kvarena_stat *s)
@@ -44,7 +45,8 @@ static struct levels frame_levels(const struct kvarena_stat *s)
 		.capacity = s->nr_frames,
 		.held = s->nr_held,
 		.cached = s->nr_cached,
-		.free = s->nr_free,
+		.free = kvactl_free(s),
+		.unbacked = kvactl_unbacked(s),
 		.available = kvactl_available(s),
 	};
 }
@@ -61,7 +63,7 @@ void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact)
 	struct levels fr = frame_levels(s);
 	uint64_t fs = s->frame_size, tpf = kvactl_tokens_per_frame(s);
 	uint64_t held_bytes = fr.held * fs;
-	char b[7][KVACTL_NUM_LEN];
+	char b[8][KVACTL_NUM_LEN];
 	struct kvactl_table t;
 	int i;
 
@@ -77,18 +79,23 @@ void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact)
 		fprintf(f, ", low watermark %u", s->low_watermark);
 	if (s->state & KVARENA_STATE_PRESSURE)
 		fputs(", UNDER PRESSURE", f);
-	if (s->nr_backed != s->nr_frames)
+	if (s->state & KVARENA_STATE_NO_BACKING)
+		fputs(", accounting only (no memory)", f);
+	else if (fr.unbacked)
 		fprintf(f, ", only %u of %u frames backed", s->nr_backed,
 			s->nr_frames);
 	putc('\n', f);
 
-	kvactl_table_init(&t, 7, "lrrrrrr");
+	/* The unbacked column is there only when some frame is. */
+	kvactl_table_init(&t, fr.unbacked ? 8 : 7, "lrrrrrrr");
 	kvactl_table_add(&t, "%s", "");
 	kvactl_table_add(&t, "capacity");
 	kvactl_table_add(&t, "held");
 	kvactl_table_add(&t, "filled");
 	kvactl_table_add(&t, "cached");
 	kvactl_table_add(&t, "free");
+	if (fr.unbacked)
+		kvactl_table_add(&t, "unbacked");
 	kvactl_table_add(&t, "available");
 
 	kvactl_table_add(&t, "bytes");
@@ -97,6 +104,9 @@ void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact)
 	kvactl_table_add(&t, "%s", kvactl_fmt_size(b[2], s->filled_bytes, exact));
 	kvactl_table_add(&t, "%s", kvactl_fmt_size(b[3], fr.cached * fs, exact));
 	kvactl_table_add(&t, "%s", kvactl_fmt_size(b[4], fr.free * fs, exact));
+	if (fr.unbacked)
+		kvactl_table_add(&t, "%s", kvactl_fmt_size(b[6], fr.unbacked * fs,
+							   exact));
 	kvactl_table_add(&t, "%s", kvactl_fmt_size(b[5], fr.available * fs, exact));
 
 	kvactl_table_add(&t, "frames");
@@ -105,15 +115,19 @@ void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact)
 	kvactl_table_add(&t, "%s", kvactl_fmt_ratio(b[0], s->filled_bytes, fs));
 	kvactl_table_add(&t, "%llu", (unsigned long long)fr.cached);
 	kvactl_table_add(&t, "%llu", (unsigned long long)fr.free);
+	if (fr.unbacked)
+		kvactl_table_add(&t, "%llu", (unsigned long long)fr.unbacked);
 	kvactl_table_add(&t, "%llu", (unsigned long long)fr.available);
 
 	/* Tokens: whole frames hold T_f each; filled is what clients said. */
 	kvactl_table_add(&t, "tokens");
 	{
-		const uint64_t v[6] = { fr.capacity, fr.held, 0, fr.cached,
-					fr.free, fr.available };
+		const uint64_t v[7] = { fr.capacity, fr.held, 0, fr.cached,
+					fr.free, fr.unbacked, fr.available };
 
-		for (i = 0; i < 6; i++) {
+		for (i = 0; i < 7; i++) {
+			if (i == 5 && !fr.unbacked)
+				continue;
 			if (i == 2)
 				kvactl_table_add(&t, "%llu", (unsigned long long)
 						 s->filled_tokens);
@@ -140,6 +154,13 @@ void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact)
 		s->peak_held, plural(s->peak_held, "frame", "frames"),
 		(unsigned long long)s->alloc_failures,
 		(unsigned long long)s->alloc_calls);
+	if (fr.unbacked)
+		fprintf(f, "half made: %llu %s no memory yet, so no client can attach (ENODATA).\n"
+			"If the kvarenactl create that registers its memory is still running, let it\n"
+			"finish; if it was killed, remove the arena and make it again:\n"
+			"  kvarenactl destroy %s\n",
+			(unsigned long long)fr.unbacked,
+			plural(fr.unbacked, "frame has", "frames have"), s->name);
 }
 
 /* The five levels in one unit, @unit bytes or tokens per frame. */
@@ -154,6 +175,7 @@ static void json_levels(struct kvactl_json *j, const char *key,
 		kvactl_json_u64(j, "filled", filled);
 	kvactl_json_u64(j, "cached", fr->cached * unit);
 	kvactl_json_u64(j, "free", fr->free * unit);
+	kvactl_json_u64(j, "unbacked", fr->unbacked * unit);
 	kvactl_json_u64(j, "available", fr->available * unit);
 	kvactl_json_end(j);
 }
@@ -181,12 +203,15 @@ void kvactl_json_stat(struct kvactl_json *j, const struct kvactl_arena *a)
 	kvactl_json_u64(j, "clients", s->nr_clients);
 	kvactl_json_u64(j, "low_watermark", s->low_watermark);
 	kvactl_json_bool(j, "pressure", s->state & KVARENA_STATE_PRESSURE);
+	kvactl_json_bool(j, "accounting_only",
+			 s->state & KVARENA_STATE_NO_BACKING);
 
 	kvactl_json_obj(j, "frames");
 	kvactl_json_u64(j, "capacity", fr.capacity);
 	kvactl_json_u64(j, "held", fr.held);
 	kvactl_json_u64(j, "cached", fr.cached);
 	kvactl_json_u64(j, "free", fr.free);
+	kvactl_json_u64(j, "unbacked", fr.unbacked);
 	kvactl_json_u64(j, "available", fr.available);
 	kvactl_json_u64(j, "reserved", s->nr_reserved);
 	kvactl_json_u64(j, "backed", s->nr_backed);
@@ -204,6 +229,7 @@ void kvactl_json_stat(struct kvactl_json *j, const struct kvactl_arena *a)
 		kvactl_json_u64(j, "filled", s->filled_tokens);
 		kvactl_json_null(j, "cached");
 		kvactl_json_null(j, "free");
+		kvactl_json_null(j, "unbacked");
 		kvactl_json_null(j, "available");
 		kvactl_json_end(j);
 	}
