@@ -462,7 +462,11 @@ static void fill_info(struct kvarena_client_info *ci,
 {
 	memset(ci, 0, sizeof(*ci));
 	ci->client_id = cl->id;
-	ci->pid = pid_vnr(cl->pid);
+	/*
+	 * A struct pid keeps its number after the process is reaped, and
+	 * the number may be another process's by now: 0 once it has exited.
+	 */
+	ci->pid = pid_has_task(cl->pid, PIDTYPE_TGID) ? pid_vnr(cl->pid) : 0;
 	strscpy(ci->label, cl->label, sizeof(ci->label));
 	ci->min_frames = cl->core.min;
 	ci->max_frames = cl->core.max;

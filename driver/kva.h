@@ -114,6 +114,9 @@ struct kva_client {
 #define KVA_HOW_URING		(1u << 0)	/* io_uring, not ioctl() */
 #define KVA_HOW_NONBLOCK	(1u << 1)	/* must not sleep: -EAGAIN */
 
+/* fdinfo.c */
+void kva_show_fdinfo(struct seq_file *m, struct file *file);
+
 /* main.c */
 extern const struct file_operations kva_fops;
 long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp,

@@ -278,6 +278,7 @@ const struct file_operations kva_fops = {
 	.unlocked_ioctl	= kva_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 	.poll		= kva_poll,
+	.show_fdinfo	= kva_show_fdinfo,
 #ifdef KVA_URING_CMD
 	.uring_cmd	= kva_uring_cmd,
 #endif

@@ -360,6 +360,39 @@ static const struct row rows[] = {
 	RP("max", EDGE, 1, NODEV, "limit", "x", "#1", "--max", "0"),
 	RP("max", EDGE, 1, NODEV, "limit", "x", "#1", "--max", "16777216"),
 
+	R("wait", MISSING, 2, USAGE("destroy", "--wait needs a value: seconds from 0 to 86400, at most 3 decimals"),
+	  "destroy", "x", "--wait"),
+	R("wait", BAD, 2, USAGE("destroy", "--wait \"86400.001\": out of range: want seconds from 0 to 86400, at most 3 decimals"),
+	  "destroy", "x", "--wait", "86400.001"),
+	R("wait", BAD, 2, USAGE("destroy", "--wait \"5s\": want seconds from 0 to 86400, at most 3 decimals"),
+	  "destroy", "x", "--wait", "5s"),
+	RP("wait", EDGE, 1, NODEV, "destroy", "x", "--wait", "0"),
+	RP("wait", EDGE, 1, NODEV, "destroy", "x", "--wait=86400"),
+
+#define SIGNAL "a name (TERM, SIGKILL, hup) or a number from 1 to 64"
+	R("signal", MISSING, 2, USAGE("kill", "-s (--signal) needs a value: " SIGNAL),
+	  "kill", "x", "vllm", "-s"),
+	R("signal", BAD, 2, USAGE("kill", "--signal \"FOO\": want " SIGNAL),
+	  "kill", "x", "vllm", "-s", "FOO"),
+	R("signal", BAD, 2, USAGE("kill", "--signal \"0\": out of range: want " SIGNAL),
+	  "kill", "x", "vllm", "-s", "0"),
+	R("signal", BAD, 2, USAGE("kill", "--signal \"65\": out of range: want " SIGNAL),
+	  "kill", "x", "vllm", "--signal=65"),
+	R("signal", BAD, 2, USAGE("kill", "--signal \"SIG\": want " SIGNAL),
+	  "kill", "x", "vllm", "-s", "SIG"),
+	RP("signal", EDGE, 1, NODEV, "kill", "x", "vllm", "-s", "1"),
+	RP("signal", EDGE, 1, NODEV, "kill", "x", "vllm", "-s", "64"),
+	RP("signal", EDGE, 1, NODEV, "kill", "x", "vllm", "-s", "KILL"),
+	RP("signal", EDGE, 1, NODEV, "kill", "x", "vllm", "-s", "sigterm"),
+	RP("signal", EDGE, 1, NODEV, "kill", "x", "vllm", "-shup"),
+	R(NULL, OTHER, 2, USAGE("kill", "name the client: a label, or --id ID (kvarenactl clients x)"),
+	  "kill", "x"),
+	R(NULL, OTHER, 2, USAGE("kill", "client \"#x\": #ID wants an id from 1 to 4294967295"),
+	  "kill", "x", "#x"),
+	R(NULL, OTHER, 2, USAGE("kill", "--min does not apply to kill"),
+	  "kill", "x", "vllm", "--min", "1"),
+	RP("id", EDGE, 1, NODEV, "kill", "x", "--id", "1"),
+
 	R("help", BAD, 2, "kvarenactl: --help takes no value\nTry 'kvarenactl help'.\n",
 	  "--help=me"),
 	R("help", EDGE, 0, "", "stat", "--help"),
@@ -529,7 +562,7 @@ static bool has_row(const char *opt, enum kind kind)
 TEST(every_option_in_the_help_has_rows_of_every_kind)
 {
 	static const char *const cmds[] = { "stat", "clients", "top",
-		"metrics", "create", "destroy", "limit", "help" };
+		"metrics", "create", "destroy", "limit", "kill", "help" };
 	int seen = 0;
 
 	for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++) {

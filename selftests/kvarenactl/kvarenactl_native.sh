@@ -40,7 +40,7 @@ else
 		err "kvarenactl: $TMP/kvarena: no such device (is kvarena.ko loaded?)"
 	if [ ! -e /dev/kvarena ]; then
 		for cmd in stat clients top metrics "destroy x" "limit x 1 --max 2" \
-			   "create x --frames 1"; do
+			   "create x --frames 1" "kill x 1"; do
 			# shellcheck disable=SC2086
 			run $cmd
 			check "no_module_${cmd%% *}_fails_with_a_clear_error" rc 1 noout \

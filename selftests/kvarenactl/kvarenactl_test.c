@@ -437,35 +437,46 @@ static const char ctl_stat_json[] =
 	"\"fragmentation_pct\":30.5,\"alloc_calls\":3,\"free_calls\":0,"
 	"\"alloc_failures\":1,\"frames_allocated\":8,\"frames_freed\":0}";
 
-/* The clients table; widths follow the widest cell, pids vary. */
-static const char *ctl_clients(const struct client *a, const struct client *b)
+/* The PIDS column's width: its heading, or the longest pid. */
+static int pids_width(const struct client *a, const struct client *b)
 {
 	char pa[16], pb[16];
-	int w;
+	size_t w;
 
 	snprintf(pa, sizeof(pa), "%d", a->pid);
 	snprintf(pb, sizeof(pb), "%d", b->pid);
-	w = (int)(strlen(pa) > strlen(pb) ? strlen(pa) : strlen(pb));
+	w = strlen(pa) > strlen(pb) ? strlen(pa) : strlen(pb);
+	return (int)(w > 4 ? w : 4);
+}
+
+/*
+ * The clients table; widths follow the widest cell, pids vary.  Each
+ * client process holds its own file, so PIDS is its pid.
+ */
+static const char *ctl_clients(const struct client *a, const struct client *b)
+{
+	int w = pids_width(a, b);
+
 	return fmt("ARENA  ID  %*s  LABEL   MIN  MAX  HELD  SHARED  FILLED  TOKENS   FRAG  PEAK  FAILS\n"
-		   "ctl    %2u  %*s  vllm-a    2    8     5       0   256Ki     256  20.0%%     5      0\n"
-		   "ctl    %2u  %*s  " B_LABEL "    4   16     3       0   100Ki     100  47.9%%     3      1\n",
-		   w, "PID", a->id, w, pa, b->id, w, pb);
+		   "ctl    %2u  %*d  vllm-a    2    8     5       0   256Ki     256  20.0%%     5      0\n"
+		   "ctl    %2u  %*d  " B_LABEL "    4   16     3       0   100Ki     100  47.9%%     3      1\n",
+		   w, "PIDS", a->id, w, a->pid, b->id, w, b->pid);
 }
 
 static const char *ctl_clients_json(const struct client *a,
 				    const struct client *b)
 {
-	return fmt("[{\"arena\":\"ctl\",\"id\":%u,\"pid\":%d,\"label\":\"vllm-a\","
+	return fmt("[{\"arena\":\"ctl\",\"id\":%u,\"pids\":[%d],\"attach_pid\":%d,\"label\":\"vllm-a\","
 		   "\"min_frames\":2,\"max_frames\":8,\"held_frames\":5,"
 		   "\"shared_frames\":0,\"peak_frames\":5,\"filled_bytes\":262144,"
 		   "\"filled_tokens\":256,\"alloc_calls\":1,\"free_calls\":0,"
 		   "\"alloc_failures\":0},"
-		   "{\"arena\":\"ctl\",\"id\":%u,\"pid\":%d,\"label\":\"sg\\\"b\\\\x\","
+		   "{\"arena\":\"ctl\",\"id\":%u,\"pids\":[%d],\"attach_pid\":%d,\"label\":\"sg\\\"b\\\\x\","
 		   "\"min_frames\":4,\"max_frames\":16,\"held_frames\":3,"
 		   "\"shared_frames\":0,\"peak_frames\":3,\"filled_bytes\":102400,"
 		   "\"filled_tokens\":100,\"alloc_calls\":2,\"free_calls\":0,"
 		   "\"alloc_failures\":1}]\n",
-		   a->id, a->pid, b->id, b->pid);
+		   a->id, a->pid, a->pid, b->id, b->pid, b->pid);
 }
 
 TEST_F(ctl, stat_shows_what_the_clients_hold_and_filled)
@@ -564,11 +575,12 @@ TEST_F(ctl, views_follow_frees_usage_and_a_killed_client)
 
 	CTL(&r, "clients", "--json", "ctl");
 	EXPECT_EQ(0, r.rc);
-	EXPECT_STREQ(fmt("[{\"arena\":\"ctl\",\"id\":%u,\"pid\":%d,\"label\":\"vllm-a\","
+	EXPECT_STREQ(fmt("[{\"arena\":\"ctl\",\"id\":%u,\"pids\":[%d],\"attach_pid\":%d,\"label\":\"vllm-a\","
 			 "\"min_frames\":2,\"max_frames\":8,\"held_frames\":3,"
 			 "\"shared_frames\":0,\"peak_frames\":5,\"filled_bytes\":153600,"
 			 "\"filled_tokens\":150,\"alloc_calls\":1,\"free_calls\":1,"
-			 "\"alloc_failures\":0}]\n", self->a.id, self->a.pid),
+			 "\"alloc_failures\":0}]\n", self->a.id, self->a.pid,
+			 self->a.pid),
 		     r.out);
 }
 
@@ -778,23 +790,20 @@ static const char *cut(const char *text, size_t cols)
 TEST_F(ctl, top_fits_the_width_it_is_given_and_says_what_it_hides)
 {
 	static const char head_end[] = ", every 1s, q quits\n\n";
-	char pa[16], pb[16], env[32], *envp[] = { env, NULL };
+	char env[32], *envp[] = { env, NULL };
+	int w = pids_width(&self->a, &self->b);
 	const char *want, *rest;
 	struct run r;
-	int w;
 
-	snprintf(pa, sizeof(pa), "%d", self->a.pid);
-	snprintf(pb, sizeof(pb), "%d", self->b.pid);
-	w = (int)(strlen(pa) > strlen(pb) ? strlen(pa) : strlen(pb));
-	/* 79 + w columns in all; in 56, four columns go for w up to 4. */
-	ASSERT_GE(4, w);
+	/* 79 + w columns in all; in 56, four columns go for w = 4. */
+	ASSERT_EQ(4, w);
 	want = fmt("%s%s"
-		   "ARENA  ID  %*s  LABEL   MAX  HELD  FILLED   FRAG  FAILS\n"
-		   "ctl    %2u  %*s  vllm-a    8     5   256Ki  20.0%%      0\n"
-		   "ctl    %2u  %*s  " B_LABEL "   16     3   100Ki  47.9%%      1\n"
+		   "ARENA  ID  PIDS  LABEL   MAX  HELD  FILLED   FRAG  FAILS\n"
+		   "ctl    %2u  %4d  vllm-a    8     5   256Ki  20.0%%      0\n"
+		   "ctl    %2u  %4d  " B_LABEL "   16     3   100Ki  47.9%%      1\n"
 		   "hidden: MIN, SHARED, TOKENS, PEAK (-w %d for all)\n\n",
-		   cut(ctl_stat, 56), "activity: -\n\n", w, "PID",
-		   self->a.id, w, pa, self->b.id, w, pb, 79 + w);
+		   cut(ctl_stat, 56), "activity: -\n\n",
+		   self->a.id, self->a.pid, self->b.id, self->b.pid, 79 + w);
 
 	CTL(&r, "top", "ctl", "-n", "1", "-w", "56");
 	EXPECT_EQ(0, r.rc);
@@ -940,9 +949,26 @@ TEST_F(ctl, read_access_is_enough_to_view_but_not_to_change)
 	CTL_AS(&r, NOBODY, "stat", "ctl");
 	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
 	EXPECT_STREQ(ctl_stat, r.out);
+	/*
+	 * The same table, but nobody may read root's processes' files: the
+	 * holders are "?", and a last line says why.
+	 */
 	CTL_AS(&r, NOBODY, "clients", "ctl");
 	EXPECT_EQ(0, r.rc);
-	EXPECT_STREQ(root.out, r.out);
+	EXPECT_TRUE(starts(r.out, fmt("ARENA  ID  PIDS  LABEL   MIN  MAX  HELD  SHARED  FILLED  TOKENS   FRAG  PEAK  FAILS\n"
+				      "ctl    %2u     ?  vllm-a    2    8     5       0   256Ki     256  20.0%%     5      0\n"
+				      "ctl    %2u     ?  " B_LABEL "    4   16     3       0   100Ki     100  47.9%%     3      1\n"
+				      "PIDS ?: this user cannot read the open files of ",
+				      self->a.id, self->b.id)))
+		TH_LOG("%s", r.out);
+	EXPECT_TRUE(ends(r.out, " processes; root can\n")) TH_LOG("%s", r.out);
+	CTL_AS(&r, NOBODY, "clients", "--json", "ctl");
+	EXPECT_NE(NULL, strstr(r.out, fmt("\"id\":%u,\"pids\":null,\"attach_pid\":%d,",
+					  self->a.id, self->a.pid)));
+	CTL_AS(&r, NOBODY, "kill", "ctl", "vllm-a");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ(fmt("kvarenactl: kill: found no process that holds client %u (vllm-a) of arena \"ctl\" among those whose files this user can read (root can read all)\n",
+			 self->a.id), r.err);
 	CTL_AS(&r, NOBODY, "metrics");
 	EXPECT_EQ(0, r.rc);
 	CTL_AS(&r, NOBODY, "create", "x", "--frames", "1");
@@ -1224,6 +1250,258 @@ TEST(create_on_hugepages_takes_them_until_destroy)
 	EXPECT_EQ(0, r.rc);
 	EXPECT_EQ(2, meminfo("HugePages_Free"));
 	EXPECT_EQ(0, kva_write_file("/proc/sys/vm/nr_hugepages", "0"));
+}
+
+/* ---- who holds a client, and making it let go --------------------------- */
+
+/* /proc/@pid/fdinfo/@fd, or "" */
+static const char *fdinfo(pid_t pid, int fd)
+{
+	static char buf[4096];
+	char path[64];
+	int f;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", (int)pid, fd);
+	f = open(path, O_RDONLY | O_CLOEXEC);
+	n = f < 0 ? -1 : read(f, buf, sizeof(buf) - 1);
+	if (f >= 0)
+		close(f);
+	buf[n > 0 ? n : 0] = '\0';
+	return buf;
+}
+
+TEST(fdinfo_names_the_arena_the_client_and_its_memory)
+{
+	int fd = kva_open(O_RDWR), free_fd = kva_open(O_RDWR);
+	const char *info;
+	__u64 h[3];
+	struct run r;
+
+	ASSERT_LE(0, fd);
+	ASSERT_LE(0, free_fd);
+	destroy("fdi");
+	CTL(&r, "create", "fdi", "--frames", "8", "--frame-size", "64K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	ASSERT_EQ(0, kva_attach(fd, "fdi", "ta\tb\\", 0, 0, NULL));
+	ASSERT_EQ(3, kva_alloc(fd, h, 3, 0));
+	ASSERT_EQ(0, kva_set_usage(fd, 100, 102400));
+	info = fdinfo(getpid(), fd);
+	/* After the kernel's own lines (pos, flags, mnt_id, ino). */
+	EXPECT_NE(NULL, strstr(info, "\nkvarena-arena:\tfdi\n"
+				     "kvarena-client-id:\t1\n"
+				     "kvarena-label:\tta\\011b\\134\n"
+				     "kvarena-frames-held:\t3\n"
+				     "kvarena-memory-held:\t192 KiB\n"
+				     "kvarena-memory-shared:\t0\n"
+				     "kvarena-memory-filled:\t100 KiB\n"
+				     "kvarena-tokens-filled:\t100\n"))
+		TH_LOG("%s", info);
+	EXPECT_TRUE(ends(info, "kvarena-tokens-filled:\t100\n"));
+	/* A byte count that is no whole KiB has no unit. */
+	ASSERT_EQ(0, kva_set_usage(fd, 1, 1000));
+	EXPECT_NE(NULL, strstr(fdinfo(getpid(), fd),
+			       "kvarena-memory-filled:\t1000\n"));
+	/* A file not attached shows nothing of ours. */
+	EXPECT_EQ(NULL, strstr(fdinfo(getpid(), free_fd), "kvarena-"));
+	close(fd);
+	close(free_fd);
+	EXPECT_EQ(0, destroy("fdi"));
+}
+
+/*
+ * A client whose attacher forked and exited: the attacher attaches to
+ * @arena as @label, takes @frames frames, forks @holders children that
+ * keep the file and wait for a signal, and exits.  The children's pids go
+ * in @pids.  0, or -1.
+ */
+static int forked_client(const char *arena, const char *label, __u32 frames,
+			 int holders, pid_t *pids)
+{
+	int p[2], status, got = 0;
+	pid_t a;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -1;
+	a = fork();
+	if (a == 0) {
+		int fd = kva_open(O_RDWR);
+		__u64 h[16];
+
+		close(p[0]);
+		if (fd < 0 || kva_attach(fd, arena, label, 0, 0, NULL) ||
+		    kva_alloc(fd, h, frames, 0) != (int)frames)
+			_exit(1);
+		for (int i = 0; i < holders; i++) {
+			pid_t c = fork();
+
+			if (c < 0)
+				_exit(1);
+			if (c == 0) {
+				/* The holder: the file is all it has of it. */
+				pid_t me = getpid();
+
+				if (write(p[1], &me, sizeof(me)) != sizeof(me))
+					_exit(1);
+				close(p[1]);
+				for (;;)
+					pause();
+			}
+		}
+		_exit(0);
+	}
+	close(p[1]);
+	if (a > 0 && waitpid(a, &status, 0) == a && kva_exited(status) == 0)
+		while (got < holders &&
+		       read(p[0], &pids[got], sizeof(*pids)) == sizeof(*pids))
+			got++;
+	close(p[0]);
+	return got == holders ? 0 : -1;
+}
+
+/* /proc/@pid/stat's state letter. */
+static char proc_state(pid_t pid)
+{
+	char path[32], buf[512];
+	const char *p;
+	int f;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = open(path, O_RDONLY | O_CLOEXEC);
+	n = f < 0 ? -1 : read(f, buf, sizeof(buf) - 1);
+	if (f >= 0)
+		close(f);
+	if (n <= 0)
+		return '?';
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p ? p[2] : '?';
+}
+
+/* Wait up to 5 s for arena @name to have no client; its STAT then. */
+static int wait_no_clients(const char *name, struct kvarena_stat *s)
+{
+	for (int i = 0; i < 500; i++) {
+		int err = stat_of(name, s);
+
+		if (err || !s->nr_clients)
+			return err;
+		usleep(10000);
+	}
+	return -ETIMEDOUT;
+}
+
+static const char *my_comm(void)
+{
+	static char comm[32];
+	int f = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	ssize_t n = f < 0 ? -1 : read(f, comm, sizeof(comm) - 1);
+
+	if (f >= 0)
+		close(f);
+	comm[n > 0 ? n : 0] = '\0';
+	comm[strcspn(comm, "\n")] = '\0';
+	return comm;
+}
+
+TEST(a_client_forked_away_is_listed_with_its_holder_and_killed)
+{
+	struct kvarena_stat s;
+	pid_t holder, two[2];
+	struct run r;
+	int w;
+
+	destroy("fork");
+	CTL(&r, "create", "fork", "--frames", "8", "--frame-size", "64K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	ASSERT_EQ(0, forked_client("fork", "worker", 3, 1, &holder));
+
+	/* The attacher is gone: the holder is listed, not its pid. */
+	w = snprintf(NULL, 0, "%d", (int)holder);
+	w = w > 4 ? w : 4;
+	CTL(&r, "clients", "fork");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ(fmt("ARENA  ID  %*s  LABEL   MIN  MAX  HELD  SHARED  FILLED  TOKENS    FRAG  PEAK  FAILS\n"
+			 "fork    1  %*d  worker    0    8     3       0      0B       0  100.0%%     3      0\n",
+			 w, "PIDS", w, (int)holder), r.out);
+	CTL(&r, "clients", "--json", "fork");
+	EXPECT_TRUE(starts(r.out, fmt("[{\"arena\":\"fork\",\"id\":1,\"pids\":[%d],\"attach_pid\":null,\"label\":\"worker\",",
+				      (int)holder)))
+		TH_LOG("%s", r.out);
+	CTL(&r, "metrics", "fork");
+	EXPECT_NE(NULL, strstr(r.out, "kvarena_client_held_frames{arena=\"fork\",client=\"1\",label=\"worker\"} 3\n"))
+		TH_LOG("%s", r.out);
+
+	/* Stopped, it would never act on SIGTERM: kill continues it. */
+	ASSERT_EQ(0, kill(holder, SIGSTOP));
+	for (int i = 0; i < 500 && proc_state(holder) != 'T'; i++)
+		usleep(10000);
+	ASSERT_EQ('T', proc_state(holder));
+	CTL(&r, "kill", "fork", "worker");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_STREQ(fmt("client 1 (worker) of arena \"fork\" is held by 1 process\n"
+			 "  sent SIGTERM to %d (%s), and SIGCONT: it was stopped\n",
+			 (int)holder, my_comm()), r.out);
+	EXPECT_STREQ("", r.err);
+	ASSERT_EQ(0, wait_no_clients("fork", &s));
+	EXPECT_EQ(0, s.nr_held);
+	EXPECT_EQ(3, s.frames_freed);
+
+	/* One client, two holders: both listed, both signalled. */
+	ASSERT_EQ(0, forked_client("fork", "pair", 2, 2, two));
+	CTL(&r, "clients", "--json", "fork");
+	EXPECT_TRUE(starts(r.out, fmt("[{\"arena\":\"fork\",\"id\":2,\"pids\":[%d,%d],\"attach_pid\":null,",
+				      (int)(two[0] < two[1] ? two[0] : two[1]),
+				      (int)(two[0] < two[1] ? two[1] : two[0]))))
+		TH_LOG("%s", r.out);
+	CTL(&r, "kill", "fork", "--id", "2", "-s", "KILL");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_STREQ(fmt("client 2 (pair) of arena \"fork\" is held by 2 processes\n"
+			 "  sent SIGKILL to %d (%s)\n"
+			 "  sent SIGKILL to %d (%s)\n",
+			 (int)(two[0] < two[1] ? two[0] : two[1]), my_comm(),
+			 (int)(two[0] < two[1] ? two[1] : two[0]), my_comm()),
+		     r.out);
+	ASSERT_EQ(0, wait_no_clients("fork", &s));
+	EXPECT_EQ(0, s.nr_held);
+	EXPECT_EQ(5, s.frames_freed);
+
+	CTL(&r, "kill", "fork", "worker");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: kill: arena \"fork\" has no client labelled \"worker\" (see kvarenactl clients fork)\n",
+		     r.err);
+	EXPECT_EQ(0, destroy("fork"));
+}
+
+TEST(destroy_waits_for_clients_to_leave)
+{
+	struct kvarena_stat s;
+	pid_t holder, killer;
+	struct run r;
+
+	destroy("wait");
+	CTL(&r, "create", "wait", "--frames", "4", "--frame-size", "64K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	ASSERT_EQ(0, forked_client("wait", "stays", 1, 1, &holder));
+	CTL(&r, "destroy", "wait", "--wait", "0.2");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: destroy: arena \"wait\" has 1 client attached after 0.200 s (kvarenactl clients wait)\n",
+		     r.err);
+	ASSERT_EQ(0, stat_of("wait", &s));
+
+	/* It leaves in 0.3 s; destroy --wait 10 waits for that. */
+	killer = fork();
+	if (killer == 0) {
+		usleep(300000);
+		kill(holder, SIGKILL);
+		_exit(0);
+	}
+	CTL(&r, "destroy", "wait", "--wait", "10");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_STREQ("", r.err);
+	EXPECT_EQ(-ENOENT, stat_of("wait", &s));
+	waitpid(killer, NULL, 0);
 }
 
 /* The value of /sys/class/misc/kvarena/arenas/@arena/@attr. */

@@ -29,7 +29,7 @@
 /* ---- commands ------------------------------------------------------------ */
 
 enum cmd_id { C_STAT, C_CLIENTS, C_TOP, C_METRICS, C_CREATE, C_DESTROY,
-	      C_LIMIT, C_HELP, NR_CMDS };
+	      C_LIMIT, C_KILL, C_HELP, NR_CMDS };
 
 #define CB(c)		(1u << (c))
 #define C_VIEW		(CB(C_STAT) | CB(C_CLIENTS) | CB(C_TOP))
@@ -47,6 +47,7 @@ struct command {
 
 static int check_create(struct kvactl_opts *o);
 static int check_limit(struct kvactl_opts *o);
+static int check_kill(struct kvactl_opts *o);
 
 static const struct command commands[NR_CMDS] = {
 	[C_STAT] = { "stat", kvactl_cmd_stat, 0, 1, "[NAME]",
@@ -62,7 +63,8 @@ static const struct command commands[NR_CMDS] = {
 		"An arena and its memory, kept until destroy",
 		check_create,
 		"NAME: 1-31 characters of A-Z a-z 0-9 _ . -, not starting with . or -\n" },
-	[C_DESTROY] = { "destroy", kvactl_cmd_destroy, 1, 1, "NAME",
+	[C_DESTROY] = { "destroy", kvactl_cmd_destroy, 1, 1,
+		"NAME [--wait SECONDS]",
 		"Remove an arena and free its memory; refused while clients are attached" },
 	[C_LIMIT] = { "limit", kvactl_cmd_limit, 1, 2,
 		"NAME CLIENT [--min N] [--max N]",
@@ -72,6 +74,11 @@ static const struct command commands[NR_CMDS] = {
 		"client's id (kvarenactl clients NAME shows both).\n"
 		"--max below what the client holds takes nothing back: it keeps its\n"
 		"frames and gets no new ones until it holds fewer than --max.\n" },
+	[C_KILL] = { "kill", kvactl_cmd_kill, 1, 2, "NAME CLIENT [-s SIGNAL]",
+		"Signal every process that holds a client's file, as fuser -k does",
+		check_kill,
+		"CLIENT is a label, or #ID or --id ID.  The processes are found in\n"
+		"/proc/PID/fdinfo (root sees all); a stopped one also gets SIGCONT.\n" },
 	[C_HELP] = { "help", NULL, 0, 1, "[COMMAND]",
 		"This help, or a command's options and their limits" },
 };
@@ -105,6 +112,7 @@ struct option_row {
 static int parse_backend(struct kvactl_opts *o, const char *arg);
 static int parse_dtype(struct kvactl_opts *o, const char *arg);
 static int parse_headroom(struct kvactl_opts *o, const char *arg);
+static int parse_signal(struct kvactl_opts *o, const char *arg);
 
 #define OFF(f)		offsetof(struct kvactl_opts, f)
 #define MAX_SECONDS	86400u
@@ -161,8 +169,11 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		"a size (1Gi) or a share of MemTotal from 0% to 100% (12.5%)",
 		CB(C_CREATE),
 		"MemAvailable to leave; default 10% of MemTotal" },
+	[OPT_WAIT] = { "wait", 0, V_SECONDS, "SECONDS", OFF(wait_ms), 0,
+		MAX_SECONDS * 1000ull, .cmds = CB(C_DESTROY),
+		.help = "wait this long for the clients to leave" },
 	[OPT_ID] = { "id", 0, V_U32, "ID", OFF(client_id), 1, UINT32_MAX,
-		.cmds = CB(C_LIMIT),
+		.cmds = CB(C_LIMIT) | CB(C_KILL),
 		.help = "the client by its id (as CLIENT #ID)" },
 	[OPT_MIN] = { "min", 0, V_U32, "N", OFF(min), 0, KVARENA_MAX_FRAMES,
 		.want = "at most the arena's frames", .cmds = CB(C_LIMIT),
@@ -171,6 +182,10 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		.want = "at most the arena's frames",
 		.cmds = CB(C_LIMIT),
 		.help = "frames the client may hold; 0: the whole arena" },
+	[OPT_SIGNAL] = { "signal", 's', V_WORD, "SIGNAL", 0, 0, 0,
+		parse_signal,
+		"a name (TERM, SIGKILL, hup) or a number from 1 to 64",
+		CB(C_KILL), "the signal to send; default SIGTERM" },
 	[OPT_HELP] = { "help", 'h', V_FLAG, NULL, 0, .cmds = C_ALL,
 		.help = "this help" },
 	[OPT_VERSION] = { "version", 'V', V_FLAG, NULL, 0, .cmds = C_ALL,
@@ -339,6 +354,11 @@ static int parse_headroom(struct kvactl_opts *o, const char *arg)
 	return 0;
 }
 
+static int parse_signal(struct kvactl_opts *o, const char *arg)
+{
+	return kvactl_parse_signal(arg, &o->signal);
+}
+
 /* One option's value into @o: 0, or a usage error's exit status. */
 static int take_value(struct kvactl_opts *o, const struct command *cmd,
 		      const struct option_row *r, const char *arg)
@@ -480,6 +500,11 @@ static int check_limit(struct kvactl_opts *o)
 	return 0;
 }
 
+static int check_kill(struct kvactl_opts *o)
+{
+	return check_client(o, &commands[C_KILL]);
+}
+
 /* ---- help --------------------------------------------------------------------- */
 
 static void help(FILE *f)
@@ -495,10 +520,11 @@ static void help(FILE *f)
 "  create NAME --frames N [--frame-size SIZE] [--backend host|cuda[:DEV]]\n"
 "        [--bytes-per-token SIZE | --layers N --kv-heads N --head-dim N] ...\n"
 "                    an arena and its memory, kept until destroy\n"
-"  destroy NAME      refused while clients are attached\n"
+"  destroy NAME [--wait SECONDS]   refused while clients are attached\n"
 "  limit NAME CLIENT [--min N] [--max N]   CLIENT: a label, or --id ID\n"
 "                    --max 0 is the whole arena; a max below what the client\n"
 "                    holds takes nothing back, it only refuses new frames\n"
+"  kill NAME CLIENT [-s SIGNAL]    signal every process holding the client\n"
 "  help [COMMAND]    a command's options and their limits\n"
 "\n"
 "  -j, --json   JSON output (stat, clients, top)   -p, --pretty   indented JSON\n"

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kvarenactl.h"
@@ -380,14 +381,26 @@ int kvactl_cmd_destroy(const struct kvactl_opts *o)
 	fd = kvactl_open(true, "destroy");
 	if (fd < 0)
 		return KVACTL_FAIL;
-	err = destroy(fd, name);
+	/* --wait: try again every 50 ms while clients are attached. */
+	for (unsigned int waited = 0;; waited += 50) {
+		struct timespec ts = { .tv_nsec = 50 * 1000 * 1000 };
+
+		err = destroy(fd, name);
+		if (err != -EBUSY || waited >= o->wait_ms)
+			break;
+		nanosleep(&ts, NULL);
+	}
 	if (err == -EBUSY) {
+		char secs[KVACTL_NUM_LEN];
+
+		snprintf(secs, sizeof(secs), " after %u.%03u s", o->wait_ms / 1000,
+			 o->wait_ms % 1000);
 		kvactl_name_copy(s.name, name);
 		if (!kvactl_ioctl(fd, KVARENA_IOC_STAT, &s))
-			kvactl_err("destroy: arena \"%s\" has %u %s attached (kvarenactl clients %s)",
+			kvactl_err("destroy: arena \"%s\" has %u %s attached%s (kvarenactl clients %s)",
 				   name, s.nr_clients,
 				   s.nr_clients == 1 ? "client" : "clients",
-				   name);
+				   o->wait_ms ? secs : "", name);
 		else
 			kvactl_err("destroy: arena \"%s\" has clients attached",
 				   name);

@@ -9,6 +9,8 @@
  *   view.c     stat, clients, top
  *   metrics.c  the Prometheus text exposition format
  *   create.c   create, destroy, limit; host (memfd) frames
+ *   holders.c  the processes that hold each client (/proc/PID/fdinfo);
+ *              kill
  *   cuda.c     CUDA frames through libcuda.so.1, loaded at run time
  *
  * See Documentation/operators.rst.
@@ -20,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include <linux/kvarena.h>
 
@@ -41,7 +44,7 @@ enum kvactl_opt {
 	OPT_FRAMES, OPT_FRAME_SIZE, OPT_BACKEND, OPT_LOW_WATERMARK,
 	OPT_BPT, OPT_LAYERS, OPT_KV_HEADS, OPT_HEAD_DIM, OPT_DTYPE,
 	OPT_HUGEPAGES, OPT_HEADROOM,
-	OPT_ID, OPT_MIN, OPT_MAX,
+	OPT_WAIT, OPT_ID, OPT_MIN, OPT_MAX, OPT_SIGNAL,
 	OPT_HELP, OPT_VERSION,
 	KVACTL_NR_OPTS
 };
@@ -75,9 +78,13 @@ struct kvactl_opts {
 	uint64_t headroom;		/* bytes, or per mille of MemTotal */
 	bool headroom_pct;		/* headroom is per mille */
 
-	/* limit: the client is args[1] (label or #ID) or --id */
+	/* destroy */
+	unsigned int wait_ms;
+
+	/* limit, kill: the client is args[1] (label or #ID) or --id */
 	uint32_t client_id;
 	uint32_t min, max;
+	int signal;
 };
 
 static inline bool kvactl_given(const struct kvactl_opts *o,
@@ -265,17 +272,42 @@ int kvactl_cmd_create(const struct kvactl_opts *o);
 int kvactl_cmd_destroy(const struct kvactl_opts *o);
 int kvactl_cmd_limit(const struct kvactl_opts *o);
 
+int kvactl_cmd_kill(const struct kvactl_opts *o);
+
 /* The client @o names (args[1] or --id) in @a, or NULL after saying why. */
 const struct kvarena_client_info *
 kvactl_find_client(const struct kvactl_arena *a, const struct kvactl_opts *o);
 
 /* view.c, for top */
 void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact);
-void kvactl_print_clients(FILE *f, const struct kvactl_snap *snap,
-			  bool exact, unsigned int cols);
 void kvactl_json_stat(struct kvactl_json *j, const struct kvactl_arena *a);
-void kvactl_json_client(struct kvactl_json *j, const char *arena,
-			const struct kvarena_client_info *c);
+
+/* ---- who holds each client (holders.c) ------------------------------------------- */
+
+/* The processes holding one client's file. */
+struct kvactl_hold {
+	char arena[KVARENA_NAME_LEN];
+	uint32_t id;
+	pid_t *pids;			/* in the order /proc lists them */
+	size_t n;
+};
+
+struct kvactl_holders {
+	struct kvactl_hold *v;
+	size_t n;
+	unsigned int unreadable;	/* processes whose fds we may not read */
+};
+
+/*
+ * Every client file held by a process, from /proc/PID/fd and fdinfo;
+ * @devfd is kvarenactl's open of the device.  0, or -errno.
+ */
+int kvactl_holders_scan(struct kvactl_holders *h, int devfd);
+/* The holders of client @id of @arena, or NULL if none was found. */
+const struct kvactl_hold *kvactl_holders_find(const struct kvactl_holders *h,
+					      const char *arena, uint32_t id);
+void kvactl_holders_free(struct kvactl_holders *h);
+int kvactl_parse_signal(const char *arg, int *sig);
 
 /* ---- CUDA frames (cuda.c) --------------------------------------------------------- */
 

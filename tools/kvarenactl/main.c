@@ -4,14 +4,16 @@
  *
  *   kvarenactl [options] stat|clients|top|metrics [NAME]
  *   kvarenactl create NAME --frames N [--frame-size S] [--backend B] ...
- *   kvarenactl destroy NAME
+ *   kvarenactl destroy NAME [--wait SECONDS]
  *   kvarenactl limit NAME CLIENT [--min N] [--max N]
+ *   kvarenactl kill NAME CLIENT [-s SIGNAL]
  *   kvarenactl help [COMMAND]
  *
  * Options may come before or after the command; cmdline.c has them all.
  * See Documentation/operators.rst.
  */
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 
 #include <kvarena/layout.h>
@@ -26,6 +28,7 @@ int main(int argc, char **argv)
 		.dtype = KVA_DTYPE_FP16,
 		.headroom = 100,		/* per mille: 10% */
 		.headroom_pct = true,
+		.signal = SIGTERM,
 	};
 	int ret;
 

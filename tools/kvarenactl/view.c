@@ -290,22 +290,55 @@ static uint64_t client_held_bytes(const struct kvactl_arena *a,
 	return (uint64_t)c->held * a->st.frame_size;
 }
 
+/* At most this many PIDs in a table cell; JSON has them all. */
+#define PIDS_SHOWN 4
+
+/*
+ * The PIDS cell: the processes holding the client's file, "-" where none
+ * does by a descriptor, "?" where kvarenactl could not read every
+ * process's files (then it sets *@unknown).
+ */
+static void pids_cell(struct kvactl_table *t, const struct kvactl_holders *h,
+		      const char *arena, uint32_t id, bool *unknown)
+{
+	const struct kvactl_hold *hold = kvactl_holders_find(h, arena, id);
+	char buf[PIDS_SHOWN * 12 + 16];
+	size_t o = 0;
+
+	if (!hold) {
+		if (h->unreadable)
+			*unknown = true;
+		kvactl_table_add(t, "%s", h->unreadable ? "?" : "-");
+		return;
+	}
+	buf[0] = '\0';
+	for (size_t i = 0; i < hold->n && i < PIDS_SHOWN; i++)
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%d",
+				      i ? "," : "", (int)hold->pids[i]);
+	if (hold->n > PIDS_SHOWN)
+		snprintf(buf + o, sizeof(buf) - o, ",+%zu",
+			 hold->n - PIDS_SHOWN);
+	kvactl_table_add(t, "%s", buf);
+}
+
 /*
  * The clients table, in @cols columns when that is not 0 (top): the
  * columns an operator can best do without are left out first, and the
  * table says which.
  */
-void kvactl_print_clients(FILE *f, const struct kvactl_snap *snap,
-			  bool exact, unsigned int cols)
+static void print_clients(FILE *f, const struct kvactl_snap *snap,
+			  const struct kvactl_holders *h, bool exact,
+			  unsigned int cols)
 {
 	/* SHARED, PEAK, TOKENS, MIN, FRAG, FILLED, MAX, LABEL */
 	static const int drop[] = { 7, 11, 9, 4, 10, 8, 5, 3, -1 };
 	static const char *const head[] = {
-		"ARENA", "ID", "PID", "LABEL", "MIN", "MAX", "HELD", "SHARED",
+		"ARENA", "ID", "PIDS", "LABEL", "MIN", "MAX", "HELD", "SHARED",
 		"FILLED", "TOKENS", "FRAG", "PEAK", "FAILS",
 	};
 	struct kvactl_table t;
 	char b[2][KVACTL_NUM_LEN], label[4 * KVARENA_LABEL_LEN];
+	bool unknown = false;
 	size_t i, k;
 
 	kvactl_table_init(&t, 13, "lrrlrrrrrrrrr");
@@ -321,10 +354,7 @@ void kvactl_print_clients(FILE *f, const struct kvactl_snap *snap,
 			kvactl_fmt_label(label, sizeof(label), c->label);
 			kvactl_table_add(&t, "%s", a->st.name);
 			kvactl_table_add(&t, "%u", c->client_id);
-			if (c->pid > 0)
-				kvactl_table_add(&t, "%d", c->pid);
-			else
-				kvactl_table_add(&t, "-");
+			pids_cell(&t, h, a->st.name, c->client_id, &unknown);
 			kvactl_table_add(&t, "%s", label);
 			kvactl_table_add(&t, "%u", c->min_frames);
 			kvactl_table_add(&t, "%u", c->max_frames);
@@ -346,19 +376,38 @@ void kvactl_print_clients(FILE *f, const struct kvactl_snap *snap,
 	}
 	kvactl_table_print_fit(&t, f, cols, drop);
 	kvactl_table_free(&t);
+	if (unknown)
+		fprintf(f, "PIDS ?: this user cannot read the open files of %u %s; root can\n",
+			h->unreadable, h->unreadable == 1 ? "process" : "processes");
 }
 
-void kvactl_json_client(struct kvactl_json *j, const char *arena,
-			const struct kvarena_client_info *c)
+static void json_client(struct kvactl_json *j, const char *arena,
+			const struct kvarena_client_info *c,
+			const struct kvactl_holders *h)
 {
+	const struct kvactl_hold *hold = kvactl_holders_find(h, arena,
+							    c->client_id);
+
 	kvactl_json_obj(j, NULL);
 	kvactl_json_str(j, "arena", arena);
 	kvactl_json_u64(j, "id", c->client_id);
-	/* 0: not in kvarenactl's pid namespace, or gone. */
+	/* Every holder; null if some may be where kvarenactl cannot look. */
+	if (hold) {
+		kvactl_json_arr(j, "pids");
+		for (size_t i = 0; i < hold->n; i++)
+			kvactl_json_i64(j, NULL, hold->pids[i]);
+		kvactl_json_end(j);
+	} else if (h->unreadable) {
+		kvactl_json_null(j, "pids");
+	} else {
+		kvactl_json_arr(j, "pids");
+		kvactl_json_end(j);
+	}
+	/* 0: gone, or not in kvarenactl's pid namespace. */
 	if (c->pid > 0)
-		kvactl_json_i64(j, "pid", c->pid);
+		kvactl_json_i64(j, "attach_pid", c->pid);
 	else
-		kvactl_json_null(j, "pid");
+		kvactl_json_null(j, "attach_pid");
 	kvactl_json_str(j, "label", c->label);
 	kvactl_json_u64(j, "min_frames", c->min_frames);
 	kvactl_json_u64(j, "max_frames", c->max_frames);
@@ -374,19 +423,30 @@ void kvactl_json_client(struct kvactl_json *j, const char *arena,
 }
 
 static void json_clients(struct kvactl_json *j, const char *key,
-			 const struct kvactl_snap *snap)
+			 const struct kvactl_snap *snap,
+			 const struct kvactl_holders *h)
 {
 	kvactl_json_arr(j, key);
 	for (size_t i = 0; i < snap->nr; i++)
 		for (uint32_t k = 0; k < snap->arenas[i].nr_clients; k++)
-			kvactl_json_client(j, snap->arenas[i].st.name,
-					   &snap->arenas[i].clients[k]);
+			json_client(j, snap->arenas[i].st.name,
+				    &snap->arenas[i].clients[k], h);
 	kvactl_json_end(j);
+}
+
+/* The holders, or none found and unknown, if /proc cannot be read. */
+static void scan_holders(struct kvactl_holders *h, int fd)
+{
+	if (kvactl_holders_scan(h, fd)) {
+		memset(h, 0, sizeof(*h));
+		h->unreadable = 1;
+	}
 }
 
 int kvactl_cmd_clients(const struct kvactl_opts *o)
 {
 	const char *name = o->nargs ? o->args[0] : NULL;
+	struct kvactl_holders h;
 	struct kvactl_snap snap;
 	int fd, ret = KVACTL_FAIL;
 
@@ -395,15 +455,17 @@ int kvactl_cmd_clients(const struct kvactl_opts *o)
 		return KVACTL_FAIL;
 	if (kvactl_snap_read(fd, o->cmd, name, true, &snap))
 		goto out_close;
+	scan_holders(&h, fd);
 	if (o->json) {
 		struct kvactl_json j;
 
 		kvactl_json_init(&j, stdout, o->pretty);
-		json_clients(&j, NULL, &snap);
+		json_clients(&j, NULL, &snap, &h);
 		kvactl_json_done(&j);
 	} else {
-		kvactl_print_clients(stdout, &snap, o->exact_bytes, 0);
+		print_clients(stdout, &snap, &h, o->exact_bytes, 0);
 	}
+	kvactl_holders_free(&h);
 	kvactl_snap_free(&snap);
 	ret = KVACTL_OK;
 out_close:
@@ -487,6 +549,7 @@ static void top_activity(FILE *f, const struct kvarena_stat *s,
 
 static void top_frame(FILE *f, const struct kvactl_opts *o,
 		      const struct kvactl_snap *snap,
+		      const struct kvactl_holders *h,
 		      const struct top_prev *prev, size_t nprev, double dt,
 		      unsigned int cols)
 {
@@ -504,7 +567,7 @@ static void top_frame(FILE *f, const struct kvactl_opts *o,
 		for (size_t i = 0; i < snap->nr; i++)
 			kvactl_json_stat(&j, &snap->arenas[i]);
 		kvactl_json_end(&j);
-		json_clients(&j, "clients", snap);
+		json_clients(&j, "clients", snap, h);
 		kvactl_json_end(&j);
 		kvactl_json_done(&j);
 		return;
@@ -520,7 +583,7 @@ static void top_frame(FILE *f, const struct kvactl_opts *o,
 		top_activity(f, &snap->arenas[i].st, prev, nprev, dt);
 		putc('\n', f);
 	}
-	kvactl_print_clients(f, snap, o->exact_bytes, cols);
+	print_clients(f, snap, h, o->exact_bytes, cols);
 }
 
 /*
@@ -663,6 +726,7 @@ int kvactl_cmd_top(const struct kvactl_opts *o)
 		struct kvactl_snap snap;
 		double t = now_s();
 		unsigned int cols, rows;
+		struct kvactl_holders h;
 		char *buf = NULL;
 		size_t len = 0;
 		FILE *mf;
@@ -675,7 +739,9 @@ int kvactl_cmd_top(const struct kvactl_opts *o)
 		if (!mf)
 			abort();
 		screen_size(o, &cols, &rows);
-		top_frame(mf, o, &snap, prev, nprev, t - last, cols);
+		scan_holders(&h, fd);
+		top_frame(mf, o, &snap, &h, prev, nprev, t - last, cols);
+		kvactl_holders_free(&h);
 		fclose(mf);
 		if (o->json) {
 			fputs(buf, stdout);

@@ -467,7 +467,10 @@ struct kvarena_stat {
  * struct kvarena_client_info - one row of KVARENA_IOC_CLIENTS.
  * @client_id:		id given at ATTACH.
  * @pid:		thread-group id of the attaching process, in the
- *			caller's pid namespace (0 if not visible there).
+ *			caller's pid namespace (0 if not visible there, or
+ *			if it has exited: the file may live on in a process
+ *			it forked or passed it to; /proc/PID/fdinfo names
+ *			every holder).
  * @label:		label given at ATTACH.
  * @min_frames:		guaranteed frames.
  * @max_frames:		limit.
