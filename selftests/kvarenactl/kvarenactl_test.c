@@ -820,6 +820,34 @@ TEST_F(ctl, top_fits_the_width_it_is_given_and_says_what_it_hides)
 	EXPECT_STREQ(want, rest + strlen(head_end));
 }
 
+/*
+ * From a pid namespace of its own, kvarenactl sees no client's process:
+ * the pids are unknown (null, "?", no label), not 0 and not "nobody".
+ */
+TEST_F(ctl, pids_outside_our_pid_namespace_are_unknown_not_zero)
+{
+	struct run r;
+
+	CTL_AS(&r, NEWPIDNS, "clients", "--json", "ctl");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_NE(NULL, strstr(r.out, fmt("{\"arena\":\"ctl\",\"id\":%u,\"pids\":null,\"attach_pid\":null,\"label\":\"vllm-a\",",
+					  self->a.id)))
+		TH_LOG("%s", r.out);
+	CTL_AS(&r, NEWPIDNS, "clients", "ctl");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ(fmt("ARENA  ID  PIDS  LABEL   MIN  MAX  HELD  SHARED  FILLED  TOKENS   FRAG  PEAK  FAILS\n"
+			 "ctl    %2u     ?  vllm-a    2    8     5       0   256Ki     256  20.0%%     5      0\n"
+			 "ctl    %2u     ?  " B_LABEL "    4   16     3       0   100Ki     100  47.9%%     3      1\n"
+			 "PIDS ?: the processes of other pid namespaces are not visible here\n",
+			 self->a.id, self->b.id), r.out);
+	CTL_AS(&r, NEWPIDNS, "metrics", "ctl");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_NE(NULL, strstr(r.out, fmt("kvarena_client_held_frames{arena=\"ctl\",client=\"%u\",label=\"vllm-a\"} 5\n",
+					  self->a.id)))
+		TH_LOG("%s", r.out);
+	EXPECT_EQ(NULL, strstr(r.out, "pid=")) TH_LOG("%s", r.out);
+}
+
 TEST_F(ctl, limit_changes_min_and_max_by_id_or_label)
 {
 	struct kvarena_client_info rows[4];

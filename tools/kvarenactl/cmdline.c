@@ -8,16 +8,16 @@
  * the parser, every message about a wrong value and `kvarenactl help
  * COMMAND` all come from that row, so they cannot disagree.  To add an
  * option: an OPT_ entry and a field in struct kvactl_opts (kvarenactl.h),
- * a row below, and its command's letter in the row's cmds.  Checks that
- * need several options go in the command's check function.
+ * a row below with the commands that take it in its cmds (CB(C_CREATE)),
+ * and a row of each kind in selftests/kvarenactl/args_test.c, which fails
+ * until there is one.  Checks that need several options go in the
+ * command's check function.
  *
  * Every piece of the command line that is echoed in a message goes
  * through kvactl_quote(), so that no input, however made, puts a control
  * character on the terminal.
  */
 #include <errno.h>
-#include <limits.h>
-#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>

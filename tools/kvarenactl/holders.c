@@ -158,6 +158,20 @@ static int scan_pid(struct kvactl_holders *h, int proc, const char *pid,
 	return 0;
 }
 
+/*
+ * Are there processes this /proc does not show?  Those of the pid
+ * namespaces above ours, unless ours is the first: the kernel gives the
+ * initial pid namespace a fixed inode number (PROC_PID_INIT_INO).
+ */
+#define PID_INIT_NS_INO 0xeffffffcu
+
+static bool in_child_pidns(void)
+{
+	struct stat st;
+
+	return !stat("/proc/self/ns/pid", &st) && st.st_ino != PID_INIT_NS_INO;
+}
+
 int kvactl_holders_scan(struct kvactl_holders *h, int devfd)
 {
 	struct dirent *e;
@@ -168,6 +182,7 @@ int kvactl_holders_scan(struct kvactl_holders *h, int devfd)
 	memset(h, 0, sizeof(*h));
 	if (fstat(devfd, &st))
 		return -errno;
+	h->other_pidns = in_child_pidns();
 	proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	d = proc < 0 ? NULL : fdopendir(proc);
 	if (!d) {
@@ -335,7 +350,7 @@ int kvactl_cmd_kill(const struct kvactl_opts *o)
 	struct kvactl_snap snap;
 	char sn[KVACTL_NUM_LEN], label[4 * KVARENA_LABEL_LEN], comm[64];
 	struct stat st;
-	int fd, ret = KVACTL_FAIL, failed = 0;
+	int fd, err, ret = KVACTL_FAIL, failed = 0;
 
 	fd = kvactl_open(false, o->cmd);
 	if (fd < 0)
@@ -345,8 +360,9 @@ int kvactl_cmd_kill(const struct kvactl_opts *o)
 	c = kvactl_find_client(&snap.arenas[0], o);
 	if (!c)
 		goto out_snap;
-	if (fstat(fd, &st) || kvactl_holders_scan(&h, fd)) {
-		kvactl_err("kill: reading /proc: %s", strerror(errno));
+	err = fstat(fd, &st) ? -errno : kvactl_holders_scan(&h, fd);
+	if (err) {
+		kvactl_err("kill: reading /proc: %s", strerror(-err));
 		goto out_snap;
 	}
 	kvactl_fmt_label(label, sizeof(label), c->label);
@@ -358,6 +374,7 @@ int kvactl_cmd_kill(const struct kvactl_opts *o)
 	if (!hold) {
 		kvactl_err("kill: found no process that holds client %u (%s) of arena \"%s\"%s",
 			   c->client_id, label, name,
+			   h.other_pidns ? " in this pid namespace (processes outside it are not visible here)" :
 			   h.unreadable ? " among those whose files this user can read (root can read all)" :
 			   ": its file is held without a descriptor (io_uring, or in flight in a socket)");
 		goto out_holders;
@@ -365,7 +382,6 @@ int kvactl_cmd_kill(const struct kvactl_opts *o)
 	for (size_t i = 0; i < hold->n; i++) {
 		pid_t pid = hold->pids[i];
 		bool cont;
-		int err;
 
 		comm_of(pid, comm, sizeof(comm));
 		err = signal_holder(pid, o->signal, name, c->client_id,

@@ -296,6 +296,7 @@ struct kvactl_holders {
 	struct kvactl_hold *v;
 	size_t n;
 	unsigned int unreadable;	/* processes whose fds we may not read */
+	bool other_pidns;		/* processes of other pid namespaces */
 };
 
 /*

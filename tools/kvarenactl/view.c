@@ -306,9 +306,10 @@ static void pids_cell(struct kvactl_table *t, const struct kvactl_holders *h,
 	size_t o = 0;
 
 	if (!hold) {
-		if (h->unreadable)
-			*unknown = true;
-		kvactl_table_add(t, "%s", h->unreadable ? "?" : "-");
+		bool maybe = h->unreadable || h->other_pidns;
+
+		*unknown |= maybe;
+		kvactl_table_add(t, "%s", maybe ? "?" : "-");
 		return;
 	}
 	buf[0] = '\0';
@@ -376,7 +377,10 @@ static void print_clients(FILE *f, const struct kvactl_snap *snap,
 	}
 	kvactl_table_print_fit(&t, f, cols, drop);
 	kvactl_table_free(&t);
-	if (unknown)
+	if (unknown && h->other_pidns)
+		fputs("PIDS ?: the processes of other pid namespaces are not visible here\n",
+		      f);
+	else if (unknown)
 		fprintf(f, "PIDS ?: this user cannot read the open files of %u %s; root can\n",
 			h->unreadable, h->unreadable == 1 ? "process" : "processes");
 }
@@ -397,7 +401,7 @@ static void json_client(struct kvactl_json *j, const char *arena,
 		for (size_t i = 0; i < hold->n; i++)
 			kvactl_json_i64(j, NULL, hold->pids[i]);
 		kvactl_json_end(j);
-	} else if (h->unreadable) {
+	} else if (h->unreadable || h->other_pidns) {
 		kvactl_json_null(j, "pids");
 	} else {
 		kvactl_json_arr(j, "pids");
