@@ -20,6 +20,10 @@ DRIVER_SRCS := $(wildcard $(SRC)/driver/*.c $(SRC)/driver/*.h)
 PROBE_SRCS  := $(wildcard $(SRC)/driver/probes/*.c)
 
 module: $(KOBJ)/kvarena.ko
+	@# A module for another release than the running kernel's cannot be
+	@# loaded here: say so whenever make picked that kernel by itself.
+	$(Q)if [ "$(origin KDIR)" = file ] && [ "$(KVER)" != "$$(uname -r)" ]; then \
+		echo "kvarena: the running kernel $$(uname -r) has no headers (/lib/modules/$$(uname -r)/build), so kvarena.ko was built for $(KVER): it loads only into that kernel.  Install the running kernel's headers (Debian: apt-get install linux-headers-$$(uname -r)) and run make again, or boot $(KVER)." >&2; fi
 
 $(KOBJ)/kva_config.h: $(PROBE_SRCS) $(SRC)/driver/probes/run-probes.sh
 	@test -n "$(KVER)" || { echo "kvarena: no kernel build tree found (KDIR='$(KDIR)'); install linux-headers" >&2; exit 1; }

@@ -9,14 +9,17 @@ VM_KERNELS ?= $(foreach k,$(notdir $(patsubst %/build,%,$(KDIRS_ALL))),\
 VM_TIMEOUT ?= 900
 VM_RUN := $(SRC)/selftests/vm/run.sh
 
+# VM_TESTS_LAST run after the others: they change what a later test would
+# find (selftests/docs unloads and loads the module again).
 .SECONDEXPANSION:
-check-vm: $$(VM_TESTS)
+check-vm: $$(VM_TESTS) $$(VM_TESTS_LAST)
 	@test -n "$(VM_KERNELS)" || { echo "kvarena: no kernel with both /boot/vmlinuz-* and headers; apt-get install linux-image-amd64 linux-headers-amd64" >&2; exit 1; }
 	$(Q)for k in $(VM_KERNELS); do \
 		$(MAKE) --no-print-directory KDIR=/lib/modules/$$k/build module || exit 1; \
 		echo "== VM tests on $$k"; \
 		$(VM_RUN) --timeout $(VM_TIMEOUT) --kernel /boot/vmlinuz-$$k \
-			--module $(B)/kmod/$$k/kvarena.ko $(VM_TESTS) || exit 1; \
+			--module $(B)/kmod/$$k/kvarena.ko $(VM_TESTS) \
+			$(VM_TESTS_LAST) || exit 1; \
 	done
 
 # The main job: boot the newest kernel, create an arena with kvarenactl,

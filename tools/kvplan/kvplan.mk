@@ -4,6 +4,8 @@
 #
 #   $(B)/tools/kvplan        the tool
 #   $(B)/tools/kvplan-san    the same under ASan/UBSan, for check-kvplan
+#   $(B)/tools/kvplan-static statically linked, for the documented examples
+#                            run in the test VM (selftests/docs)
 
 KVPLAN_SRCS := $(addprefix $(SRC)/tools/kvplan/,main.c num.c plan.c trace.c waste.c)
 KVPLAN_DEPS := $(KVPLAN_SRCS) $(SRC)/tools/kvplan/kvplan.h \
@@ -16,6 +18,10 @@ $(B)/tools/kvplan: $(KVPLAN_DEPS)
 $(B)/tools/kvplan-san: $(KVPLAN_DEPS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(SAN_FLAGS) -o $@ $(KVPLAN_SRCS)
+
+$(B)/tools/kvplan-static: $(KVPLAN_DEPS)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) -static -o $@ $(KVPLAN_SRCS)
 
 .PHONY: install-kvplan
 install-kvplan: $(B)/tools/kvplan
