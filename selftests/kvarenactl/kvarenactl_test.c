@@ -435,7 +435,10 @@ static const char ctl_stat_json[] =
 	"\"tokens\":{\"capacity\":1024,\"held\":512,\"filled\":356,"
 	"\"cached\":0,\"free\":512,\"unbacked\":0,\"available\":448},"
 	"\"fragmentation_pct\":30.5,\"alloc_calls\":3,\"free_calls\":0,"
-	"\"alloc_failures\":1,\"frames_allocated\":8,\"frames_freed\":0}";
+	"\"alloc_failures\":1,\"frames_allocated\":8,\"frames_freed\":0,"
+	"\"access\":{\"owner_uid\":0,\"owner_gid\":0,\"mode\":\"0666\","
+	"\"client_min_limit\":0,\"client_max_default\":0,"
+	"\"client_max_limit\":0}}";
 
 /* The PIDS column's width: its heading, or the longest pid. */
 static int pids_width(const struct client *a, const struct client *b)
@@ -467,12 +470,12 @@ static const char *ctl_clients_json(const struct client *a,
 				    const struct client *b)
 {
 	return fmt("[{\"arena\":\"ctl\",\"id\":%u,\"pids\":[%d],\"attach_pid\":%d,\"label\":\"vllm-a\","
-		   "\"min_frames\":2,\"max_frames\":8,\"held_frames\":5,"
+		   "\"uid\":0,\"min_frames\":2,\"max_frames\":8,\"held_frames\":5,"
 		   "\"shared_frames\":0,\"peak_frames\":5,\"filled_bytes\":262144,"
 		   "\"filled_tokens\":256,\"alloc_calls\":1,\"free_calls\":0,"
 		   "\"alloc_failures\":0},"
 		   "{\"arena\":\"ctl\",\"id\":%u,\"pids\":[%d],\"attach_pid\":%d,\"label\":\"sg\\\"b\\\\x\","
-		   "\"min_frames\":4,\"max_frames\":16,\"held_frames\":3,"
+		   "\"uid\":0,\"min_frames\":4,\"max_frames\":16,\"held_frames\":3,"
 		   "\"shared_frames\":0,\"peak_frames\":3,\"filled_bytes\":102400,"
 		   "\"filled_tokens\":100,\"alloc_calls\":2,\"free_calls\":0,"
 		   "\"alloc_failures\":1}]\n",
@@ -570,13 +573,16 @@ TEST_F(ctl, views_follow_frees_usage_and_a_killed_client)
 		     "\"tokens\":{\"capacity\":1024,\"held\":192,\"filled\":150,"
 		     "\"cached\":0,\"free\":832,\"unbacked\":0,\"available\":832},"
 		     "\"fragmentation_pct\":21.9,\"alloc_calls\":3,\"free_calls\":1,"
-		     "\"alloc_failures\":1,\"frames_allocated\":8,\"frames_freed\":5}]\n",
+		     "\"alloc_failures\":1,\"frames_allocated\":8,\"frames_freed\":5,"
+		     "\"access\":{\"owner_uid\":0,\"owner_gid\":0,\"mode\":\"0666\","
+	"\"client_min_limit\":0,\"client_max_default\":0,"
+	"\"client_max_limit\":0}}]\n",
 		     r.out);
 
 	CTL(&r, "clients", "--json", "ctl");
 	EXPECT_EQ(0, r.rc);
 	EXPECT_STREQ(fmt("[{\"arena\":\"ctl\",\"id\":%u,\"pids\":[%d],\"attach_pid\":%d,\"label\":\"vllm-a\","
-			 "\"min_frames\":2,\"max_frames\":8,\"held_frames\":3,"
+			 "\"uid\":0,\"min_frames\":2,\"max_frames\":8,\"held_frames\":3,"
 			 "\"shared_frames\":0,\"peak_frames\":5,\"filled_bytes\":153600,"
 			 "\"filled_tokens\":150,\"alloc_calls\":1,\"free_calls\":1,"
 			 "\"alloc_failures\":0}]\n", self->a.id, self->a.pid,

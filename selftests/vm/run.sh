@@ -78,6 +78,10 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /tmp
+# Names for the ids the tests use, as a real system has them.
+mkdir -p /etc
+printf 'root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' > /etc/passwd
+printf 'root:x:0:\nkvarena:x:990:\nnogroup:x:65534:\n' > /etc/group
 echo "KVA-VM: kernel \$(uname -r)"
 if insmod /kvarena.ko; then
 	echo "KVA-VM: module loaded"

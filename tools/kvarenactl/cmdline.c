@@ -67,13 +67,16 @@ static const struct command commands[NR_CMDS] = {
 		"NAME [--wait SECONDS]",
 		"Remove an arena and free its memory; refused while clients are attached" },
 	[C_LIMIT] = { "limit", kvactl_cmd_limit, 1, 2,
-		"NAME CLIENT [--min N] [--max N]",
-		"Change a client's guarantee and limit",
+		"NAME CLIENT [--min N] [--max N] | NAME [policy options]",
+		"Change a client's guarantee and limit, or the arena's policy",
 		check_limit,
 		"CLIENT is a label, or #ID (quoted in a shell: '#3') or --id ID for a\n"
 		"client's id (kvarenactl clients NAME shows both).\n"
 		"--max below what the client holds takes nothing back: it keeps its\n"
-		"frames and gets no new ones until it holds fewer than --max.\n" },
+		"frames and gets no new ones until it holds fewer than --max.\n"
+		"Without CLIENT, the options of the arena's policy change it: who may\n"
+		"view and attach (--owner, --group, --mode) and what clients without\n"
+		"CAP_SYS_ADMIN may ask for (--client-*); the rest stays as it is.\n" },
 	[C_KILL] = { "kill", kvactl_cmd_kill, 1, 2, "NAME CLIENT [-s SIGNAL]",
 		"Signal every process that holds a client's file, as fuser -k does",
 		check_kill,
@@ -113,6 +116,9 @@ static int parse_backend(struct kvactl_opts *o, const char *arg);
 static int parse_dtype(struct kvactl_opts *o, const char *arg);
 static int parse_headroom(struct kvactl_opts *o, const char *arg);
 static int parse_signal(struct kvactl_opts *o, const char *arg);
+static int parse_owner(struct kvactl_opts *o, const char *arg);
+static int parse_group(struct kvactl_opts *o, const char *arg);
+static int parse_mode(struct kvactl_opts *o, const char *arg);
 
 #define OFF(f)		offsetof(struct kvactl_opts, f)
 #define MAX_SECONDS	86400u
@@ -169,6 +175,33 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		"a size (1Gi) or a share of MemTotal from 0% to 100% (12.5%)",
 		CB(C_CREATE),
 		"MemAvailable to leave; default 10% of MemTotal" },
+	[OPT_OWNER] = { "owner", 0, V_WORD, "USER", 0, 0, 0, parse_owner,
+		"a user name or a uid from 0 to 4294967294",
+		CB(C_CREATE) | CB(C_LIMIT),
+		"the arena's owner; default: you" },
+	[OPT_GROUP] = { "group", 0, V_WORD, "GROUP", 0, 0, 0, parse_group,
+		"a group name or a gid from 0 to 4294967294",
+		CB(C_CREATE) | CB(C_LIMIT),
+		"the arena's group; default: your group" },
+	[OPT_MODE] = { "mode", 0, V_WORD, "MODE", 0, 0, 0, parse_mode,
+		"octal bits of 0666: r views, w attaches (0660)",
+		CB(C_CREATE) | CB(C_LIMIT),
+		"who may view and attach; default 0666" },
+	[OPT_CLIENT_MIN_LIMIT] = { "client-min-limit", 0, V_U32, "N",
+		OFF(client_min_limit), 0, KVARENA_MAX_FRAMES,
+		.want = "at most the arena's frames",
+		.cmds = CB(C_CREATE) | CB(C_LIMIT),
+		.help = "guarantee a user's clients may ask for, together; default 0" },
+	[OPT_CLIENT_MAX_DEFAULT] = { "client-max-default", 0, V_U32, "N",
+		OFF(client_max_default), 0, KVARENA_MAX_FRAMES,
+		.want = "at most the arena's frames",
+		.cmds = CB(C_CREATE) | CB(C_LIMIT),
+		.help = "max of a client that asks for none; 0: --client-max-limit" },
+	[OPT_CLIENT_MAX_LIMIT] = { "client-max-limit", 0, V_U32, "N",
+		OFF(client_max_limit), 0, KVARENA_MAX_FRAMES,
+		.want = "at most the arena's frames",
+		.cmds = CB(C_CREATE) | CB(C_LIMIT),
+		.help = "largest max of a client; default 0: the whole arena" },
 	[OPT_WAIT] = { "wait", 0, V_SECONDS, "SECONDS", OFF(wait_ms), 0,
 		MAX_SECONDS * 1000ull, .cmds = CB(C_DESTROY),
 		.help = "wait this long for the clients to leave" },
@@ -359,6 +392,45 @@ static int parse_signal(struct kvactl_opts *o, const char *arg)
 	return kvactl_parse_signal(arg, &o->signal);
 }
 
+/* A uid or gid: a number (not (u32)-1, which means none), or a name. */
+static int parse_id(const char *arg, uint32_t *id, bool group)
+{
+	int err = kvactl_parse_u32(arg, id);
+
+	if (err != -EINVAL)
+		return err ? err : *id == UINT32_MAX ? -ERANGE : 0;
+	return kvactl_lookup_id(arg, group, id);
+}
+
+static int parse_owner(struct kvactl_opts *o, const char *arg)
+{
+	return parse_id(arg, &o->owner_uid, false);
+}
+
+static int parse_group(struct kvactl_opts *o, const char *arg)
+{
+	return parse_id(arg, &o->owner_gid, true);
+}
+
+/* Octal, as chmod takes it, with only the r and w bits of 0666. */
+static int parse_mode(struct kvactl_opts *o, const char *arg)
+{
+	uint32_t m = 0;
+	const char *p;
+
+	if (!*arg || strlen(arg) > 4)
+		return -EINVAL;
+	for (p = arg; *p; p++) {
+		if (*p < '0' || *p > '7')
+			return -EINVAL;
+		m = m * 8 + (uint32_t)(*p - '0');
+	}
+	if (m & ~KVARENA_MODE_MASK)
+		return -EINVAL;
+	o->mode = m;
+	return 0;
+}
+
 /* One option's value into @o: 0, or a usage error's exit status. */
 static int take_value(struct kvactl_opts *o, const struct command *cmd,
 		      const struct option_row *r, const char *arg)
@@ -410,9 +482,28 @@ static int take_value(struct kvactl_opts *o, const struct command *cmd,
 
 #define HUGE_PAGE_SIZE (2u << 20)
 
+/* The client policy's numbers against each other and the arena's size. */
+static int check_policy(const struct command *cmd,
+			const struct kvactl_opts *o, uint32_t frames)
+{
+	uint32_t max = o->client_max_limit ? o->client_max_limit : frames;
+
+	if (o->client_max_limit > frames)
+		return usage_err(cmd, "--client-max-limit %u is above --frames %u",
+				 o->client_max_limit, frames);
+	if (o->client_min_limit > max)
+		return usage_err(cmd, "--client-min-limit %u is above the clients' max, %u",
+				 o->client_min_limit, max);
+	if (o->client_max_default > max)
+		return usage_err(cmd, "--client-max-default %u is above the clients' max, %u",
+				 o->client_max_default, max);
+	return 0;
+}
+
 static int check_create(struct kvactl_opts *o)
 {
 	const struct command *cmd = &commands[C_CREATE];
+	int err;
 	char b[2][KVACTL_NUM_LEN];
 	bool geometry = kvactl_given(o, OPT_LAYERS) ||
 			kvactl_given(o, OPT_KV_HEADS) ||
@@ -424,6 +515,9 @@ static int check_create(struct kvactl_opts *o)
 	if (o->low_watermark > o->frames)
 		return usage_err(cmd, "--low-watermark %u is above --frames %u",
 				 o->low_watermark, o->frames);
+	err = check_policy(cmd, o, o->frames);
+	if (err)
+		return err;
 	if (o->hugepages && o->cuda)
 		return usage_err(cmd, "--hugepages is for host memory");
 	if (o->hugepages && o->frame_size % HUGE_PAGE_SIZE)
@@ -444,8 +538,7 @@ static int check_create(struct kvactl_opts *o)
 			.dtype = o->dtype,
 			.frame_size = o->frame_size,
 		};
-		int err = kva_geometry_init(&g);
-
+		err = kva_geometry_init(&g);
 		if (err == -E2BIG)
 			return usage_err(cmd, "one token (%llu bytes) is more than a frame (%s): a token must fit in a frame",
 					 2ull * g.layers * g.kv_heads *
@@ -487,8 +580,17 @@ static int check_client(struct kvactl_opts *o, const struct command *cmd)
 static int check_limit(struct kvactl_opts *o)
 {
 	const struct command *cmd = &commands[C_LIMIT];
-	int ret = check_client(o, cmd);
+	int ret;
 
+	/* limit NAME [policy options]: the arena's policy. */
+	if (kvactl_policy_given(o)) {
+		if (o->nargs > 1 || kvactl_given(o, OPT_ID) ||
+		    kvactl_given(o, OPT_MIN) || kvactl_given(o, OPT_MAX))
+			return usage_err(cmd, "the arena's policy or a client's limits, not both");
+		/* Checked against the arena's size once it is known. */
+		return 0;
+	}
+	ret = check_client(o, cmd);
 	if (ret)
 		return ret;
 	if (!kvactl_given(o, OPT_MIN) && !kvactl_given(o, OPT_MAX))
@@ -524,6 +626,8 @@ static void help(FILE *f)
 "  limit NAME CLIENT [--min N] [--max N]   CLIENT: a label, or --id ID\n"
 "                    --max 0 is the whole arena; a max below what the client\n"
 "                    holds takes nothing back, it only refuses new frames\n"
+"  limit NAME [--owner U] [--group G] [--mode 0660] [--client-...]\n"
+"                    the arena's access and its policy for clients\n"
 "  kill NAME CLIENT [-s SIGNAL]    signal every process holding the client\n"
 "  help [COMMAND]    a command's options and their limits\n"
 "\n"

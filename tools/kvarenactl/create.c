@@ -318,10 +318,23 @@ int kvactl_cmd_create(const struct kvactl_opts *o)
 		.mem_dev = o->cuda ? o->cuda_dev : 0,
 		.low_watermark = o->low_watermark,
 		.bytes_per_token = o->bytes_per_token,
+		.client_min_limit = o->client_min_limit,
+		.client_max_default = o->client_max_default,
+		.client_max_limit = o->client_max_limit,
 	};
 	struct kvactl_cuda *cu = NULL;
 	int fd, err, ret = KVACTL_FAIL;
 
+	/* What is not given is the module's default: the caller's, 0666. */
+	if (kvactl_access_given(o)) {
+		c.flags |= KVARENA_CREATE_ACCESS;
+		c.owner_uid = kvactl_given(o, OPT_OWNER) ? o->owner_uid :
+			      (uint32_t)geteuid();
+		c.owner_gid = kvactl_given(o, OPT_GROUP) ? o->owner_gid :
+			      (uint32_t)getegid();
+		c.mode = kvactl_given(o, OPT_MODE) ? o->mode :
+			 KVARENA_MODE_DEFAULT;
+	}
 	if (check_host_memory(o))
 		return KVACTL_FAIL;
 	if (o->cuda) {
@@ -475,6 +488,49 @@ static uint32_t unreserved_for(const struct kvarena_stat *s,
 	return s->nr_free > others ? s->nr_free - others : 0;
 }
 
+/* limit NAME [policy options]: the arena's policy, changed where given. */
+static int set_policy(int fd, const struct kvactl_opts *o,
+		      const struct kvarena_stat *s)
+{
+	struct kvarena_arena_policy p = {
+		.owner_uid = kvactl_given(o, OPT_OWNER) ? o->owner_uid :
+			     s->owner_uid,
+		.owner_gid = kvactl_given(o, OPT_GROUP) ? o->owner_gid :
+			     s->owner_gid,
+		.mode = kvactl_given(o, OPT_MODE) ? o->mode : s->mode,
+		.client_min_limit = kvactl_given(o, OPT_CLIENT_MIN_LIMIT) ?
+				    o->client_min_limit : s->client_min_limit,
+		.client_max_default = kvactl_given(o, OPT_CLIENT_MAX_DEFAULT) ?
+				      o->client_max_default :
+				      s->client_max_default,
+		.client_max_limit = kvactl_given(o, OPT_CLIENT_MAX_LIMIT) ?
+				    o->client_max_limit : s->client_max_limit,
+	};
+	uint32_t max = p.client_max_limit ? p.client_max_limit : s->nr_frames;
+	int err;
+
+	/* Say which number is wrong; the module would only say EINVAL. */
+	if (p.client_max_limit > s->nr_frames) {
+		kvactl_err("limit: --client-max-limit %u is above the arena's %u frames",
+			   p.client_max_limit, s->nr_frames);
+		return KVACTL_FAIL;
+	}
+	if (p.client_min_limit > max || p.client_max_default > max) {
+		kvactl_err("limit: the clients' %s (%u) would be above their max, %u",
+			   p.client_min_limit > max ? "min limit" : "default max",
+			   p.client_min_limit > max ? p.client_min_limit :
+			   p.client_max_default, max);
+		return KVACTL_FAIL;
+	}
+	kvactl_name_copy(p.name, s->name);
+	err = kvactl_ioctl(fd, KVARENA_IOC_ARENA_SET_POLICY, &p);
+	if (denied(err))
+		kvactl_err("limit: permission denied (needs CAP_SYS_ADMIN)");
+	else if (err)
+		kvactl_err("limit: %s", strerror(-err));
+	return err ? KVACTL_FAIL : KVACTL_OK;
+}
+
 int kvactl_cmd_limit(const struct kvactl_opts *o)
 {
 	const char *name = o->args[0];
@@ -490,6 +546,10 @@ int kvactl_cmd_limit(const struct kvactl_opts *o)
 	if (kvactl_snap_read(fd, o->cmd, name, true, &snap))
 		goto out_close;
 	s = &snap.arenas[0].st;
+	if (kvactl_policy_given(o)) {
+		ret = set_policy(fd, o, s);
+		goto out_free;
+	}
 	c = kvactl_find_client(&snap.arenas[0], o);
 	if (!c)
 		goto out_free;

@@ -44,6 +44,8 @@ enum kvactl_opt {
 	OPT_FRAMES, OPT_FRAME_SIZE, OPT_BACKEND, OPT_LOW_WATERMARK,
 	OPT_BPT, OPT_LAYERS, OPT_KV_HEADS, OPT_HEAD_DIM, OPT_DTYPE,
 	OPT_HUGEPAGES, OPT_HEADROOM,
+	OPT_OWNER, OPT_GROUP, OPT_MODE, OPT_CLIENT_MIN_LIMIT,
+	OPT_CLIENT_MAX_DEFAULT, OPT_CLIENT_MAX_LIMIT,
 	OPT_WAIT, OPT_ID, OPT_MIN, OPT_MAX, OPT_SIGNAL,
 	OPT_HELP, OPT_VERSION,
 	KVACTL_NR_OPTS
@@ -78,6 +80,10 @@ struct kvactl_opts {
 	uint64_t headroom;		/* bytes, or per mille of MemTotal */
 	bool headroom_pct;		/* headroom is per mille */
 
+	/* create, limit NAME: the arena's access and client policy */
+	uint32_t owner_uid, owner_gid, mode;
+	uint32_t client_min_limit, client_max_default, client_max_limit;
+
 	/* destroy */
 	unsigned int wait_ms;
 
@@ -91,6 +97,22 @@ static inline bool kvactl_given(const struct kvactl_opts *o,
 				enum kvactl_opt opt)
 {
 	return o->given & (1ull << opt);
+}
+
+/* Owner, group or mode given: the arena's access is set, not defaulted. */
+static inline bool kvactl_access_given(const struct kvactl_opts *o)
+{
+	return kvactl_given(o, OPT_OWNER) || kvactl_given(o, OPT_GROUP) ||
+	       kvactl_given(o, OPT_MODE);
+}
+
+/* Any part of the arena's policy given. */
+static inline bool kvactl_policy_given(const struct kvactl_opts *o)
+{
+	return kvactl_access_given(o) ||
+	       kvactl_given(o, OPT_CLIENT_MIN_LIMIT) ||
+	       kvactl_given(o, OPT_CLIENT_MAX_DEFAULT) ||
+	       kvactl_given(o, OPT_CLIENT_MAX_LIMIT);
 }
 
 /*
@@ -184,10 +206,15 @@ static inline const char *kvactl_mem_kind(uint32_t kind)
 
 int kvactl_parse_u64(const char *s, uint64_t *out);
 int kvactl_parse_u32(const char *s, uint32_t *out);
+
 int kvactl_parse_size(const char *s, uint64_t *out);
 int kvactl_parse_seconds(const char *s, uint64_t *ms);
 
 #define KVACTL_NUM_LEN 32
+
+/* ids.c: names from /etc/passwd and /etc/group, numbers otherwise. */
+int kvactl_lookup_id(const char *name, bool group, uint32_t *id);
+const char *kvactl_id_name(char buf[KVACTL_NUM_LEN], uint32_t id, bool group);
 
 /* 512B, 64Ki, 1.5Gi as free -h prints them; exact: the byte count. */
 char *kvactl_fmt_size(char buf[KVACTL_NUM_LEN], uint64_t bytes, bool exact);

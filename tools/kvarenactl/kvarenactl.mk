@@ -8,7 +8,7 @@
 #                                  cannot load libcuda.so.1
 
 KVACTL_SRCS := $(addprefix $(SRC)/tools/kvarenactl/,main.c cmdline.c dev.c fmt.c \
-		view.c metrics.c create.c holders.c cuda.c)
+		view.c metrics.c create.c holders.c cuda.c ids.c)
 KVACTL_DEPS := $(KVACTL_SRCS) $(SRC)/tools/kvarenactl/kvarenactl.h \
 	       $(SRC)/include/uapi/linux/kvarena.h \
 	       $(SRC)/include/kvarena/layout.h

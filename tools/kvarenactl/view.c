@@ -57,6 +57,40 @@ static uint64_t unfilled(uint64_t held_bytes, uint64_t filled_bytes)
 	return held_bytes > filled_bytes ? held_bytes - filled_bytes : 0;
 }
 
+/*
+ * Who may view and attach, and what a client without CAP_SYS_ADMIN gets:
+ * "access: owner root, group kvarena, mode 0660; clients: no guarantee,
+ * max 4096 by default, at most 8192".  Said only where the arena is not
+ * the module's default (mode 0666, no client policy): anyone who may open
+ * /dev/kvarena may use it then.
+ */
+static void print_access(FILE *f, const struct kvarena_stat *s)
+{
+	char u[KVACTL_NUM_LEN], g[KVACTL_NUM_LEN];
+
+	if (s->mode == KVARENA_MODE_DEFAULT && !s->client_min_limit &&
+	    !s->client_max_default && !s->client_max_limit)
+		return;
+	fprintf(f, "access: owner %s, group %s, mode %04o; clients: ",
+		kvactl_id_name(u, s->owner_uid, false),
+		kvactl_id_name(g, s->owner_gid, true), s->mode);
+	if (s->client_min_limit)
+		fprintf(f, "guarantees up to %u %s per user, ",
+			s->client_min_limit,
+			plural(s->client_min_limit, "frame", "frames"));
+	else
+		fputs("no guarantee, ", f);
+	if (s->client_max_default && s->client_max_limit)
+		fprintf(f, "max %u by default, at most %u\n",
+			s->client_max_default, s->client_max_limit);
+	else if (s->client_max_default)
+		fprintf(f, "max %u by default\n", s->client_max_default);
+	else if (s->client_max_limit)
+		fprintf(f, "max %u\n", s->client_max_limit);
+	else
+		fputs("max the whole arena\n", f);
+}
+
 void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact)
 {
 	const struct kvarena_stat *s = &a->st;
@@ -154,6 +188,7 @@ void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact)
 		s->peak_held, plural(s->peak_held, "frame", "frames"),
 		(unsigned long long)s->alloc_failures,
 		(unsigned long long)s->alloc_calls);
+	print_access(f, s);
 	if (fr.unbacked)
 		fprintf(f, "half made: %llu %s no memory yet, so no client can attach (ENODATA).\n"
 			"If the kvarenactl create that registers its memory is still running, let it\n"
@@ -241,6 +276,19 @@ void kvactl_json_stat(struct kvactl_json *j, const struct kvactl_arena *a)
 	kvactl_json_u64(j, "alloc_failures", s->alloc_failures);
 	kvactl_json_u64(j, "frames_allocated", s->frames_allocated);
 	kvactl_json_u64(j, "frames_freed", s->frames_freed);
+	kvactl_json_obj(j, "access");
+	kvactl_json_u64(j, "owner_uid", s->owner_uid);
+	kvactl_json_u64(j, "owner_gid", s->owner_gid);
+	{
+		char m[8];
+
+		snprintf(m, sizeof(m), "%04o", s->mode);
+		kvactl_json_str(j, "mode", m);
+	}
+	kvactl_json_u64(j, "client_min_limit", s->client_min_limit);
+	kvactl_json_u64(j, "client_max_default", s->client_max_default);
+	kvactl_json_u64(j, "client_max_limit", s->client_max_limit);
+	kvactl_json_end(j);
 	kvactl_json_end(j);
 }
 
@@ -331,20 +379,27 @@ static void print_clients(FILE *f, const struct kvactl_snap *snap,
 			  const struct kvactl_holders *h, bool exact,
 			  unsigned int cols)
 {
-	/* SHARED, PEAK, TOKENS, MIN, FRAG, FILLED, MAX, LABEL */
-	static const int drop[] = { 7, 11, 9, 4, 10, 8, 5, 3, -1 };
+	/* USER, SHARED, PEAK, TOKENS, MIN, FRAG, FILLED, MAX, LABEL */
+	static const int drop[] = { 4, 8, 12, 10, 5, 11, 9, 6, 3, -1 };
+	static const int drop_rootonly[] = { 7, 11, 9, 4, 10, 8, 5, 3, -1 };
 	static const char *const head[] = {
-		"ARENA", "ID", "PIDS", "LABEL", "MIN", "MAX", "HELD", "SHARED",
-		"FILLED", "TOKENS", "FRAG", "PEAK", "FAILS",
+		"ARENA", "ID", "PIDS", "LABEL", "USER", "MIN", "MAX", "HELD",
+		"SHARED", "FILLED", "TOKENS", "FRAG", "PEAK", "FAILS",
 	};
 	struct kvactl_table t;
 	char b[2][KVACTL_NUM_LEN], label[4 * KVARENA_LABEL_LEN];
-	bool unknown = false;
+	bool unknown = false, users = false;
 	size_t i, k;
 
-	kvactl_table_init(&t, 13, "lrrlrrrrrrrrr");
-	for (k = 0; k < 13; k++)
-		kvactl_table_add(&t, "%s", head[k]);
+	/* The USER column is there when some client is not root's. */
+	for (i = 0; i < snap->nr; i++)
+		for (k = 0; k < snap->arenas[i].nr_clients; k++)
+			users |= snap->arenas[i].clients[k].uid != 0;
+	kvactl_table_init(&t, users ? 14 : 13,
+			  users ? "lrrllrrrrrrrrr" : "lrrlrrrrrrrrr");
+	for (k = 0; k < 14; k++)
+		if (k != 4 || users)
+			kvactl_table_add(&t, "%s", head[k]);
 	for (i = 0; i < snap->nr; i++) {
 		const struct kvactl_arena *a = &snap->arenas[i];
 
@@ -357,6 +412,10 @@ static void print_clients(FILE *f, const struct kvactl_snap *snap,
 			kvactl_table_add(&t, "%u", c->client_id);
 			pids_cell(&t, h, a->st.name, c->client_id, &unknown);
 			kvactl_table_add(&t, "%s", label);
+			if (users)
+				kvactl_table_add(&t, "%s",
+						 kvactl_id_name(b[0], c->uid,
+								false));
 			kvactl_table_add(&t, "%u", c->min_frames);
 			kvactl_table_add(&t, "%u", c->max_frames);
 			kvactl_table_add(&t, "%u", c->held);
@@ -375,7 +434,7 @@ static void print_clients(FILE *f, const struct kvactl_snap *snap,
 					 (unsigned long long)c->alloc_failures);
 		}
 	}
-	kvactl_table_print_fit(&t, f, cols, drop);
+	kvactl_table_print_fit(&t, f, cols, users ? drop : drop_rootonly);
 	kvactl_table_free(&t);
 	if (unknown && h->other_pidns)
 		fputs("PIDS ?: the processes of other pid namespaces are not visible here\n",
@@ -413,6 +472,7 @@ static void json_client(struct kvactl_json *j, const char *arena,
 	else
 		kvactl_json_null(j, "attach_pid");
 	kvactl_json_str(j, "label", c->label);
+	kvactl_json_u64(j, "uid", c->uid);
 	kvactl_json_u64(j, "min_frames", c->min_frames);
 	kvactl_json_u64(j, "max_frames", c->max_frames);
 	kvactl_json_u64(j, "held_frames", c->held);
