@@ -7,21 +7,24 @@
 #   $(B)/tools/kvplan-static statically linked, for the documented examples
 #                            run in the test VM (selftests/docs)
 
-KVPLAN_SRCS := $(addprefix $(SRC)/tools/kvplan/,main.c num.c plan.c trace.c waste.c)
+KVPLAN_SRCS := $(addprefix $(SRC)/tools/kvplan/,main.c plan.c waste.c) \
+	       $(KVT_COMMON_SRCS)
 KVPLAN_DEPS := $(KVPLAN_SRCS) $(SRC)/tools/kvplan/kvplan.h \
-	       $(SRC)/include/kvarena/layout.h
+	       $(KVT_COMMON_HDRS)
 
 $(B)/tools/kvplan: $(KVPLAN_DEPS)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) -o $@ $(KVPLAN_SRCS)
+	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(KVT_COMMON_CFLAGS) -o $@ $(KVPLAN_SRCS)
 
 $(B)/tools/kvplan-san: $(KVPLAN_DEPS)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(SAN_FLAGS) -o $@ $(KVPLAN_SRCS)
+	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(KVT_COMMON_CFLAGS) $(SAN_FLAGS) \
+		-o $@ $(KVPLAN_SRCS)
 
 $(B)/tools/kvplan-static: $(KVPLAN_DEPS)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) -static -o $@ $(KVPLAN_SRCS)
+	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(KVT_COMMON_CFLAGS) -static -o $@ \
+		$(KVPLAN_SRCS)
 
 .PHONY: install-kvplan
 install-kvplan: $(B)/tools/kvplan

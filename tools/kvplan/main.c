@@ -14,7 +14,7 @@
 
 #include "kvplan.h"
 
-const char *kvp_prog = "kvplan";
+const char *kvt_prog = "kvplan";
 
 void kvp_help(FILE *f)
 {
@@ -57,21 +57,16 @@ int kvp_bad_option(int c, char **argv, const char *cmd)
 	if (!cmd)
 		cmd = "";
 	if (c == ':')
-		fprintf(stderr, "%s: %s needs a value\n", kvp_prog,
+		fprintf(stderr, "%s: %s needs a value\n", kvt_prog,
 			argv[optind - 1]);
 	else if (optopt)
-		fprintf(stderr, "%s: %s%sunknown option -%c\n", kvp_prog, cmd,
+		fprintf(stderr, "%s: %s%sunknown option -%c\n", kvt_prog, cmd,
 			sep, optopt);
 	else
-		fprintf(stderr, "%s: %s%sunknown option %s\n", kvp_prog, cmd,
+		fprintf(stderr, "%s: %s%sunknown option %s\n", kvt_prog, cmd,
 			sep, argv[optind - 1]);
-	kvp_usage_hint();
+	kvt_usage_hint();
 	return KVP_EXIT_USAGE;
-}
-
-void kvp_usage_hint(void)
-{
-	fprintf(stderr, "Try '%s --help'.\n", kvp_prog);
 }
 
 int main(int argc, char **argv)
@@ -86,7 +81,7 @@ int main(int argc, char **argv)
 		ret = kvp_cmd_plan(argc, argv);
 
 	if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "%s: writing the output: %s\n", kvp_prog,
+		fprintf(stderr, "%s: writing the output: %s\n", kvt_prog,
 			strerror(errno));
 		return KVP_EXIT_USAGE;
 	}

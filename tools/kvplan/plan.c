@@ -29,33 +29,13 @@
 
 #define GIB_SHIFT	30
 
-/*
- * Published geometry of the presets (config.json of each model: layers,
- * KV heads, head dim, torch_dtype) and the exact parameter count, which
- * gives the default weight size in bf16.
- */
-struct preset {
-	const char *name;
-	uint32_t layers, kv_heads, head_dim;
-	enum kva_dtype dtype;
-	uint64_t params;
-};
-
-static const struct preset presets[] = {
-	{ "llama-3-8b",  32, 8, 128, KVA_DTYPE_BF16,  8030261248ull },
-	{ "llama-3-70b", 80, 8, 128, KVA_DTYPE_BF16, 70553706496ull },
-	{ "qwen2.5-7b",  28, 4, 128, KVA_DTYPE_BF16,  7615616512ull },
-	{ "mistral-7b",  32, 8, 128, KVA_DTYPE_BF16,  7241732096ull },
-};
-
-#define NR_PRESETS	(sizeof(presets) / sizeof(presets[0]))
 #define GEOM_MAX	(1u << 16)	/* layout.h's bound on each field */
 #define LEN_MAX		(1ull << 32)
 
 struct plan {
-	const struct preset *preset;
+	struct kvt_geom_opts geo;
+	const struct kvt_model *preset;
 	struct kva_geometry g;
-	int dtype_set;
 
 	/* inputs, in 10^-9 units; weights in bytes when from the preset */
 	int gpu_set, weights_set;
@@ -77,17 +57,12 @@ struct plan {
 };
 
 enum {
-	OPT_LAYERS = 256, OPT_KV_HEADS, OPT_HEAD_DIM, OPT_DTYPE, OPT_GPU,
-	OPT_UTIL, OPT_WEIGHTS, OPT_OVERHEAD, OPT_BLOCK, OPT_FRAME, OPT_MAXLEN,
+	OPT_GPU = KVT_OPT_GEOM_END, OPT_UTIL, OPT_WEIGHTS, OPT_OVERHEAD, OPT_BLOCK, OPT_FRAME, OPT_MAXLEN,
 	OPT_AVGLEN, OPT_JSON,
 };
 
 static const struct option plan_options[] = {
-	{ "model",        required_argument, NULL, 'm' },
-	{ "layers",       required_argument, NULL, OPT_LAYERS },
-	{ "kv-heads",     required_argument, NULL, OPT_KV_HEADS },
-	{ "head-dim",     required_argument, NULL, OPT_HEAD_DIM },
-	{ "dtype",        required_argument, NULL, OPT_DTYPE },
+	KVT_GEOM_OPTIONS,
 	{ "gpu-mem-gib",  required_argument, NULL, OPT_GPU },
 	{ "util",         required_argument, NULL, OPT_UTIL },
 	{ "weights-gib",  required_argument, NULL, OPT_WEIGHTS },
@@ -101,93 +76,31 @@ static const struct option plan_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static int bad(const char *opt, const char *what, const char *arg)
-{
-	fprintf(stderr, "%s: %s must be %s: got %s\n", kvp_prog, opt, what,
-		arg);
-	kvp_usage_hint();
-	return KVP_EXIT_USAGE;
-}
-
-static int get_count(const char *opt, const char *arg, uint32_t *out)
-{
-	uint64_t v;
-
-	if (kvp_parse_u64(arg, &v) || !v || v > GEOM_MAX)
-		return bad(opt, "a whole number from 1 to 65536", arg);
-	*out = (uint32_t)v;
-	return 0;
-}
-
 static int get_gib(const char *opt, const char *arg, uint64_t *out)
 {
-	if (kvp_parse_fixed(arg, out) || *out > KVP_MAX_GIB * KVP_FIX_SCALE)
-		return bad(opt, "a size in GiB from 0 to 1048576", arg);
+	if (kvt_parse_fixed(arg, out) || *out > KVT_MAX_GIB * KVT_FIX_SCALE)
+		return kvt_bad(opt, "a size in GiB from 0 to 1048576", arg);
 	return 0;
-}
-
-static int get_dtype(const char *arg, uint32_t *out)
-{
-	uint32_t dt;
-
-	for (dt = 0; dt < KVA_DTYPE_COUNT; dt++) {
-		if (!strcmp(arg, kva_dtype_name((enum kva_dtype)dt))) {
-			*out = dt;
-			return 0;
-		}
-	}
-	return bad("--dtype", "fp16, bf16 or fp32", arg);
-}
-
-static int get_preset(const char *arg, const struct preset **out)
-{
-	size_t i;
-
-	for (i = 0; i < NR_PRESETS; i++) {
-		if (!strcmp(arg, presets[i].name)) {
-			*out = &presets[i];
-			return 0;
-		}
-	}
-	return bad("--model", "llama-3-8b, llama-3-70b, qwen2.5-7b or mistral-7b",
-		   arg);
 }
 
 static int parse_args(struct plan *p, int argc, char **argv)
 {
-	uint32_t layers = 0, kv_heads = 0, head_dim = 0, dtype = 0;
 	int c, err = 0, block_set = 0, frame_set = 0;
 
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":m:h", plan_options, NULL)) != -1) {
 		switch (c) {
-		case 'm':
-			err = get_preset(optarg, &p->preset);
-			break;
-		case OPT_LAYERS:
-			err = get_count("--layers", optarg, &layers);
-			break;
-		case OPT_KV_HEADS:
-			err = get_count("--kv-heads", optarg, &kv_heads);
-			break;
-		case OPT_HEAD_DIM:
-			err = get_count("--head-dim", optarg, &head_dim);
-			break;
-		case OPT_DTYPE:
-			err = get_dtype(optarg, &dtype);
-			p->dtype_set = 1;
-			break;
 		case OPT_GPU:
 			err = get_gib("--gpu-mem-gib", optarg, &p->gpu_fx);
 			if (!err && !p->gpu_fx)
-				err = bad("--gpu-mem-gib", "above 0", optarg);
+				err = kvt_bad("--gpu-mem-gib", "above 0", optarg);
 			p->gpu_set = 1;
 			break;
 		case OPT_UTIL:
-			if (kvp_parse_fixed(optarg, &p->util_fx) ||
-			    !p->util_fx || p->util_fx > KVP_FIX_SCALE)
-				err = bad("--util", "in (0, 1]", optarg);
+			if (kvt_parse_fixed(optarg, &p->util_fx) ||
+			    !p->util_fx || p->util_fx > KVT_FIX_SCALE)
+				err = kvt_bad("--util", "in (0, 1]", optarg);
 			break;
 		case OPT_WEIGHTS:
 			err = get_gib("--weights-gib", optarg, &p->weights_fx);
@@ -197,33 +110,33 @@ static int parse_args(struct plan *p, int argc, char **argv)
 			err = get_gib("--overhead-gib", optarg, &p->overhead_fx);
 			break;
 		case OPT_BLOCK:
-			if (kvp_parse_u64(optarg, &p->block_tokens) ||
+			if (kvt_parse_u64(optarg, &p->block_tokens) ||
 			    !p->block_tokens || p->block_tokens > GEOM_MAX)
-				err = bad("--block-tokens",
-					  "a whole number from 1 to 65536",
-					  optarg);
+				err = kvt_bad("--block-tokens",
+					      "a whole number from 1 to 65536",
+					      optarg);
 			block_set = 1;
 			break;
 		case OPT_FRAME:
-			if (kvp_parse_size(optarg, &p->frame_size) ||
+			if (kvt_parse_size(optarg, &p->frame_size) ||
 			    !p->frame_size || p->frame_size > (1ull << 40))
-				err = bad("--frame-size",
-					  "a size from 1 byte to 1T (64K, 2M, ...)",
-					  optarg);
+				err = kvt_bad("--frame-size",
+					      "a size from 1 byte to 1T (64K, 2M, ...)",
+					      optarg);
 			frame_set = 1;
 			break;
 		case OPT_MAXLEN:
-			if (kvp_parse_u64(optarg, &p->max_len) ||
+			if (kvt_parse_u64(optarg, &p->max_len) ||
 			    !p->max_len || p->max_len > LEN_MAX)
-				err = bad("--max-seq-len",
-					  "a token count from 1 to 4294967296",
-					  optarg);
+				err = kvt_bad("--max-seq-len",
+					      "a token count from 1 to 4294967296",
+					      optarg);
 			break;
 		case OPT_AVGLEN:
-			if (kvp_parse_fixed(optarg, &p->avg_fx) || !p->avg_fx ||
-			    p->avg_fx > LEN_MAX * KVP_FIX_SCALE)
-				err = bad("--avg-len",
-					  "a token count above 0", optarg);
+			if (kvt_parse_fixed(optarg, &p->avg_fx) || !p->avg_fx ||
+			    p->avg_fx > LEN_MAX * KVT_FIX_SCALE)
+				err = kvt_bad("--avg-len",
+					      "a token count above 0", optarg);
 			break;
 		case OPT_JSON:
 			p->json = 1;
@@ -231,58 +144,41 @@ static int parse_args(struct plan *p, int argc, char **argv)
 		case 'h':
 			return -1;
 		default:
-			return kvp_bad_option(c, argv, NULL);
+			err = kvt_geom_option(&p->geo, c, optarg);
+			if (err < 0)
+				return kvp_bad_option(c, argv, NULL);
+			break;
 		}
 		if (err)
 			return err;
 	}
 	if (optind < argc) {
-		fprintf(stderr, "%s: unexpected argument '%s'\n", kvp_prog,
+		fprintf(stderr, "%s: unexpected argument '%s'\n", kvt_prog,
 			argv[optind]);
-		kvp_usage_hint();
+		kvt_usage_hint();
 		return KVP_EXIT_USAGE;
 	}
 
 	/* Options override the preset, field by field. */
-	if (p->preset) {
-		p->g.layers = p->preset->layers;
-		p->g.kv_heads = p->preset->kv_heads;
-		p->g.head_dim = p->preset->head_dim;
-		p->g.dtype = p->preset->dtype;
-	} else {
-		p->g.dtype = KVA_DTYPE_FP16;
-	}
-	if (layers)
-		p->g.layers = layers;
-	if (kv_heads)
-		p->g.kv_heads = kv_heads;
-	if (head_dim)
-		p->g.head_dim = head_dim;
-	if (p->dtype_set)
-		p->g.dtype = dtype;
-
-	if (!p->g.layers || !p->g.kv_heads || !p->g.head_dim) {
-		fprintf(stderr, "%s: %s is required without --model\n",
-			kvp_prog, !p->g.layers ? "--layers" :
-			!p->g.kv_heads ? "--kv-heads" : "--head-dim");
-		kvp_usage_hint();
-		return KVP_EXIT_USAGE;
-	}
+	p->preset = p->geo.model;
+	err = kvt_geom_resolve(&p->geo, &p->g);
+	if (err)
+		return err;
 	if (!p->gpu_set) {
-		fprintf(stderr, "%s: --gpu-mem-gib is required\n", kvp_prog);
-		kvp_usage_hint();
+		fprintf(stderr, "%s: --gpu-mem-gib is required\n", kvt_prog);
+		kvt_usage_hint();
 		return KVP_EXIT_USAGE;
 	}
 	if (!p->weights_set && !p->preset) {
 		fprintf(stderr, "%s: --weights-gib is required without --model\n",
-			kvp_prog);
-		kvp_usage_hint();
+			kvt_prog);
+		kvt_usage_hint();
 		return KVP_EXIT_USAGE;
 	}
 	if (block_set && frame_set) {
 		fprintf(stderr, "%s: --block-tokens and --frame-size exclude each other\n",
-			kvp_prog);
-		kvp_usage_hint();
+			kvt_prog);
+		kvt_usage_hint();
 		return KVP_EXIT_USAGE;
 	}
 	if (!block_set && !frame_set)
@@ -312,17 +208,17 @@ static int derive_geometry(struct plan *p)
 	if (!err)
 		err = kva_geometry_init(&p->g);
 	if (err == -E2BIG) {
-		kvp_fmt_bytes(fs, sizeof(fs), p->g.frame_size);
+		kvt_fmt_bytes(fs, sizeof(fs), p->g.frame_size);
 		fprintf(stderr,
 			"%s: one token does not fit in a frame: %llu bytes of KV per token, frames of %llu bytes (%s); T_f would be 0\n",
-			kvp_prog, (unsigned long long)bpt,
+			kvt_prog, (unsigned long long)bpt,
 			(unsigned long long)p->g.frame_size, fs);
 		return KVP_EXIT_IMPOSSIBLE;
 	}
 	if (err) {
 		fprintf(stderr,
 			"%s: this %s is beyond the frame layout's limits: at most 1 TiB, under 2^32 tokens and under 4 GiB per head\n",
-			kvp_prog, unit);
+			kvt_prog, unit);
 		return KVP_EXIT_USAGE;
 	}
 	p->bytes_per_block = p->g.frame_size;
@@ -338,7 +234,7 @@ static int derive_geometry(struct plan *p)
  */
 static int compute_budget(struct plan *p)
 {
-	const unsigned __int128 e9 = KVP_FIX_SCALE;
+	const unsigned __int128 e9 = KVT_FIX_SCALE;
 	unsigned __int128 have, need;
 
 	have = ((unsigned __int128)p->gpu_fx * p->util_fx) << GIB_SHIFT;
@@ -361,14 +257,14 @@ static int compute_budget(struct plan *p)
 	if (have <= need) {
 		char g[32], u[32], h[32], w[32], o[32];
 
-		kvp_fmt_fixed(g, sizeof(g), p->gpu_fx);
-		kvp_fmt_fixed(u, sizeof(u), p->util_fx);
-		kvp_fmt_bytes(h, sizeof(h), p->usable_bytes);
-		kvp_fmt_bytes(w, sizeof(w), p->weights_bytes);
-		kvp_fmt_bytes(o, sizeof(o), p->overhead_bytes);
+		kvt_fmt_fixed(g, sizeof(g), p->gpu_fx);
+		kvt_fmt_fixed(u, sizeof(u), p->util_fx);
+		kvt_fmt_bytes(h, sizeof(h), p->usable_bytes);
+		kvt_fmt_bytes(w, sizeof(w), p->weights_bytes);
+		kvt_fmt_bytes(o, sizeof(o), p->overhead_bytes);
 		fprintf(stderr,
 			"%s: nothing left for the KV cache: %s GiB * %s = %s, weights %s + overhead %s\n",
-			kvp_prog, g, u, h, w, o);
+			kvt_prog, g, u, h, w, o);
 		return KVP_EXIT_IMPOSSIBLE;
 	}
 	p->budget = (uint64_t)((have - need) / (e9 * e9));
@@ -387,10 +283,10 @@ static int compute_plan(struct plan *p)
 
 	p->blocks = p->budget / p->bytes_per_block;
 	if (!p->blocks) {
-		kvp_fmt_bytes(bb, sizeof(bb), p->bytes_per_block);
-		kvp_fmt_bytes(kb, sizeof(kb), p->budget);
+		kvt_fmt_bytes(bb, sizeof(bb), p->bytes_per_block);
+		kvt_fmt_bytes(kb, sizeof(kb), p->budget);
 		fprintf(stderr, "%s: not one %s fits: the KV budget is %s, a %s is %s\n",
-			kvp_prog, unit_name(p), kb, unit_name(p), bb);
+			kvt_prog, unit_name(p), kb, unit_name(p), bb);
 		return KVP_EXIT_IMPOSSIBLE;
 	}
 	p->tokens = p->blocks * B;
@@ -401,7 +297,7 @@ static int compute_plan(struct plan *p)
 		if (!p->max_seqs) {
 			fprintf(stderr,
 				"%s: one %llu-token sequence does not fit: it needs %llu %ss, %llu fit\n",
-				kvp_prog, (unsigned long long)p->max_len,
+				kvt_prog, (unsigned long long)p->max_len,
 				(unsigned long long)p->blocks_per_seq,
 				unit_name(p), (unsigned long long)p->blocks);
 			return KVP_EXIT_IMPOSSIBLE;
@@ -414,7 +310,7 @@ static int compute_plan(struct plan *p)
 	 * allocated that hold no token.
 	 */
 	if (p->avg_fx) {
-		double L = (double)p->avg_fx / KVP_FIX_SCALE;
+		double L = (double)p->avg_fx / KVT_FIX_SCALE;
 		double filled = (double)(B * p->g.bytes_per_token) /
 				(double)p->bytes_per_block;
 
@@ -427,10 +323,10 @@ static void print_json(const struct plan *p)
 {
 	char u[32];
 
-	kvp_fmt_fixed(u, sizeof(u), p->util_fx);
+	kvt_fmt_fixed(u, sizeof(u), p->util_fx);
 	printf("{\"model\":");
 	if (p->preset)
-		kvp_json_str(stdout, p->preset->name);
+		kvt_json_str(stdout, p->preset->name);
 	else
 		printf("null");
 	printf(",\"layers\":%u,\"kv_heads\":%u,\"head_dim\":%u,\"dtype\":\"%s\"",
@@ -460,7 +356,7 @@ static void print_json(const struct plan *p)
 	if (p->avg_fx) {
 		char a[32];
 
-		kvp_fmt_fixed(a, sizeof(a), p->avg_fx);
+		kvt_fmt_fixed(a, sizeof(a), p->avg_fx);
 		printf(",\"avg_len\":%s,\"expected_waste\":%.6f}\n", a,
 		       p->waste);
 	} else {
@@ -496,35 +392,35 @@ static void print_human(const struct plan *p)
 	       "model", p->preset ? p->preset->name : "custom", p->g.layers,
 	       p->g.kv_heads, p->g.head_dim,
 	       kva_dtype_name((enum kva_dtype)p->g.dtype));
-	kvp_fmt_bytes(a, sizeof(a), p->g.bytes_per_token);
+	kvt_fmt_bytes(a, sizeof(a), p->g.bytes_per_token);
 	row("bytes per token", p->g.bytes_per_token, "%s", a);
 	snprintf(label, sizeof(label), "tokens per %s", unit);
 	row(label, p->g.tokens_per_frame, NULL);
-	kvp_fmt_bytes(a, sizeof(a), p->bytes_per_block);
+	kvt_fmt_bytes(a, sizeof(a), p->bytes_per_block);
 	snprintf(label, sizeof(label), "bytes per %s", unit);
 	row(label, p->bytes_per_block, "%s", a);
 	if (!p->block_tokens) {
-		kvp_fmt_bytes(a, sizeof(a), p->tail_bytes);
+		kvt_fmt_bytes(a, sizeof(a), p->tail_bytes);
 		row("frame tail", p->tail_bytes, "%s unused in every frame (%.1f%%)",
 		    a, 100.0 * (double)p->tail_bytes /
 		    (double)p->bytes_per_block);
 	}
 
-	kvp_fmt_bytes(a, sizeof(a), p->gpu_bytes);
+	kvt_fmt_bytes(a, sizeof(a), p->gpu_bytes);
 	row("GPU memory", p->gpu_bytes, "%s", a);
-	kvp_fmt_fixed(b, sizeof(b), p->util_fx);
+	kvt_fmt_fixed(b, sizeof(b), p->util_fx);
 	snprintf(label, sizeof(label), " x util %s", b);
-	kvp_fmt_bytes(a, sizeof(a), p->usable_bytes);
+	kvt_fmt_bytes(a, sizeof(a), p->usable_bytes);
 	row(label, p->usable_bytes, "%s", a);
-	kvp_fmt_bytes(a, sizeof(a), p->weights_bytes);
+	kvt_fmt_bytes(a, sizeof(a), p->weights_bytes);
 	if (p->weights_set)
 		row(" - weights", p->weights_bytes, "%s", a);
 	else
 		row(" - weights", p->weights_bytes, "%s: %.2fB parameters in bf16",
 		    a, (double)p->preset->params / 1e9);
-	kvp_fmt_bytes(a, sizeof(a), p->overhead_bytes);
+	kvt_fmt_bytes(a, sizeof(a), p->overhead_bytes);
 	row(" - overhead", p->overhead_bytes, "%s", a);
-	kvp_fmt_bytes(a, sizeof(a), p->budget);
+	kvt_fmt_bytes(a, sizeof(a), p->budget);
 	row("KV budget", p->budget, "%s", a);
 	snprintf(label, sizeof(label), "%ss", unit);
 	row(label, p->blocks, NULL);
@@ -534,7 +430,7 @@ static void print_human(const struct plan *p)
 		    (unsigned long long)p->max_len,
 		    (unsigned long long)p->blocks_per_seq, unit);
 	if (p->avg_fx) {
-		kvp_fmt_fixed(a, sizeof(a), p->avg_fx);
+		kvt_fmt_fixed(a, sizeof(a), p->avg_fx);
 		snprintf(b, sizeof(b), "%.1f%%", 100.0 * p->waste);
 		printf("%-16s %14s  at mean length %s (last %s half empty%s)\n",
 		       "expected waste", b, a, unit,
@@ -548,15 +444,15 @@ static void warn_waste(const struct plan *p)
 	char a[32];
 
 	if (p->avg_fx && p->waste > WASTE_WARN) {
-		kvp_fmt_fixed(a, sizeof(a), p->avg_fx);
+		kvt_fmt_fixed(a, sizeof(a), p->avg_fx);
 		fprintf(stderr,
 			"%s: warning: high waste: %.1f%% of KV memory holds no token at mean length %s with %u-token %ss\n",
-			kvp_prog, 100.0 * p->waste, a, p->g.tokens_per_frame,
+			kvt_prog, 100.0 * p->waste, a, p->g.tokens_per_frame,
 			unit_name(p));
 	} else if (!p->avg_fx && tail > WASTE_WARN) {
 		fprintf(stderr,
 			"%s: warning: high waste: %.1f%% of every frame is an unused tail\n",
-			kvp_prog, 100.0 * tail);
+			kvt_prog, 100.0 * tail);
 	}
 }
 
@@ -566,7 +462,7 @@ int kvp_cmd_plan(int argc, char **argv)
 	int err;
 
 	memset(&p, 0, sizeof(p));
-	p.util_fx = KVP_FIX_SCALE * 9 / 10;	/* vLLM's default */
+	p.util_fx = KVT_FIX_SCALE * 9 / 10;	/* vLLM's default */
 	err = parse_args(&p, argc, argv);
 	if (err < 0) {
 		kvp_help(stdout);

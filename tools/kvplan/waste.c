@@ -54,8 +54,8 @@ static int list_err(const char *opt, const char *range, const char *arg)
 {
 	fprintf(stderr,
 		"%s: %s must be a comma-separated list of at most %d whole numbers from %s: got %s\n",
-		kvp_prog, opt, MAX_LIST, range, arg);
-	kvp_usage_hint();
+		kvt_prog, opt, MAX_LIST, range, arg);
+	kvt_usage_hint();
 	return KVP_EXIT_USAGE;
 }
 
@@ -73,20 +73,20 @@ static int parse_waste_args(struct waste_args *a, int argc, char **argv,
 	while ((c = getopt_long(argc, argv, ":h", waste_options, NULL)) != -1) {
 		if ((c == OPT_AVG && !allow_avg) ||
 		    (c == OPT_TRACE && !allow_trace)) {
-			fprintf(stderr, "%s: %s takes no %s\n", kvp_prog,
+			fprintf(stderr, "%s: %s takes no %s\n", kvt_prog,
 				argv[0], c == OPT_AVG ? "--avg-len" : "--trace");
-			kvp_usage_hint();
+			kvt_usage_hint();
 			return KVP_EXIT_USAGE;
 		}
 		switch (c) {
 		case OPT_AVG:
-			if (kvp_parse_list(optarg, a->lens, MAX_LIST,
+			if (kvt_parse_list(optarg, a->lens, MAX_LIST,
 					   &a->nr_lens, 1, LEN_MAX_VAL))
 				return list_err("--avg-len",
 						"1 to 4294967296", optarg);
 			break;
 		case OPT_BLOCKS:
-			if (kvp_parse_list(optarg, a->blocks, MAX_LIST,
+			if (kvt_parse_list(optarg, a->blocks, MAX_LIST,
 					   &a->nr_blocks, 1, LIST_MAX_VAL))
 				return list_err("--block-tokens",
 						"1 to 65536", optarg);
@@ -104,9 +104,9 @@ static int parse_waste_args(struct waste_args *a, int argc, char **argv,
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "%s: %s: unexpected argument '%s'\n", kvp_prog,
+		fprintf(stderr, "%s: %s: unexpected argument '%s'\n", kvt_prog,
 			argv[0], argv[optind]);
-		kvp_usage_hint();
+		kvt_usage_hint();
 		return KVP_EXIT_USAGE;
 	}
 	return 0;
@@ -184,7 +184,7 @@ int kvp_cmd_waste(int argc, char **argv)
 	static const uint64_t def_blocks[] = { 8, 16, 32, 64, 128, 256 };
 	struct measure m[MAX_LIST];
 	struct waste_args a;
-	struct kvp_trace t;
+	struct kvt_trace t;
 	uint64_t total = 0;
 	double mean;
 	size_t k;
@@ -200,18 +200,18 @@ int kvp_cmd_waste(int argc, char **argv)
 		return err;
 	if (!a.trace) {
 		fprintf(stderr, "%s: waste: --trace FILE is required\n",
-			kvp_prog);
-		kvp_usage_hint();
+			kvt_prog);
+		kvt_usage_hint();
 		return KVP_EXIT_USAGE;
 	}
 	set_default(a.blocks, &a.nr_blocks, def_blocks, 6);
 
-	if (kvp_trace_read(a.trace, &t))
+	if (kvt_trace_read(a.trace, 0, &t))
 		return KVP_EXIT_USAGE;
 
 	/* Lengths are below 2^41 and B below 2^17: no sum nears 2^64. */
 	for (k = 0; k < t.nr; k++)
-		total += t.len[k];
+		total += t.req[k].ctx + t.req[k].gen;
 	mean = (double)total / (double)t.nr;
 	for (j = 0; j < a.nr_blocks; j++) {
 		uint64_t B = a.blocks[j];
@@ -219,13 +219,14 @@ int kvp_cmd_waste(int argc, char **argv)
 		m[j].block_tokens = B;
 		m[j].allocated = 0;
 		for (k = 0; k < t.nr; k++)
-			m[j].allocated += (t.len[k] + B - 1) / B * B;
+			m[j].allocated += (t.req[k].ctx + t.req[k].gen +
+					   B - 1) / B * B;
 		m[j].wasted = m[j].allocated - total;
 	}
 
 	if (a.json) {
 		printf("{\"trace\":");
-		kvp_json_str(stdout, a.trace);
+		kvt_json_str(stdout, a.trace);
 		printf(",\"format\":\"%s\",\"requests\":%zu,\"tokens\":%llu,\"mean_len\":%.3f,\"rows\":[",
 		       t.format, t.nr, (unsigned long long)total, mean);
 		for (j = 0; j < a.nr_blocks; j++)
@@ -253,6 +254,6 @@ int kvp_cmd_waste(int argc, char **argv)
 			       100.0 * kvp_waste_estimate(mean,
 							  m[j].block_tokens));
 	}
-	kvp_trace_free(&t);
+	kvt_trace_free(&t);
 	return KVP_EXIT_OK;
 }

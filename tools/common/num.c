@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kvplan - strict parsing and formatting of the numbers on the command line.
+ * Strict parsing and formatting of the numbers on the command line.
  *
  * Every parser takes the whole string or fails: no signs, no spaces, no
  * exponents, no trailing junk.  They return 0, -EINVAL for a malformed
@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "kvplan.h"
+#include "kvtools.h"
 
 static int is_digit(char c)
 {
@@ -36,7 +36,7 @@ static int take_digits(const char **sp, uint64_t *out, int *ndigits)
 	return 0;
 }
 
-int kvp_parse_u64(const char *s, uint64_t *out)
+int kvt_parse_u64(const char *s, uint64_t *out)
 {
 	int n, err;
 
@@ -47,10 +47,10 @@ int kvp_parse_u64(const char *s, uint64_t *out)
 }
 
 /*
- * kvp_parse_fixed() - "80", "0.9", ".5", "16.25" into 10^-9 units.
- * At most KVP_FIX_DIGITS decimals.
+ * kvt_parse_fixed() - "80", "0.9", ".5", "16.25" into 10^-9 units.
+ * At most KVT_FIX_DIGITS decimals.
  */
-int kvp_parse_fixed(const char *s, uint64_t *out)
+int kvt_parse_fixed(const char *s, uint64_t *out)
 {
 	uint64_t ip = 0, fp = 0;
 	int ni = 0, nf = 0, err;
@@ -61,25 +61,25 @@ int kvp_parse_fixed(const char *s, uint64_t *out)
 	if (*s == '.') {
 		s++;
 		err = take_digits(&s, &fp, &nf);
-		if (err || nf > KVP_FIX_DIGITS)
+		if (err || nf > KVT_FIX_DIGITS)
 			return -EINVAL;
 	}
 	if (*s || ni + nf == 0)
 		return -EINVAL;
-	if (ip > UINT64_MAX / KVP_FIX_SCALE - 1)
+	if (ip > UINT64_MAX / KVT_FIX_SCALE - 1)
 		return -ERANGE;
-	for (; nf < KVP_FIX_DIGITS; nf++)
+	for (; nf < KVT_FIX_DIGITS; nf++)
 		fp *= 10;
-	*out = ip * KVP_FIX_SCALE + fp;
+	*out = ip * KVT_FIX_SCALE + fp;
 	return 0;
 }
 
 /*
- * kvp_parse_size() - a byte count with an optional binary suffix:
+ * kvt_parse_size() - a byte count with an optional binary suffix:
  * "2097152", "64K", "2M", "1G", "2MiB".  Suffixes are powers of 1024 and
  * case-insensitive.
  */
-int kvp_parse_size(const char *s, uint64_t *out)
+int kvt_parse_size(const char *s, uint64_t *out)
 {
 	static const char units[] = "KMGT";
 	const char *u;
@@ -111,11 +111,11 @@ int kvp_parse_size(const char *s, uint64_t *out)
 }
 
 /*
- * kvp_parse_list() - "8,16,32" appended to @vals[*n..max), each in
+ * kvt_parse_list() - "8,16,32" appended to @vals[*n..max), each in
  * [@lo, @hi].  -EINVAL for a malformed or out-of-range item, -E2BIG for
  * more than @max items in all.
  */
-int kvp_parse_list(const char *s, uint64_t *vals, int max, int *n,
+int kvt_parse_list(const char *s, uint64_t *vals, int max, int *n,
 		   uint64_t lo, uint64_t hi)
 {
 	for (;;) {
@@ -136,11 +136,11 @@ int kvp_parse_list(const char *s, uint64_t *vals, int max, int *n,
 	}
 }
 
-/* kvp_fmt_fixed() - 10^-9 units back to the shortest exact decimal. */
-void kvp_fmt_fixed(char *buf, size_t len, uint64_t v)
+/* kvt_fmt_fixed() - 10^-9 units back to the shortest exact decimal. */
+void kvt_fmt_fixed(char *buf, size_t len, uint64_t v)
 {
-	uint64_t ip = v / KVP_FIX_SCALE, fp = v % KVP_FIX_SCALE;
-	int digits = KVP_FIX_DIGITS;
+	uint64_t ip = v / KVT_FIX_SCALE, fp = v % KVT_FIX_SCALE;
+	int digits = KVT_FIX_DIGITS;
 
 	if (!fp) {
 		snprintf(buf, len, "%llu", (unsigned long long)ip);
@@ -154,8 +154,8 @@ void kvp_fmt_fixed(char *buf, size_t len, uint64_t v)
 		 (unsigned long long)fp);
 }
 
-/* kvp_fmt_bytes() - "512 B", "128.0 KiB", "2.0 MiB", "54.0 GiB". */
-void kvp_fmt_bytes(char *buf, size_t len, uint64_t bytes)
+/* kvt_fmt_bytes() - "512 B", "128.0 KiB", "2.0 MiB", "54.0 GiB". */
+void kvt_fmt_bytes(char *buf, size_t len, uint64_t bytes)
 {
 	static const char *const unit[] = { "KiB", "MiB", "GiB", "TiB", "PiB" };
 	double v = (double)bytes;
@@ -172,8 +172,8 @@ void kvp_fmt_bytes(char *buf, size_t len, uint64_t bytes)
 	snprintf(buf, len, "%.1f %s", v, unit[i]);
 }
 
-/* kvp_json_str() - a JSON string literal, escaped. */
-void kvp_json_str(FILE *f, const char *s)
+/* kvt_json_str() - a JSON string literal, escaped. */
+void kvt_json_str(FILE *f, const char *s)
 {
 	putc('"', f);
 	for (; *s; s++) {
@@ -187,4 +187,17 @@ void kvp_json_str(FILE *f, const char *s)
 			putc(c, f);
 	}
 	putc('"', f);
+}
+
+void kvt_usage_hint(void)
+{
+	fprintf(stderr, "Try '%s --help'.\n", kvt_prog);
+}
+
+int kvt_bad(const char *opt, const char *what, const char *arg)
+{
+	fprintf(stderr, "%s: %s must be %s: got %s\n", kvt_prog, opt, what,
+		arg);
+	kvt_usage_hint();
+	return KVT_EXIT_USAGE;
 }
