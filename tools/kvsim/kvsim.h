@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kvsim - a trace-driven simulator of a serving engine's KV memory.
+ *
+ * The pieces:
+ *
+ *   sim.c      the engines' step loop: arrivals, decode growth with
+ *              newest-first preemption, first-come-first-served admission
+ *              with prefill, and the figures of every step
+ *   tokens.c   the token-granular policies: contiguous-max,
+ *              contiguous-oracle, pow2
+ *   blocks.c   the block-granular policies' sequences (paged:B, kvarena):
+ *              block tables, prefix keys, fill accounting; and paged:B's
+ *              pool with its in-engine prefix cache (vLLM's model)
+ *   arena.c    kvarena's pool: the core allocator of driver/core.c, one
+ *              client per engine, and its prefix cache
+ *   report.c   the table, --json and --svg
+ *   main.c     options, traces, runs
+ */
+#ifndef KVSIM_H
+#define KVSIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kvarena/layout.h>
+
+#include "kvtools.h"
+
+#define KVSIM_MAX_ENGINES	16
+#define KVSIM_MAX_POLICIES	16
+
+enum pol_kind {
+	POL_CONTIG_MAX,		/* reserve max_model_len at admission */
+	POL_CONTIG_ORACLE,	/* reserve prompt + output at admission */
+	POL_POW2,		/* reserve the next power of two, double */
+	POL_PAGED,		/* vLLM: blocks of B tokens, own prefix cache */
+	POL_KVARENA,		/* frames of the core allocator */
+};
+
+struct policy {
+	enum pol_kind kind;
+	uint32_t block_tokens;	/* POL_PAGED */
+	char name[32];
+};
+
+/* Memory arrangement of several engines. */
+enum layout {
+	LAYOUT_SINGLE,		/* one engine */
+	LAYOUT_STATIC,		/* each engine its own 1/N of the memory */
+	LAYOUT_SHARED,		/* one arena, a core client per engine */
+};
+
+/**
+ * struct req - one request as the engines see it.
+ * @arrival_us:	microseconds after the engine's first arrival.
+ * @prompt:	prompt tokens.
+ * @output:	tokens to generate, cut so that prompt + output stays
+ *		within max_model_len.
+ * @hash:	the trace's hash_ids (512-token blocks), @nr_hash of them.
+ * @chain:	chained keys of the hash blocks (keys.c), @nr_hash of them.
+ */
+struct req {
+	int64_t arrival_us;
+	uint32_t prompt;
+	uint32_t output;
+	uint32_t nr_hash;
+	const uint64_t *hash;
+	uint64_t *chain;
+};
+
+/* One engine's requests, in arrival order. */
+struct workload {
+	struct req *req;
+	uint32_t nr;
+	uint32_t rejected;	/* prompts over max_model_len */
+	uint64_t prompt_tokens;	/* sum over req */
+};
+
+/**
+ * struct seq - a request in an engine: waiting, running or done.
+ * @tokens:	KV tokens held (0 while waiting).
+ * @generated:	output tokens produced so far (kept across preemption).
+ * @reserved:	token policies: tokens reserved.
+ * @ids:	block policies: the block table, @nr_ids entries (block
+ *		index in the low 32 bits; a core handle for kvarena).
+ * @nr_hit:	leading blocks of @ids that came from the prefix cache.
+ * @admitted:	first admission done.
+ */
+struct seq {
+	const struct req *req;
+	uint32_t tokens;
+	uint32_t generated;
+	uint64_t reserved;
+	uint64_t *ids;
+	uint32_t nr_ids;
+	uint32_t cap_ids;
+	uint32_t nr_hit;
+	bool admitted;
+};
+
+struct engine;
+struct pool;
+
+/**
+ * struct pol_ops - what a policy does to one sequence.
+ * @fits:	whether the request could ever run in the engine's memory
+ *		(at its full length, alone).
+ * @admit:	take memory for @s->req's prompt plus the tokens already
+ *		generated (@tokens in all), after looking the prompt up in
+ *		the prefix cache; set *@hit to the prompt tokens the cache
+ *		served.  All or nothing: -ENOSPC changes nothing.
+ * @prefilled:	the prompt's KV is written: publish it.
+ * @grow:	room for one more token; -ENOSPC changes nothing.
+ * @release:	give everything back (completion or preemption).
+ */
+struct pol_ops {
+	bool (*fits)(const struct engine *e, const struct req *q);
+	int (*admit)(struct engine *e, struct seq *s, uint32_t tokens,
+		     uint32_t *hit);
+	void (*prefilled)(struct engine *e, struct seq *s);
+	int (*grow)(struct engine *e, struct seq *s);
+	void (*release)(struct engine *e, struct seq *s);
+};
+
+/**
+ * struct bpool_ops - where a block policy's blocks come from.
+ * @alloc:	@n new private blocks for engine @eng, all or nothing
+ *		(-ENOSPC); cached prefix blocks are reclaimed first.
+ * @put:	engine @eng lets go of blocks it took with @alloc or
+ *		@lookup (one call per block taken).
+ * @lookup:	the longest leading run of @keys in the prefix cache, each
+ *		block of it taken by engine @eng; returns the run's length.
+ * @publish:	put the engine's blocks @ids under @keys (a key already
+ *		present keeps its block).
+ * @fini:	free the pool's state.
+ */
+struct bpool_ops {
+	int (*alloc)(struct pool *p, int eng, uint64_t *ids, uint32_t n);
+	void (*put)(struct pool *p, int eng, const uint64_t *ids, uint32_t n);
+	uint32_t (*lookup)(struct pool *p, int eng, const uint64_t *keys,
+			   uint32_t n, uint64_t *ids);
+	void (*publish)(struct pool *p, int eng, const uint64_t *keys,
+			const uint64_t *ids, uint32_t n);
+	void (*fini)(struct pool *p);
+};
+
+/**
+ * struct pool - one memory: an engine's own, or an arena several share.
+ * @pol:	the policy its engines run.
+ * @bytes:	its size.
+ * @cap_tokens:	token policies: tokens it holds.
+ * @used_tokens: token policies: tokens reserved.
+ * @nr_blocks:	block policies: blocks (frames) in it.
+ * @block_tokens: tokens per block (T_f for kvarena).
+ * @block_bytes: bytes per block.
+ * @ops:	block policies: the allocator.
+ * @priv:	its state.
+ * @refs:	block policies: sequences (of any engine) mapping each block.
+ * @fill:	block policies: tokens written in each block.
+ * @held_blocks, @filled_tokens: blocks mapped by some sequence and the
+ *		tokens in them (each counted once).
+ * @nr_engines:	engines drawing on it.
+ */
+struct pool {
+	const struct policy *pol;
+	uint64_t bytes;
+	uint64_t cap_tokens;
+	uint64_t used_tokens;
+	uint32_t nr_blocks;
+	uint32_t block_tokens;
+	uint64_t block_bytes;
+	const struct bpool_ops *ops;
+	void *priv;
+	uint32_t *refs;
+	uint32_t *fill;
+	uint64_t held_blocks;
+	uint64_t filled_tokens;
+	int nr_engines;
+};
+
+/* One point of the --svg series: means over a time bucket. */
+struct sample {
+	float running;
+	float held_gib;
+	float filled_gib;
+};
+
+/**
+ * struct stats - what an engine (or all of them) reports.
+ */
+struct stats {
+	uint64_t steps;			/* steps with work */
+	double span_s;			/* first arrival to last completion */
+	double sum_running;		/* running sequences, summed per step */
+	double sum_held;		/* bytes held by sequences, per step */
+	double sum_filled;		/* bytes holding tokens, per step */
+	uint32_t peak_running;
+	uint32_t completed;
+	uint32_t rejected;
+	uint64_t preemptions;
+	uint64_t recomputed_tokens;
+	uint64_t prompt_tokens;		/* of the requests admitted */
+	uint64_t hit_tokens;		/* of those, served from the cache */
+	int64_t *delay_us;		/* admission delays, @nr_delay */
+	uint32_t nr_delay;
+	double admit_p50_ms, admit_p99_ms;
+	double token_share, mean_running, prefix_hit_share;
+};
+
+/**
+ * struct engine - one serving engine.
+ */
+struct engine {
+	int id;				/* engine number */
+	int client;			/* its client number in its pool */
+	const struct config *cfg;
+	struct pool *pool;
+	const struct pol_ops *ops;
+	const struct workload *w;
+	struct seq *seqs;		/* one per request */
+	uint32_t next_arrival;		/* index into w->req */
+	struct seq **waiting;		/* ring of @cap_waiting */
+	uint32_t wait_head, nr_waiting, cap_waiting;
+	struct seq **running;		/* oldest first */
+	uint32_t nr_running;
+	uint32_t done;			/* completed */
+	uint32_t max_blocks;		/* block policies: the most it may
+					 * hold */
+	uint32_t *refs;			/* block policies: this engine's
+					 * sequences mapping each block */
+	uint64_t held_blocks;		/* blocks with refs > 0 */
+	uint64_t filled_tokens;		/* tokens in them */
+	uint64_t held_tokens_resv;	/* token policies: reserved */
+	uint64_t filled_tokens_resv;	/* token policies: held */
+	struct stats st;
+};
+
+/* The simulation's settings. */
+struct config {
+	struct kva_geometry g;		/* frame_size: the arena's frames */
+	uint64_t kv_bytes;
+	uint64_t max_len;
+	int64_t step_us;
+	uint64_t prefill_budget;	/* tokens per step, 0: unlimited */
+	uint32_t max_seqs;		/* running per engine, 0: unlimited */
+	uint64_t engine_min;		/* shared arena: bytes per engine */
+	uint64_t engine_max;
+	uint64_t bucket_us;		/* --svg sample width */
+};
+
+/**
+ * struct run - one policy over all the engines.
+ */
+struct run {
+	const struct policy *pol;
+	enum layout layout;
+	const struct config *cfg;
+	int nr_engines;
+	struct engine eng[KVSIM_MAX_ENGINES];
+	struct pool pools[KVSIM_MAX_ENGINES];
+	int nr_pools;
+	struct stats total;
+	double wall_s;
+	struct sample *samples;
+	uint32_t nr_samples;
+	const char *error;		/* why the policy could not run */
+};
+
+/* sim.c */
+int sim_run(struct run *r, const struct workload *w);
+void sim_free(struct run *r);
+void stats_finish(struct stats *st, double span_s);
+
+/* tokens.c */
+extern const struct pol_ops tokens_ops;
+int tokens_pool_init(struct pool *p, const struct config *cfg);
+
+/* blocks.c */
+extern const struct pol_ops blocks_ops;
+int paged_pool_init(struct pool *p, const struct config *cfg, uint32_t B);
+int bpool_common_init(struct pool *p);
+void bpool_common_fini(struct pool *p);
+uint32_t seq_prompt_keys(const struct seq *s, uint32_t block_tokens,
+			 uint64_t *keys, uint32_t max);
+
+/* arena.c */
+int arena_pool_init(struct pool *p, const struct config *cfg,
+		    int nr_engines, uint32_t min_frames, uint32_t max_frames);
+bool arena_has_prefix_cache(void);
+
+/* keys.c */
+void keys_chain(struct req *r);
+uint64_t key_of_block(const struct req *r, uint32_t block_tokens,
+		      uint32_t j);
+
+/* report.c */
+void report_table(const struct run *runs, int nr, int per_engine);
+void report_json(const struct run *runs, int nr, int per_engine);
+int report_svg(const char *path, const struct run *runs, int nr,
+	       const char *title);
+
+#endif /* KVSIM_H */

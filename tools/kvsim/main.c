@@ -1,0 +1,681 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvsim - replay request traces through a step-level model of continuous
+ * batching and compare how KV allocation policies use the memory.
+ * See kvsim.h for the pieces and Documentation/kvsim.rst for the model.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kvsim.h"
+
+const char *kvt_prog = "kvsim";
+
+#define GIB_SHIFT	30
+#define MAX_TRACES	KVSIM_MAX_ENGINES
+#define LEN_MAX		(1ull << 31)
+
+static void help(FILE *f)
+{
+	fputs(
+"Usage: kvsim --trace FILE... [-m MODEL] [GEOMETRY] --kv-gib X [options]\n"
+"Replay request traces through a step-level model of continuous batching\n"
+"and compare KV-cache allocation policies.\n"
+"\n"
+"  -t, --trace FILE        Azure CSV or Mooncake JSONL; several: one per engine\n"
+"  -m, --model NAME        llama-3-8b, llama-3-70b, qwen2.5-7b or mistral-7b;\n"
+"                          --layers N --kv-heads N --head-dim N --dtype T\n"
+"                          override its geometry\n"
+"      --frame-size S      kvarena frames of S bytes (default 2M)\n"
+"      --kv-gib X          KV memory of all engines together, GiB, or\n"
+"      --kv-bytes S        the same in bytes: 4096, 64K, 2M, 1G (one is required)\n"
+"      --max-model-len N   longest sequence (default: the longest request)\n"
+"      --policy LIST       contiguous-max,contiguous-oracle,pow2,paged:B,kvarena\n"
+"                          (default: all five, paged:16)\n"
+"      --step-ms MS        time of one step (default 20)\n"
+"      --prefill-budget T  prompt tokens prefilled per step (default: any)\n"
+"      --max-seqs N        running sequences per engine (default: any)\n"
+"      --engines N         N engines, static split against a shared arena;\n"
+"                          one trace is cut into N slices of its time span\n"
+"      --engine-min-gib X  shared arena: guaranteed to each engine (default 0)\n"
+"      --engine-max-gib X  shared arena: limit of each engine (default: all)\n"
+"      --requests N        only the first N requests of each trace\n"
+"      --json              one JSON object per line, per policy (and engine)\n"
+"      --svg FILE          running sequences and memory over time, as SVG\n"
+"  -h, --help\n"
+"Exit status: 0 ok, 1 the memory cannot hold one block, 2 usage error or\n"
+"unreadable trace.\n",
+	      f);
+}
+
+enum {
+	OPT_FRAME = KVT_OPT_GEOM_END, OPT_KV, OPT_KV_BYTES, OPT_MAXLEN, OPT_POLICY,
+	OPT_STEP, OPT_PREFILL, OPT_MAXSEQS, OPT_ENGINES, OPT_EMIN, OPT_EMAX,
+	OPT_REQUESTS, OPT_JSON, OPT_SVG,
+};
+
+static const struct option options[] = {
+	{ "trace",          required_argument, NULL, 't' },
+	KVT_GEOM_OPTIONS,
+	{ "frame-size",     required_argument, NULL, OPT_FRAME },
+	{ "kv-gib",         required_argument, NULL, OPT_KV },
+	{ "kv-bytes",       required_argument, NULL, OPT_KV_BYTES },
+	{ "max-model-len",  required_argument, NULL, OPT_MAXLEN },
+	{ "policy",         required_argument, NULL, OPT_POLICY },
+	{ "step-ms",        required_argument, NULL, OPT_STEP },
+	{ "prefill-budget", required_argument, NULL, OPT_PREFILL },
+	{ "max-seqs",       required_argument, NULL, OPT_MAXSEQS },
+	{ "engines",        required_argument, NULL, OPT_ENGINES },
+	{ "engine-min-gib", required_argument, NULL, OPT_EMIN },
+	{ "engine-max-gib", required_argument, NULL, OPT_EMAX },
+	{ "requests",       required_argument, NULL, OPT_REQUESTS },
+	{ "json",           no_argument,       NULL, OPT_JSON },
+	{ "svg",            required_argument, NULL, OPT_SVG },
+	{ "help",           no_argument,       NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct args {
+	const char *trace[MAX_TRACES];
+	int nr_traces;
+	struct kvt_geom_opts geo;
+	uint64_t frame_size;
+	uint64_t kv_fx, kv_bytes, emin_fx, emax_fx;
+	int kv_set, emax_set;
+	uint64_t max_len;
+	uint64_t step_fx;
+	uint64_t prefill, max_seqs, requests;
+	uint64_t engines;
+	struct policy pol[KVSIM_MAX_POLICIES];
+	int nr_pol;
+	int json;
+	const char *svg;
+};
+
+static int parse_policies(struct args *a, const char *arg)
+{
+	char buf[256], *save = NULL, *tok;
+
+	if (strlen(arg) >= sizeof(buf))
+		goto bad;
+	strcpy(buf, arg);
+	a->nr_pol = 0;
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		struct policy *p = &a->pol[a->nr_pol];
+		uint64_t B;
+
+		if (a->nr_pol == KVSIM_MAX_POLICIES)
+			goto bad;
+		memset(p, 0, sizeof(*p));
+		if (!strcmp(tok, "contiguous-max")) {
+			p->kind = POL_CONTIG_MAX;
+		} else if (!strcmp(tok, "contiguous-oracle")) {
+			p->kind = POL_CONTIG_ORACLE;
+		} else if (!strcmp(tok, "pow2")) {
+			p->kind = POL_POW2;
+		} else if (!strcmp(tok, "kvarena")) {
+			p->kind = POL_KVARENA;
+		} else if (!strncmp(tok, "paged:", 6) &&
+			   !kvt_parse_u64(tok + 6, &B) && B && B <= 65536) {
+			p->kind = POL_PAGED;
+			p->block_tokens = (uint32_t)B;
+		} else {
+			goto bad;
+		}
+		snprintf(p->name, sizeof(p->name), "%s", tok);
+		a->nr_pol++;
+	}
+	if (a->nr_pol)
+		return 0;
+bad:
+	return kvt_bad("--policy",
+		       "a list of contiguous-max, contiguous-oracle, pow2, paged:B (B from 1 to 65536) and kvarena",
+		       arg);
+}
+
+static int get_gib(const char *opt, const char *arg, uint64_t *out)
+{
+	if (kvt_parse_fixed(arg, out) || *out > KVT_MAX_GIB * KVT_FIX_SCALE)
+		return kvt_bad(opt, "a size in GiB from 0 to 1048576", arg);
+	return 0;
+}
+
+static int get_count(const char *opt, const char *arg, uint64_t lo,
+		     uint64_t hi, uint64_t *out, const char *what)
+{
+	if (kvt_parse_u64(arg, out) || *out < lo || *out > hi)
+		return kvt_bad(opt, what, arg);
+	return 0;
+}
+
+static int bad_option(int c, char **argv)
+{
+	if (c == ':')
+		fprintf(stderr, "%s: %s needs a value\n", kvt_prog,
+			argv[optind - 1]);
+	else if (optopt)
+		fprintf(stderr, "%s: unknown option -%c\n", kvt_prog, optopt);
+	else
+		fprintf(stderr, "%s: unknown option %s\n", kvt_prog,
+			argv[optind - 1]);
+	kvt_usage_hint();
+	return KVT_EXIT_USAGE;
+}
+
+static int usage_err(const char *msg)
+{
+	fprintf(stderr, "%s: %s\n", kvt_prog, msg);
+	kvt_usage_hint();
+	return KVT_EXIT_USAGE;
+}
+
+static int parse_args(struct args *a, int argc, char **argv)
+{
+	int c, err;
+
+	a->frame_size = 2ull << 20;
+	a->step_fx = 20 * KVT_FIX_SCALE;
+	a->engines = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":t:m:h", options, NULL)) != -1) {
+		err = 0;
+		switch (c) {
+		case 't':
+			if (a->nr_traces == MAX_TRACES)
+				return usage_err("at most 16 traces");
+			a->trace[a->nr_traces++] = optarg;
+			break;
+		case OPT_FRAME:
+			if (kvt_parse_size(optarg, &a->frame_size) ||
+			    !a->frame_size || a->frame_size > (1ull << 40))
+				err = kvt_bad("--frame-size",
+					      "a size from 1 byte to 1T (64K, 2M, ...)",
+					      optarg);
+			break;
+		case OPT_KV:
+			err = get_gib("--kv-gib", optarg, &a->kv_fx);
+			if (!err && !a->kv_fx)
+				err = kvt_bad("--kv-gib", "above 0", optarg);
+			a->kv_set = 1;
+			a->kv_bytes = 0;
+			break;
+		case OPT_KV_BYTES:
+			if (kvt_parse_size(optarg, &a->kv_bytes) ||
+			    !a->kv_bytes || a->kv_bytes > (KVT_MAX_GIB << 30))
+				err = kvt_bad("--kv-bytes",
+					      "a size from 1 byte to 1024T (4096, 64K, 2M, 1G, ...)",
+					      optarg);
+			a->kv_set = 1;
+			a->kv_fx = 0;
+			break;
+		case OPT_MAXLEN:
+			err = get_count("--max-model-len", optarg, 1, LEN_MAX,
+					&a->max_len,
+					"a token count from 1 to 2147483648");
+			break;
+		case OPT_POLICY:
+			err = parse_policies(a, optarg);
+			break;
+		case OPT_STEP:
+			if (kvt_parse_fixed(optarg, &a->step_fx) ||
+			    a->step_fx < KVT_FIX_SCALE / 1000 ||
+			    a->step_fx > 3600000 * KVT_FIX_SCALE)
+				err = kvt_bad("--step-ms",
+					      "a time from 0.001 to 3600000 ms",
+					      optarg);
+			break;
+		case OPT_PREFILL:
+			err = get_count("--prefill-budget", optarg, 1, LEN_MAX,
+					&a->prefill,
+					"a token count from 1 to 2147483648");
+			break;
+		case OPT_MAXSEQS:
+			err = get_count("--max-seqs", optarg, 1, 1u << 30,
+					&a->max_seqs,
+					"a whole number from 1 to 1073741824");
+			break;
+		case OPT_ENGINES:
+			err = get_count("--engines", optarg, 1,
+					KVSIM_MAX_ENGINES, &a->engines,
+					"a whole number from 1 to 16");
+			break;
+		case OPT_EMIN:
+			err = get_gib("--engine-min-gib", optarg, &a->emin_fx);
+			break;
+		case OPT_EMAX:
+			err = get_gib("--engine-max-gib", optarg, &a->emax_fx);
+			if (!err && !a->emax_fx)
+				err = kvt_bad("--engine-max-gib", "above 0",
+					      optarg);
+			a->emax_set = 1;
+			break;
+		case OPT_REQUESTS:
+			err = get_count("--requests", optarg, 1, 1u << 31,
+					&a->requests,
+					"a whole number from 1 to 2147483648");
+			break;
+		case OPT_JSON:
+			a->json = 1;
+			break;
+		case OPT_SVG:
+			a->svg = optarg;
+			break;
+		case 'h':
+			return -1;
+		default:
+			err = kvt_geom_option(&a->geo, c, optarg);
+			if (err < 0)
+				return bad_option(c, argv);
+			break;
+		}
+		if (err)
+			return err;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "%s: unexpected argument '%s'\n", kvt_prog,
+			argv[optind]);
+		kvt_usage_hint();
+		return KVT_EXIT_USAGE;
+	}
+	if (!a->nr_traces)
+		return usage_err("--trace FILE is required");
+	if (!a->kv_set)
+		return usage_err("--kv-gib or --kv-bytes is required");
+	if (!a->engines)
+		a->engines = (uint64_t)a->nr_traces;
+	if (a->nr_traces != 1 && (uint64_t)a->nr_traces != a->engines) {
+		fprintf(stderr, "%s: %d traces for %llu engines: give one trace, or one per engine\n",
+			kvt_prog, a->nr_traces,
+			(unsigned long long)a->engines);
+		kvt_usage_hint();
+		return KVT_EXIT_USAGE;
+	}
+	if ((a->emin_fx || a->emax_set) && a->engines < 2)
+		return usage_err("--engine-min-gib and --engine-max-gib need --engines 2 or more");
+	if (!a->nr_pol) {
+		static const char *const def = "contiguous-max,contiguous-oracle,pow2,paged:16,kvarena";
+
+		parse_policies(a, def);
+	}
+	return 0;
+}
+
+static uint64_t gib_bytes(uint64_t fx)
+{
+	return (uint64_t)(((unsigned __int128)fx << GIB_SHIFT) /
+			  KVT_FIX_SCALE);
+}
+
+/* ---- workloads ------------------------------------------------------- */
+
+static int cmp_arrival(const void *x, const void *y)
+{
+	const struct kvt_req *a = x, *b = y;
+
+	if (a->arrival_us != b->arrival_us)
+		return a->arrival_us < b->arrival_us ? -1 : 1;
+	return a->line < b->line ? -1 : a->line > b->line;
+}
+
+/*
+ * Engine @w's requests: those of @t (its first @limit) whose arrival,
+ * counted from @t's first, falls in [@from, @to), counted from @from.
+ * As vLLM does, a prompt longer than @max_len is refused and the output
+ * is cut where the sequence would pass @max_len.
+ */
+static int make_workload(struct workload *w, const struct kvt_trace *t,
+			 size_t limit, int64_t from, int64_t to,
+			 uint64_t max_len)
+{
+	int64_t t0 = t->req[0].arrival_us;
+	size_t i;
+
+	w->req = calloc(limit ? limit : 1, sizeof(*w->req));
+	if (!w->req)
+		return -ENOMEM;
+	for (i = 0; i < limit; i++) {
+		const struct kvt_req *q = &t->req[i];
+		int64_t at = q->arrival_us - t0;
+		struct req *r;
+
+		if (at < from || at >= to)
+			continue;
+		if (q->ctx > max_len) {
+			w->rejected++;
+			continue;
+		}
+		r = &w->req[w->nr++];
+		r->arrival_us = at - from;
+		r->prompt = (uint32_t)q->ctx;
+		r->output = (uint32_t)(q->gen < max_len - q->ctx ? q->gen :
+				       max_len - q->ctx);
+		w->prompt_tokens += r->prompt;
+		if (q->nr_hash) {
+			r->nr_hash = q->nr_hash;
+			r->hash = t->hash + q->hash;
+			r->chain = malloc(q->nr_hash * sizeof(*r->chain));
+			if (!r->chain)
+				return -ENOMEM;
+			keys_chain(r);
+		}
+	}
+	return 0;
+}
+
+static void free_workload(struct workload *w)
+{
+	uint32_t i;
+
+	for (i = 0; i < w->nr; i++)
+		free(w->req[i].chain);
+	free(w->req);
+}
+
+/* ---- runs ------------------------------------------------------------ */
+
+static int pool_init(struct pool *p, const struct policy *pol,
+		     const struct config *cfg, int nr_engines,
+		     uint32_t min_frames, uint32_t max_frames)
+{
+	p->pol = pol;
+	p->nr_engines = nr_engines;
+	switch (pol->kind) {
+	case POL_PAGED:
+		return paged_pool_init(p, cfg, pol->block_tokens);
+	case POL_KVARENA:
+		return arena_pool_init(p, cfg, nr_engines, min_frames,
+				       max_frames);
+	default:
+		return tokens_pool_init(p, cfg);
+	}
+}
+
+static int setup_run(struct run *r, const struct policy *pol,
+		     enum layout lay, const struct config *cfg, int n)
+{
+	uint32_t min_frames = 0, max_frames = 0;
+	int i, err;
+
+	r->pol = pol;
+	r->layout = lay;
+	r->cfg = cfg;
+	r->nr_engines = n;
+	r->nr_pools = lay == LAYOUT_SHARED ? 1 : n;
+	if (lay == LAYOUT_SHARED) {
+		min_frames = (uint32_t)(cfg->engine_min / cfg->g.frame_size);
+		max_frames = (uint32_t)(cfg->engine_max / cfg->g.frame_size);
+	}
+	for (i = 0; i < r->nr_pools; i++) {
+		r->pools[i].bytes = cfg->kv_bytes / (uint64_t)r->nr_pools;
+		err = pool_init(&r->pools[i], pol, cfg,
+				lay == LAYOUT_SHARED ? n : 1, min_frames,
+				max_frames);
+		if (err)
+			return err;
+	}
+	for (i = 0; i < n; i++) {
+		struct engine *e = &r->eng[i];
+		struct pool *p = &r->pools[lay == LAYOUT_SHARED ? 0 : i];
+
+		e->id = i;
+		e->client = lay == LAYOUT_SHARED ? i : 0;
+		e->cfg = cfg;
+		e->pool = p;
+		e->ops = p->ops ? &blocks_ops : &tokens_ops;
+		e->max_blocks = max_frames && max_frames < p->nr_blocks ?
+				max_frames : p->nr_blocks;
+		if (p->ops) {
+			e->refs = calloc(p->nr_blocks, sizeof(*e->refs));
+			if (!e->refs)
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static int pool_error(const struct run *r, int err)
+{
+	char kv[32], unit[32];
+	const struct config *cfg = r->cfg;
+	uint64_t unit_bytes = r->pol->kind == POL_KVARENA ? cfg->g.frame_size :
+			      r->pol->kind == POL_PAGED ?
+			      r->pol->block_tokens * cfg->g.bytes_per_token :
+			      cfg->g.bytes_per_token;
+
+	if (err == -ENOMEM) {
+		fprintf(stderr, "%s: out of memory\n", kvt_prog);
+		return KVT_EXIT_IMPOSSIBLE;
+	}
+	kvt_fmt_bytes(kv, sizeof(kv), r->pools[0].bytes);
+	kvt_fmt_bytes(unit, sizeof(unit), unit_bytes);
+	if (err == -EFBIG)
+		fprintf(stderr, "%s: %s: %s is more than 2^32 blocks of %s\n",
+			kvt_prog, r->pol->name, kv, unit);
+	else if (err == -ENOSPC && r->layout == LAYOUT_SHARED)
+		fprintf(stderr, "%s: %s: the engines' minimums exceed the arena\n",
+			kvt_prog, r->pol->name);
+	else
+		fprintf(stderr, "%s: %s: %s of KV memory per engine holds no block of %s\n",
+			kvt_prog, r->pol->name, kv, unit);
+	return KVT_EXIT_IMPOSSIBLE;
+}
+
+static void print_header(const struct args *a, const struct config *cfg,
+			 const struct kvt_trace *t, const struct workload *w)
+{
+	char bpt[32], kv[32], fs[32];
+	uint32_t nr = 0, rej = 0;
+	uint64_t i;
+	int k;
+
+	for (i = 0; i < a->engines; i++) {
+		nr += w[i].nr;
+		rej += w[i].rejected;
+	}
+	kvt_fmt_bytes(bpt, sizeof(bpt), cfg->g.bytes_per_token);
+	kvt_fmt_bytes(kv, sizeof(kv), cfg->kv_bytes);
+	kvt_fmt_bytes(fs, sizeof(fs), cfg->g.frame_size);
+	for (k = 0; k < a->nr_traces; k++)
+		printf("trace    %s (%s, %zu requests)\n", t[k].path,
+		       t[k].format, t[k].nr);
+	printf("model    %s: %u layers, %u KV heads, head dim %u, %s, %s per token\n",
+	       a->geo.model ? a->geo.model->name : "custom", cfg->g.layers,
+	       cfg->g.kv_heads, cfg->g.head_dim,
+	       kva_dtype_name((enum kva_dtype)cfg->g.dtype), bpt);
+	printf("memory   %s of KV; kvarena frames of %s (%u tokens)\n", kv, fs,
+	       cfg->g.tokens_per_frame);
+	printf("engines  %llu; %u requests, %u refused (prompt over the max model len, %llu); step %.3g ms\n\n",
+	       (unsigned long long)a->engines, nr + rej, rej,
+	       (unsigned long long)cfg->max_len, (double)cfg->step_us / 1000);
+}
+
+int main(int argc, char **argv)
+{
+	struct kvt_trace traces[MAX_TRACES];
+	struct workload w[KVSIM_MAX_ENGINES];
+	struct run *runs = NULL;
+	struct args a;
+	struct config cfg;
+	int i, k, nr_runs = 0, err, ret = KVT_EXIT_OK, nr_loaded = 0;
+	int64_t span = 0;
+
+	memset(&a, 0, sizeof(a));
+	memset(&cfg, 0, sizeof(cfg));
+	memset(w, 0, sizeof(w));
+	err = parse_args(&a, argc, argv);
+	if (err < 0) {
+		help(stdout);
+		return KVT_EXIT_OK;
+	}
+	if (err)
+		return err;
+	err = kvt_geom_resolve(&a.geo, &cfg.g);
+	if (err)
+		return err;
+	cfg.g.frame_size = a.frame_size;
+	err = kva_geometry_init(&cfg.g);
+	if (err == -E2BIG) {
+		fprintf(stderr, "%s: one token (%llu bytes of KV) does not fit in a frame of %llu bytes\n",
+			kvt_prog,
+			(unsigned long long)(2ull * cfg.g.layers *
+			cfg.g.kv_heads * cfg.g.head_dim *
+			kva_dtype_size((enum kva_dtype)cfg.g.dtype)),
+			(unsigned long long)a.frame_size);
+		return KVT_EXIT_IMPOSSIBLE;
+	}
+	if (err) {
+		fprintf(stderr, "%s: the geometry is beyond the frame layout's limits\n",
+			kvt_prog);
+		return KVT_EXIT_USAGE;
+	}
+	cfg.kv_bytes = a.kv_bytes ? a.kv_bytes : gib_bytes(a.kv_fx);
+	cfg.engine_min = gib_bytes(a.emin_fx);
+	cfg.engine_max = a.emax_set ? gib_bytes(a.emax_fx) : 0;
+	cfg.step_us = (int64_t)(a.step_fx / 1000000);
+	if (!cfg.step_us)
+		cfg.step_us = 1;
+	cfg.prefill_budget = a.prefill;
+	cfg.max_seqs = (uint32_t)a.max_seqs;
+
+	/* Every trace is read and checked before anything runs. */
+	for (k = 0; k < a.nr_traces; k++) {
+		if (kvt_trace_read(a.trace[k], KVT_TRACE_TIMES | KVT_TRACE_HASHES,
+				   &traces[k])) {
+			ret = KVT_EXIT_USAGE;
+			goto out;
+		}
+		nr_loaded++;
+		qsort(traces[k].req, traces[k].nr, sizeof(struct kvt_req),
+		      cmp_arrival);
+	}
+	cfg.max_len = a.max_len;
+	if (!cfg.max_len) {
+		for (k = 0; k < a.nr_traces; k++) {
+			size_t n = a.requests && a.requests < traces[k].nr ?
+				   a.requests : traces[k].nr, j;
+
+			for (j = 0; j < n; j++) {
+				uint64_t l = traces[k].req[j].ctx +
+					     traces[k].req[j].gen;
+
+				if (l > cfg.max_len)
+					cfg.max_len = l < LEN_MAX ? l : LEN_MAX;
+			}
+		}
+	}
+
+	for (i = 0; i < (int)a.engines; i++) {
+		const struct kvt_trace *t = &traces[a.nr_traces == 1 ? 0 : i];
+		size_t n = a.requests && a.requests < t->nr ? a.requests : t->nr;
+		int64_t from = INT64_MIN, to = INT64_MAX;
+
+		if (a.nr_traces == 1 && a.engines > 1) {
+			int64_t len = t->req[n - 1].arrival_us -
+				      t->req[0].arrival_us + 1;
+			int64_t width = (len + (int64_t)a.engines - 1) /
+					(int64_t)a.engines;
+
+			from = width * i;
+			to = from + width;
+		}
+		if (from == INT64_MIN)
+			from = 0;
+		err = make_workload(&w[i], t, n, from, to, cfg.max_len);
+		if (err) {
+			fprintf(stderr, "%s: out of memory\n", kvt_prog);
+			ret = KVT_EXIT_IMPOSSIBLE;
+			goto out;
+		}
+		if (w[i].nr &&
+		    w[i].req[w[i].nr - 1].arrival_us > span)
+			span = w[i].req[w[i].nr - 1].arrival_us;
+	}
+	if (a.svg) {
+		int64_t b = span / 600 / cfg.step_us * cfg.step_us;
+
+		cfg.bucket_us = (uint64_t)(b > cfg.step_us ? b : cfg.step_us);
+	}
+	if (a.engines > 1 && (uint64_t)cfg.engine_min * a.engines >
+	    cfg.kv_bytes) {
+		fprintf(stderr, "%s: --engine-min-gib times %llu engines is more than --kv-gib\n",
+			kvt_prog, (unsigned long long)a.engines);
+		ret = KVT_EXIT_USAGE;
+		goto out;
+	}
+
+	runs = calloc((size_t)a.nr_pol * 2, sizeof(*runs));
+	if (!runs) {
+		fprintf(stderr, "%s: out of memory\n", kvt_prog);
+		ret = KVT_EXIT_IMPOSSIBLE;
+		goto out;
+	}
+	for (k = 0; k < a.nr_pol; k++) {
+		enum layout lays[2];
+		int nl = 0, l;
+
+		if (a.engines == 1) {
+			lays[nl++] = LAYOUT_SINGLE;
+		} else {
+			lays[nl++] = LAYOUT_STATIC;
+			if (a.pol[k].kind == POL_KVARENA)
+				lays[nl++] = LAYOUT_SHARED;
+		}
+		for (l = 0; l < nl; l++) {
+			struct run *r = &runs[nr_runs++];
+
+			err = setup_run(r, &a.pol[k], lays[l], &cfg,
+					(int)a.engines);
+			if (err) {
+				ret = pool_error(r, err);
+				goto out;
+			}
+			err = sim_run(r, w);
+			if (err) {
+				fprintf(stderr, "%s: out of memory\n",
+					kvt_prog);
+				ret = KVT_EXIT_IMPOSSIBLE;
+				goto out;
+			}
+		}
+	}
+
+	if (a.json) {
+		report_json(runs, nr_runs, a.engines > 1);
+	} else {
+		print_header(&a, &cfg, traces, w);
+		report_table(runs, nr_runs, a.engines > 1);
+	}
+	if (a.svg) {
+		char title[160];
+
+		const char *base = strrchr(a.trace[0], '/');
+		char kv[32];
+
+		kvt_fmt_bytes(kv, sizeof(kv), cfg.kv_bytes);
+		snprintf(title, sizeof(title), "%s%s, %s, %s of KV, %llu engine%s",
+			 base ? base + 1 : a.trace[0],
+			 a.nr_traces > 1 ? " and others" : "",
+			 a.geo.model ? a.geo.model->name : "custom geometry",
+			 kv, (unsigned long long)a.engines,
+			 a.engines > 1 ? "s" : "");
+		if (report_svg(a.svg, runs, nr_runs, title))
+			ret = KVT_EXIT_USAGE;
+	}
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "%s: writing the output: %s\n", kvt_prog,
+			strerror(errno));
+		ret = KVT_EXIT_USAGE;
+	}
+out:
+	for (i = 0; i < nr_runs; i++)
+		sim_free(&runs[i]);
+	free(runs);
+	for (i = 0; i < KVSIM_MAX_ENGINES; i++)
+		free_workload(&w[i]);
+	for (k = 0; k < nr_loaded; k++)
+		kvt_trace_free(&traces[k]);
+	return ret;
+}

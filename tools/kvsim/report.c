@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvsim - the figures: a table, JSON lines, and an SVG of running
+ * sequences and memory over time.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kvsim.h"
+
+static const char *layout_word(enum layout l)
+{
+	return l == LAYOUT_SHARED ? "shared-arena" : "static-split";
+}
+
+static double steps_per_s(const struct run *r)
+{
+	return r->wall_s > 0 ? (double)r->total.steps / r->wall_s : 0;
+}
+
+static void row(const char *label, const struct stats *st, double sps)
+{
+	printf("%-30s %6.4f %7.1f %5u %9u %7u %7llu %10llu %8.1f %8.1f %6.4f",
+	       label, st->token_share, st->mean_running, st->peak_running,
+	       st->completed, st->rejected,
+	       (unsigned long long)st->preemptions,
+	       (unsigned long long)st->recomputed_tokens, st->admit_p50_ms,
+	       st->admit_p99_ms, st->prefix_hit_share);
+	if (sps > 0)
+		printf(" %9.0f", sps);
+	putchar('\n');
+}
+
+void report_table(const struct run *runs, int nr, int per_engine)
+{
+	char label[64];
+	int i, k;
+
+	printf("%-30s %6s %13s %9s %7s %7s %10s %17s %6s %9s\n", "",
+	       "token", "running", "", "", "", "recomputed", "admission ms",
+	       "prefix", "steps/s");
+	printf("%-30s %6s %7s %5s %9s %7s %7s %10s %8s %8s %6s\n", "policy",
+	       "share", "mean", "peak", "completed", "refused", "preempt",
+	       "tokens", "p50", "p99", "hit");
+	for (i = 0; i < nr; i++) {
+		const struct run *r = &runs[i];
+
+		if (!per_engine) {
+			row(r->pol->name, &r->total, steps_per_s(r));
+			continue;
+		}
+		for (k = 0; k < r->nr_engines; k++) {
+			snprintf(label, sizeof(label), "%s %s e%d",
+				 r->pol->name, layout_word(r->layout), k);
+			row(label, &r->eng[k].st, 0);
+		}
+		snprintf(label, sizeof(label), "%s %s all", r->pol->name,
+			 layout_word(r->layout));
+		row(label, &r->total, steps_per_s(r));
+	}
+	putchar('\n');
+	for (i = 0; i < nr; i++) {
+		const struct run *r = &runs[i];
+
+		if (per_engine)
+			snprintf(label, sizeof(label), "%s %s:", r->pol->name,
+				 layout_word(r->layout));
+		else
+			snprintf(label, sizeof(label), "%s:", r->pol->name);
+		printf("%-30s %llu steps, %.1f s simulated in %.3f s\n", label,
+		       (unsigned long long)r->total.steps, r->total.span_s,
+		       r->wall_s);
+	}
+}
+
+static void json_obj(const struct run *r, const struct stats *st, int engine,
+		     int per_engine)
+{
+	printf("{\"policy\":");
+	kvt_json_str(stdout, r->pol->name);
+	if (per_engine) {
+		printf(",\"arena\":\"%s\"", layout_word(r->layout));
+		if (engine < 0)
+			printf(",\"engine\":null");
+		else
+			printf(",\"engine\":%d", engine);
+	}
+	printf(",\"token_share\":%.6f,\"mean_running\":%.3f,\"peak_running\":%u",
+	       st->token_share, st->mean_running, st->peak_running);
+	printf(",\"completed\":%u,\"rejected\":%u,\"preemptions\":%llu,\"recomputed_tokens\":%llu",
+	       st->completed, st->rejected,
+	       (unsigned long long)st->preemptions,
+	       (unsigned long long)st->recomputed_tokens);
+	printf(",\"admit_p50_ms\":%.3f,\"admit_p99_ms\":%.3f,\"prefix_hit_share\":%.6f",
+	       st->admit_p50_ms, st->admit_p99_ms, st->prefix_hit_share);
+	printf(",\"prompt_tokens\":%llu,\"hit_tokens\":%llu",
+	       (unsigned long long)st->prompt_tokens,
+	       (unsigned long long)st->hit_tokens);
+	printf(",\"steps\":%llu,\"simulated_s\":%.3f",
+	       (unsigned long long)st->steps, st->span_s);
+	if (engine < 0)
+		printf(",\"wall_s\":%.3f,\"steps_per_s\":%.0f", r->wall_s,
+		       steps_per_s(r));
+	printf("}\n");
+}
+
+void report_json(const struct run *runs, int nr, int per_engine)
+{
+	int i, k;
+
+	for (i = 0; i < nr; i++) {
+		if (per_engine)
+			for (k = 0; k < runs[i].nr_engines; k++)
+				json_obj(&runs[i], &runs[i].eng[k].st, k, 1);
+		json_obj(&runs[i], &runs[i].total, -1, per_engine);
+	}
+}
+
+/* ---- SVG ---------------------------------------------------------------- */
+
+#define SVG_W		960
+#define SVG_H		600
+#define PLOT_L		70
+#define PLOT_R		220
+#define PANEL_H		210
+
+static const char *const colors[] = {
+	"#d62728", "#ff7f0e", "#9467bd", "#1f77b4", "#2ca02c", "#8c564b",
+	"#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+};
+
+/* A round tick step giving about five ticks up to @max. */
+static double tick_step(double max)
+{
+	double raw = max / 5, p, m;
+
+	if (raw <= 0)
+		return 1;
+	p = pow(10, floor(log10(raw)));
+	m = raw / p;
+	return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
+}
+
+static void axis(FILE *f, int top, double ymax, const char *ylabel,
+		 double xmax_s, double xtick)
+{
+	double ytick = tick_step(ymax), v;
+	int x1 = SVG_W - PLOT_R, bottom = top + PANEL_H;
+
+	fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n",
+		PLOT_L, top, x1 - PLOT_L, PANEL_H);
+	for (v = 0; v <= ymax * 1.0001; v += ytick) {
+		double y = bottom - v / ymax * PANEL_H;
+
+		fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n",
+			PLOT_L, y, x1, y);
+		fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+			PLOT_L - 6, y + 4, v);
+	}
+	for (v = 0; v <= xmax_s * 1.0001; v += xtick) {
+		double x = PLOT_L + v / xmax_s * (x1 - PLOT_L);
+
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#333\"/>\n",
+			x, bottom, x, bottom + 4);
+		fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
+			x, bottom + 17, v);
+	}
+	fprintf(f, "<text x=\"%d\" y=\"%d\" transform=\"rotate(-90 %d %d)\" text-anchor=\"middle\">%s</text>\n",
+		18, top + PANEL_H / 2, 18, top + PANEL_H / 2, ylabel);
+}
+
+static void series(FILE *f, const struct run *r, int top, double ymax,
+		   double xmax_s, int which, const char *color,
+		   const char *dash)
+{
+	double bucket_s = (double)r->cfg->bucket_us / 1e6;
+	int x1 = SVG_W - PLOT_R, bottom = top + PANEL_H;
+	uint32_t i;
+
+	fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.3\"%s points=\"",
+		color, dash);
+	for (i = 0; i < r->nr_samples; i++) {
+		const struct sample *s = &r->samples[i];
+		double v = which == 0 ? s->running :
+			   which == 1 ? s->held_gib : s->filled_gib;
+		double x = PLOT_L + (i + 0.5) * bucket_s / xmax_s * (x1 - PLOT_L);
+		double y = bottom - v / ymax * PANEL_H;
+
+		fprintf(f, "%s%.1f,%.1f", i ? " " : "", x, y);
+	}
+	fprintf(f, "\"/>\n");
+}
+
+int report_svg(const char *path, const struct run *runs, int nr,
+	       const char *title)
+{
+	double run_max = 1, mem_max = 0.001, xmax_s = 1;
+	int top1 = 60, top2 = 60 + PANEL_H + 60, i;
+	uint32_t j;
+	FILE *f;
+
+	for (i = 0; i < nr; i++) {
+		const struct run *r = &runs[i];
+		double span = r->nr_samples * (double)r->cfg->bucket_us / 1e6;
+
+		if (span > xmax_s)
+			xmax_s = span;
+		for (j = 0; j < r->nr_samples; j++) {
+			if (r->samples[j].running > run_max)
+				run_max = r->samples[j].running;
+			if (r->samples[j].held_gib > mem_max)
+				mem_max = r->samples[j].held_gib;
+		}
+	}
+	run_max = ceil(run_max / tick_step(run_max)) * tick_step(run_max);
+	mem_max = ceil(mem_max / tick_step(mem_max)) * tick_step(mem_max);
+
+	f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "%s: %s: %s\n", kvt_prog, path, strerror(errno));
+		return -errno;
+	}
+	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n",
+		SVG_W, SVG_H, SVG_W, SVG_H);
+	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+	fprintf(f, "<text x=\"%d\" y=\"24\" font-size=\"15\">kvsim: ", PLOT_L);
+	for (; *title; title++) {
+		if (*title == '<')
+			fputs("&lt;", f);
+		else if (*title == '&')
+			fputs("&amp;", f);
+		else
+			fputc(*title, f);
+	}
+	fprintf(f, "</text>\n");
+	fprintf(f, "<text x=\"%d\" y=\"%d\">running sequences</text>\n",
+		PLOT_L, top1 - 8);
+	fprintf(f, "<text x=\"%d\" y=\"%d\">KV memory, GiB: held by sequences (solid), holding tokens (dashed)</text>\n",
+		PLOT_L, top2 - 8);
+	axis(f, top1, run_max, "sequences", xmax_s, tick_step(xmax_s));
+	axis(f, top2, mem_max, "GiB", xmax_s, tick_step(xmax_s));
+	fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">time, s</text>\n",
+		(SVG_W - PLOT_R + PLOT_L) / 2, top2 + PANEL_H + 36);
+	for (i = 0; i < nr; i++) {
+		const char *c = colors[i % 10];
+		char label[64];
+
+		series(f, &runs[i], top1, run_max, xmax_s, 0, c, "");
+		series(f, &runs[i], top2, mem_max, xmax_s, 1, c, "");
+		series(f, &runs[i], top2, mem_max, xmax_s, 2, c,
+		       " stroke-dasharray=\"4 3\"");
+		if (runs[i].layout == LAYOUT_SINGLE)
+			snprintf(label, sizeof(label), "%s", runs[i].pol->name);
+		else
+			snprintf(label, sizeof(label), "%s %s",
+				 runs[i].pol->name, layout_word(runs[i].layout));
+		fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"3\"/>\n",
+			SVG_W - PLOT_R + 16, top1 + 10 + 20 * i,
+			SVG_W - PLOT_R + 40, top1 + 10 + 20 * i, c);
+		fprintf(f, "<text x=\"%d\" y=\"%d\">%s</text>\n",
+			SVG_W - PLOT_R + 46, top1 + 14 + 20 * i, label);
+	}
+	fprintf(f, "</svg>\n");
+	if (fclose(f)) {
+		fprintf(stderr, "%s: %s: %s\n", kvt_prog, path, strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}

@@ -1,0 +1,434 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvsim - the step loop.
+ *
+ * Every engine runs the same step, at the same simulated time t, every
+ * step_us (20 ms by default):
+ *
+ *  1. arrivals: requests whose arrival time is at most t join the back
+ *     of the waiting queue (a request that could never fit the engine's
+ *     memory is rejected instead);
+ *  2. decode: every running sequence, oldest first, grows by one token.
+ *     When one cannot, the newest running sequence is preempted - its
+ *     memory freed, the request put back at the front of the queue, to be
+ *     recomputed - until it can, or until it is itself the newest and is
+ *     preempted (vLLM's recompute preemption).  A sequence that reaches
+ *     its output length completes and frees its memory;
+ *  3. admission: requests are admitted from the front of the queue while
+ *     memory (and the prefill token budget, and the running limit)
+ *     allow, first come first served: the first that does not fit stops
+ *     admission.  An admitted request's prompt (and, after a preemption,
+ *     the tokens it had generated) is prefilled in this step: its KV is
+ *     held from now on, less what the prefix cache already holds;
+ *  4. figures: running sequences, bytes held by sequences and bytes
+ *     holding tokens are added up, once per step.
+ *
+ * When no engine has anything running or waiting, time jumps to the next
+ * arrival.  The engines take turns going first in each phase, so that
+ * none is favoured in a shared arena.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kvsim.h"
+
+static void waiting_push_back(struct engine *e, struct seq *s)
+{
+	e->waiting[(e->wait_head + e->nr_waiting++) % e->cap_waiting] = s;
+}
+
+static void waiting_push_front(struct engine *e, struct seq *s)
+{
+	e->wait_head = (e->wait_head + e->cap_waiting - 1) % e->cap_waiting;
+	e->waiting[e->wait_head] = s;
+	e->nr_waiting++;
+}
+
+static struct seq *waiting_front(const struct engine *e)
+{
+	return e->waiting[e->wait_head];
+}
+
+static void waiting_pop(struct engine *e)
+{
+	e->wait_head = (e->wait_head + 1) % e->cap_waiting;
+	e->nr_waiting--;
+}
+
+static void arrivals(struct engine *e, int64_t t, uint32_t *left)
+{
+	while (e->next_arrival < e->w->nr &&
+	       e->w->req[e->next_arrival].arrival_us <= t) {
+		struct seq *s = &e->seqs[e->next_arrival++];
+
+		if (!e->ops->fits(e, s->req)) {
+			e->st.rejected++;
+			(*left)--;
+			continue;
+		}
+		waiting_push_back(e, s);
+	}
+}
+
+static void complete(struct engine *e, struct seq *s, uint32_t *left)
+{
+	e->ops->release(e, s);
+	s->tokens = 0;
+	e->st.completed++;
+	(*left)--;
+}
+
+static void preempt(struct engine *e, struct seq *s)
+{
+	e->ops->release(e, s);
+	s->tokens = 0;
+	waiting_push_front(e, s);
+	e->st.preemptions++;
+}
+
+static void decode(struct engine *e, uint32_t *left)
+{
+	uint32_t i, j = 0, n = e->nr_running;
+
+	for (i = 0; i < n; i++) {
+		struct seq *s = e->running[i];
+		bool gone = false;
+
+		while (e->ops->grow(e, s)) {
+			struct seq *victim = e->running[--n];
+
+			preempt(e, victim);
+			if (victim == s) {
+				gone = true;
+				break;
+			}
+		}
+		if (gone)
+			break;
+		s->tokens++;
+		s->generated++;
+		if (s->generated >= s->req->output)
+			complete(e, s, left);
+		else
+			e->running[j++] = s;
+	}
+	e->nr_running = j;
+}
+
+static void admit(struct engine *e, const struct config *cfg, int64_t t,
+		  uint32_t *left)
+{
+	uint64_t used = 0;
+
+	while (e->nr_waiting) {
+		struct seq *s = waiting_front(e);
+		uint32_t need = s->req->prompt + s->generated, hit = 0;
+
+		if (cfg->max_seqs && e->nr_running >= cfg->max_seqs)
+			break;
+		if (cfg->prefill_budget && used &&
+		    used + need > cfg->prefill_budget)
+			break;
+		if (e->ops->admit(e, s, need, &hit))
+			break;
+		waiting_pop(e);
+		s->tokens = need;
+		if (!s->admitted) {
+			s->admitted = true;
+			e->st.delay_us[e->st.nr_delay++] = t - s->req->arrival_us;
+			e->st.prompt_tokens += s->req->prompt;
+			e->st.hit_tokens += hit;
+		} else {
+			e->st.recomputed_tokens += need - hit;
+		}
+		used += need - hit;
+		e->ops->prefilled(e, s);
+		if (s->generated >= s->req->output)
+			complete(e, s, left);
+		else
+			e->running[e->nr_running++] = s;
+	}
+}
+
+static uint64_t engine_held_bytes(const struct engine *e)
+{
+	if (e->pool->ops)
+		return e->held_blocks * e->pool->block_bytes;
+	return e->held_tokens_resv * e->pool->block_bytes;
+}
+
+static uint64_t engine_filled_bytes(const struct engine *e,
+				    const struct config *cfg)
+{
+	if (e->pool->ops)
+		return e->filled_tokens * cfg->g.bytes_per_token;
+	return e->filled_tokens_resv * cfg->g.bytes_per_token;
+}
+
+static uint64_t pool_held_bytes(const struct pool *p)
+{
+	if (p->ops)
+		return p->held_blocks * p->block_bytes;
+	return p->used_tokens * p->block_bytes;
+}
+
+static uint64_t pool_filled_bytes(const struct run *r, const struct pool *p)
+{
+	uint64_t tok = 0;
+	int i;
+
+	if (p->ops)
+		return p->filled_tokens * r->cfg->g.bytes_per_token;
+	for (i = 0; i < r->nr_engines; i++)
+		if (r->eng[i].pool == p)
+			tok += r->eng[i].filled_tokens_resv;
+	return tok * r->cfg->g.bytes_per_token;
+}
+
+static int sample_add(struct run *r, int64_t t, double running, double held,
+		      double filled)
+{
+	const double gib = 1024.0 * 1024.0 * 1024.0;
+	uint64_t b;
+	double w;
+
+	if (!r->cfg->bucket_us)
+		return 0;
+	b = (uint64_t)t / r->cfg->bucket_us;
+	w = (double)r->cfg->step_us / (double)r->cfg->bucket_us;
+	if (b >= r->nr_samples) {
+		uint32_t n = r->nr_samples ? r->nr_samples : 256;
+		struct sample *ns;
+
+		while (n <= b)
+			n *= 2;
+		ns = realloc(r->samples, n * sizeof(*ns));
+		if (!ns)
+			return -ENOMEM;
+		memset(ns + r->nr_samples, 0,
+		       (n - r->nr_samples) * sizeof(*ns));
+		r->samples = ns;
+		r->nr_samples = n;
+	}
+	r->samples[b].running += (float)(running * w);
+	r->samples[b].held_gib += (float)(held / gib * w);
+	r->samples[b].filled_gib += (float)(filled / gib * w);
+	return 0;
+}
+
+static int account(struct run *r, int64_t t)
+{
+	double running = 0, held = 0, filled = 0;
+	int i;
+
+	for (i = 0; i < r->nr_engines; i++) {
+		struct engine *e = &r->eng[i];
+
+		e->st.steps++;
+		e->st.sum_running += e->nr_running;
+		e->st.sum_held += (double)engine_held_bytes(e);
+		e->st.sum_filled += (double)engine_filled_bytes(e, r->cfg);
+		if (e->nr_running > e->st.peak_running)
+			e->st.peak_running = e->nr_running;
+		running += e->nr_running;
+	}
+	for (i = 0; i < r->nr_pools; i++) {
+		held += (double)pool_held_bytes(&r->pools[i]);
+		filled += (double)pool_filled_bytes(r, &r->pools[i]);
+	}
+	r->total.steps++;
+	r->total.sum_running += running;
+	r->total.sum_held += held;
+	r->total.sum_filled += filled;
+	if (running > r->total.peak_running)
+		r->total.peak_running = (uint32_t)running;
+	return sample_add(r, t, running, held, filled);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest rank: the smallest value at or above share @q of them. */
+static double percentile_ms(const int64_t *v, uint32_t n, double q)
+{
+	uint64_t rank;
+
+	if (!n)
+		return 0;
+	rank = (uint64_t)(q * n + 0.999999999);
+	if (rank < 1)
+		rank = 1;
+	if (rank > n)
+		rank = n;
+	return (double)v[rank - 1] / 1000.0;
+}
+
+void stats_finish(struct stats *st, double span_s)
+{
+	qsort(st->delay_us, st->nr_delay, sizeof(*st->delay_us), cmp_i64);
+	st->admit_p50_ms = percentile_ms(st->delay_us, st->nr_delay, 0.50);
+	st->admit_p99_ms = percentile_ms(st->delay_us, st->nr_delay, 0.99);
+	st->span_s = span_s;
+	st->token_share = st->sum_held > 0 ? st->sum_filled / st->sum_held : 0;
+	st->prefix_hit_share = st->prompt_tokens ?
+		(double)st->hit_tokens / (double)st->prompt_tokens : 0;
+}
+
+static int engine_init(struct engine *e, const struct workload *w)
+{
+	uint32_t i;
+
+	e->w = w;
+	e->seqs = calloc(w->nr ? w->nr : 1, sizeof(*e->seqs));
+	e->waiting = calloc(w->nr ? w->nr : 1, sizeof(*e->waiting));
+	e->running = calloc(w->nr ? w->nr : 1, sizeof(*e->running));
+	e->st.delay_us = calloc(w->nr ? w->nr : 1, sizeof(*e->st.delay_us));
+	if (!e->seqs || !e->waiting || !e->running || !e->st.delay_us)
+		return -ENOMEM;
+	e->cap_waiting = w->nr ? w->nr : 1;
+	for (i = 0; i < w->nr; i++)
+		e->seqs[i].req = &w->req[i];
+	e->st.rejected = w->rejected;
+	return 0;
+}
+
+static void engine_fini(struct engine *e)
+{
+	uint32_t i;
+
+	if (e->seqs)
+		for (i = 0; i < e->w->nr; i++)
+			free(e->seqs[i].ids);
+	free(e->seqs);
+	free(e->waiting);
+	free(e->running);
+	free(e->st.delay_us);
+	free(e->refs);
+	e->seqs = NULL;
+	e->waiting = e->running = NULL;
+	e->st.delay_us = NULL;
+	e->refs = NULL;
+}
+
+/*
+ * sim_run() - run @r->pol over @r->nr_engines engines, engine i taking
+ * the requests of @w[i]; the pools and engines' ops are set up by the
+ * caller.  Returns 0 or -ENOMEM.
+ */
+int sim_run(struct run *r, const struct workload *w)
+{
+	int64_t t = 0, step = r->cfg->step_us, last_done = 0;
+	uint32_t left = 0, prev_left;
+	uint64_t nstep = 0;
+	int i, k, n = r->nr_engines, err;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; i < n; i++) {
+		err = engine_init(&r->eng[i], &w[i]);
+		if (err)
+			return err;
+		left += w[i].nr;
+	}
+
+	while (left) {
+		bool busy = false;
+		int64_t next = INT64_MAX;
+
+		prev_left = left;
+		for (k = 0; k < n; k++)
+			arrivals(&r->eng[(nstep + k) % n], t, &left);
+		for (k = 0; k < n; k++)
+			decode(&r->eng[(nstep + k) % n], &left);
+		for (k = 0; k < n; k++)
+			admit(&r->eng[(nstep + k) % n], r->cfg, t, &left);
+		for (i = 0; i < n; i++) {
+			struct engine *e = &r->eng[i];
+
+			if (e->nr_running || e->nr_waiting)
+				busy = true;
+			if (e->next_arrival < e->w->nr &&
+			    e->w->req[e->next_arrival].arrival_us < next)
+				next = e->w->req[e->next_arrival].arrival_us;
+		}
+		if (left != prev_left)
+			last_done = t + step;
+		if (busy) {
+			err = account(r, t);
+			if (err)
+				return err;
+			t += step;
+			nstep++;
+		} else if (left) {
+			t = next > t ? next : t + step;
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	r->wall_s = (double)(t1.tv_sec - t0.tv_sec) +
+		    (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+
+	/* Figures: per engine, then all engines together. */
+	for (i = 0; i < n; i++) {
+		struct engine *e = &r->eng[i];
+		struct stats *st = &e->st, *tot = &r->total;
+
+		tot->completed += st->completed;
+		tot->rejected += st->rejected;
+		tot->preemptions += st->preemptions;
+		tot->recomputed_tokens += st->recomputed_tokens;
+		tot->prompt_tokens += st->prompt_tokens;
+		tot->hit_tokens += st->hit_tokens;
+		tot->nr_delay += st->nr_delay;
+	}
+	r->total.delay_us = malloc((r->total.nr_delay ? r->total.nr_delay : 1) *
+				   sizeof(int64_t));
+	if (!r->total.delay_us)
+		return -ENOMEM;
+	r->total.nr_delay = 0;
+	for (i = 0; i < n; i++) {
+		struct stats *st = &r->eng[i].st;
+
+		memcpy(r->total.delay_us + r->total.nr_delay, st->delay_us,
+		       st->nr_delay * sizeof(int64_t));
+		r->total.nr_delay += st->nr_delay;
+		st->mean_running = last_done ?
+			st->sum_running * (double)step / (double)last_done : 0;
+		stats_finish(st, (double)last_done / 1e6);
+	}
+	r->total.mean_running = last_done ?
+		r->total.sum_running * (double)step / (double)last_done : 0;
+	stats_finish(&r->total, (double)last_done / 1e6);
+	if (r->nr_samples) {
+		uint32_t used = (uint32_t)((uint64_t)last_done /
+					   r->cfg->bucket_us) + 1;
+
+		if (used < r->nr_samples)
+			r->nr_samples = used;
+	}
+	return 0;
+}
+
+void sim_free(struct run *r)
+{
+	int i;
+
+	for (i = 0; i < r->nr_engines; i++)
+		engine_fini(&r->eng[i]);
+	for (i = 0; i < r->nr_pools; i++) {
+		struct pool *p = &r->pools[i];
+
+		if (p->ops && p->ops->fini)
+			p->ops->fini(p);
+		bpool_common_fini(p);
+	}
+	free(r->total.delay_us);
+	free(r->samples);
+	r->total.delay_us = NULL;
+	r->samples = NULL;
+}
