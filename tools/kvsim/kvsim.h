@@ -224,7 +224,7 @@ struct engine {
 	uint32_t wait_head, nr_waiting, cap_waiting;
 	struct seq **running;		/* oldest first */
 	uint32_t nr_running;
-	uint32_t done;			/* completed */
+	bool preempted;			/* in this step */
 	uint32_t max_blocks;		/* block policies: the most it may
 					 * hold */
 	uint32_t *refs;			/* block policies: this engine's

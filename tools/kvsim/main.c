@@ -612,6 +612,7 @@ int main(int argc, char **argv)
 		ret = KVT_EXIT_IMPOSSIBLE;
 		goto out;
 	}
+	/* Every pool is set up, and so checked, before anything runs. */
 	for (k = 0; k < a.nr_pol; k++) {
 		enum layout lays[2];
 		int nl = 0, l;
@@ -632,13 +633,14 @@ int main(int argc, char **argv)
 				ret = pool_error(r, err);
 				goto out;
 			}
-			err = sim_run(r, w);
-			if (err) {
-				fprintf(stderr, "%s: out of memory\n",
-					kvt_prog);
-				ret = KVT_EXIT_IMPOSSIBLE;
-				goto out;
-			}
+		}
+	}
+	for (i = 0; i < nr_runs; i++) {
+		err = sim_run(&runs[i], w);
+		if (err) {
+			fprintf(stderr, "%s: out of memory\n", kvt_prog);
+			ret = KVT_EXIT_IMPOSSIBLE;
+			goto out;
 		}
 	}
 

@@ -17,7 +17,9 @@
  *  3. admission: requests are admitted from the front of the queue while
  *     memory (and the prefill token budget, and the running limit)
  *     allow, first come first served: the first that does not fit stops
- *     admission.  An admitted request's prompt (and, after a preemption,
+ *     admission.  An engine that preempted in this step admits nothing
+ *     in it (vLLM's rule, which keeps a preempted request from being
+ *     readmitted into the memory it just gave up).  An admitted request's prompt (and, after a preemption,
  *     the tokens it had generated) is prefilled in this step: its KV is
  *     held from now on, less what the prefix cache already holds;
  *  4. figures: running sequences, bytes held by sequences and bytes
@@ -88,9 +90,11 @@ static void preempt(struct engine *e, struct seq *s)
 	e->st.preemptions++;
 }
 
-static void decode(struct engine *e, uint32_t *left)
+/* Returns whether anything was preempted. */
+static bool decode(struct engine *e, uint32_t *left)
 {
 	uint32_t i, j = 0, n = e->nr_running;
+	bool preempted = false;
 
 	for (i = 0; i < n; i++) {
 		struct seq *s = e->running[i];
@@ -100,6 +104,7 @@ static void decode(struct engine *e, uint32_t *left)
 			struct seq *victim = e->running[--n];
 
 			preempt(e, victim);
+			preempted = true;
 			if (victim == s) {
 				gone = true;
 				break;
@@ -115,6 +120,7 @@ static void decode(struct engine *e, uint32_t *left)
 			e->running[j++] = s;
 	}
 	e->nr_running = j;
+	return preempted;
 }
 
 static void admit(struct engine *e, const struct config *cfg, int64_t t,
@@ -344,10 +350,17 @@ int sim_run(struct run *r, const struct workload *w)
 		prev_left = left;
 		for (k = 0; k < n; k++)
 			arrivals(&r->eng[(nstep + k) % n], t, &left);
-		for (k = 0; k < n; k++)
-			decode(&r->eng[(nstep + k) % n], &left);
-		for (k = 0; k < n; k++)
-			admit(&r->eng[(nstep + k) % n], r->cfg, t, &left);
+		for (k = 0; k < n; k++) {
+			struct engine *e = &r->eng[(nstep + k) % n];
+
+			e->preempted = decode(e, &left);
+		}
+		for (k = 0; k < n; k++) {
+			struct engine *e = &r->eng[(nstep + k) % n];
+
+			if (!e->preempted)
+				admit(e, r->cfg, t, &left);
+		}
 		for (i = 0; i < n; i++) {
 			struct engine *e = &r->eng[i];
 

@@ -1,0 +1,350 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# kvsim against hand-computed figures, refusals of malformed traces, and
+# the issue's figures on the real traces.  Output is TAP; exit status 0
+# when every test passes.
+#
+#   selftests/kvsim/kvsim_test.sh [path/to/kvsim] [TRACE_DIR]
+#
+# The small traces are written here and every expected number is worked
+# out in the comment next to it.  The real traces (Azure conversation,
+# Mooncake) come from TRACE_DIR ($KVA_TRACES); without them those tests
+# are reported as skipped.
+
+KVSIM=${1:-build/tools/kvsim}
+TRACES=${2:-${KVA_TRACES:-}}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/kvsim-test.XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT INT TERM
+
+TAP_CMD=$KVSIM
+. "$(dirname "$0")/../tap.sh"
+
+if [ ! -x "$KVSIM" ]; then
+	echo "Bail out! no kvsim binary at $KVSIM"
+	exit 1
+fi
+
+# A tiny geometry: 2 * 1 layer * 1 head * 8 * 2 bytes = 32 bytes a token;
+# 512-byte frames hold T_f = 16 tokens; --kv-bytes 2K is 4 frames.
+G="--layers 1 --kv-heads 1 --head-dim 8 --dtype fp16 --frame-size 512"
+
+# --- the model, on one request --------------------------------------------
+
+# Prompt 8, output 8.  Step 0 admits it with 8 tokens; steps 1..8 add a
+# token each and step 8 completes it, so the figures of steps 0..7 count:
+# filled 8+9+...+15 = 92 token-steps.  Held: contiguous-max 32 * 8 = 256
+# (92/256 = 0.359375); oracle 16 * 8 = 128 (0.718750); kvarena one frame
+# of 16, the same; pow2 8 at step 0 then 16: 8 + 7 * 16 = 120 (0.766667);
+# paged:4 2, 3, 3, 3, 3, 4, 4, 4 blocks = 26 * 4 = 104 (0.884615).
+# Mean running: 8 steps * 20 ms over the 180 ms to the end of step 8.
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.0,8,8\n' \
+	>"$TMP/one.csv"
+for p in contiguous-max:0.359375 contiguous-oracle:0.718750 pow2:0.766667 \
+	 paged:4:0.884615 kvarena:0.718750; do
+	pol=${p%:*}
+	share=${p##*:}
+	# shellcheck disable=SC2086
+	run -t "$TMP/one.csv" $G --kv-bytes 2K --max-model-len 32 \
+		--policy "$pol" --json
+	check "token_share_of_${pol}_is_filled_over_held" rc 0 quiet \
+		key token_share "$share" key mean_running 0.889 \
+		key peak_running 1 key completed 1 key preemptions 0 \
+		key admit_p50_ms 0.000 key steps 8 key simulated_s 0.180
+done
+
+# --- preemption: newest first, recompute -----------------------------------
+
+# Two requests at t=0, prompt 16, output 20: one frame each at step 0,
+# a second each at step 1 (4 frames: all of them).  At step 17 the older
+# needs a third: the newer is preempted (2 frames back), the older grows
+# and completes at step 20; the newer, back at the front of the queue, is
+# readmitted in that step with its 16 + 16 tokens (2 frames): 32 tokens
+# recomputed; it completes at step 24.
+# Filled token-steps: 32 + 2 * (17 + ... + 32) + 33 + 34 + 35 + 32 + 33 +
+# 34 + 35 = 1052; held: 32 + 16 * 64 + 3 * 48 + 32 + 3 * 48 = 1376:
+# 1052 / 1376 = 0.764535.  Running: 17 * 2 + 7 = 41 steps over 500 ms.
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.0,16,20\n2023-11-16 18:15:46.0,16,20\n' \
+	>"$TMP/two.csv"
+for pol in kvarena paged:16; do
+	# shellcheck disable=SC2086
+	run -t "$TMP/two.csv" $G --kv-bytes 2K --policy "$pol" --json
+	check "${pol}_preempts_the_newest_and_recomputes_it" rc 0 quiet \
+		key preemptions 1 key recomputed_tokens 32 key completed 2 \
+		key token_share 0.764535 key mean_running 1.640 \
+		key peak_running 2 key admit_p99_ms 0.000 key steps 24
+done
+
+# contiguous-oracle reserves 36 tokens each: 72 > 64, so the second waits
+# for the first, which completes at step 20: admitted at 400 ms, nothing
+# preempted.  Nearest-rank p50 of {0, 400} is 0, p99 400.
+# shellcheck disable=SC2086
+run -t "$TMP/two.csv" $G --kv-bytes 2K --policy contiguous-oracle --json
+check oracle_queues_instead_of_preempting rc 0 quiet key preemptions 0 \
+	key completed 2 key admit_p50_ms 0.000 key admit_p99_ms 400.000
+
+# A request that needs more than all the memory is refused, not queued
+# forever: 16 + 60 tokens need 5 frames of 4.
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.0,16,60\n2023-11-16 18:15:47.0,8,8\n' \
+	>"$TMP/big.csv"
+# shellcheck disable=SC2086
+run -t "$TMP/big.csv" $G --kv-bytes 2K --policy kvarena --json
+check request_larger_than_the_memory_is_refused rc 0 quiet \
+	key rejected 1 key completed 1
+
+# A prompt over --max-model-len is refused; a longer output is cut: the
+# second request's 8 + 8 becomes 8 + 4 in a 12-token reservation: filled
+# 8 + 9 + 10 + 11 = 38 of 4 * 12 = 48 token-steps, 0.791667.
+# shellcheck disable=SC2086
+run -t "$TMP/big.csv" $G --kv-bytes 2K --max-model-len 12 \
+	--policy contiguous-max --json
+check prompt_over_max_model_len_is_refused rc 0 quiet \
+	key rejected 1 key completed 1 key token_share 0.791667
+
+# --- prefix caching ----------------------------------------------------------
+
+# hash_ids name 512-token blocks.  Offline count, in arrival order: the
+# leading run of ids seen before, 512 tokens each, the last at its real
+# length: 0, 512 (id 1), 1000 (ids 1, 2), 700 (ids 1, 3) = 2212 of
+# 1000 + 700 + 1000 + 700 = 3400 prompt tokens (0.650588).  paged:16
+# shares only full blocks: 1000 tokens are 62 of them (992 tokens), 700
+# are 43 (688): 0 + 512 + 992 + 688 = 2192 / 3400 = 0.644706.
+cat >"$TMP/prefix.jsonl" <<'EOF'
+{"timestamp": 0, "input_length": 1000, "output_length": 4, "hash_ids": [1, 2]}
+{"timestamp": 100, "input_length": 700, "output_length": 4, "hash_ids": [1, 3]}
+{"timestamp": 200, "input_length": 1000, "output_length": 4, "hash_ids": [1, 2]}
+{"timestamp": 300, "input_length": 700, "output_length": 4, "hash_ids": [1, 3]}
+EOF
+# shellcheck disable=SC2086
+run -t "$TMP/prefix.jsonl" $G --kv-bytes 1M --policy paged:16 --json
+check paged_prefix_cache_shares_full_blocks rc 0 quiet \
+	key hit_tokens 2192 key prompt_tokens 3400 \
+	key prefix_hit_share 0.644706 key completed 4
+
+# 64 blocks of 16 tokens (32K).  Request 1 takes 63 blocks and leaves its
+# 62 full ones cached, oldest first.  Request 2 takes the first 32 back
+# (id 1) and needs 12 more: the free one, the block of request 1's last 8
+# tokens, and 10 evicted from the LRU's head: request 1's blocks 32..41.
+# Request 3 so finds only 32 blocks (512 tokens); its 31 new blocks come
+# from the free one and 30 evictions: request 1's blocks 42..61, then
+# request 2's blocks 32..41.  Request 4 finds 32.  1536 / 3400 = 0.451765.
+# shellcheck disable=SC2086
+run -t "$TMP/prefix.jsonl" $G --kv-bytes 32K --policy paged:16 --json
+check paged_prefix_cache_evicts_lru_blocks rc 0 quiet \
+	key hit_tokens 1536 key prefix_hit_share 0.451765 key completed 4
+
+# --- several engines -------------------------------------------------------
+
+# Engine 0: two requests of 16 + 4 tokens (2 frames each at the end);
+# engine 1: one of 4 + 4 (1 frame).  Split, 2560 bytes give each engine
+# 2 frames: engine 0's older request needs its second frame at step 1
+# and preempts the newer, which is readmitted at step 4 with its 16
+# tokens.  Shared, the 5 frames hold all three: nothing is preempted.
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.0,16,4\n2023-11-16 18:15:46.0,16,4\n' \
+	>"$TMP/e0.csv"
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.0,4,4\n' \
+	>"$TMP/e1.csv"
+# shellcheck disable=SC2086
+run -t "$TMP/e0.csv" -t "$TMP/e1.csv" $G --kv-bytes 2560 --policy kvarena --json
+if [ $rc = 0 ] &&
+   grep -q '"arena":"static-split","engine":null,.*"completed":3,"rejected":0,"preemptions":1,"recomputed_tokens":16,' "$TMP/out" &&
+   grep -q '"arena":"shared-arena","engine":null,.*"completed":3,"rejected":0,"preemptions":0,"recomputed_tokens":0,' "$TMP/out" &&
+   grep -q '"arena":"static-split","engine":1,.*"preemptions":0,' "$TMP/out" &&
+   [ "$(wc -l <"$TMP/out")" = 6 ]; then
+	pass static_split_preempts_where_the_shared_arena_does_not
+else
+	fail static_split_preempts_where_the_shared_arena_does_not
+fi
+
+# A minimum of 3 frames for each of 2 engines exceeds the 4-frame arena.
+# shellcheck disable=SC2086
+run -t "$TMP/e0.csv" -t "$TMP/e1.csv" $G --kv-bytes 2K --engine-min-gib 0.000001 \
+	--policy kvarena
+check engine_minimums_beyond_the_memory_are_refused rc 2 noout \
+	err1 'kvsim: --engine-min-gib times 2 engines is more than --kv-gib'
+
+# One trace, two engines: slices of its time span.  Two requests 10 s
+# apart: one each.
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:40.0,8,8\n2023-11-16 18:15:50.0,8,8\n' \
+	>"$TMP/slices.csv"
+# shellcheck disable=SC2086
+run -t "$TMP/slices.csv" --engines 2 $G --kv-bytes 2K --policy kvarena --json
+if [ $rc = 0 ] &&
+   [ "$(grep -c '"engine":[01],.*"completed":1,' "$TMP/out")" = 4 ]; then
+	pass one_trace_is_sliced_between_engines
+else
+	fail one_trace_is_sliced_between_engines
+fi
+
+# --- the SVG -----------------------------------------------------------------
+
+# shellcheck disable=SC2086
+run -t "$TMP/two.csv" $G --kv-bytes 2K --svg "$TMP/plot.svg"
+if [ $rc = 0 ] && head -n 1 "$TMP/plot.svg" | grep -q '^<svg ' &&
+   tail -n 1 "$TMP/plot.svg" | grep -q '^</svg>$' &&
+   [ "$(grep -c '<polyline' "$TMP/plot.svg")" = 15 ]; then
+	pass svg_has_three_series_per_policy
+else
+	fail svg_has_three_series_per_policy
+fi
+
+# --- malformed traces: the file, the line, the field; nothing runs ---------
+
+bad_trace() # NAME FILE-CONTENT EXPECTED-STDERR
+{
+	printf '%s' "$2" >"$TMP/$1"
+	rm -f "$TMP/none.svg"
+	# shellcheck disable=SC2086
+	run -t "$TMP/$1" $G --kv-bytes 2K --svg "$TMP/none.svg"
+	if [ -e "$TMP/none.svg" ]; then
+		fail "$1: an SVG was written"
+		return
+	fi
+	check "malformed_$1" rc 2 noout err "kvsim: $TMP/$1:$3"
+}
+
+bad_trace csv_count.csv \
+	'TIMESTAMP,ContextTokens,GeneratedTokens
+2023-11-16 18:15:46.0,10,6
+2023-11-16 18:15:47.0,ten,6
+' '3: ContextTokens is not a token count'
+bad_trace csv_time.csv \
+	'TIMESTAMP,ContextTokens,GeneratedTokens
+2023-11-16 18:15:46.0,10,6
+2023-11-16 25:15:47.0,10,6
+' '3: TIMESTAMP is not a date and time (YYYY-MM-DD HH:MM:SS[.fraction])'
+bad_trace csv_truncated.csv \
+	'TIMESTAMP,ContextTokens,GeneratedTokens
+2023-11-16 18:15:46.0,10,6
+2023-11-16 18:15:47.0,10' '3: GeneratedTokens is missing: the line has 2 fields'
+bad_trace csv_no_time_column.csv \
+	'ContextTokens,GeneratedTokens
+10,6
+' '1: the CSV header names no TIMESTAMP column'
+bad_trace jsonl_truncated.jsonl \
+	'{"timestamp": 0, "input_length": 10, "output_length": 6, "hash_ids": [0]}
+{"timestamp": 5, "input_length": 10, "output_length": 6, "hash_ids": [0' \
+	'2: truncated: the JSON object ends early (in "hash_ids")'
+bad_trace jsonl_junk.jsonl \
+	'{"timestamp": 0, "input_length": 10 "output_length": 6}
+' "1: malformed JSON at column 37: ',' or '}' was expected"
+bad_trace jsonl_no_output.jsonl \
+	'{"timestamp": 0, "input_length": 10}
+' '1: no token count under "output_length"'
+bad_trace jsonl_no_time.jsonl \
+	'{"input_length": 10, "output_length": 6}
+' '1: no time in milliseconds under "timestamp"'
+bad_trace jsonl_hash_count.jsonl \
+	'{"timestamp": 0, "input_length": 1000, "output_length": 6, "hash_ids": [0]}
+' '1: "hash_ids" has 1 ids; input_length 1000 needs 2 (512 tokens each)'
+bad_trace jsonl_hash_type.jsonl \
+	'{"timestamp": 0, "input_length": 10, "output_length": 6, "hash_ids": ["a"]}
+' '1: "hash_ids" is not a list of block ids (whole numbers)'
+
+# --- the command line ----------------------------------------------------
+
+run -t "$TMP/one.csv" --kv-gib 1
+check geometry_is_required rc 2 noout err1 'kvsim: --layers is required without --model'
+run -t "$TMP/one.csv" -m llama-3-8b
+check memory_is_required rc 2 noout err1 'kvsim: --kv-gib or --kv-bytes is required'
+run -t "$TMP/one.csv" -m llama-3-8b --kv-gib 1 --policy paged:0
+check bad_policy_is_named rc 2 noout \
+	err1 'kvsim: --policy must be a list of contiguous-max, contiguous-oracle, pow2, paged:B (B from 1 to 65536) and kvarena: got paged:0'
+run -t "$TMP/one.csv" -t "$TMP/two.csv" --engines 3 -m llama-3-8b --kv-gib 1
+check trace_count_must_match_engines rc 2 noout \
+	err1 'kvsim: 2 traces for 3 engines: give one trace, or one per engine'
+run -t "$TMP/one.csv" -m llama-3-8b --kv-bytes 1M
+check memory_below_one_frame_is_impossible rc 1 noout \
+	err 'kvsim: paged:16: 1.0 MiB of KV memory per engine holds no block of 2.0 MiB'
+# shellcheck disable=SC2086
+run -t "$TMP/absent.csv" $G --kv-bytes 2K
+check missing_trace_is_named rc 2 noout \
+	err "kvsim: $TMP/absent.csv: No such file or directory"
+
+# --- the real traces -----------------------------------------------------
+
+real_trace() # FILE: present, or a skipped test
+{
+	[ -n "$TRACES" ] && [ -r "$TRACES/$1" ] && return 0
+	n=$((n + 1))
+	echo "ok $n # SKIP $1 not found (KVA_TRACES=$TRACES)"
+	return 1
+}
+
+# json_of POLICY KEY: KEY of POLICY's line in $TMP/out.
+json_of()
+{
+	grep "\"policy\":\"$1\"" "$TMP/out" | sed -n "s/.*\"$2\":\([^,}]*\).*/\1/p"
+}
+
+# The issue's figures on the Azure conversation trace, 54 GiB of
+# llama-3-8b: kvarena holds tokens in >= 99% of what it holds,
+# contiguous-max in <= 40%; oracle and paged:16 are reported beside them.
+if real_trace AzureLLMInferenceTrace_conv.csv; then
+	run -t "$TRACES/AzureLLMInferenceTrace_conv.csv" --model llama-3-8b \
+		--kv-gib 54 --max-model-len 8192 --json
+	kva=$(json_of kvarena token_share)
+	cmax=$(json_of contiguous-max token_share)
+	if [ $rc = 0 ] && [ -n "$kva" ] && [ -n "$cmax" ] &&
+	   [ -n "$(json_of contiguous-oracle token_share)" ] &&
+	   [ -n "$(json_of paged:16 token_share)" ] &&
+	   [ "$(json_of kvarena completed)" = 19365 ] &&
+	   awk -v a="$kva" -v c="$cmax" 'BEGIN { exit !(a >= 0.99 && c <= 0.40) }'; then
+		pass "azure_conv_kvarena_share_${kva}_contiguous_max_${cmax}"
+	else
+		fail azure_conv_kvarena_share_at_least_0.99_contiguous_max_at_most_0.40
+	fi
+
+	# Three engines on slices of it, 16 GiB: the static split preempts;
+	# the shared arena preempts less and admits sooner at p99.
+	run -t "$TRACES/AzureLLMInferenceTrace_conv.csv" --model llama-3-8b \
+		--kv-gib 16 --max-model-len 8192 --engines 3 --policy kvarena --json
+	sp=$(grep '"static-split","engine":null' "$TMP/out" |
+	     sed -n 's/.*"preemptions":\([0-9]*\).*"admit_p99_ms":\([0-9.]*\).*/\1 \2/p')
+	sh=$(grep '"shared-arena","engine":null' "$TMP/out" |
+	     sed -n 's/.*"preemptions":\([0-9]*\).*"admit_p99_ms":\([0-9.]*\).*/\1 \2/p')
+	if [ $rc = 0 ] && [ -n "$sp" ] && [ -n "$sh" ] &&
+	   echo "$sp $sh" | awk '{ exit !($1 > 0 && $3 < $1 && $4 < $2) }'; then
+		pass "three_engines_shared_arena_beats_static_split_$(echo "$sp $sh" | tr ' ' _)"
+	else
+		fail three_engines_shared_arena_preempts_less_and_admits_sooner
+	fi
+fi
+
+# The Mooncake trace with a cache nothing is evicted from: the prefix hit
+# share equals the offline count to within 0.005.  The count, in arrival
+# order: for each request, the leading run of its hash_ids that appear in
+# earlier requests, 512 tokens each, the last at its real length
+# (input_length - 512 * (n - 1)); the sum over the sum of input_length.
+if real_trace mooncake_synthetic_trace.jsonl; then
+	exact=$(awk '
+		{
+			match($0, /"input_length": *[0-9]+/)
+			s = substr($0, RSTART, RLENGTH); sub(/.*: */, "", s)
+			len = s + 0
+			match($0, /"hash_ids": *\[[^]]*\]/)
+			s = substr($0, RSTART, RLENGTH)
+			sub(/.*\[ */, "", s); sub(/ *\]$/, "", s)
+			n = s == "" ? 0 : split(s, id, / *, */)
+			k = 0
+			while (k < n && (id[k + 1] in seen))
+				k++
+			hit += k == n ? len : 512 * k
+			tot += len
+			for (i = 1; i <= n; i++)
+				seen[id[i]] = 1
+		}
+		END { printf "%.6f", hit / tot }' \
+		"$TRACES/mooncake_synthetic_trace.jsonl")
+	run -t "$TRACES/mooncake_synthetic_trace.jsonl" --model llama-3-8b \
+		--kv-gib 8192 --policy paged:16 --json
+	got=$(json_of paged:16 prefix_hit_share)
+	if [ $rc = 0 ] && [ -n "$got" ] &&
+	   awk -v a="$got" -v b="$exact" 'BEGIN { d = a - b; exit !(d <= 0.005 && d >= -0.005) }'; then
+		pass "mooncake_unbounded_prefix_hits_paged_${got}_offline_${exact}"
+	else
+		fail "mooncake_unbounded_prefix_hits_paged_${got}_offline_${exact}"
+	fi
+fi
+
+tap_done
