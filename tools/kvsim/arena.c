@@ -5,10 +5,21 @@
  * with its min and max, and frames of the geometry's T_f tokens.  Frame
  * handles are what the core hands out; kvsim keeps them in its block
  * tables as the runtime does.
+ *
+ * The prefix cache is the core's own: LOOKUP (kva_core_prefix_lookup())
+ * takes a hold on the longest run of published frames, PUBLISH
+ * (kva_core_publish()) puts a prompt's full frames under their keys,
+ * and a published frame nobody holds stays cached on the core's LRU until
+ * an allocation reclaims it.  The core holds a frame once per client, as
+ * the module does per open file; like libkvarena, this adapter counts the
+ * engine's sequences that map each frame and lets the core's hold go with
+ * the last of them.  A core without the prefix cache (no KVA_KEY_LEN)
+ * gives a kvarena policy without one.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core.h"
 
@@ -18,6 +29,14 @@ struct arena {
 	struct kva_core core;
 	struct kva_core_client cl[KVSIM_MAX_ENGINES];
 	int nr_clients;
+	uint32_t *uses[KVSIM_MAX_ENGINES];	/* sequences of the engine
+						 * mapping each frame */
+	uint64_t *batch;			/* frames to let go of */
+	uint32_t batch_cap;
+#ifdef KVA_KEY_LEN
+	struct kva_core_prefix *chain;
+	uint32_t chain_cap;
+#endif
 };
 
 static struct arena *arena(struct pool *p)
@@ -25,27 +44,138 @@ static struct arena *arena(struct pool *p)
 	return p->priv;
 }
 
+static void *grow_array(void *p, uint32_t *cap, uint32_t n, size_t size)
+{
+	uint32_t c = *cap ? *cap : 64;
+
+	if (n <= *cap)
+		return p;
+	while (c < n)
+		c *= 2;
+	p = realloc(p, c * size);
+	if (!p) {
+		fprintf(stderr, "%s: out of memory\n", kvt_prog);
+		exit(KVT_EXIT_IMPOSSIBLE);
+	}
+	*cap = c;
+	return p;
+}
+
+/* A refusal of the core for handles it gave out is kvsim's bug. */
+static void core_bug(const char *what, int ret)
+{
+	fprintf(stderr, "%s: the core refused %s: %d\n", kvt_prog, what, ret);
+	abort();
+}
+
 static int arena_alloc(struct pool *p, int eng, uint64_t *ids, uint32_t n)
 {
 	struct arena *a = arena(p);
 	int ret = kva_core_alloc(&a->core, &a->cl[eng], ids, n, false);
+	uint32_t i;
 
-	return ret < 0 ? ret : 0;
+	if (ret < 0)
+		return ret;
+	for (i = 0; i < n; i++)
+		a->uses[eng][KVA_HANDLE_IDX(ids[i])] = 1;
+	return 0;
 }
 
 static void arena_put(struct pool *p, int eng, const uint64_t *ids,
 		      uint32_t n)
 {
 	struct arena *a = arena(p);
-	int ret = kva_core_free(&a->core, &a->cl[eng], ids, n);
+	uint32_t i, k = 0;
+	int ret;
 
-	/* The handles came from the core: a refusal is kvsim's bug. */
-	if (ret) {
-		fprintf(stderr, "%s: the core refused to free %u frames: %d\n",
-			kvt_prog, n, ret);
-		abort();
-	}
+	a->batch = grow_array(a->batch, &a->batch_cap, n, sizeof(*a->batch));
+	for (i = 0; i < n; i++)
+		if (--a->uses[eng][KVA_HANDLE_IDX(ids[i])] == 0)
+			a->batch[k++] = ids[i];
+	if (!k)
+		return;
+	ret = kva_core_free(&a->core, &a->cl[eng], a->batch, k);
+	if (ret)
+		core_bug("to free frames", ret);
 }
+
+#ifdef KVA_KEY_LEN
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* The core's 32-byte key from kvsim's 64-bit one; never all zeros. */
+static void set_key(u8 *out, uint64_t key)
+{
+	uint64_t w[KVA_KEY_LEN / 8];
+	size_t i;
+
+	for (i = 0; i < KVA_KEY_LEN / 8; i++)
+		w[i] = i ? mix(key + i) : key;
+	w[KVA_KEY_LEN / 8 - 1] |= 1;
+	memcpy(out, w, KVA_KEY_LEN);
+}
+
+static struct kva_core_prefix *chain_of(struct arena *a, const uint64_t *keys,
+					uint32_t n)
+{
+	uint32_t i;
+
+	a->chain = grow_array(a->chain, &a->chain_cap, n, sizeof(*a->chain));
+	memset(a->chain, 0, n * sizeof(*a->chain));
+	for (i = 0; i < n; i++)
+		set_key(a->chain[i].key, keys[i]);
+	return a->chain;
+}
+
+static uint32_t arena_lookup(struct pool *p, int eng, const uint64_t *keys,
+			     uint32_t n, uint64_t *ids)
+{
+	struct arena *a = arena(p);
+	struct kva_core_prefix *chain = chain_of(a, keys, n);
+	u32 need = kva_core_holds_need(&a->core, n);
+	int ret, i;
+
+	if (need) {
+		struct kva_hold *recs = kva_core_holds_alloc(need);
+
+		if (!recs) {
+			fprintf(stderr, "%s: out of memory\n", kvt_prog);
+			exit(KVT_EXIT_IMPOSSIBLE);
+		}
+		kva_core_holds_free(kva_core_holds_grow(&a->core, recs, need));
+	}
+	ret = kva_core_prefix_lookup(&a->core, &a->cl[eng], chain, n);
+	/* -ENOSPC: the run would take the engine past its limits. */
+	if (ret < 0)
+		return 0;
+	for (i = 0; i < ret; i++) {
+		ids[i] = chain[i].handle;
+		a->uses[eng][KVA_HANDLE_IDX(ids[i])]++;
+	}
+	return (uint32_t)ret;
+}
+
+static void arena_publish(struct pool *p, int eng, const uint64_t *keys,
+			  const uint64_t *ids, uint32_t n)
+{
+	struct arena *a = arena(p);
+	struct kva_core_prefix *chain = chain_of(a, keys, n);
+	uint32_t i;
+	int ret;
+
+	for (i = 0; i < n; i++)
+		chain[i].handle = ids[i];
+	ret = kva_core_publish(&a->core, &a->cl[eng], chain, n);
+	if (ret < 0)
+		core_bug("to publish frames", ret);
+}
+#endif /* KVA_KEY_LEN */
 
 static void arena_fini(struct pool *p)
 {
@@ -54,9 +184,15 @@ static void arena_fini(struct pool *p)
 
 	if (!a)
 		return;
-	for (i = 0; i < a->nr_clients; i++)
+	for (i = 0; i < a->nr_clients; i++) {
 		kva_core_detach(&a->core, &a->cl[i]);
+		free(a->uses[i]);
+	}
 	kva_core_fini(&a->core);
+	free(a->batch);
+#ifdef KVA_KEY_LEN
+	free(a->chain);
+#endif
 	free(a);
 	p->priv = NULL;
 }
@@ -64,12 +200,20 @@ static void arena_fini(struct pool *p)
 static const struct bpool_ops arena_ops = {
 	.alloc = arena_alloc,
 	.put = arena_put,
+#ifdef KVA_KEY_LEN
+	.lookup = arena_lookup,
+	.publish = arena_publish,
+#endif
 	.fini = arena_fini,
 };
 
 bool arena_has_prefix_cache(void)
 {
+#ifdef KVA_KEY_LEN
+	return true;
+#else
 	return false;
+#endif
 }
 
 /*
@@ -108,6 +252,9 @@ int arena_pool_init(struct pool *p, const struct config *cfg,
 		if (err)
 			return err;
 		a->nr_clients++;
+		a->uses[i] = calloc(nr, sizeof(*a->uses[i]));
+		if (!a->uses[i])
+			return -ENOMEM;
 	}
 	return bpool_common_init(p);
 }

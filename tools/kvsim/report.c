@@ -95,6 +95,10 @@ static void json_obj(const struct run *r, const struct stats *st, int engine,
 	       (unsigned long long)st->recomputed_tokens);
 	printf(",\"admit_p50_ms\":%.3f,\"admit_p99_ms\":%.3f,\"prefix_hit_share\":%.6f",
 	       st->admit_p50_ms, st->admit_p99_ms, st->prefix_hit_share);
+	printf(",\"prefix_cache\":%s",
+	       r->pol->kind == POL_PAGED ||
+	       (r->pol->kind == POL_KVARENA && arena_has_prefix_cache()) ?
+	       "true" : "false");
 	printf(",\"prompt_tokens\":%llu,\"hit_tokens\":%llu",
 	       (unsigned long long)st->prompt_tokens,
 	       (unsigned long long)st->hit_tokens);
