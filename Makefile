@@ -4,8 +4,8 @@
 #
 #   make              module, libkvarena, kernels and tools
 #   make check        native tests, then the VM tests (module in qemu)
-#   make demo         the main job: boot the VM, create an arena, attach two
-#                     clients, allocate, print the STAT totals
+#   make run          the main job: boot the VM, create an arena, serve
+#                     trace slices with three kvserve processes, kill one
 #   make install      libkvarena, headers, tools (PREFIX, DESTDIR)
 #
 # Userspace output goes to $(B) (build/ by default).  The module is built
@@ -36,7 +36,7 @@ ALL             :=
 CHECK_NATIVE    :=
 INSTALL_TARGETS :=
 
-.PHONY: all check check-native check-vm demo install clean module \
+.PHONY: all check check-native check-vm run install clean module \
 	module-all-kernels
 .DEFAULT_GOAL := all
 

@@ -294,6 +294,19 @@ int kva_stat(struct kva_arena *arena, struct kva_stat *st);
  */
 int kva_sync_usage(struct kva_arena *arena);
 
+/**
+ * kva_poll_fd() - a file descriptor to watch for memory pressure: poll()
+ * reports POLLPRI on it while the arena's free and reclaimable frames are
+ * below its low watermark (kva_arena_params.low_watermark), so that a
+ * scheduler can stop admitting before an allocation fails.  Use it with
+ * poll(), select() or epoll only: it belongs to @arena and stays open
+ * until kva_close(); never read, write or close it.  Thread-safe.
+ *
+ * Return: the descriptor, -EOPNOTSUPP for an embedded arena (it has no
+ * watermark: kva_stat() tells its free frames), -EINVAL for NULL.
+ */
+int kva_poll_fd(struct kva_arena *arena);
+
 /* kva_alloc() flags */
 #define KVA_ALLOC_PARTIAL	(1u << 0)	/* take what can be had */
 

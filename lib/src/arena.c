@@ -219,6 +219,14 @@ int kva_arena_info(struct kva_arena *a, struct kva_arena_info *info)
 	return 0;
 }
 
+int kva_poll_fd(struct kva_arena *a)
+{
+	if (!a)
+		return -EINVAL;
+	/* The descriptor is fixed from kva_open() to kva_close(). */
+	return a->prov->poll_fd ? a->prov->poll_fd(a) : -EOPNOTSUPP;
+}
+
 /* Try again to return frames the provider refused earlier. */
 static void retry_deferred(struct kva_arena *a)
 {

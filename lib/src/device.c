@@ -225,6 +225,11 @@ static int dev_frame_fd(struct kva_arena *a, uint64_t handle, int *fd,
 	return 0;
 }
 
+static int dev_poll_fd(struct kva_arena *a)
+{
+	return dev(a)->fd;
+}
+
 static void dev_close_provider(struct kva_arena *a)
 {
 	struct kva_device *d = dev(a);
@@ -243,6 +248,7 @@ const struct kva_provider kva_device_provider = {
 	.report = dev_report,
 	.stat = dev_stat,
 	.frame_fd = dev_frame_fd,
+	.poll_fd = dev_poll_fd,
 	.close = dev_close_provider,
 };
 

@@ -135,6 +135,7 @@ struct kva_arena;
  * @report:	report filled tokens and bytes.
  * @stat:	fill the arena-wide fields of @st.
  * @frame_fd:	device only: a new fd and offset for a held frame.
+ * @poll_fd:	device only: the fd whose poll() reports pressure.
  * @close:	detach and release the provider.
  */
 struct kva_usage_report {
@@ -152,6 +153,7 @@ struct kva_provider {
 	int (*stat)(struct kva_arena *a, struct kva_stat *st);
 	int (*frame_fd)(struct kva_arena *a, uint64_t handle, int *fd,
 			uint64_t *offset);
+	int (*poll_fd)(struct kva_arena *a);
 	void (*close)(struct kva_arena *a);
 };
 

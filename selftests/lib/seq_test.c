@@ -259,6 +259,12 @@ TEST(names_of_modes_backends_and_transports)
 	EXPECT_STREQ("?", kva_transport_name((enum kva_transport)7));
 }
 
+TEST_F(seq, embedded_arena_has_no_pressure_fd)
+{
+	EXPECT_EQ(-EOPNOTSUPP, kva_poll_fd(self->a));
+	EXPECT_EQ(-EINVAL, kva_poll_fd(NULL));
+}
+
 /* ---- geometry ---- */
 
 TEST(geometry_gives_tokens_per_frame_and_bytes_per_token)

@@ -4,14 +4,15 @@
 # run.sh - boot a kernel in qemu with kvarena.ko and run programs in it.
 #
 #   run.sh --kernel VMLINUZ --module KVARENA.KO [--timeout SECONDS]
-#          [--mem MIB] [--smp N] [--keep DIR] [--script FILE] PROGRAM...
+#          [--mem MIB] [--smp N] [--keep DIR] [--script FILE]
+#          [--data FILE]... PROGRAM...
 #
 # Builds an initramfs holding busybox-static, the module and the given
 # statically linked PROGRAMs (kselftest binaries printing KTAP, or tools),
 # boots the kernel under TCG (or KVM with KVA_VM_ACCEL=kvm), loads the
 # module, runs each program in order and powers off.  With --script, the
 # FILE (a busybox sh script) runs instead of the programs, with them in
-# /bin.
+# /bin.  Each --data FILE is copied to /data in the VM.
 #
 # Prints the programs' output, then one totals line over every KTAP
 # "# Totals:" line seen, and exits non-zero when any program failed, the
@@ -22,7 +23,7 @@ set -eu
 
 die() { echo "run.sh: $*" >&2; exit 2; }
 
-kernel= module= timeout=600 mem=1024 smp=2 keep= script=
+kernel= module= timeout=600 mem=1024 smp=2 keep= script= data=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel)  kernel=$2; shift 2 ;;
@@ -32,6 +33,9 @@ while [ $# -gt 0 ]; do
 	--smp)     smp=$2; shift 2 ;;
 	--keep)    keep=$2; shift 2 ;;
 	--script)  script=$2; shift 2 ;;
+	--data)    [ -r "$2" ] || die "--data: cannot read '$2'"
+		   data="$data
+$2"; shift 2 ;;
 	--) shift; break ;;
 	-*) die "unknown option $1" ;;
 	*) break ;;
@@ -57,7 +61,7 @@ else
 fi
 root=$work/root
 mkdir -p "$root/bin" "$root/dev" "$root/proc" "$root/sys" "$root/tmp" \
-	 "$root/tests"
+	 "$root/tests" "$root/data"
 cp "$busybox" "$root/bin/busybox"
 cp "$module" "$root/kvarena.ko"
 names=
@@ -67,6 +71,9 @@ for p in "$@"; do
 	names="$names $(basename "$p")"
 done
 [ -z "$script" ] || cp "$script" "$root/script.sh"
+printf '%s\n' "$data" | while IFS= read -r f; do
+	[ -z "$f" ] || cp "$f" "$root/data/"
+done
 
 # The init: mount, load, run, report, power off.  Markers are unique
 # strings the host side parses; everything else is passed through.

@@ -22,20 +22,22 @@ check-vm: $$(VM_TESTS) $$(VM_TESTS_LAST)
 			$(VM_TESTS_LAST) || exit 1; \
 	done
 
-# The main job: boot the newest kernel, create an arena with kvarenactl,
-# attach two clients, allocate, print the STAT totals and the clients.
-VM_DEMO := $(B)/selftests/vm/demo-client
-DEMO_KERNEL ?= $(lastword $(VM_KERNELS))
+# The main job: boot the newest kernel, create a host arena with
+# kvarenactl, serve slices of the Azure traces with three kvserve
+# processes, kill one halfway, and check that every frame it held came
+# back (selftests/vm/main-job.sh).  KVA_TRACES names the traces'
+# directory (selftests/kvsim/kvsim.mk finds ../shared/data/traces).
+RUN_KERNEL ?= $(lastword $(VM_KERNELS))
+RUN_TRACES = $(addprefix $(KVA_TRACES)/,AzureLLMInferenceTrace_conv.csv \
+		AzureLLMInferenceTrace_code.csv)
 
-$(VM_DEMO): $(SRC)/selftests/vm/demo-client.c $(SRC)/include/uapi/linux/kvarena.h
-	@mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) -static -o $@ $<
-
-.PHONY: demo
-demo: all $(VM_DEMO) $(B)/tools/kvarenactl-static
-	@test -n "$(DEMO_KERNEL)" || { echo "kvarena: no kernel with both /boot/vmlinuz-* and headers" >&2; exit 1; }
-	$(Q)$(MAKE) --no-print-directory KDIR=/lib/modules/$(DEMO_KERNEL)/build module
-	$(Q)$(VM_RUN) --timeout $(VM_TIMEOUT) --script $(SRC)/selftests/vm/demo.sh \
-		--kernel /boot/vmlinuz-$(DEMO_KERNEL) \
-		--module $(B)/kmod/$(DEMO_KERNEL)/kvarena.ko \
-		$(VM_DEMO) $(B)/tools/kvarenactl-static
+.PHONY: run
+run: $(B)/tools/kvserve-static $(B)/tools/kvarenactl-static
+	@test -n "$(RUN_KERNEL)" || { echo "kvarena: no kernel with both /boot/vmlinuz-* and headers" >&2; exit 1; }
+	@for f in $(RUN_TRACES); do test -r "$$f" || { echo "kvarena: $$f: not found; set KVA_TRACES to the directory of the Azure traces" >&2; exit 1; }; done
+	$(Q)$(MAKE) --no-print-directory KDIR=/lib/modules/$(RUN_KERNEL)/build module
+	$(Q)$(VM_RUN) --timeout $(VM_TIMEOUT) --script $(SRC)/selftests/vm/main-job.sh \
+		--kernel /boot/vmlinuz-$(RUN_KERNEL) \
+		--module $(B)/kmod/$(RUN_KERNEL)/kvarena.ko \
+		$(addprefix --data ,$(RUN_TRACES)) \
+		$(B)/tools/kvserve-static $(B)/tools/kvarenactl-static

@@ -59,7 +59,7 @@ int kvt_bad(const char *opt, const char *what, const char *arg);
  */
 struct kvt_model {
 	const char *name;
-	uint32_t layers, kv_heads, head_dim;
+	uint32_t layers, kv_heads, head_dim, q_heads;
 	enum kva_dtype dtype;
 	uint64_t params;	/* exact parameter count */
 };

@@ -10,14 +10,14 @@
 
 /*
  * Published geometry of the presets (config.json of each model: layers,
- * KV heads, head dim, torch_dtype) and the exact parameter count, which
- * gives kvplan's default weight size in bf16.
+ * KV heads, head dim, attention heads, torch_dtype) and the exact
+ * parameter count, which gives kvplan's default weight size in bf16.
  */
 static const struct kvt_model models[] = {
-	{ "llama-3-8b",  32, 8, 128, KVA_DTYPE_BF16,  8030261248ull },
-	{ "llama-3-70b", 80, 8, 128, KVA_DTYPE_BF16, 70553706496ull },
-	{ "qwen2.5-7b",  28, 4, 128, KVA_DTYPE_BF16,  7615616512ull },
-	{ "mistral-7b",  32, 8, 128, KVA_DTYPE_BF16,  7241732096ull },
+	{ "llama-3-8b",  32, 8, 128, 32, KVA_DTYPE_BF16,  8030261248ull },
+	{ "llama-3-70b", 80, 8, 128, 64, KVA_DTYPE_BF16, 70553706496ull },
+	{ "qwen2.5-7b",  28, 4, 128, 28, KVA_DTYPE_BF16,  7615616512ull },
+	{ "mistral-7b",  32, 8, 128, 32, KVA_DTYPE_BF16,  7241732096ull },
 };
 
 const struct kvt_model *kvt_model_find(const char *name)

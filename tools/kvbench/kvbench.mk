@@ -32,10 +32,10 @@ INSTALL_TARGETS += install-kvbench
 # kvbench frames and map inside the VM, on the newest kernel: the module's
 # paths, and the runtime mapping frames through FRAME_FD.
 bench-vm: $(KVB_DIR)/kvbench-static $(B)/tools/kvarenactl-static
-	$(Q)$(MAKE) --no-print-directory KDIR=/lib/modules/$(DEMO_KERNEL)/build module
+	$(Q)$(MAKE) --no-print-directory KDIR=/lib/modules/$(RUN_KERNEL)/build module
 	$(Q)printf '%s\n' 'kvbench-static frames' \
 		'kvarenactl-static create bench --frames 40 --frame-size 2M' \
 		'kvbench-static map --arena bench --reps 20' > $(B)/bench-vm.sh
 	$(Q)$(VM_RUN) --timeout $(VM_TIMEOUT) --script $(B)/bench-vm.sh \
-		--kernel /boot/vmlinuz-$(DEMO_KERNEL) \
-		--module $(B)/kmod/$(DEMO_KERNEL)/kvarena.ko $^
+		--kernel /boot/vmlinuz-$(RUN_KERNEL) \
+		--module $(B)/kmod/$(RUN_KERNEL)/kvarena.ko $^

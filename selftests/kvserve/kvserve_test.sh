@@ -1,0 +1,95 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# kvserve on an embedded arena, against figures worked out by hand.
+# Output is TAP; exit status 0 when every test passes.
+#
+#   selftests/kvserve/kvserve_test.sh [path/to/kvserve]
+#
+# Every request of these traces arrives at once, so the schedule does not
+# depend on the machine's speed: the counts below are exact.
+
+KVSERVE=${1:-build/tools/kvserve}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/kvserve-test.XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT INT TERM
+
+TAP_CMD=$KVSERVE
+. "$(dirname "$0")/../tap.sh"
+
+if [ ! -x "$KVSERVE" ]; then
+	echo "Bail out! no kvserve binary at $KVSERVE"
+	exit 1
+fi
+
+# 256 bytes of KV a token: 4 KiB frames hold 16 tokens.
+G="--layers 1 --kv-heads 1 --head-dim 32 --dtype fp32 --frame-size 4K"
+
+# Three requests at once, prompts 10, 20, 40 and outputs 5, 3, 1: all
+# run, nothing is preempted; 9 tokens generated, 70 prefilled.
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.0,10,5\n2023-11-16 18:15:46.0,20,3\n2023-11-16 18:15:46.0,40,1\n' \
+	>"$TMP/three.csv"
+# shellcheck disable=SC2086
+run -t "$TMP/three.csv" $G --frames 64 --json
+check serves_every_request_of_an_embedded_arena rc 0 quiet \
+	key mode '"embedded"' key requests 3 key completed 3 \
+	key preemptions 0 key output_tokens 9 key prefilled_tokens 70 \
+	key recomputed_tokens 0 key pressure_steps 0
+
+# Two requests at once, prompt 16, output 20, in 4 frames: both hold 2
+# frames after the first decode step; at step 17 both need a third, the
+# newer is preempted and recomputed with its 16 + 16 tokens once the
+# older completes (kvsim's test of the same schedule).
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.0,16,20\n2023-11-16 18:15:46.0,16,20\n' \
+	>"$TMP/two.csv"
+# shellcheck disable=SC2086
+run -t "$TMP/two.csv" $G --frames 4 --json
+check preempts_the_newest_and_recomputes_it rc 0 quiet \
+	key completed 2 key preemptions 1 key recomputed_tokens 32 \
+	key output_tokens 40 key prefilled_tokens 64 key peak_held_frames 4
+
+# --max-seqs 1: one at a time, nothing preempted.
+# shellcheck disable=SC2086
+run -t "$TMP/two.csv" $G --frames 4 --max-seqs 1 --json
+check max_seqs_queues_instead rc 0 quiet key completed 2 key preemptions 0 \
+	key prefilled_tokens 32 key peak_held_frames 3
+
+# A prompt over --max-model-len is refused; a longer output is cut.
+# shellcheck disable=SC2086
+run -t "$TMP/three.csv" $G --frames 64 --max-model-len 21 --json
+check refuses_prompts_over_max_model_len rc 0 quiet key requests 3 \
+	key refused 1 key completed 2 key output_tokens 6
+
+# Slices of the trace's time span and --requests.
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:40.0,8,2\n2023-11-16 18:15:40.0,8,2\n2023-11-16 18:15:50.0,8,2\n' \
+	>"$TMP/span.csv"
+# shellcheck disable=SC2086
+run -t "$TMP/span.csv" $G --frames 8 --slice 2/2 --json
+check slice_two_of_two_takes_the_second_half rc 0 quiet key requests 1 \
+	key completed 1
+# shellcheck disable=SC2086
+run -t "$TMP/span.csv" $G --frames 8 --requests 2 --json
+check requests_takes_the_first_n rc 0 quiet key requests 2 key completed 2
+
+# Errors: named, nothing served.
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.0,10\n' \
+	>"$TMP/bad.csv"
+# shellcheck disable=SC2086
+run -t "$TMP/bad.csv" $G
+check malformed_trace_names_line_and_field rc 2 noout \
+	err "kvserve: $TMP/bad.csv:2: GeneratedTokens is missing: the line has 2 fields"
+# 40 + 1 tokens need 3 frames: in 2, that request is refused, not
+# queued for ever.
+# shellcheck disable=SC2086
+run -t "$TMP/three.csv" $G --frames 2 --json
+check request_larger_than_the_arena_is_refused rc 0 quiet key requests 3 \
+	key refused 1 key completed 2 key output_tokens 8
+# shellcheck disable=SC2086
+run -t "$TMP/three.csv" $G --slice 3/2
+check bad_slice_is_named rc 2 noout \
+	err1 'kvserve: --slice must be I/N with 1 <= I <= N <= 1000: got 3/2'
+# shellcheck disable=SC2086
+run -t "$TMP/three.csv" $G --arena nosuch --json
+check device_arena_without_module_is_named rc 1 noout \
+	errstart 'kvserve: opening the device arena nosuch: '
+
+tap_done

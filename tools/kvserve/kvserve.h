@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kvserve - a serving loop on libkvarena and the attention kernels.
+ *
+ *   main.c          options, the trace, the report
+ *   serve.c         the loop: admission, growth, preemption, prefixes,
+ *                   pressure; every sequence's KV in a kvarena sequence
+ *   compute.c       the CPU attention: K/V appends, prefill, decode
+ *   compute_cuda.c  the same on a GPU (built where nvcc is)
+ *
+ * libkvarena's <kvarena.h> and the kernels' <kvattn.h> both name a struct
+ * kva_seq, so the loop and the attention live in different files and
+ * meet here, over base addresses and token counts.
+ */
+#ifndef KVSERVE_H
+#define KVSERVE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kvarena/layout.h>
+
+#include "kvtools.h"
+
+/* One request, from the trace. */
+struct request {
+	double arrival_s;	/* after the first, time-compressed */
+	uint32_t prompt;
+	uint32_t output;
+	uint32_t nr_hash;
+	const uint64_t *hash;	/* the trace's hash_ids */
+};
+
+enum compute_backend {
+	COMPUTE_CPU,
+	COMPUTE_CUDA,
+};
+
+/**
+ * struct compute_ops - the attention of one model step.
+ * @init:	make the state for geometry @g with @q_heads query heads,
+ *		@threads threads (CPU), random K/V and queries from @seed.
+ * @prefill:	for each of @n sequences: write K/V of tokens
+ *		[@from[i], @to[i]) of every layer at @base[i] and run causal
+ *		attention for those tokens over [0, @to[i]).
+ * @decode:	for each of @n sequences: write K/V of token @tokens[i] - 1
+ *		of every layer and run attention for it over its tokens.
+ * @sync:	wait for the work above (GPU).
+ * @fini:	free the state.
+ */
+struct compute_ops {
+	int (*init)(void **state, const struct kva_geometry *g,
+		    uint32_t q_heads, unsigned int threads, uint64_t seed);
+	int (*prefill)(void *state, uint64_t const *base, const uint64_t *from,
+		       const uint64_t *to, uint32_t n);
+	int (*decode)(void *state, uint64_t const *base,
+		      const uint64_t *tokens, uint32_t n);
+	int (*sync)(void *state);
+	void (*fini)(void *state);
+	const char *(*describe)(void *state);
+};
+
+extern const struct compute_ops compute_cpu_ops;
+extern const struct compute_ops *compute_cuda_ops;	/* NULL: not built */
+
+/* What to serve and how (main.c fills it). */
+struct options {
+	const char *trace;
+	struct request *req;
+	uint32_t nr_req;
+	uint32_t refused;		/* prompts over max_len */
+	struct kva_geometry g;
+	uint32_t q_heads;
+	const char *arena;		/* device mode: its name */
+	const char *label;
+	uint32_t frames;		/* embedded arena */
+	uint32_t min_frames, max_frames;
+	uint32_t max_seqs;
+	uint64_t prefill_budget;
+	uint64_t max_len;
+	uint32_t shared_prefix;		/* tokens every prompt starts with */
+	enum compute_backend backend;
+	unsigned int threads;
+	uint64_t seed;
+	double max_seconds;
+	double report_every;		/* seconds between progress lines */
+	int json;
+};
+
+/* serve.c */
+int serve(const struct options *o);
+
+#endif /* KVSERVE_H */
