@@ -93,7 +93,7 @@ static int gpu_init(void **state, const struct kva_geometry *g,
 	c->seed = seed ? seed : 1;
 	CK(cudaGetDevice(&dev));
 	CK(cudaGetDeviceProperties(&prop, dev));
-	snprintf(c->desc, sizeof(c->desc), "cuda %s", prop.name);
+	snprintf(c->desc, sizeof(c->desc), "cuda %.80s", prop.name);
 	CK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
 	CK(cudaMalloc((void **)&c->k, kv * sizeof(float)));
 	CK(cudaMalloc((void **)&c->v, kv * sizeof(float)));

@@ -440,9 +440,11 @@ static int open_arena(struct server *sv)
 	int ret = kva_open(&oo, &sv->a);
 
 	if (ret) {
-		fprintf(stderr, "%s: opening the %s arena%s%s: %s\n", kvt_prog,
+		fprintf(stderr, "%s: opening the %s arena%s%s: %s%s\n", kvt_prog,
 			o->arena ? "device" : "embedded", o->arena ? " " : "",
-			o->arena ? o->arena : "", strerror(-ret));
+			o->arena ? o->arena : "", strerror(-ret),
+			ret == -ELIBACC ? " (the CUDA driver, libcuda.so.1)" :
+			ret == -ENODEV ? " (is kvarena.ko loaded?)" : "");
 		return ret;
 	}
 	kva_arena_info(sv->a, &sv->info);
