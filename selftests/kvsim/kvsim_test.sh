@@ -192,6 +192,25 @@ else
 	fail one_trace_is_sliced_between_engines
 fi
 
+# --round-robin deals the requests out: with two engines, requests 1 and
+# 3 of prefix.jsonl go to engine 0, 2 and 4 to engine 1.  Split, each
+# engine's own cache holds its requests' prefixes: engine 0 finds 992 of
+# request 3, engine 1 688 of request 4 (1680 / 3400 = 0.494118).  Shared,
+# engine 1's request 2 also finds request 1's first 32 blocks: 2192.
+# shellcheck disable=SC2086
+run -t "$TMP/prefix.jsonl" --engines 2 --round-robin $G --kv-bytes 2M \
+	--policy kvarena --json
+if [ "$(sed -n 's/.*"prefix_cache":\([a-z]*\).*/\1/p' "$TMP/out" | head -n 1)" = false ]; then
+	n=$((n + 1))
+	echo "ok $n # SKIP the core has no prefix cache"
+elif [ $rc = 0 ] &&
+   grep -q '"static-split","engine":null,.*"prompt_tokens":3400,"hit_tokens":1680,' "$TMP/out" &&
+   grep -q '"shared-arena","engine":null,.*"prompt_tokens":3400,"hit_tokens":2192,' "$TMP/out"; then
+	pass round_robin_engines_share_prefixes_in_the_arena
+else
+	fail round_robin_engines_share_prefixes_in_the_arena
+fi
+
 # --- the SVG -----------------------------------------------------------------
 
 # shellcheck disable=SC2086

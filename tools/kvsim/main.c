@@ -39,6 +39,8 @@ static void help(FILE *f)
 "      --max-seqs N        running sequences per engine (default: any)\n"
 "      --engines N         N engines, static split against a shared arena;\n"
 "                          one trace is cut into N slices of its time span\n"
+"      --round-robin       or dealt out request by request, as a load\n"
+"                          balancer in front of the engines does\n"
 "      --engine-min-gib X  shared arena: guaranteed to each engine (default 0)\n"
 "      --engine-max-gib X  shared arena: limit of each engine (default: all)\n"
 "      --requests N        only the first N requests of each trace\n"
@@ -53,7 +55,7 @@ static void help(FILE *f)
 enum {
 	OPT_FRAME = KVT_OPT_GEOM_END, OPT_KV, OPT_KV_BYTES, OPT_MAXLEN, OPT_POLICY,
 	OPT_STEP, OPT_PREFILL, OPT_MAXSEQS, OPT_ENGINES, OPT_EMIN, OPT_EMAX,
-	OPT_REQUESTS, OPT_JSON, OPT_SVG,
+	OPT_REQUESTS, OPT_JSON, OPT_SVG, OPT_RR,
 };
 
 static const struct option options[] = {
@@ -71,6 +73,7 @@ static const struct option options[] = {
 	{ "engine-min-gib", required_argument, NULL, OPT_EMIN },
 	{ "engine-max-gib", required_argument, NULL, OPT_EMAX },
 	{ "requests",       required_argument, NULL, OPT_REQUESTS },
+	{ "round-robin",    no_argument,       NULL, OPT_RR },
 	{ "json",           no_argument,       NULL, OPT_JSON },
 	{ "svg",            required_argument, NULL, OPT_SVG },
 	{ "help",           no_argument,       NULL, 'h' },
@@ -91,6 +94,7 @@ struct args {
 	struct policy pol[KVSIM_MAX_POLICIES];
 	int nr_pol;
 	int json;
+	int round_robin;
 	const char *svg;
 };
 
@@ -260,6 +264,9 @@ static int parse_args(struct args *a, int argc, char **argv)
 		case OPT_JSON:
 			a->json = 1;
 			break;
+		case OPT_RR:
+			a->round_robin = 1;
+			break;
 		case OPT_SVG:
 			a->svg = optarg;
 			break;
@@ -293,6 +300,8 @@ static int parse_args(struct args *a, int argc, char **argv)
 		kvt_usage_hint();
 		return KVT_EXIT_USAGE;
 	}
+	if (a->round_robin && (a->engines < 2 || a->nr_traces > 1))
+		return usage_err("--round-robin needs one trace and --engines 2 or more");
 	if ((a->emin_fx || a->emax_set) && a->engines < 2)
 		return usage_err("--engine-min-gib and --engine-max-gib need --engines 2 or more");
 	if (!a->nr_pol) {
@@ -322,13 +331,14 @@ static int cmp_arrival(const void *x, const void *y)
 
 /*
  * Engine @w's requests: those of @t (its first @limit) whose arrival,
- * counted from @t's first, falls in [@from, @to), counted from @from.
+ * counted from @t's first, falls in [@from, @to), counted from @from,
+ * and whose index is @first modulo @stride.
  * As vLLM does, a prompt longer than @max_len is refused and the output
  * is cut where the sequence would pass @max_len.
  */
 static int make_workload(struct workload *w, const struct kvt_trace *t,
 			 size_t limit, int64_t from, int64_t to,
-			 uint64_t max_len)
+			 size_t first, size_t stride, uint64_t max_len)
 {
 	int64_t t0 = t->req[0].arrival_us;
 	size_t i;
@@ -341,7 +351,7 @@ static int make_workload(struct workload *w, const struct kvt_trace *t,
 		int64_t at = q->arrival_us - t0;
 		struct req *r;
 
-		if (at < from || at >= to)
+		if (at < from || at >= to || i % stride != first)
 			continue;
 		if (q->ctx > max_len) {
 			w->rejected++;
@@ -571,8 +581,12 @@ int main(int argc, char **argv)
 		const struct kvt_trace *t = &traces[a.nr_traces == 1 ? 0 : i];
 		size_t n = a.requests && a.requests < t->nr ? a.requests : t->nr;
 		int64_t from = INT64_MIN, to = INT64_MAX;
+		size_t first = 0, stride = 1;
 
-		if (a.nr_traces == 1 && a.engines > 1) {
+		if (a.round_robin) {
+			first = (size_t)i;
+			stride = (size_t)a.engines;
+		} else if (a.nr_traces == 1 && a.engines > 1) {
 			int64_t len = t->req[n - 1].arrival_us -
 				      t->req[0].arrival_us + 1;
 			int64_t width = (len + (int64_t)a.engines - 1) /
@@ -583,7 +597,8 @@ int main(int argc, char **argv)
 		}
 		if (from == INT64_MIN)
 			from = 0;
-		err = make_workload(&w[i], t, n, from, to, cfg.max_len);
+		err = make_workload(&w[i], t, n, from, to, first, stride,
+				    cfg.max_len);
 		if (err) {
 			fprintf(stderr, "%s: out of memory\n", kvt_prog);
 			ret = KVT_EXIT_IMPOSSIBLE;
