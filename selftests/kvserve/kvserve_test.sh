@@ -70,6 +70,20 @@ check slice_two_of_two_takes_the_second_half rc 0 quiet key requests 1 \
 run -t "$TMP/span.csv" $G --frames 8 --requests 2 --json
 check requests_takes_the_first_n rc 0 quiet key requests 2 key completed 2
 
+# --shared-prefix 32: every prompt starts with the same 2 frames.  One at
+# a time, the first publishes them and the other two attach them: 64 of
+# 42 + 52 + 72 = 166 prompt tokens from the cache, 102 prefilled.
+# shellcheck disable=SC2086
+run -t "$TMP/three.csv" $G --frames 64 --max-seqs 1 --shared-prefix 32 --json
+if [ "$(json_get prefix_sharing)" = false ]; then
+	n=$((n + 1))
+	echo "ok $n # SKIP this libkvarena has no prefix sharing"
+else
+	check shared_prefix_is_published_and_attached rc 0 quiet \
+		key completed 3 key prefix_hit_tokens 64 \
+		key prefilled_tokens 102 key prefix_hit_share 0.385542
+fi
+
 # Errors: named, nothing served.
 printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.0,10\n' \
 	>"$TMP/bad.csv"

@@ -13,8 +13,11 @@
 # does.  Requests keep their trace lengths and arrival times (prompts
 # over 4096 tokens are refused, as a max model length does); each
 # process runs at most 16 sequences and prefills at most 2048 prompt
-# tokens a step.  The arena (2048 frames, 8 MiB) is smaller than what
-# the three would hold at their peaks: they meet its low watermark.
+# tokens a step.  Every prompt starts with the same 256-token system
+# prompt, which the first process to prefill it publishes and the others
+# attach (where libkvarena shares prefixes).  The arena (2048 frames,
+# 8 MiB) is smaller than what the three would hold at their peaks: they
+# meet its low watermark.
 set -eu
 
 ctl=kvarenactl-static
@@ -50,9 +53,10 @@ echo
 
 serve() # LABEL TRACE SLICE
 {
-	echo "$1: $(basename "$2") slice $3 of its hour, first $requests requests, at ${scale}x time"
+	echo "$1: $(basename "$2") slice $3 of its hour, first $requests requests, at ${scale}x time, a 256-token system prompt"
 	$srv --trace "$2" --slice "$3" --requests "$requests" --time-scale "$scale" \
-		--max-model-len 4096 --max-seqs 16 --prefill-budget 2048 $geom \
+		--max-model-len 4096 --max-seqs 16 --prefill-budget 2048 \
+		--shared-prefix 256 $geom \
 		--arena $arena --label "$1" --json > "/tmp/$1.json" 2> "/tmp/$1.err" &
 }
 serve serve-a $conv 1/3

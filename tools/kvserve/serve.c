@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <kvarena.h>
 
@@ -63,6 +64,11 @@ struct server {
 	/* scratch, one entry per sequence of a step */
 	struct kva_grow *grow;
 	uint64_t *base, *from, *to;
+#ifdef KVA_KEY_LEN
+	uint32_t *tok;			/* a prompt's token ids */
+	struct kva_key *keys;		/* its frames' keys */
+	uint64_t uid;			/* this process's own text */
+#endif
 
 	/* figures */
 	double t0;
@@ -124,10 +130,124 @@ static void waiting_pop(struct server *sv, uint32_t k)
 /* ---- prefixes ----------------------------------------------------------- */
 
 /*
- * The prompt's cached prefix, attached to the new sequence: the number of
- * prompt tokens it covers.  This libkvarena has no prefix calls yet, so
- * nothing is attached.
+ * The trace has lengths, not tokens, so kvserve makes the token ids up -
+ * the same ones wherever the trace says the text is the same:
+ *
+ *  - the first --shared-prefix tokens of every prompt, in every process:
+ *    a system prompt;
+ *  - a Mooncake prompt's 512-token block with hash id h: ids drawn from h
+ *    and the position in the block;
+ *  - anything else: ids drawn from this process and the request, which no
+ *    other prompt has.
+ *
+ * The keys of the prompt's full frames up to where the shared text ends
+ * come from kva_prefix_keys() over those ids; the new sequence attaches
+ * the longest run of them the arena has (kva_seq_attach_prefix()), and
+ * after prefill they are published (kva_seq_publish()) for everyone else.
  */
+#ifdef KVA_KEY_LEN
+#define PREFIX_SHARING	1
+#define PREFIX_NS	"kvserve: random weights"
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* Prompt tokens whose text other prompts may share. */
+static uint64_t shareable(const struct sreq *s, uint32_t shared)
+{
+	if (s->r->nr_hash)
+		return s->r->prompt;
+	return shared < s->r->prompt ? shared : s->r->prompt;
+}
+
+static uint32_t token_id(const struct server *sv, const struct sreq *s,
+			 uint64_t p)
+{
+	uint32_t shared = sv->o->shared_prefix;
+
+	if (p < shared)
+		return (uint32_t)mix64(0x5359535445ull + p);
+	p -= shared;
+	if (s->r->nr_hash && p / KVT_HASH_BLOCK < s->r->nr_hash)
+		return (uint32_t)mix64(s->r->hash[p / KVT_HASH_BLOCK] *
+				       0x9e3779b97f4a7c15ull +
+				       p % KVT_HASH_BLOCK);
+	return (uint32_t)mix64(sv->uid ^ ((uint64_t)(s - sv->rq) << 24) ^ p);
+}
+
+/* The keys of @s's shareable full frames into sv->keys; their number. */
+static unsigned int prompt_keys(struct server *sv, const struct sreq *s)
+{
+	const struct kva_geometry *g = &sv->o->g;
+	uint64_t n = shareable(s, sv->o->shared_prefix), p;
+	unsigned int frames = (unsigned int)(n / g->tokens_per_frame);
+	int ret;
+
+	if (!frames)
+		return 0;
+	n = (uint64_t)frames * g->tokens_per_frame;
+	for (p = 0; p < n; p++)
+		sv->tok[p] = token_id(sv, s, p);
+	ret = kva_prefix_keys(g, PREFIX_NS, strlen(PREFIX_NS), sv->tok, n,
+			      sv->keys, frames);
+	return ret > 0 ? (unsigned int)ret : 0;
+}
+
+/* The prompt tokens attached from the arena's cache. */
+static uint32_t prefix_attach(struct server *sv, struct sreq *s)
+{
+	unsigned int nk = prompt_keys(sv, s);
+	uint64_t need = (uint64_t)s->r->prompt + s->generated;
+	int ret;
+
+	if (!nk)
+		return 0;
+	ret = kva_seq_attach_prefix(s->seq, sv->keys, nk);
+	if (ret <= 0)
+		return 0;
+	/* The last prompt token is computed again, for its logits. */
+	if (s->seq->tokens >= need && kva_seq_shrink(s->seq, need - 1))
+		return 0;
+	return (uint32_t)s->seq->tokens;
+}
+
+static void prefix_publish(struct server *sv, struct sreq *s)
+{
+	unsigned int nk = prompt_keys(sv, s);
+
+	if (nk)
+		kva_seq_publish(s->seq, sv->keys, nk);
+}
+
+static int prefix_init(struct server *sv)
+{
+	uint64_t longest = 0;
+	uint32_t i;
+
+	for (i = 0; i < sv->o->nr_req; i++)
+		if (sv->o->req[i].prompt > longest)
+			longest = sv->o->req[i].prompt;
+	sv->uid = mix64((uint64_t)getpid() << 32 ^ (uint64_t)time(NULL));
+	sv->tok = calloc(longest + 1, sizeof(*sv->tok));
+	sv->keys = calloc(longest / sv->o->g.tokens_per_frame + 1,
+			  sizeof(*sv->keys));
+	return sv->tok && sv->keys ? 0 : -ENOMEM;
+}
+
+static void prefix_fini(struct server *sv)
+{
+	free(sv->tok);
+	free(sv->keys);
+}
+#else /* a libkvarena without prefix sharing */
+#define PREFIX_SHARING	0
+
 static uint32_t prefix_attach(struct server *sv, struct sreq *s)
 {
 	return 0;
@@ -136,6 +256,16 @@ static uint32_t prefix_attach(struct server *sv, struct sreq *s)
 static void prefix_publish(struct server *sv, struct sreq *s)
 {
 }
+
+static int prefix_init(struct server *sv)
+{
+	return 0;
+}
+
+static void prefix_fini(struct server *sv)
+{
+}
+#endif
 
 /* ---- the step ----------------------------------------------------------- */
 
@@ -390,6 +520,7 @@ static void report(struct server *sv, double secs, bool progress)
 		       share, sv->peak_held,
 		       (unsigned long long)sv->info.frame_size,
 		       o->g.tokens_per_frame);
+		printf(",\"prefix_sharing\":%s", PREFIX_SHARING ? "true" : "false");
 		printf(",\"prefix_hit_tokens\":%llu,\"prefix_hit_share\":%.6f,\"pressure_steps\":%llu}\n",
 		       (unsigned long long)sv->hit_tokens, hits,
 		       (unsigned long long)sv->pressure_steps);
@@ -415,9 +546,10 @@ static void report(struct server *sv, double secs, bool progress)
 	       pct_ms(sv->ttft, sv->nr_ttft, 0.99));
 	printf("  memory         token share %.4f, peak %u frames held; %llu steps under pressure\n",
 	       share, sv->peak_held, (unsigned long long)sv->pressure_steps);
-	printf("  prefix hits    %llu of %llu prompt tokens (%.4f)\n",
+	printf("  prefix hits    %llu of %llu prompt tokens (%.4f)%s\n",
 	       (unsigned long long)sv->hit_tokens,
-	       (unsigned long long)sv->first_prompt_tokens, hits);
+	       (unsigned long long)sv->first_prompt_tokens, hits,
+	       PREFIX_SHARING ? "" : "; this libkvarena has no prefix sharing");
 }
 
 /* ---- set-up and the loop ------------------------------------------------ */
@@ -505,6 +637,8 @@ int serve(const struct options *o)
 	sv.cops = o->backend == COMPUTE_CUDA ? compute_cuda_ops :
 		  &compute_cpu_ops;
 	ret = alloc_server(&sv);
+	if (!ret)
+		ret = prefix_init(&sv);
 	if (ret) {
 		fprintf(stderr, "%s: out of memory\n", kvt_prog);
 		goto out;
@@ -573,6 +707,7 @@ out_fini:
 	sv.cops->fini(sv.cstate);
 	kva_close(sv.a);
 out:
+	prefix_fini(&sv);
 	free_server(&sv);
 	return ret ? 1 : 0;
 }
