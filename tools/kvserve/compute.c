@@ -23,7 +23,7 @@ struct cpu {
 	struct kva_attn *attn;
 	struct kva_geometry g;
 	uint32_t q_heads;
-	float *k, *v;			/* [SRC_TOKENS][kv_heads][head_dim] */
+	float *k, *v;			/* [SRC_TOKENS][kv_heads][dim] */
 	float *q, *out;			/* rows of q_heads * head_dim */
 	uint64_t rows;			/* rows q and out hold */
 	struct kva_seq *dseq;

@@ -78,7 +78,7 @@ struct options {
 	uint32_t max_seqs;
 	uint64_t prefill_budget;
 	uint64_t max_len;
-	uint32_t shared_prefix;		/* tokens every prompt starts with */
+	uint32_t shared_prefix;		/* tokens all prompts start with */
 	enum compute_backend backend;
 	unsigned int threads;
 	uint64_t seed;

@@ -41,7 +41,7 @@ struct sreq {
 	const struct request *r;
 	struct kva_seq *seq;		/* NULL while waiting */
 	uint32_t generated;
-	uint32_t hit;			/* prompt tokens attached from the cache */
+	uint32_t hit;			/* prompt tokens from the cache */
 	bool admitted;
 	double t_first, t_done;
 };
@@ -479,7 +479,8 @@ static void report(struct server *sv, double secs, bool progress)
 	double share = sv->held_bytes_steps > 0 ?
 		       sv->filled_bytes_steps / sv->held_bytes_steps : 0;
 	double hits = sv->first_prompt_tokens ?
-		      (double)sv->hit_tokens / (double)sv->first_prompt_tokens : 0;
+		      (double)sv->hit_tokens /
+		      (double)sv->first_prompt_tokens : 0;
 	const char *label = o->label ? o->label : "kvserve";
 
 	if (progress) {

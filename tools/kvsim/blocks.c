@@ -166,8 +166,8 @@ static void blk_prefilled(struct engine *e, struct seq *s)
 	keys = keys_buf(s->nr_ids + 1);
 	nk = seq_prompt_keys(s, p->block_tokens, keys, s->nr_ids);
 	if (nk > s->nr_hit)
-		p->ops->publish(p, e->client, keys + s->nr_hit, s->ids + s->nr_hit,
-				nk - s->nr_hit);
+		p->ops->publish(p, e->client, keys + s->nr_hit,
+				s->ids + s->nr_hit, nk - s->nr_hit);
 }
 
 static int blk_grow(struct engine *e, struct seq *s)

@@ -191,8 +191,8 @@ struct sample {
  */
 struct stats {
 	uint64_t steps;			/* steps with work */
-	double span_s;			/* first arrival to last completion */
-	double sum_running;		/* running sequences, summed per step */
+	double span_s;			/* first arrival to last done */
+	double sum_running;		/* running sequences, per step */
 	double sum_held;		/* bytes held by sequences, per step */
 	double sum_filled;		/* bytes holding tokens, per step */
 	uint32_t peak_running;
@@ -201,7 +201,7 @@ struct stats {
 	uint64_t preemptions;
 	uint64_t recomputed_tokens;
 	uint64_t prompt_tokens;		/* of the requests admitted */
-	uint64_t hit_tokens;		/* of those, served from the cache */
+	uint64_t hit_tokens;		/* of those, from the cache */
 	int64_t *delay_us;		/* admission delays, @nr_delay */
 	uint32_t nr_delay;
 	double admit_p50_ms, admit_p99_ms;

@@ -53,7 +53,8 @@ static void help(FILE *f)
 }
 
 enum {
-	OPT_FRAME = KVT_OPT_GEOM_END, OPT_KV, OPT_KV_BYTES, OPT_MAXLEN, OPT_POLICY,
+	OPT_FRAME = KVT_OPT_GEOM_END, OPT_KV, OPT_KV_BYTES, OPT_MAXLEN,
+	OPT_POLICY,
 	OPT_STEP, OPT_PREFILL, OPT_MAXSEQS, OPT_ENGINES, OPT_EMIN, OPT_EMAX,
 	OPT_REQUESTS, OPT_JSON, OPT_SVG, OPT_RR,
 };
@@ -552,7 +553,8 @@ int main(int argc, char **argv)
 
 	/* Every trace is read and checked before anything runs. */
 	for (k = 0; k < a.nr_traces; k++) {
-		if (kvt_trace_read(a.trace[k], KVT_TRACE_TIMES | KVT_TRACE_HASHES,
+		if (kvt_trace_read(a.trace[k],
+				   KVT_TRACE_TIMES | KVT_TRACE_HASHES,
 				   &traces[k])) {
 			ret = KVT_EXIT_USAGE;
 			goto out;
@@ -579,7 +581,8 @@ int main(int argc, char **argv)
 
 	for (i = 0; i < (int)a.engines; i++) {
 		const struct kvt_trace *t = &traces[a.nr_traces == 1 ? 0 : i];
-		size_t n = a.requests && a.requests < t->nr ? a.requests : t->nr;
+		size_t n = a.requests && a.requests < t->nr ? a.requests :
+			   t->nr;
 		int64_t from = INT64_MIN, to = INT64_MAX;
 		size_t first = 0, stride = 1;
 

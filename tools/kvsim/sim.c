@@ -19,9 +19,10 @@
  *     allow, first come first served: the first that does not fit stops
  *     admission.  An engine that preempted in this step admits nothing
  *     in it (vLLM's rule, which keeps a preempted request from being
- *     readmitted into the memory it just gave up).  An admitted request's prompt (and, after a preemption,
- *     the tokens it had generated) is prefilled in this step: its KV is
- *     held from now on, less what the prefix cache already holds;
+ *     readmitted into the memory it just gave up).  An admitted
+ *     request's prompt (and, after a preemption, the tokens it had
+ *     generated) is prefilled in this step: its KV is held from now on,
+ *     less what the prefix cache already holds;
  *  4. figures: running sequences, bytes held by sequences and bytes
  *     holding tokens are added up, once per step.
  *
@@ -143,7 +144,8 @@ static void admit(struct engine *e, const struct config *cfg, int64_t t,
 		s->tokens = need;
 		if (!s->admitted) {
 			s->admitted = true;
-			e->st.delay_us[e->st.nr_delay++] = t - s->req->arrival_us;
+			e->st.delay_us[e->st.nr_delay++] =
+				t - s->req->arrival_us;
 			e->st.prompt_tokens += s->req->prompt;
 			e->st.hit_tokens += hit;
 		} else {
