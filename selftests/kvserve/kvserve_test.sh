@@ -101,9 +101,20 @@ check request_larger_than_the_arena_is_refused rc 0 quiet key requests 3 \
 run -t "$TMP/three.csv" $G --slice 3/2
 check bad_slice_is_named rc 2 noout \
 	err1 'kvserve: --slice must be I/N with 1 <= I <= N <= 1000: got 3/2'
+# --arena without the device node: the embedded arena.
+KVA_DEVICE=$TMP/no-such-node
+export KVA_DEVICE
 # shellcheck disable=SC2086
-run -t "$TMP/three.csv" $G --arena nosuch --json
-check device_arena_without_module_is_named rc 1 noout \
-	errstart 'kvserve: opening the device arena nosuch: '
+run -t "$TMP/three.csv" $G --arena a --json
+check arena_without_the_device_is_embedded rc 0 quiet \
+	key mode '"embedded"' key completed 3
+# Forced to the device, without one: named.
+KVA_MODE=device
+export KVA_MODE
+# shellcheck disable=SC2086
+run -t "$TMP/three.csv" $G --arena a --json
+unset KVA_MODE KVA_DEVICE
+check forced_device_without_the_node_is_named rc 1 noout \
+	errstart 'kvserve: opening the arena a: No such device (is kvarena.ko loaded?)'
 
 tap_done

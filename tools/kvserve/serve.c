@@ -527,8 +527,9 @@ static void report(struct server *sv, double secs, bool progress)
 		       (unsigned long long)sv->pressure_steps);
 		return;
 	}
-	printf("%s: %s arena '%s' (%s, %s), %u frames of %llu bytes, %u tokens each; %s\n",
+	printf("%s: %s arena '%s' (%s; %s, %s), %u frames of %llu bytes, %u tokens each; %s\n",
 	       label, kva_mode_name(sv->info.mode), sv->info.name,
+	       sv->info.mode_reason ? sv->info.mode_reason : "",
 	       kva_backend_name(sv->info.backend),
 	       kva_transport_name(sv->info.transport), sv->info.nr_frames,
 	       (unsigned long long)sv->info.frame_size, o->g.tokens_per_frame,
@@ -559,7 +560,8 @@ static int open_arena(struct server *sv)
 {
 	const struct options *o = sv->o;
 	struct kva_open_opts oo = {
-		.mode = o->arena ? KVA_MODE_DEVICE : KVA_MODE_EMBEDDED,
+		/* --arena: the device's, or embedded where there is none. */
+		.mode = o->arena ? KVA_MODE_AUTO : KVA_MODE_EMBEDDED,
 		.name = o->arena,
 		.label = o->label ? o->label : "kvserve",
 		.min_frames = o->min_frames,
@@ -573,9 +575,9 @@ static int open_arena(struct server *sv)
 	int ret = kva_open(&oo, &sv->a);
 
 	if (ret) {
-		fprintf(stderr, "%s: opening the %s arena%s%s: %s%s\n", kvt_prog,
-			o->arena ? "device" : "embedded", o->arena ? " " : "",
-			o->arena ? o->arena : "", strerror(-ret),
+		fprintf(stderr, "%s: opening the arena%s%s: %s%s\n", kvt_prog,
+			o->arena ? " " : "", o->arena ? o->arena : "",
+			strerror(-ret),
 			ret == -ELIBACC ? " (the CUDA driver, libcuda.so.1)" :
 			ret == -ENODEV ? " (is kvarena.ko loaded?)" : "");
 		return ret;
