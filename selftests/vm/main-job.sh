@@ -130,7 +130,7 @@ echo
 tps=$(cat /tmp/serve-a.json /tmp/serve-c.json | sed -n 's/.*"tokens_per_s":\([0-9.]*\).*/\1/p' |
       awk '{ s += $1 } END { printf "%.1f", s }')
 echo "requests served: $served by serve-a and serve-c ($tps tokens/s together); serve-b killed halfway"
-echo "arena: peak $($ctl -j stat $arena | sed -n 's/.*"peak_held":\([0-9]*\).*/\1/p') of $frames frames held; $($ctl -j stat $arena | sed -n 's/.*"alloc_failures":\([0-9]*\).*/\1/p') allocations refused for want of frames"
+echo "arena: peak $($ctl -j stat $arena | sed -n 's/.*"peak_held":\([0-9]*\).*/\1/p') of $frames frames held; allocations refused for want of frames: $($ctl -j stat $arena | sed -n 's/.*"alloc_failures":\([0-9]*\).*/\1/p')"
 final=$(arena_held)
 if [ "$b_held" -gt 0 ] && [ "$returned" = $((b_held - b_shared)) ] &&
    [ $gone = yes ] && [ "$final" = 0 ]; then
