@@ -75,10 +75,10 @@ stamp "\$ kvarenactl clients $arena"
 $ctl clients $arena
 echo
 
-# Halfway: the other two are paused for a moment, so that the count of
-# what comes back is exact.
+# Halfway: all three are paused for a moment, so that the count of what
+# comes back is exact (SIGKILL ends a stopped process as well).
 sleep $((kill_at - kill_at / 2))
-kill -STOP $pid_a $pid_c
+kill -STOP $pid_a $pid_b $pid_c
 before=$($ctl -j clients $arena)
 b_held=$(echo "$before" | client_num serve-b held_frames)
 b_shared=$(echo "$before" | client_num serve-b shared_frames)
