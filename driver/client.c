@@ -28,6 +28,45 @@ struct kva_client *kva_client_new(void)
 }
 
 /*
+ * Take @cl out of @a: its frames and guarantee back to the arena, its
+ * usage out of the sums, its frames file unable to map anything.
+ */
+static void kva_client_detach(struct kva_arena *a, struct kva_client *cl)
+{
+	lockdep_assert_held(&a->lock);
+	kva_core_detach(&a->core, &cl->core);
+	kva_fmap_detach(cl);
+	list_del(&cl->node);
+	idr_remove(&a->client_ids, cl->id);
+	a->nr_clients--;
+	a->filled_bytes -= cl->filled_bytes;
+	a->filled_tokens -= cl->filled_tokens;
+	cl->filled_bytes = 0;
+	cl->filled_tokens = 0;
+	kva_arena_update_pressure(a);
+}
+
+/**
+ * kva_client_lock() - take the arena lock for a command of attached
+ * client @cl, as kva_lock_arena() does.
+ * @cl:		the client.
+ * @how:	KVA_HOW_*.
+ *
+ * Return: 0 with the lock held, or -EAGAIN, or -ESHUTDOWN (lock not held)
+ * if an administrator evicted the client.
+ */
+int kva_client_lock(struct kva_client *cl, unsigned int how)
+{
+	int ret = kva_lock_arena(cl->arena, how);
+
+	if (!ret && cl->evicted) {
+		mutex_unlock(&cl->arena->lock);
+		ret = -ESHUTDOWN;
+	}
+	return ret;
+}
+
+/*
  * The file is going away (close of its last reference, or its process
  * died, SIGKILL included): free every frame the client held, zap every
  * mapping of them, take its usage out of the arena's sums, and drop its
@@ -40,14 +79,9 @@ void kva_client_release(struct kva_client *cl)
 	if (a) {
 		kva_fmap_revoke_begin(cl, false);
 		mutex_lock(&a->lock);
-		kva_core_detach(&a->core, &cl->core);
-		kva_fmap_detach(cl);
-		list_del(&cl->node);
-		idr_remove(&a->client_ids, cl->id);
-		a->nr_clients--;
-		a->filled_bytes -= cl->filled_bytes;
-		a->filled_tokens -= cl->filled_tokens;
-		kva_arena_update_pressure(a);
+		/* An evicted client left the arena already. */
+		if (!cl->evicted)
+			kva_client_detach(a, cl);
 		mutex_unlock(&a->lock);
 		kva_fmap_revoke_end(cl, NULL, 0);
 		if (cl->fmap_file)
@@ -257,7 +291,7 @@ long kva_ioc_alloc(struct kva_client *cl, void __user *argp,
 	buf = handles_buf(small, f.count, how);
 	if (!buf)
 		return nomem(how);
-	ret = kva_lock_arena(a, how);
+	ret = kva_client_lock(cl, how);
 	if (ret)
 		goto out_free;
 	n = kva_core_alloc(&a->core, &cl->core, buf, f.count,
@@ -332,7 +366,7 @@ long kva_ioc_free(struct kva_client *cl, void __user *argp,
 		goto out_free;
 	/* The handles' indices go here, in place, for the zap. */
 	idx = (u32 *)buf;
-	ret = kva_lock_arena(a, how);
+	ret = kva_client_lock(cl, how);
 	if (ret) {
 		kva_fmap_revoke_end(cl, idx, 0);
 		goto out_free;
@@ -375,7 +409,9 @@ long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp)
 	    !kva_all_zero(ff.reserved, sizeof(ff.reserved)))
 		return -EINVAL;
 
-	mutex_lock(&a->lock);
+	ret = kva_client_lock(cl, 0);
+	if (ret)
+		return ret;
 	ret = kva_core_lookup(&a->core, &cl->core, ff.handle);
 	if (ret >= 0) {
 		u32 idx = ret;
@@ -435,7 +471,7 @@ long kva_ioc_set_usage(struct kva_client *cl, void __user *argp,
 	    !kva_all_zero(u.reserved, sizeof(u.reserved)))
 		return -EINVAL;
 
-	ret = kva_lock_arena(a, how);
+	ret = kva_client_lock(cl, how);
 	if (ret)
 		return ret;
 	/* held <= 2^24 frames of <= 2^30 bytes: the product fits in u64. */
@@ -534,6 +570,67 @@ long kva_ioc_clients(void __user *argp, unsigned int how)
 	    put_user(c.nr_clients, &uc->nr_clients))
 		ret = -EFAULT;
 	kvfree(rows);
+out_put:
+	kva_arena_put(a);
+	return ret;
+}
+
+/*
+ * EVICT: the client's file stays open, but the client leaves the arena.
+ * Its faults are held off (the frames file's lock, taken before the arena
+ * lock as a fault takes them) while the core takes everything back, then
+ * every mapping of its frames file is zapped.
+ */
+long kva_ioc_evict(void __user *argp)
+{
+	struct kvarena_evict __user *ue = argp;
+	struct kva_client *cl;
+	struct kvarena_evict e;
+	struct file *fmap = NULL;
+	struct kva_arena *a;
+	u32 held = 0;
+	int ret;
+
+	if (copy_from_user(&e, argp, sizeof(e)))
+		return -EFAULT;
+	if (e.flags || e.reserved0 ||
+	    !kva_all_zero(e.reserved, sizeof(e.reserved)) ||
+	    kva_name_valid(e.name))
+		return -EINVAL;
+	a = kva_arena_get(e.name);
+	if (!a)
+		return -ENOENT;
+	ret = -EOPNOTSUPP;
+	if (a->mem_kind == KVARENA_MEM_CUDA &&
+	    !(a->flags & KVARENA_CREATE_NO_BACKING))
+		goto out_put;
+
+	mutex_lock(&a->lock);
+	cl = kva_client_find(a, e.client_id);
+	if (cl && cl->fmap_file)
+		fmap = get_file(cl->fmap_file);
+	mutex_unlock(&a->lock);
+	ret = -ENOENT;
+	if (!cl)
+		goto out_put;
+	if (fmap)
+		kva_fmap_lock(fmap);
+	mutex_lock(&a->lock);
+	/* Still the same client?  Its frames file cannot be another's. */
+	if (kva_client_find(a, e.client_id) == cl && cl->fmap_file == fmap) {
+		held = cl->core.held;
+		kva_client_detach(a, cl);
+		WRITE_ONCE(cl->evicted, true);
+		ret = 0;
+	}
+	mutex_unlock(&a->lock);
+	if (fmap) {
+		kva_fmap_unlock_zap(fmap);
+		fput(fmap);
+	}
+	/* Done is done: like FREE, no error once the client is out. */
+	if (!ret && put_user(held, &ue->nr_frames))
+		pr_debug("evict: nr_frames not written\n");
 out_put:
 	kva_arena_put(a);
 	return ret;

@@ -490,6 +490,26 @@ void kva_fmap_revoke_end(struct kva_client *cl, const u32 *idx, u32 n)
 		unmap_mapping_range(mapping, (loff_t)idx[i] * fs, fs, 1);
 }
 
+/*
+ * Revocation by someone else than the client (EVICT): hold off the faults
+ * of the client whose frames file @file is...
+ */
+void kva_fmap_lock(struct file *file)
+{
+	struct kva_fmap *fm = file->private_data;
+
+	down_write(&fm->sem);
+}
+
+/* ...then let them in again and zap every mapping of the file. */
+void kva_fmap_unlock_zap(struct file *file)
+{
+	struct kva_fmap *fm = file->private_data;
+
+	up_write(&fm->sem);
+	unmap_mapping_range(file->f_mapping, 0, 0, 1);
+}
+
 /* The client is being released: no fault may map anything again. */
 void kva_fmap_detach(struct kva_client *cl)
 {

@@ -101,6 +101,9 @@ struct kva_client {
 	struct file *fmap_file;		/* host arenas: frames.c */
 
 	wait_queue_head_t attach_wq;	/* poll() before ATTACH */
+
+	/* Set under arena->lock by EVICT; read under it (or as a hint). */
+	bool evicted;
 	char label[KVARENA_LABEL_LEN];
 
 	/* Protected by arena->lock. */
@@ -161,6 +164,8 @@ long kva_ioc_set_usage(struct kva_client *cl, void __user *argp,
 		       unsigned int how);
 long kva_ioc_clients(void __user *argp, unsigned int how);
 long kva_ioc_set_limits(void __user *argp);
+long kva_ioc_evict(void __user *argp);
+int kva_client_lock(struct kva_client *cl, unsigned int how);
 
 /* frames.c */
 int kva_frames_init(void);
@@ -174,6 +179,8 @@ int kva_fmap_create(struct kva_client *cl, struct kva_arena *a);
 int kva_fmap_revoke_begin(struct kva_client *cl, bool nonblock);
 void kva_fmap_revoke_end(struct kva_client *cl, const u32 *idx, u32 n);
 void kva_fmap_detach(struct kva_client *cl);
+void kva_fmap_lock(struct file *file);
+void kva_fmap_unlock_zap(struct file *file);
 
 /* sysfs.c */
 int kva_sysfs_init(struct kobject *parent);

@@ -116,6 +116,7 @@ static int kva_cmd_need(unsigned int cmd)
 	case KVARENA_IOC_ARENA_SET_BACKING:
 	case KVARENA_IOC_ARENA_SET_POLICY:
 	case KVARENA_IOC_SET_LIMITS:
+	case KVARENA_IOC_EVICT:
 		return KVA_ADMIN;
 	case KVARENA_IOC_ALLOC:
 	case KVARENA_IOC_FREE:
@@ -196,6 +197,9 @@ long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp,
 	/* Pairs with smp_store_release() in kva_ioc_attach(). */
 	if (need == KVA_CLIENT && !smp_load_acquire(&cl->arena))
 		return -ENOTCONN;
+	/* A hint: each client command checks again under the arena lock. */
+	if (need == KVA_CLIENT && READ_ONCE(cl->evicted))
+		return -ESHUTDOWN;
 	if ((how & KVA_HOW_NONBLOCK) && !kva_cmd_nonblock(cmd))
 		return -EAGAIN;
 
@@ -226,6 +230,8 @@ long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp,
 		return kva_ioc_clients(argp, how);
 	case KVARENA_IOC_SET_LIMITS:
 		return kva_ioc_set_limits(argp);
+	case KVARENA_IOC_EVICT:
+		return kva_ioc_evict(argp);
 	}
 	return -ENOTTY;
 }

@@ -655,6 +655,121 @@ TEST_F(iso, free_reports_success_even_when_nr_done_cannot_be_written)
 	close(a);
 }
 
+static int evict(int admin, const char *name, __u32 id, __u32 *nr)
+{
+	struct kvarena_evict e = { .client_id = id };
+	int ret;
+
+	snprintf(e.name, sizeof(e.name), "%s", name);
+	ret = kva_ioctl(admin, KVARENA_IOC_EVICT, &e);
+	if (nr)
+		*nr = e.nr_frames;
+	return ret;
+}
+
+TEST_F(iso, evicted_client_loses_its_mappings_and_frames_and_gets_eshutdown)
+{
+	int p2c[2], c2p[2];
+	struct kvarena_stat s;
+	__u32 nr = 0, id;
+	pid_t pid;
+	char b;
+
+	ASSERT_EQ(0, pipe(p2c));
+	ASSERT_EQ(0, pipe(c2p));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct kvarena_frames f = { .count = 1 };
+		struct kvarena_usage u = { 0 };
+		struct kvarena_frame_fd ff;
+		struct kvarena_attach at;
+		volatile char *m;
+		__u64 h[3];
+		int a;
+
+		drop_to(NOBODY);
+		a = kva_open(O_RDWR);
+		CHECK_EQ(0, kva_attach(a, self->name, "runaway", 0, 0, &at));
+		CHECK_EQ(3, kva_alloc(a, h, 3, 0));
+		CHECK_EQ(0, kva_frame_fd(a, h[1], &ff));
+		m = map_frames(ff.fd, KVARENA_HANDLE_IDX(h[1]), 1,
+			       PROT_READ | PROT_WRITE);
+		CHECK(m != MAP_FAILED);
+		m[0] = 1;
+		id = at.client_id;
+		CHECK(write(c2p[1], &id, sizeof(id)) == sizeof(id));
+		CHECK(read(p2c[0], &b, 1) == 1);	/* evicted now */
+		CHECK(touch_gets_sigbus(m, false));
+		CHECK(map_frames(ff.fd, KVARENA_HANDLE_IDX(h[1]), 1,
+				 PROT_READ) == MAP_FAILED);
+		CHECK_EQ(-ESHUTDOWN, kva_alloc(a, h, 1, 0));
+		f.handles = (__u64)(unsigned long)h;
+		CHECK_EQ(-ESHUTDOWN, kva_ioctl(a, KVARENA_IOC_FREE, &f));
+		CHECK_EQ(-ESHUTDOWN, kva_frame_fd(a, h[0], &ff));
+		CHECK_EQ(-ESHUTDOWN, kva_ioctl(a, KVARENA_IOC_SET_USAGE, &u));
+		/* Not a client any more, and it cannot become one again. */
+		CHECK_EQ(-EBUSY, kva_attach(a, self->name, "again", 0, 0, NULL));
+		close(a);
+		_exit(0);
+	}
+	ASSERT_EQ(sizeof(id), read(c2p[0], &id, sizeof(id)));
+	EXPECT_EQ(0, evict(self->admin, self->name, id, &nr));
+	EXPECT_EQ(3, nr);
+	ASSERT_EQ(0, kva_stat(self->admin, self->name, &s));
+	EXPECT_EQ(0, s.nr_held);
+	EXPECT_EQ(0, s.nr_clients);
+	ASSERT_EQ(1, write(p2c[1], "e", 1));
+	EXPECT_EQ(0, reap(pid));
+	/* Twice: gone. */
+	EXPECT_EQ(-ENOENT, evict(self->admin, self->name, id, &nr));
+}
+
+TEST_F(iso, evict_is_the_admins_over_ioctl_and_checks_its_arguments)
+{
+	struct kvarena_evict e = { 0 };
+	struct kvarena_attach at;
+	struct io_uring ring;
+	int c = kva_open(O_RDWR);
+	__u32 nr = 7;
+	__u64 h[2];
+	pid_t pid;
+
+	ASSERT_EQ(0, kva_attach(c, self->name, "victim", 0, 0, &at));
+	ASSERT_EQ(2, kva_alloc(c, h, 2, 0));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int rw;
+
+		drop_to(NOBODY);
+		rw = kva_open(O_RDWR);
+		CHECK_EQ(-EPERM, evict(rw, self->name, at.client_id, NULL));
+		_exit(0);
+	}
+	EXPECT_EQ(0, reap(pid));
+	ASSERT_EQ(0, io_uring_queue_init(2, &ring, 0));
+	snprintf(e.name, sizeof(e.name), "%s", self->name);
+	e.client_id = at.client_id;
+	EXPECT_EQ(-EPERM, kva_uring_one(&ring, self->admin, KVARENA_IOC_EVICT,
+					&e, 0));
+	io_uring_queue_exit(&ring);
+	e.flags = 1;
+	EXPECT_EQ(-EINVAL, kva_ioctl(self->admin, KVARENA_IOC_EVICT, &e));
+	e.flags = 0;
+	e.reserved[1] = 1;
+	EXPECT_EQ(-EINVAL, kva_ioctl(self->admin, KVARENA_IOC_EVICT, &e));
+	EXPECT_EQ(-ENOENT, evict(self->admin, self->name, at.client_id + 99, NULL));
+	EXPECT_EQ(-ENOENT, evict(self->admin, "no-such-arena", 1, NULL));
+	EXPECT_EQ(0, evict(self->admin, self->name, at.client_id, &nr));
+	EXPECT_EQ(2, nr);
+	/* The file is open still; the arena can go. */
+	EXPECT_EQ(-ESHUTDOWN, kva_free(c, h, 2));
+	EXPECT_EQ(0, kva_destroy(self->admin, self->name));
+	ASSERT_EQ(0, make_host_arena(self->admin, self->name, 0));
+	close(c);
+}
+
 /* ---- the permission matrix ------------------------------------------------ */
 
 enum role { RO_OPEN, USER_RW, ADMIN, NR_ROLES };
@@ -679,6 +794,7 @@ static int matrix(enum role role, bool uring, const char *name, __u64 other,
 	struct kvarena_set_backing sb = { .nr_frames = 1, .fd = -1 };
 	struct kvarena_arena_policy po = { .mode = 0666 };
 	struct kvarena_limits li = { .client_id = 999999 };
+	struct kvarena_evict ev = { .client_id = 999999 };
 	struct kvarena_attach at = { 0 };
 	struct kvarena_version v = { 0 };
 	struct kvarena_stat st = { 0 };
@@ -712,6 +828,7 @@ static int matrix(enum role role, bool uring, const char *name, __u64 other,
 	sb.fd = mfd;
 	strcpy(po.name, name);
 	strcpy(li.name, name);
+	strcpy(ev.name, name);
 	strcpy(at.name, name);
 	strcpy(st.name, name);
 	strcpy(cl.name, name);
@@ -738,6 +855,9 @@ static int matrix(enum role role, bool uring, const char *name, __u64 other,
 	    (role == RO_OPEN ? -EBADF : eperm_admin))
 		return __LINE__;
 	if (RUN(KVARENA_IOC_SET_LIMITS, &li) !=
+	    (role == RO_OPEN ? -EBADF : eperm_admin ?: -ENOENT))
+		return __LINE__;
+	if (RUN(KVARENA_IOC_EVICT, &ev) !=
 	    (role == RO_OPEN ? -EBADF : eperm_admin ?: -ENOENT))
 		return __LINE__;
 

@@ -1508,6 +1508,59 @@ TEST(a_client_forked_away_is_listed_with_its_holder_and_killed)
 	EXPECT_EQ(0, destroy("fork"));
 }
 
+TEST(evict_takes_a_stopped_clients_frames_and_its_holder_lives_on)
+{
+	struct kvarena_stat s;
+	pid_t holder;
+	struct run r;
+
+	destroy("ev");
+	CTL(&r, "create", "ev", "--frames", "8", "--frame-size", "64K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	ASSERT_EQ(0, forked_client("ev", "stuck", 5, 1, &holder));
+	ASSERT_EQ(0, kill(holder, SIGSTOP));
+	CTL(&r, "evict", "ev", "stuck");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_STREQ("evicted client 1 (stuck) of arena \"ev\": its 5 frames are back in the arena, its mappings revoked; its processes get ESHUTDOWN and should close the file\n",
+		     r.out);
+	EXPECT_STREQ("", r.err);
+	ASSERT_EQ(0, stat_of("ev", &s));
+	EXPECT_EQ(0, s.nr_held);
+	EXPECT_EQ(0, s.nr_clients);
+	/* The process still holds the file: it lives on, the arena goes. */
+	EXPECT_EQ('T', proc_state(holder));
+	CTL(&r, "evict", "ev", "stuck");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: evict: arena \"ev\" has no client labelled \"stuck\" (see kvarenactl clients ev)\n",
+		     r.err);
+	EXPECT_EQ(0, destroy("ev"));
+	kill(holder, SIGKILL);
+}
+
+TEST(evict_refuses_a_cuda_arena_and_says_why)
+{
+	struct kvarena_arena_create c = { .frame_size = 64 << 10,
+					  .nr_frames = 2,
+					  .mem_kind = KVARENA_MEM_CUDA };
+	int fd = kva_open(O_RDWR), cl = kva_open(O_RDWR), null;
+	struct run r;
+
+	strcpy(c.name, "evg");
+	ASSERT_EQ(0, kva_ioctl(fd, KVARENA_IOC_ARENA_CREATE, &c));
+	null = open("/dev/null", O_RDWR);
+	ASSERT_EQ(0, kva_set_backing(fd, "evg", 0, 1, null, 0));
+	ASSERT_EQ(0, kva_set_backing(fd, "evg", 1, 1, null, 0));
+	ASSERT_EQ(0, kva_attach(cl, "evg", "gpu", 0, 0, NULL));
+	CTL(&r, "evict", "evg", "gpu");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: evict: \"evg\" is a CUDA arena: the module cannot revoke GPU memory a client imported; stop its processes instead (kvarenactl kill evg '#1')\n",
+		     r.err);
+	close(cl);
+	close(null);
+	EXPECT_EQ(0, kva_destroy(fd, "evg"));
+	close(fd);
+}
+
 TEST(destroy_waits_for_clients_to_leave)
 {
 	struct kvarena_stat s;

@@ -29,7 +29,7 @@
 /* ---- commands ------------------------------------------------------------ */
 
 enum cmd_id { C_STAT, C_CLIENTS, C_TOP, C_METRICS, C_CREATE, C_DESTROY,
-	      C_LIMIT, C_KILL, C_HELP, NR_CMDS };
+	      C_LIMIT, C_KILL, C_EVICT, C_HELP, NR_CMDS };
 
 #define CB(c)		(1u << (c))
 #define C_VIEW		(CB(C_STAT) | CB(C_CLIENTS) | CB(C_TOP))
@@ -48,6 +48,7 @@ struct command {
 static int check_create(struct kvactl_opts *o);
 static int check_limit(struct kvactl_opts *o);
 static int check_kill(struct kvactl_opts *o);
+static int check_evict(struct kvactl_opts *o);
 
 static const struct command commands[NR_CMDS] = {
 	[C_STAT] = { "stat", kvactl_cmd_stat, 0, 1, "[NAME]",
@@ -82,6 +83,13 @@ static const struct command commands[NR_CMDS] = {
 		check_kill,
 		"CLIENT is a label, or #ID or --id ID.  The processes are found in\n"
 		"/proc/PID/fdinfo (root sees all); a stopped one also gets SIGCONT.\n" },
+	[C_EVICT] = { "evict", kvactl_cmd_evict, 1, 2, "NAME CLIENT",
+		"Take a client's frames back while its processes live on",
+		check_evict,
+		"CLIENT is a label, or #ID or --id ID.  Host arenas only: every\n"
+		"mapping of its frames is revoked (a touch raises SIGBUS), its frames\n"
+		"and guarantee return to the arena, and its file answers ESHUTDOWN.\n"
+		"A CUDA arena's memory cannot be revoked: kill the client instead.\n" },
 	[C_HELP] = { "help", NULL, 0, 1, "[COMMAND]",
 		"This help, or a command's options and their limits" },
 };
@@ -206,7 +214,7 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		MAX_SECONDS * 1000ull, .cmds = CB(C_DESTROY),
 		.help = "wait this long for the clients to leave" },
 	[OPT_ID] = { "id", 0, V_U32, "ID", OFF(client_id), 1, UINT32_MAX,
-		.cmds = CB(C_LIMIT) | CB(C_KILL),
+		.cmds = CB(C_LIMIT) | CB(C_KILL) | CB(C_EVICT),
 		.help = "the client by its id (as CLIENT #ID)" },
 	[OPT_MIN] = { "min", 0, V_U32, "N", OFF(min), 0, KVARENA_MAX_FRAMES,
 		.want = "at most the arena's frames", .cmds = CB(C_LIMIT),
@@ -607,6 +615,11 @@ static int check_kill(struct kvactl_opts *o)
 	return check_client(o, &commands[C_KILL]);
 }
 
+static int check_evict(struct kvactl_opts *o)
+{
+	return check_client(o, &commands[C_EVICT]);
+}
+
 /* ---- help --------------------------------------------------------------------- */
 
 static void help(FILE *f)
@@ -629,6 +642,7 @@ static void help(FILE *f)
 "  limit NAME [--owner U] [--group G] [--mode 0660] [--client-...]\n"
 "                    the arena's access and its policy for clients\n"
 "  kill NAME CLIENT [-s SIGNAL]    signal every process holding the client\n"
+"  evict NAME CLIENT  take a host arena client's frames back, revoked\n"
 "  help [COMMAND]    a command's options and their limits\n"
 "\n"
 "  -j, --json   JSON output (stat, clients, top)   -p, --pretty   indented JSON\n"

@@ -601,3 +601,47 @@ out_close:
 	close(fd);
 	return ret;
 }
+
+int kvactl_cmd_evict(const struct kvactl_opts *o)
+{
+	const char *name = o->args[0];
+	const struct kvarena_client_info *c;
+	struct kvarena_evict e = { 0 };
+	char label[4 * KVARENA_LABEL_LEN];
+	struct kvactl_snap snap;
+	int fd, err, ret = KVACTL_FAIL;
+
+	fd = kvactl_open(true, "evict");
+	if (fd < 0)
+		return KVACTL_FAIL;
+	if (kvactl_snap_read(fd, o->cmd, name, true, &snap))
+		goto out_close;
+	c = kvactl_find_client(&snap.arenas[0], o);
+	if (!c)
+		goto out_free;
+	kvactl_fmt_label(label, sizeof(label), c->label);
+	kvactl_name_copy(e.name, name);
+	e.client_id = c->client_id;
+	err = kvactl_ioctl(fd, KVARENA_IOC_EVICT, &e);
+	if (err == -EOPNOTSUPP)
+		kvactl_err("evict: \"%s\" is a CUDA arena: the module cannot revoke GPU memory a client imported; stop its processes instead (kvarenactl kill %s '#%u')",
+			   name, name, c->client_id);
+	else if (err == -ENOENT)
+		kvactl_err("evict: client %u of arena \"%s\" is gone",
+			   c->client_id, name);
+	else if (denied(err))
+		kvactl_err("evict: permission denied (needs CAP_SYS_ADMIN)");
+	else if (err)
+		kvactl_err("evict: %s", strerror(-err));
+	else
+		ret = KVACTL_OK;
+	if (!err)
+		printf("evicted client %u (%s) of arena \"%s\": its %u %s back in the arena, its mappings revoked; its processes get ESHUTDOWN and should close the file\n",
+		       c->client_id, label, name, e.nr_frames,
+		       e.nr_frames == 1 ? "frame is" : "frames are");
+out_free:
+	kvactl_snap_free(&snap);
+out_close:
+	close(fd);
+	return ret;
+}

@@ -300,6 +300,7 @@ int kvactl_cmd_destroy(const struct kvactl_opts *o);
 int kvactl_cmd_limit(const struct kvactl_opts *o);
 
 int kvactl_cmd_kill(const struct kvactl_opts *o);
+int kvactl_cmd_evict(const struct kvactl_opts *o);
 
 /* The client @o names (args[1] or --id) in @a, or NULL after saying why. */
 const struct kvarena_client_info *

@@ -29,9 +29,9 @@
  *  - VERSION: any opener.  STAT and CLIENTS: any opener, read-only opens
  *    included, whom the arena's mode lets view it (-EACCES otherwise).
  *  - Everything else needs the file open for writing (-EBADF otherwise).
- *  - ARENA_CREATE, ARENA_DESTROY, ARENA_SET_BACKING, ARENA_SET_POLICY and
- *    SET_LIMITS also need CAP_SYS_ADMIN (-EPERM otherwise), and are taken
- *    over ioctl() only (-EPERM over io_uring).
+ *  - ARENA_CREATE, ARENA_DESTROY, ARENA_SET_BACKING, ARENA_SET_POLICY,
+ *    SET_LIMITS and EVICT also need CAP_SYS_ADMIN (-EPERM otherwise), and
+ *    are taken over ioctl() only (-EPERM over io_uring).
  *  - ATTACH: a writer whom the arena's mode lets attach (-EACCES
  *    otherwise), within the arena's client policy unless it has
  *    CAP_SYS_ADMIN (-EPERM otherwise).
@@ -60,6 +60,10 @@
  *           provider is still registering memory); FRAME_FD of a frame
  *           with no backing
  *  EFAULT   a user pointer could not be read or written
+ *  ESHUTDOWN the client was evicted by an administrator (EVICT): its
+ *           frames are gone and the file serves no more client commands
+ *  EOPNOTSUPP EVICT of a client of a CUDA arena (imported GPU memory
+ *           cannot be revoked)
  */
 #ifndef _UAPI_LINUX_KVARENA_H
 #define _UAPI_LINUX_KVARENA_H
@@ -577,6 +581,32 @@ struct kvarena_arena_policy {
 };
 
 /**
+ * struct kvarena_evict - KVARENA_IOC_EVICT, CAP_SYS_ADMIN.
+ * @name:	arena name.
+ * @client_id:	client to evict.
+ * @flags:	must be zero.
+ * @nr_frames:	out: frames the client held, now returned.
+ * @reserved0:	must be zero.
+ * @reserved:	must be zero.
+ *
+ * Takes an attached client out of its arena while its file stays open
+ * (a stuck, stopped or runaway process): every mapping of its frames is
+ * zapped (the next touch raises SIGBUS), every frame and guarantee it held
+ * returns to the arena, it leaves the CLIENTS table, and every later
+ * client command on its file fails with -ESHUTDOWN.  -ENOENT for no such
+ * client; -EOPNOTSUPP for a client of a CUDA arena, whose imported
+ * allocations the module cannot revoke.
+ */
+struct kvarena_evict {
+	char  name[KVARENA_NAME_LEN];
+	__u32 client_id;
+	__u32 flags;
+	__u32 nr_frames;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
+/**
  * struct kvarena_uring_cmd - the command area of an IORING_OP_URING_CMD SQE.
  * @arg:	user pointer to the command's struct, exactly as the third
  *		argument of ioctl().
@@ -608,5 +638,6 @@ struct kvarena_uring_cmd {
 #define KVARENA_IOC_SET_LIMITS	  _IOWR(KVARENA_IOC_MAGIC, 0x0b, struct kvarena_limits)
 /* 0x0c and 0x0d are reserved for PUBLISH and LOOKUP (prefix sharing). */
 #define KVARENA_IOC_ARENA_SET_POLICY _IOWR(KVARENA_IOC_MAGIC, 0x0e, struct kvarena_arena_policy)
+#define KVARENA_IOC_EVICT	  _IOWR(KVARENA_IOC_MAGIC, 0x0f, struct kvarena_evict)
 
 #endif /* _UAPI_LINUX_KVARENA_H */
