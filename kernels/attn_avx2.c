@@ -27,11 +27,13 @@
 #define PF_TILES 4u	/* decode: prefetch this many tiles ahead */
 #define KT	32u	/* prefill: keys per tile */
 
-enum { FP32 = KVA_DTYPE_FP32, FP16 = KVA_DTYPE_FP16, BF16 = KVA_DTYPE_BF16 };
+enum { FP32 = KVA_DTYPE_FP32, FP16 = KVA_DTYPE_FP16, BF16 = KVA_DTYPE_BF16,
+       FP8 = KVA_DTYPE_FP8 };
 
 /* ---- helpers ---------------------------------------------------------- */
 
-/* e^x, relative error below 2e-7 for x in [-87, 88]; exactly 0 below. */
+/* e^x, relative error below 2e-7 for x in [-87, 88]; exactly 0 below;
+ * NaN stays NaN. */
 AI __m256 exp256(__m256 x)
 {
 	const __m256 lim = _mm256_set1_ps(-87.0f);
@@ -39,8 +41,9 @@ AI __m256 exp256(__m256 x)
 	__m256 n, r, p;
 	__m256i e;
 
-	x = _mm256_max_ps(x, lim);
-	x = _mm256_min_ps(x, _mm256_set1_ps(88.0f));
+	/* limits first: max/min return their second operand for NaN */
+	x = _mm256_max_ps(lim, x);
+	x = _mm256_min_ps(_mm256_set1_ps(88.0f), x);
 	n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
 			    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 	r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
@@ -109,11 +112,38 @@ AI __m256 lanes_below(uint32_t n)
 		_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
 }
 
+/*
+ * e4m3 in the low 8 bits of each 32-bit lane (sign-extended, or in bits
+ * 16-23 when @odd), widened exactly: the code's bits placed in an fp32
+ * make the value times 2^-120 (subnormals included), multiplied back
+ * here; the NaN codes, which would read as 480, are made NaN.
+ */
+AI __m256 e4m3_lanes(__m256i x, int odd)
+{
+	__m256i v = _mm256_and_si256(_mm256_slli_epi32(x, odd ? 4 : 20),
+				     _mm256_set1_epi32((int)0x87f00000u));
+	__m256i nan = _mm256_cmpeq_epi32(
+		_mm256_and_si256(v, _mm256_set1_epi32(0x7ff00000)),
+		_mm256_set1_epi32(0x07f00000));
+
+	return _mm256_or_ps(_mm256_mul_ps(_mm256_castsi256_ps(v),
+					  _mm256_set1_ps(0x1p120f)),
+			    _mm256_castsi256_ps(_mm256_and_si256(nan,
+				_mm256_set1_epi32(0x7fc00000))));
+}
+
 /* Chunk c (16 elements) of a row, widened, in register order. */
 AI void load_chunk(const uint8_t *row, uint32_t c, int dt, __m256 *lo,
 		   __m256 *hi)
 {
-	if (dt == FP32) {
+	if (dt == FP8) {
+		/* as bf16: even elements in lo, odd in hi */
+		__m256i x = _mm256_cvtepi8_epi16(_mm_loadu_si128(
+			(const __m128i *)(row + c * 16)));
+
+		*lo = e4m3_lanes(x, 0);
+		*hi = e4m3_lanes(x, 1);
+	} else if (dt == FP32) {
 		*lo = _mm256_loadu_ps((const float *)(row + c * 64));
 		*hi = _mm256_loadu_ps((const float *)(row + c * 64 + 32));
 	} else if (dt == FP16) {
@@ -135,7 +165,7 @@ static inline uint32_t reg_pos(uint32_t e, int dt)
 {
 	uint32_t c = e / CHUNK * CHUNK, i = e % CHUNK;
 
-	if (dt != BF16)
+	if (dt != BF16 && dt != FP8)
 		return e;
 	return c + (i & 1) * 8 + i / 2;
 }
@@ -143,6 +173,9 @@ static inline uint32_t reg_pos(uint32_t e, int dt)
 /* 8 elements from @row + 8 * i, widened, in natural order. */
 AI __m256 load8(const uint8_t *row, uint32_t i, int dt)
 {
+	if (dt == FP8)
+		return e4m3_lanes(_mm256_cvtepi8_epi32(_mm_loadl_epi64(
+			(const __m128i *)(row + i * 8))), 0);
 	if (dt == FP32)
 		return _mm256_loadu_ps((const float *)(row + i * 32));
 	if (dt == FP16)
@@ -345,9 +378,11 @@ AI void decode_dt(const struct kva_decode_span *sp, const int dt)
 	dec_layout(sh, sp->scratch, &s);
 	s.row_bytes = w->row_bytes;
 	for (uint32_t h = 0; h < QH; h++) {
+		float f = sh->scale * (sh->kscale ? sh->kscale[h / G] : 1.0f);
+
 		for (uint32_t e = 0; e < D; e++)
 			s.qp[(size_t)h * D + reg_pos(e, dt)] =
-				sp->q[(size_t)h * D + e] * sh->scale;
+				sp->q[(size_t)h * D + e] * f;
 		s.m[h] = -INFINITY;
 	}
 	memset(s.acc, 0, (size_t)QH * D * sizeof(float));
@@ -369,11 +404,13 @@ AI void decode_dt(const struct kva_decode_span *sp, const int dt)
 	}
 
 	for (uint32_t h = 0; h < QH; h++) {
+		float f = sh->vscale ? sh->vscale[h / G] : 1.0f;
+
 		sp->m[h] = s.m[h];
 		sp->l[h] = hsum8(_mm256_load_ps(s.lv + (size_t)h * 8));
 		for (uint32_t e = 0; e < D; e++)
 			sp->acc[(size_t)h * D + e] =
-				s.acc[(size_t)h * D + reg_pos(e, dt)];
+				s.acc[(size_t)h * D + reg_pos(e, dt)] * f;
 	}
 }
 
@@ -393,9 +430,15 @@ static __attribute__((noinline)) void decode_b16(const struct kva_decode_span *s
 	decode_dt(sp, BF16);
 }
 
+static __attribute__((noinline)) void decode_e4m3(const struct kva_decode_span *sp)
+{
+	decode_dt(sp, FP8);
+}
+
 static void avx2_decode(const struct kva_decode_span *sp)
 {
 	switch (sp->sh->dtype) {
+	case FP8: decode_e4m3(sp); break;
 	case FP32: decode_f32(sp); break;
 	case FP16: decode_f16(sp); break;
 	default:   decode_b16(sp); break;
@@ -509,16 +552,22 @@ AI void pre_pv(const struct pre_scratch *s, uint32_t D, uint32_t RP,
 	}
 }
 
+/* The tile's rows widened (times @f, an fp8 head's factor), 0 past n. */
 AI void pre_widen(const uint8_t *blk, const struct kva_walk *w, uint64_t k0,
-		  uint32_t n, uint32_t D, float *dst, const int dt)
+		  uint32_t n, uint32_t D, float f, float *dst, const int dt)
 {
 	for (uint32_t j = 0; j < KT; j++) {
 		const uint8_t *row = blk + kva_walk_tok(w, k0 + j);
 
-		for (uint32_t i = 0; i < D / 8; i++)
-			_mm256_store_ps(dst + (size_t)j * D + i * 8,
-					j < n ? load8(row, i, dt) :
-						_mm256_setzero_ps());
+		for (uint32_t i = 0; i < D / 8; i++) {
+			__m256 x = _mm256_setzero_ps();
+
+			if (j < n)
+				x = load8(row, i, dt);
+			if (dt == FP8)
+				x = _mm256_mul_ps(x, _mm256_set1_ps(f));
+			_mm256_store_ps(dst + (size_t)j * D + i * 8, x);
+		}
 	}
 }
 
@@ -535,6 +584,8 @@ AI void prefill_dt(const struct kva_prefill_block *b, const int dt)
 			    (uint64_t)b->kv_head * w->head_stride;
 	uint64_t end = b->pos0 + b->nq;
 	const __m256 ninf = _mm256_set1_ps(-INFINITY);
+	float kf = sh->kscale ? sh->kscale[b->kv_head] : 1.0f;
+	float vf = sh->vscale ? sh->vscale[b->kv_head] : 1.0f;
 	struct pre_scratch s;
 
 	pre_layout(sh, b->scratch, &s);
@@ -553,8 +604,8 @@ AI void prefill_dt(const struct kva_prefill_block *b, const int dt)
 	for (uint64_t k0 = 0; k0 < end; k0 += KT) {
 		uint32_t n = end - k0 < KT ? (uint32_t)(end - k0) : KT;
 
-		pre_widen(kb, w, k0, n, D, s.kf, dt);
-		pre_widen(vb, w, k0, n, D, s.vf, dt);
+		pre_widen(kb, w, k0, n, D, kf, s.kf, dt);
+		pre_widen(vb, w, k0, n, D, vf, s.vf, dt);
 		for (uint32_t kk = 0; kk < n; kk += 4) {
 			uint32_t rv = 0;
 
@@ -648,9 +699,15 @@ static __attribute__((noinline)) void prefill_b16(const struct kva_prefill_block
 	prefill_dt(b, BF16);
 }
 
+static __attribute__((noinline)) void prefill_e4m3(const struct kva_prefill_block *b)
+{
+	prefill_dt(b, FP8);
+}
+
 static void avx2_prefill(const struct kva_prefill_block *b)
 {
 	switch (b->sh->dtype) {
+	case FP8: prefill_e4m3(b); break;
 	case FP32: prefill_f32(b); break;
 	case FP16: prefill_f16(b); break;
 	default:   prefill_b16(b); break;
@@ -664,9 +721,14 @@ static size_t avx2_scratch(const struct kva_attn_shape *sh)
 	return d > p ? d : p;
 }
 
+static bool avx2_supports(const struct kva_attn_shape *sh)
+{
+	return sh->head_dim % CHUNK == 0;
+}
+
 const struct kva_isa_ops kva_ops_avx2 = {
 	.decode = avx2_decode,
 	.prefill = avx2_prefill,
 	.scratch_bytes = avx2_scratch,
-	.dim_multiple = CHUNK,
+	.supports = avx2_supports,
 };

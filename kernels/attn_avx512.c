@@ -40,76 +40,15 @@
 
 #include "attn_internal.h"
 #include "tile_math.h"
+#include "attn_avx512.h"
 
-#define AI static inline __attribute__((always_inline))
-/* Loops over register blocks must unroll, or the blocks live on the stack. */
-#define UNROLL _Pragma("GCC unroll 16")
-
-#define TILE	16u	/* decode: tokens per tile, one score vector */
 #define CHUNK	32u	/* decode: elements widened per step */
-#define GB	8u	/* decode: query heads per register block */
-#define PF_TILES 2u	/* decode: prefetch into L2 this many tiles ahead */
 #define KT	32u	/* prefill: keys per tile */
 
-enum { FP32 = KVA_DTYPE_FP32, FP16 = KVA_DTYPE_FP16, BF16 = KVA_DTYPE_BF16 };
+enum { FP32 = KVA_DTYPE_FP32, FP16 = KVA_DTYPE_FP16, BF16 = KVA_DTYPE_BF16,
+       FP8 = KVA_DTYPE_FP8 };
 
 /* ---- helpers ---------------------------------------------------------- */
-
-/* e^x, relative error below 2e-7 for x in [-87, 88]; ~0 far below. */
-AI __m512 exp512(__m512 x)
-{
-	const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
-	const __m512 ln2_hi = _mm512_set1_ps(0.693145751953125f);
-	const __m512 ln2_lo = _mm512_set1_ps(1.42860682030941723e-6f);
-	__m512 n, r, p;
-
-	x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
-	x = _mm512_min_ps(x, _mm512_set1_ps(88.7f));
-	n = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e),
-				 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-	r = _mm512_fnmadd_ps(n, ln2_hi, x);
-	r = _mm512_fnmadd_ps(n, ln2_lo, r);	/* |r| <= ln2 / 2 */
-	/* Taylor to degree 6: the r^7/7! remainder is < 1.2e-7 */
-	p = _mm512_set1_ps(1.0f / 720);
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-	return _mm512_scalef_ps(p, n);
-}
-
-/*
- * Lane sums of 16 vectors: result lane j = sum of v[j]'s lanes.  Pairs
- * are folded level by level (32-bit, 64-bit, then 128-bit interleaves),
- * each level halving the vectors and doubling the tokens per vector.
- */
-AI __m512 tree16(const __m512 *v)
-{
-	__m512 c[8], e[4], f[2];
-
-	UNROLL
-	for (int i = 0; i < 8; i++)
-		c[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]),
-				     _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
-	UNROLL
-	for (int i = 0; i < 4; i++) {
-		__m512d a = _mm512_castps_pd(c[2 * i]);
-		__m512d b = _mm512_castps_pd(c[2 * i + 1]);
-
-		e[i] = _mm512_add_ps(
-			_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)),
-			_mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
-	}
-	UNROLL
-	for (int i = 0; i < 2; i++)
-		f[i] = _mm512_add_ps(
-			_mm512_shuffle_f32x4(e[2 * i], e[2 * i + 1], 0x88),
-			_mm512_shuffle_f32x4(e[2 * i], e[2 * i + 1], 0xdd));
-	return _mm512_add_ps(_mm512_shuffle_f32x4(f[0], f[1], 0x88),
-			     _mm512_shuffle_f32x4(f[0], f[1], 0xdd));
-}
 
 /* Chunk c (32 elements) of a row, widened, in register order. */
 AI void load_chunk(const uint8_t *row, uint32_t c, int dt, __m512 *lo,
@@ -142,9 +81,26 @@ static inline uint32_t reg_pos(uint32_t e, int dt)
 	return c + (i & 1) * 16 + i / 2;
 }
 
-/* 16 elements from @row + 16 * i, widened, in natural order. */
+/*
+ * 16 elements from @row + 16 * i, widened, in natural order.  e4m3 (for
+ * prefill; attn_avx512_fp8.c decodes) as attn_avx2.c's e4m3_lanes(): the
+ * code's bits in an fp32 are the value times 2^-120, NaN codes aside.
+ */
 AI __m512 load16(const uint8_t *row, uint32_t i, int dt)
 {
+	if (dt == FP8) {
+		__m512i v = _mm512_and_si512(_mm512_slli_epi32(
+			_mm512_cvtepi8_epi32(_mm_loadu_si128(
+				(const __m128i *)(row + i * 16))), 20),
+			_mm512_set1_epi32((int)0x87f00000u));
+		__mmask16 nan = _mm512_cmpeq_epi32_mask(_mm512_and_si512(v,
+			_mm512_set1_epi32(0x7ff00000)),
+			_mm512_set1_epi32(0x07f00000));
+
+		return _mm512_mask_mov_ps(_mm512_mul_ps(
+			_mm512_castsi512_ps(v), _mm512_set1_ps(0x1p120f)),
+			nan, _mm512_set1_ps(NAN));
+	}
 	if (dt == FP32)
 		return _mm512_loadu_ps(row + i * 64);
 	if (dt == FP16)
@@ -152,32 +108,6 @@ AI __m512 load16(const uint8_t *row, uint32_t i, int dt)
 			(const __m256i *)(row + i * 32)));
 	return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(
 		_mm256_loadu_si256((const __m256i *)(row + i * 32))), 16));
-}
-
-/*
- * Every line of a row: the hardware prefetchers stop at page ends, and
- * every head's block of a frame is its own page or two.  One row is
- * prefetched per row worked on, which keeps the misses spread out rather
- * than in bursts that fill the line-fill buffers.
- *
- * From memory, the rows of the tile PF_TILES ahead go to L2 only (T2): a
- * tile's slice is larger than L1, and T0 lines evicted before use cost
- * the line-fill buffers for nothing.  From L2, the rows of the next block
- * of this tile (the next head's, in address order) go to L1 (T0), so the
- * loads of the arithmetic hit L1 and wait on no fill.  Measured on the
- * 8k-token decode against T0 alone: 0.64 -> 0.68 of the read bandwidth
- * for T2, -> 0.70 with the L1 step as well.
- */
-static inline void prefetch_far(const uint8_t *p, uint32_t bytes)
-{
-	for (uint32_t o = 0; o < bytes; o += 64)
-		_mm_prefetch((const char *)p + o, _MM_HINT_T2);
-}
-
-static inline void prefetch_near(const uint8_t *p, uint32_t bytes)
-{
-	for (uint32_t o = 0; o < bytes; o += 64)
-		_mm_prefetch((const char *)p + o, _MM_HINT_T0);
 }
 
 /* ---- decode ------------------------------------------------------------ */
@@ -338,15 +268,6 @@ AI void dec_values(const struct dec_scratch *s, const uint8_t *vb,
 }
 
 /*
- * Query heads in the next register block, out of @left: 8, 4, or what is
- * left below 4, so that five block sizes cover every group.
- */
-static inline uint32_t block_heads(uint32_t left)
-{
-	return left >= 8 ? 8 : left >= 4 ? 4 : left;
-}
-
-/*
  * One tile of every head: first the scores of all heads, walking the
  * frame's K blocks in address order, then the values, walking its V
  * blocks in address order, so that the tile's slice of the frame is read
@@ -457,6 +378,7 @@ static __attribute__((noinline)) void decode_b16(const struct kva_decode_span *s
 static void avx512_decode(const struct kva_decode_span *sp)
 {
 	switch (sp->sh->dtype) {
+	case FP8: kva_avx512_fp8_decode(sp); break;
 	case FP32: decode_f32(sp); break;
 	case FP16: decode_f16(sp); break;
 	default:   decode_b16(sp); break;
@@ -578,16 +500,22 @@ AI void pre_pv(const struct pre_scratch *s, uint32_t D, uint32_t RP,
 					A[r][b]);
 }
 
+/* The tile's rows widened (times @f, an fp8 head's factor), 0 past n. */
 AI void pre_widen(const uint8_t *blk, const struct kva_walk *w, uint64_t k0,
-		  uint32_t n, uint32_t D, float *dst, const int dt)
+		  uint32_t n, uint32_t D, float f, float *dst, const int dt)
 {
 	for (uint32_t j = 0; j < KT; j++) {
 		const uint8_t *row = blk + kva_walk_tok(w, k0 + j);
 
-		for (uint32_t i = 0; i < D / 16; i++)
-			_mm512_store_ps(dst + (size_t)j * D + i * 16,
-					j < n ? load16(row, i, dt) :
-						_mm512_setzero_ps());
+		for (uint32_t i = 0; i < D / 16; i++) {
+			__m512 x = _mm512_setzero_ps();
+
+			if (j < n)
+				x = load16(row, i, dt);
+			if (dt == FP8)
+				x = _mm512_mul_ps(x, _mm512_set1_ps(f));
+			_mm512_store_ps(dst + (size_t)j * D + i * 16, x);
+		}
 	}
 }
 
@@ -603,6 +531,8 @@ AI void prefill_dt(const struct kva_prefill_block *b, const int dt)
 	const uint8_t *vb = b->base + w->kv_off[KVA_V] +
 			    (uint64_t)b->kv_head * w->head_stride;
 	uint64_t end = b->pos0 + b->nq;
+	float kf = sh->kscale ? sh->kscale[b->kv_head] : 1.0f;
+	float vf = sh->vscale ? sh->vscale[b->kv_head] : 1.0f;
 	struct pre_scratch s;
 
 	pre_layout(sh, b->scratch, &s);
@@ -622,8 +552,8 @@ AI void prefill_dt(const struct kva_prefill_block *b, const int dt)
 	for (uint64_t k0 = 0; k0 < end; k0 += KT) {
 		uint32_t n = end - k0 < KT ? (uint32_t)(end - k0) : KT;
 
-		pre_widen(kb, w, k0, n, D, s.kf, dt);
-		pre_widen(vb, w, k0, n, D, s.vf, dt);
+		pre_widen(kb, w, k0, n, D, kf, s.kf, dt);
+		pre_widen(vb, w, k0, n, D, vf, s.vf, dt);
 		for (uint32_t kk = 0; kk < n; kk += 8) {
 			uint32_t rv = 0;
 
@@ -728,9 +658,15 @@ static __attribute__((noinline)) void prefill_b16(const struct kva_prefill_block
 	prefill_dt(b, BF16);
 }
 
+static __attribute__((noinline)) void prefill_e4m3(const struct kva_prefill_block *b)
+{
+	prefill_dt(b, FP8);
+}
+
 static void avx512_prefill(const struct kva_prefill_block *b)
 {
 	switch (b->sh->dtype) {
+	case FP8: prefill_e4m3(b); break;
 	case FP32: prefill_f32(b); break;
 	case FP16: prefill_f16(b); break;
 	default:   prefill_b16(b); break;
@@ -739,14 +675,24 @@ static void avx512_prefill(const struct kva_prefill_block *b)
 
 static size_t avx512_scratch(const struct kva_attn_shape *sh)
 {
-	size_t d = dec_layout(sh, NULL, NULL), p = pre_layout(sh, NULL, NULL);
+	size_t d = sh->dtype == FP8 ? kva_avx512_fp8_scratch_bytes(sh) :
+				      dec_layout(sh, NULL, NULL);
+	size_t p = pre_layout(sh, NULL, NULL);
 
 	return d > p ? d : p;
+}
+
+/* fp8 needs VBMI and BF16 too (attn_avx512_fp8.c), else AVX2 runs it. */
+static bool avx512_supports(const struct kva_attn_shape *sh)
+{
+	if (sh->dtype == FP8)
+		return kva_avx512_fp8_supported(sh);
+	return sh->head_dim % CHUNK == 0;
 }
 
 const struct kva_isa_ops kva_ops_avx512 = {
 	.decode = avx512_decode,
 	.prefill = avx512_prefill,
 	.scratch_bytes = avx512_scratch,
-	.dim_multiple = CHUNK,
+	.supports = avx512_supports,
 };

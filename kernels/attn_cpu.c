@@ -38,6 +38,33 @@ struct kva_attn {
 	size_t scratch_stride;
 	void *work;
 	size_t work_bytes;
+	float *qo;			/* fp32 q and out of a bf16/fp16 call */
+	size_t qo_bytes;
+};
+
+/*
+ * kva_e4m3_bf16_lut - the bf16 of each e4m3 magnitude (codes 0x00-0x7f,
+ * sign 0): 128 low bytes, then 128 high bytes.  The fp8 AVX-512 decode
+ * widens through it (vpermi2b); selftests/kernels checks every entry
+ * against kva_f32_to_bf16(kva_e4m3_to_f32(code)).
+ */
+const uint8_t kva_e4m3_bf16_lut[256] __attribute__((aligned(64))) = {
+	0x00, 0x00, 0x80, 0xc0, 0x00, 0x20, 0x40, 0x60, 0x80, 0x90, 0xa0, 0xb0, 0xc0, 0xd0, 0xe0, 0xf0,
+	0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xa0, 0xb0, 0xc0, 0xd0, 0xe0, 0xf0,
+	0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xa0, 0xb0, 0xc0, 0xd0, 0xe0, 0xf0,
+	0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xa0, 0xb0, 0xc0, 0xd0, 0xe0, 0xf0,
+	0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xa0, 0xb0, 0xc0, 0xd0, 0xe0, 0xf0,
+	0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xa0, 0xb0, 0xc0, 0xd0, 0xe0, 0xf0,
+	0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xa0, 0xb0, 0xc0, 0xd0, 0xe0, 0xf0,
+	0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xa0, 0xb0, 0xc0, 0xd0, 0xe0, 0xc0,
+	0x00, 0x3b, 0x3b, 0x3b, 0x3c, 0x3c, 0x3c, 0x3c, 0x3c, 0x3c, 0x3c, 0x3c, 0x3c, 0x3c, 0x3c, 0x3c,
+	0x3d, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d, 0x3d,
+	0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e, 0x3e,
+	0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f,
+	0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x40,
+	0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41,
+	0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42, 0x42,
+	0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x43, 0x7f
 };
 
 /* ---- ISA choice ------------------------------------------------------- */
@@ -170,6 +197,7 @@ void kva_attn_destroy(struct kva_attn *a)
 	kva_pool_destroy(a->pool);
 	free(a->scratch);
 	free(a->work);
+	free(a->qo);
 	free(a);
 }
 
@@ -239,8 +267,19 @@ int kva_attn_shape_init(struct kva_attn_shape *sh,
 	if (!g->tokens_per_frame || g->dtype >= KVA_DTYPE_COUNT ||
 	    !g->kv_heads || !g->head_dim ||
 	    g->head_dim > KVA_ATTN_MAX_HEAD_DIM || p->layer >= g->layers ||
-	    !p->q_heads || p->q_heads % g->kv_heads || !isfinite(p->scale))
+	    !p->q_heads || p->q_heads % g->kv_heads || !isfinite(p->scale) ||
+	    (p->qo_dtype != KVA_DTYPE_FP32 && p->qo_dtype != KVA_DTYPE_FP16 &&
+	     p->qo_dtype != KVA_DTYPE_BF16) ||
+	    (p->kv_scale && g->dtype != KVA_DTYPE_FP8))
 		return -EINVAL;
+	sh->kscale = sh->vscale = NULL;
+	if (p->kv_scale) {
+		for (uint32_t i = 0; i < 2 * g->kv_heads; i++)
+			if (!isfinite(p->kv_scale[i]))
+				return -EINVAL;
+		sh->kscale = p->kv_scale;
+		sh->vscale = p->kv_scale + g->kv_heads;
+	}
 	kva_walk_init(&sh->walk, g, p->layer);
 	sh->head_dim = g->head_dim;
 	sh->kv_heads = g->kv_heads;
@@ -251,12 +290,68 @@ int kva_attn_shape_init(struct kva_attn_shape *sh,
 	return 0;
 }
 
-/* The ISA's kernels, or the scalar ones where head_dim does not fit its
- * vectors. */
+/*
+ * The ISA's kernels, or the next narrower ones that take the shape (a
+ * head_dim its vectors do not divide; fp8 on AVX-512 without VBMI and
+ * BF16), down to the scalar ones, which take every shape.
+ */
 static const struct kva_isa_ops *call_ops(const struct kva_attn *a,
 					  const struct kva_attn_shape *sh)
 {
-	return sh->head_dim % a->ops->dim_multiple ? &kva_ops_scalar : a->ops;
+	switch (a->isa) {
+#if defined(__x86_64__) || defined(__i386__)
+	case KVA_ISA_AVX512:
+		if (kva_ops_avx512.supports(sh))
+			return &kva_ops_avx512;
+		__attribute__((fallthrough));
+	case KVA_ISA_AVX2:
+		if (kva_isa_supported(KVA_ISA_AVX2) &&
+		    kva_ops_avx2.supports(sh))
+			return &kva_ops_avx2;
+		break;
+#endif
+	default:
+		break;
+	}
+	return &kva_ops_scalar;
+}
+
+/* ---- q and out in fp16 or bf16 ------------------------------------------- */
+
+/*
+ * A call with q and out in fp16 or bf16 runs on fp32 copies: q widened
+ * (exactly) before, out rounded after.  They are a small part of a call's
+ * traffic next to the cache.
+ */
+static int qo_buffers(struct kva_attn *a, size_t rows, uint32_t D,
+		      float **q, float **out)
+{
+	size_t n = rows * D;
+
+	if (n > SIZE_MAX / 2 / sizeof(float) ||
+	    grow((void **)&a->qo, &a->qo_bytes, 2 * n * sizeof(float)))
+		return -ENOMEM;
+	*q = a->qo;
+	*out = a->qo + n;
+	return 0;
+}
+
+static void qo_widen(const void *src, uint32_t dt, float *dst, size_t n)
+{
+	const uint16_t *h = src;
+
+	for (size_t i = 0; i < n; i++)
+		dst[i] = dt == KVA_DTYPE_FP16 ? kva_fp16_to_f32(h[i]) :
+						kva_bf16_to_f32(h[i]);
+}
+
+static void qo_narrow(const float *src, uint32_t dt, void *dst, size_t n)
+{
+	uint16_t *h = dst;
+
+	for (size_t i = 0; i < n; i++)
+		h[i] = dt == KVA_DTYPE_FP16 ? kva_f32_to_fp16(src[i]) :
+					      kva_f32_to_bf16(src[i]);
 }
 
 /* ---- decode ------------------------------------------------------------ */
@@ -272,7 +367,7 @@ struct decode_call {
 	struct kva_attn *a;
 	const struct kva_isa_ops *ops;
 	const struct kva_attn_shape *sh;
-	const struct kva_seq *seqs;
+	const struct kva_attn_seq *seqs;
 	const float *q;
 	float *out;
 	struct decode_piece *pieces;
@@ -350,7 +445,7 @@ static void decode_task(void *arg, unsigned int idx, unsigned int worker)
 }
 
 static uint32_t decode_split(const struct kva_attn *a,
-			     const struct kva_seq *seqs, uint32_t nr_seqs)
+			     const struct kva_attn_seq *seqs, uint32_t nr_seqs)
 {
 	unsigned int threads = kva_attn_threads(a);
 	uint64_t total = 0, split;
@@ -370,27 +465,17 @@ static uint32_t decode_split(const struct kva_attn *a,
 	return split > UINT32_MAX ? UINT32_MAX : (uint32_t)split;
 }
 
-int kva_attn_decode(struct kva_attn *a, const struct kva_attn_params *p,
-		    const struct kva_seq *seqs, uint32_t nr_seqs,
-		    const float *q, float *out)
+static int decode_f32(struct kva_attn *a, const struct kva_attn_shape *shp,
+		      const struct kva_attn_seq *seqs, uint32_t nr_seqs,
+		      const float *q, float *out)
 {
-	struct kva_attn_shape sh;
+	struct kva_attn_shape sh = *shp;
 	struct decode_call c = { 0 };
 	const struct kva_isa_ops *ops;
 	uint64_t nr_pieces = 0, split;
 	size_t off_left, off_ml, off_acc, bytes;
 	uint32_t i, n;
-	int err;
 
-	if (!a)
-		return -EINVAL;
-	err = kva_attn_shape_init(&sh, p);
-	if (err)
-		return err;
-	if (!nr_seqs)
-		return 0;
-	if (!seqs || !q || !out)
-		return -EINVAL;
 	split = decode_split(a, seqs, nr_seqs);
 	for (i = 0; i < nr_seqs; i++) {
 		if (seqs[i].tokens && !seqs[i].base)
@@ -443,6 +528,39 @@ int kva_attn_decode(struct kva_attn *a, const struct kva_attn_params *p,
 	return 0;
 }
 
+int kva_attn_decode(struct kva_attn *a, const struct kva_attn_params *p,
+		    const struct kva_attn_seq *seqs, uint32_t nr_seqs,
+		    const void *q, void *out)
+{
+	struct kva_attn_shape sh;
+	size_t rows;
+	float *qf, *of;
+	int err;
+
+	if (!a)
+		return -EINVAL;
+	err = kva_attn_shape_init(&sh, p);
+	if (err)
+		return err;
+	if (!nr_seqs)
+		return 0;
+	if (!seqs || !q || !out)
+		return -EINVAL;
+	if (p->qo_dtype == KVA_DTYPE_FP32)
+		return decode_f32(a, &sh, seqs, nr_seqs, q, out);
+	for (uint32_t i = 0; i < nr_seqs; i++)
+		if (seqs[i].tokens && !seqs[i].base)
+			return -EINVAL;
+	rows = (size_t)nr_seqs * sh.q_heads;
+	if (qo_buffers(a, rows, sh.head_dim, &qf, &of))
+		return -ENOMEM;
+	qo_widen(q, p->qo_dtype, qf, rows * sh.head_dim);
+	err = decode_f32(a, &sh, seqs, nr_seqs, qf, of);
+	if (!err)
+		qo_narrow(of, p->qo_dtype, out, rows * sh.head_dim);
+	return err;
+}
+
 /* ---- prefill ------------------------------------------------------------ */
 
 struct prefill_item {
@@ -492,26 +610,16 @@ static int later_first(const void *pa, const void *pb)
 	return ex < ey ? 1 : ex > ey ? -1 : 0;
 }
 
-int kva_attn_prefill(struct kva_attn *a, const struct kva_attn_params *p,
-		     const struct kva_prefill_seq *seqs, uint32_t nr_seqs,
-		     const float *q, float *out)
+static int prefill_f32(struct kva_attn *a, const struct kva_attn_shape *shp,
+		       const struct kva_prefill_seq *seqs, uint32_t nr_seqs,
+		       const float *q, float *out)
 {
-	struct kva_attn_shape sh;
+	struct kva_attn_shape sh = *shp;
 	struct prefill_call c = { 0 };
 	const struct kva_isa_ops *ops;
 	uint64_t nr_items = 0;
 	uint32_t i, h, j, bt, n = 0;
-	int err;
 
-	if (!a)
-		return -EINVAL;
-	err = kva_attn_shape_init(&sh, p);
-	if (err)
-		return err;
-	if (!nr_seqs)
-		return 0;
-	if (!seqs || !q || !out)
-		return -EINVAL;
 	bt = kva_prefill_block_tokens(sh.group);
 	for (i = 0; i < nr_seqs; i++) {
 		if (seqs[i].q_tokens > seqs[i].tokens ||
@@ -555,18 +663,70 @@ int kva_attn_prefill(struct kva_attn *a, const struct kva_attn_params *p,
 	return 0;
 }
 
+int kva_attn_prefill(struct kva_attn *a, const struct kva_attn_params *p,
+		     const struct kva_prefill_seq *seqs, uint32_t nr_seqs,
+		     const void *q, void *out)
+{
+	struct kva_attn_shape sh;
+	size_t rows = 0, esz, row;
+	float *qf, *of;
+	uint32_t i;
+	int err;
+
+	if (!a)
+		return -EINVAL;
+	err = kva_attn_shape_init(&sh, p);
+	if (err)
+		return err;
+	if (!nr_seqs)
+		return 0;
+	if (!seqs || !q || !out)
+		return -EINVAL;
+	if (p->qo_dtype == KVA_DTYPE_FP32)
+		return prefill_f32(a, &sh, seqs, nr_seqs, q, out);
+	for (i = 0; i < nr_seqs; i++) {
+		if (seqs[i].q_tokens > seqs[i].tokens ||
+		    (seqs[i].tokens && !seqs[i].base))
+			return -EINVAL;
+		if ((size_t)seqs[i].q_start + seqs[i].q_tokens > rows)
+			rows = (size_t)seqs[i].q_start + seqs[i].q_tokens;
+	}
+	row = (size_t)sh.q_heads * sh.head_dim;
+	esz = kva_dtype_size(p->qo_dtype);
+	if (qo_buffers(a, rows, (uint32_t)row, &qf, &of))
+		return -ENOMEM;
+	/* only the sequences' rows: the caller's others stay untouched */
+	for (i = 0; i < nr_seqs; i++)
+		qo_widen((const uint8_t *)q + seqs[i].q_start * row * esz,
+			 p->qo_dtype, qf + seqs[i].q_start * row,
+			 seqs[i].q_tokens * row);
+	err = prefill_f32(a, &sh, seqs, nr_seqs, qf, of);
+	if (!err)
+		for (i = 0; i < nr_seqs; i++)
+			qo_narrow(of + seqs[i].q_start * row, p->qo_dtype,
+				  (uint8_t *)out + seqs[i].q_start * row * esz,
+				  seqs[i].q_tokens * row);
+	return err;
+}
+
 /* ---- write side -------------------------------------------------------- */
 
-int kva_kv_append(const struct kva_geometry *g, uint32_t layer, void *base,
-		  uint64_t pos, uint32_t n, enum kva_dtype src_dtype,
-		  const void *k, const void *v)
+int kva_kv_append_scaled(const struct kva_geometry *g, uint32_t layer,
+			 void *base, uint64_t pos, uint32_t n,
+			 enum kva_dtype src_dtype, const void *k,
+			 const void *v, const float *kv_scale)
 {
 	size_t dsz, ssz;
 	uint32_t i, h, d, kv;
 
 	if (!g || !g->tokens_per_frame || g->dtype >= KVA_DTYPE_COUNT ||
-	    layer >= g->layers || (unsigned int)src_dtype >= KVA_DTYPE_COUNT)
+	    layer >= g->layers || (unsigned int)src_dtype >= KVA_DTYPE_COUNT ||
+	    src_dtype == KVA_DTYPE_FP8 ||
+	    (kv_scale && g->dtype != KVA_DTYPE_FP8))
 		return -EINVAL;
+	for (i = 0; kv_scale && i < 2 * g->kv_heads; i++)
+		if (!isfinite(kv_scale[i]) || kv_scale[i] == 0.0f)
+			return -EINVAL;
 	if (!n)
 		return 0;
 	if (!base || !k || !v)
@@ -583,16 +743,33 @@ int kva_kv_append(const struct kva_geometry *g, uint32_t layer, void *base,
 				const uint8_t *in = src +
 					((size_t)i * g->kv_heads + h) *
 					g->head_dim * ssz;
+				float inv = kv_scale ?
+					1.0f / kv_scale[kv * g->kv_heads + h] :
+					1.0f;
 
 				if ((uint32_t)src_dtype == g->dtype) {
 					memcpy(row, in, g->head_dim * dsz);
 					continue;
 				}
+				/*
+				 * x / scale as x * (1 / scale): one rounding
+				 * more, far below e4m3's, and what the CUDA
+				 * append does too.
+				 */
 				for (d = 0; d < g->head_dim; d++)
 					kva_elem_from_f32(row, d, g->dtype,
 						kva_elem_to_f32(in, d,
-								src_dtype));
+								src_dtype) *
+						inv);
 			}
 	}
 	return 0;
+}
+
+int kva_kv_append(const struct kva_geometry *g, uint32_t layer, void *base,
+		  uint64_t pos, uint32_t n, enum kva_dtype src_dtype,
+		  const void *k, const void *v)
+{
+	return kva_kv_append_scaled(g, layer, base, pos, n, src_dtype, k, v,
+				    NULL);
 }

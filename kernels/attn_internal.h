@@ -79,6 +79,8 @@ struct kva_attn_shape {
 	uint32_t group;		/* q_heads / kv_heads */
 	uint32_t dtype;		/* enum kva_dtype */
 	float scale;
+	/* fp8: per KV head factors of K and V (NULL: 1); else NULL */
+	const float *kscale, *vscale;
 };
 
 /**
@@ -122,13 +124,25 @@ struct kva_isa_ops {
 	void (*prefill)(const struct kva_prefill_block *b);
 	/* scratch one call of either needs, for this shape */
 	size_t (*scratch_bytes)(const struct kva_attn_shape *sh);
-	/* head_dim must be a multiple of this, else the scalar kernels run */
-	uint32_t dim_multiple;
+	/*
+	 * whether these kernels take this shape (head_dim a multiple of
+	 * their vectors, and for AVX-512 fp8 the extensions it needs); when
+	 * not, the next narrower ISA's run
+	 */
+	bool (*supports)(const struct kva_attn_shape *sh);
 };
 
 extern const struct kva_isa_ops kva_ops_scalar;
 extern const struct kva_isa_ops kva_ops_avx2;
 extern const struct kva_isa_ops kva_ops_avx512;
+
+/* attn_cpu.c: bf16 of the e4m3 magnitudes, low bytes then high bytes */
+extern const uint8_t kva_e4m3_bf16_lut[256];
+
+/* attn_avx512_fp8.c: decode of fp8 caches with AVX-512 VBMI and BF16 */
+bool kva_avx512_fp8_supported(const struct kva_attn_shape *sh);
+size_t kva_avx512_fp8_scratch_bytes(const struct kva_attn_shape *sh);
+void kva_avx512_fp8_decode(const struct kva_decode_span *s);
 
 /**
  * kva_attn_shape_init() - check @p and derive the shape of a call.

@@ -33,9 +33,12 @@ static size_t scalar_scratch(const struct kva_attn_shape *sh)
 	       rows * sh->head_dim * sizeof(float);		/* acc */
 }
 
-/* Widens rows [t, t + n) of one head's K or V to fp32 dst[n][D]. */
+/*
+ * Widens rows [t, t + n) of one head's K or V to fp32 dst[n][D]; an fp8
+ * row's codes are multiplied by the head's factor @f.
+ */
 static void load_tile(const struct kva_attn_shape *sh, const uint8_t *blk,
-		      uint64_t t, uint32_t n, float *dst)
+		      uint64_t t, uint32_t n, float f, float *dst)
 {
 	uint32_t D = sh->head_dim;
 
@@ -52,6 +55,10 @@ static void load_tile(const struct kva_attn_shape *sh, const uint8_t *blk,
 		case KVA_DTYPE_FP16:
 			for (uint32_t d = 0; d < D; d++)
 				o[d] = kva_fp16_to_f32(h[d]);
+			break;
+		case KVA_DTYPE_FP8:
+			for (uint32_t d = 0; d < D; d++)
+				o[d] = kva_e4m3_to_f32(row[d]) * f;
 			break;
 		default:
 			for (uint32_t d = 0; d < D; d++)
@@ -100,12 +107,21 @@ static void row_tile(const struct kva_attn_shape *sh, const float *q,
 	}
 }
 
+/* The fp8 factors of KV head @h: K's in f[0], V's in f[1]. */
+static void head_factors(const struct kva_attn_shape *sh, uint32_t h,
+			 float *f)
+{
+	f[0] = sh->kscale ? sh->kscale[h] : 1.0f;
+	f[1] = sh->vscale ? sh->vscale[h] : 1.0f;
+}
+
 static void scalar_decode(const struct kva_decode_span *s)
 {
 	const struct kva_attn_shape *sh = s->sh;
 	uint32_t D = sh->head_dim, G = sh->group;
 	float *kf = s->scratch, *vf = kf + TILE * D, *sc = vf + TILE * D;
 	struct kva_softmax *st = (struct kva_softmax *)(sc + TILE);
+	float f[2];
 
 	for (uint32_t h = 0; h < sh->kv_heads; h++) {
 		const uint8_t *kb = s->base + sh->walk.kv_off[KVA_K] +
@@ -114,6 +130,7 @@ static void scalar_decode(const struct kva_decode_span *s)
 				    (uint64_t)h * sh->walk.head_stride;
 		float *acc = s->acc + (size_t)h * G * D;
 
+		head_factors(sh, h, f);
 		for (uint32_t g = 0; g < G; g++)
 			kva_softmax_init(&st[g]);
 		memset(acc, 0, (size_t)G * D * sizeof(*acc));
@@ -121,8 +138,8 @@ static void scalar_decode(const struct kva_decode_span *s)
 			uint32_t n = s->t1 - t < TILE ? (uint32_t)(s->t1 - t) :
 							TILE;
 
-			load_tile(sh, kb, t, n, kf);
-			load_tile(sh, vb, t, n, vf);
+			load_tile(sh, kb, t, n, f[0], kf);
+			load_tile(sh, vb, t, n, f[1], vf);
 			for (uint32_t g = 0; g < G; g++)
 				row_tile(sh, s->q + (size_t)(h * G + g) * D,
 					 kf, vf, n, n, sc, &st[g],
@@ -148,15 +165,17 @@ static void scalar_prefill(const struct kva_prefill_block *b)
 	const uint8_t *vb = b->base + sh->walk.kv_off[KVA_V] +
 			    (uint64_t)b->kv_head * sh->walk.head_stride;
 	uint64_t end = b->pos0 + b->nq;		/* keys any row may see */
+	float f[2];
 
+	head_factors(sh, b->kv_head, f);
 	for (uint32_t r = 0; r < rows; r++)
 		kva_softmax_init(&st[r]);
 	memset(acc, 0, (size_t)rows * D * sizeof(*acc));
 	for (uint64_t t = 0; t < end; t += TILE) {
 		uint32_t n = end - t < TILE ? (uint32_t)(end - t) : TILE;
 
-		load_tile(sh, kb, t, n, kf);
-		load_tile(sh, vb, t, n, vf);
+		load_tile(sh, kb, t, n, f[0], kf);
+		load_tile(sh, vb, t, n, f[1], vf);
 		for (uint32_t r = 0; r < rows; r++) {
 			uint64_t pos = b->pos0 + r / G;
 			const float *q = b->q + (r / G) * qstride +
@@ -180,9 +199,14 @@ static void scalar_prefill(const struct kva_prefill_block *b)
 	}
 }
 
+static bool scalar_supports(const struct kva_attn_shape *sh)
+{
+	return true;
+}
+
 const struct kva_isa_ops kva_ops_scalar = {
 	.decode = scalar_decode,
 	.prefill = scalar_prefill,
 	.scratch_bytes = scalar_scratch,
-	.dim_multiple = 1,
+	.supports = scalar_supports,
 };

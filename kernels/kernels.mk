@@ -13,12 +13,14 @@
 
 KVK_DIR      := $(B)/kernels
 KVK_SRCS     := attn_cpu.c attn_ref.c attn_scalar.c pool.c attn_avx2.c \
-		attn_avx512.c
+		attn_avx512.c attn_avx512_fp8.c
 KVK_HDRS     := $(wildcard $(SRC)/kernels/*.h) $(SRC)/include/kvarena/layout.h
 KVK_CFLAGS   := $(KVA_CFLAGS) -I$(SRC)/kernels -pthread
 KVK_FLAGS_attn_avx2.c   := -mavx2 -mfma -mf16c
 KVK_FLAGS_attn_avx512.c := -mavx512f -mavx512bw -mavx512dq -mavx512vl \
 			   -mfma -mf16c
+KVK_FLAGS_attn_avx512_fp8.c := $(KVK_FLAGS_attn_avx512.c) -mavx512vbmi \
+			       -mavx512bf16
 
 KVK_LIB      := $(KVK_DIR)/libkvkernels.a
 KVK_LIB_SAN  := $(KVK_DIR)/libkvkernels-san.a

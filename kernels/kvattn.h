@@ -20,8 +20,16 @@
  * kernels/tile_math.h.  A query that sees no key (a sequence of 0 tokens)
  * gets an output of zeros.
  *
- * Buffers.  q and out are fp32, one row of head_dim elements per
- * (query token, query head), heads innermost:
+ * fp8 caches (KVA_DTYPE_FP8, e4m3) come with a scale per K|V and KV head
+ * of the layer (struct kva_attn_params.kv_scale): K[t] and V[t] are the
+ * codes' values times their head's scale.  The AVX-512 fp8 decode rounds
+ * q and the softmax weights to bf16 for its dot-product instructions;
+ * everything else is as above.  Documentation/kernels.rst gives the error
+ * bounds, against the same cache and against an fp32 one.
+ *
+ * Buffers.  q and out hold one row of head_dim elements per (query
+ * token, query head), heads innermost, in the dtype kva_attn_params.
+ * qo_dtype names (fp32, the default, fp16 or bf16):
  *
  *   decode:   q[(s * q_heads + h) * head_dim + d]     s: index in the batch
  *   prefill:  q[(r * q_heads + h) * head_dim + d]     r = seqs[s].q_start + i
@@ -56,20 +64,21 @@ extern "C" {
 #define KVA_ATTN_MAX_HEAD_DIM 256u
 
 /**
- * struct kva_seq - one sequence's KV cache, for decode.
+ * struct kva_attn_seq - one sequence's KV cache, for decode.
  * @base:   start of the sequence's contiguous virtual KV range (token 0
- *          of frame 0); any alignment, page-aligned is fastest
+ *          of frame 0); any alignment, page-aligned is fastest.  With
+ *          libkvarena this is (void *)kva_seq->base (<kvarena.h>).
  * @tokens: tokens held for this layer, the current one included; the
  *          query is the token at position tokens - 1
  */
-struct kva_seq {
+struct kva_attn_seq {
 	const void *base;
 	uint64_t tokens;
 };
 
 /**
  * struct kva_prefill_seq - one sequence's chunk of query tokens.
- * @base:     as in struct kva_seq
+ * @base:     as in struct kva_attn_seq
  * @tokens:   tokens held after this chunk was appended: an already cached
  *            prefix of tokens - q_tokens, then the chunk
  * @q_tokens: query tokens in the chunk; query i sits at position
@@ -86,16 +95,26 @@ struct kva_prefill_seq {
 
 /**
  * struct kva_attn_params - what one call computes.
- * @geom:    the cache geometry, as filled by kva_geometry_init()
- * @layer:   layer to read, < geom->layers
- * @q_heads: query heads, a non-zero multiple of geom->kv_heads
- * @scale:   factor on q.k, finite (usually 1 / sqrt(head_dim))
+ * @geom:     the cache geometry, as filled by kva_geometry_init()
+ * @layer:    layer to read, < geom->layers
+ * @q_heads:  query heads, a non-zero multiple of geom->kv_heads
+ * @scale:    factor on q.k, finite (usually 1 / sqrt(head_dim))
+ * @qo_dtype: enum kva_dtype of q and out: KVA_DTYPE_FP32 (0, what a
+ *            zeroed struct gives), KVA_DTYPE_FP16 or KVA_DTYPE_BF16
+ *            (out rounded to nearest even)
+ * @kv_scale: fp8 caches: 2 * kv_heads finite factors for this layer, the
+ *            K heads' then the V heads' (an element is its e4m3 code's
+ *            value times its head's factor); NULL for all 1.  Must be
+ *            NULL for the other dtypes.  A device pointer for the CUDA
+ *            functions.
  */
 struct kva_attn_params {
 	const struct kva_geometry *geom;
 	uint32_t layer;
 	uint32_t q_heads;
 	float scale;
+	uint32_t qo_dtype;
+	const float *kv_scale;
 };
 
 /** enum kva_isa - CPU code path. */
@@ -167,8 +186,8 @@ unsigned int kva_attn_threads(const struct kva_attn *a);
  * KVA_ATTN_MAX_HEAD_DIM) or -ENOMEM.
  */
 int kva_attn_decode(struct kva_attn *a, const struct kva_attn_params *p,
-		    const struct kva_seq *seqs, uint32_t nr_seqs,
-		    const float *q, float *out);
+		    const struct kva_attn_seq *seqs, uint32_t nr_seqs,
+		    const void *q, void *out);
 
 /**
  * kva_attn_prefill() - a causal chunk of query tokens per sequence, after
@@ -179,7 +198,7 @@ int kva_attn_decode(struct kva_attn *a, const struct kva_attn_params *p,
  */
 int kva_attn_prefill(struct kva_attn *a, const struct kva_attn_params *p,
 		     const struct kva_prefill_seq *seqs, uint32_t nr_seqs,
-		     const float *q, float *out);
+		     const void *q, void *out);
 
 /**
  * kva_attn_decode_ref(), kva_attn_prefill_ref() - the reference: plain C,
@@ -188,25 +207,43 @@ int kva_attn_prefill(struct kva_attn *a, const struct kva_attn_params *p,
  * arguments and errors as the fast versions.
  */
 int kva_attn_decode_ref(const struct kva_attn_params *p,
-			const struct kva_seq *seqs, uint32_t nr_seqs,
-			const float *q, float *out);
+			const struct kva_attn_seq *seqs, uint32_t nr_seqs,
+			const void *q, void *out);
 int kva_attn_prefill_ref(const struct kva_attn_params *p,
 			 const struct kva_prefill_seq *seqs, uint32_t nr_seqs,
-			 const float *q, float *out);
+			 const void *q, void *out);
 
 /**
  * kva_kv_append() - write @n tokens of K and V of layer @layer into the
  * cache of the sequence at @base, at positions @pos .. @pos + n - 1.
- * @k, @v: [n][kv_heads][head_dim] elements of @src_dtype; fp32 input is
- *         rounded to nearest even into an fp16/bf16 cache, and any other
- *         combination goes through fp32 (exact when widening)
+ * @k, @v: [n][kv_heads][head_dim] elements of @src_dtype (fp32, fp16 or
+ *         bf16); they are rounded to nearest even into a narrower cache,
+ *         and any other combination goes through fp32 (exact when
+ *         widening)
  *
- * The frames holding those positions must be mapped.  Returns 0 or
- * -EINVAL.
+ * The frames holding those positions must be mapped.  An fp8 cache is
+ * written with every scale 1 (kva_kv_append_scaled() takes the scales).
+ * Returns 0 or -EINVAL.
  */
 int kva_kv_append(const struct kva_geometry *g, uint32_t layer, void *base,
 		  uint64_t pos, uint32_t n, enum kva_dtype src_dtype,
 		  const void *k, const void *v);
+
+/**
+ * kva_kv_append_scaled() - kva_kv_append() into an fp8 cache with the
+ * layer's per-head scales: element x of K head h is stored as the e4m3
+ * code nearest x / kv_scale[h] (ties to even, saturating at +-448; NaN
+ * stays NaN), and of V head h as that of x / kv_scale[kv_heads + h].
+ * @kv_scale: 2 * kv_heads finite, non-zero factors, as in struct
+ *            kva_attn_params; NULL for all 1.  Must be NULL for the other
+ *            cache dtypes.
+ *
+ * Returns 0 or -EINVAL.
+ */
+int kva_kv_append_scaled(const struct kva_geometry *g, uint32_t layer,
+			 void *base, uint64_t pos, uint32_t n,
+			 enum kva_dtype src_dtype, const void *k,
+			 const void *v, const float *kv_scale);
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,7 @@
  * the sequence descriptors, are those of kvattn.h; this header says only
  * what differs on the device.
  *
- *  - Every pointer is a device pointer: the caches (struct kva_seq.base),
+ *  - Every pointer is a device pointer: the caches (struct kva_attn_seq.base),
  *    the descriptor arrays, q, out, the workspace.  The descriptors live on
  *    the device so that a serving loop can update them without a copy.
  *  - Calls are asynchronous on @stream (NULL: the legacy default stream);
@@ -83,7 +83,7 @@ int kva_cuda_decode_plan(const struct kva_attn_params *p, uint32_t nr_seqs,
  */
 int kva_cuda_attn_decode(const struct kva_attn_params *p,
 			 const struct kva_cuda_decode_plan *plan,
-			 const struct kva_seq *seqs, uint32_t nr_seqs,
+			 const struct kva_attn_seq *seqs, uint32_t nr_seqs,
 			 const float *q, float *out, void *workspace,
 			 struct CUstream_st *stream);
 

@@ -7,10 +7,13 @@
  *
  * Three things live here:
  *
- *  - element conversion between the cache dtypes (bf16, fp16) and fp32.
- *    Widening is exact.  Narrowing rounds to nearest, ties to even, as the
- *    hardware instructions do (F16C vcvtps2ph with imm 0, CUDA
- *    __float2half_rn / __float2bfloat16_rn); NaN stays NaN (quieted).
+ *  - element conversion between the cache dtypes (bf16, fp16, fp8 e4m3)
+ *    and fp32.  Widening is exact.  Narrowing rounds to nearest, ties to
+ *    even, as the hardware instructions do (F16C vcvtps2ph with imm 0,
+ *    CUDA __float2half_rn / __float2bfloat16_rn, and for e4m3 the
+ *    saturating cvt.rn.satfinite.e4m3x2.f32 of sm_89+); NaN stays NaN
+ *    (quieted).  An fp8 element's scale is not applied here: the kernels
+ *    fold it into q (K) and into the output (V).
  *
  *  - the online-softmax state of one query row (Milakov & Gimelshein,
  *    "Online normalizer calculation for softmax", 2018): the running max
@@ -130,19 +133,86 @@ KVA_TILE_FN uint16_t kva_f32_to_fp16(float f)
 	return (uint16_t)(sign | ((x + 0xfffu + ((x >> 13) & 1u)) >> 13));
 }
 
+/* ---- fp8 e4m3 (OCP "e4m3fn") ------------------------------------------ */
+
+/*
+ * S.EEEE.MMM, bias 7: normal values (1 + M/8) * 2^(E-7) for E = 1..15,
+ * subnormal M * 2^-9 for E = 0, no infinities, S.1111.111 is NaN, so the
+ * largest finite value is 1.75 * 2^8 = 448.
+ */
+
+/** kva_e4m3_to_f32() - exact, subnormals and NaN included. */
+KVA_TILE_FN float kva_e4m3_to_f32(uint8_t c)
+{
+	uint32_t sign = (uint32_t)(c & 0x80u) << 24;
+	uint32_t exp = (c >> 3) & 0xfu;
+	uint32_t mant = c & 7u;
+
+	if ((c & 0x7fu) == 0x7fu)
+		return kva_bits_f32(sign | 0x7fc00000u);
+	if (exp == 0) {
+		float v = (float)mant * 0.001953125f;	/* 2^-9 */
+
+		return sign ? -v : v;
+	}
+	return kva_bits_f32(sign | ((exp + 120u) << 23) | (mant << 20));
+}
+
+/**
+ * kva_f32_to_e4m3() - round to nearest even, saturating: every finite or
+ * infinite value of magnitude 448 and above becomes +-448 (0x7e), below
+ * half the least subnormal (2^-10) (signed) zero; NaN becomes 0x7f.
+ */
+KVA_TILE_FN uint8_t kva_f32_to_e4m3(float f)
+{
+	uint32_t x = kva_f32_bits(f);
+	uint8_t sign = (uint8_t)((x >> 24) & 0x80u);
+
+	x &= 0x7fffffffu;
+	if (x > 0x7f800000u)			/* NaN */
+		return (uint8_t)(sign | 0x7fu);
+	if (x >= 0x43e00000u)			/* >= 448, inf included */
+		return (uint8_t)(sign | 0x7eu);
+	if (x < 0x3c800000u) {			/* below 2^-6: subnormal */
+		uint32_t e = x >> 23;
+		uint32_t mant = (x & 0x7fffffu) | 0x800000u;
+		uint32_t shift = 141u - e;	/* value * 2^9 = mant >> shift */
+		uint32_t r, rem, half;
+
+		if (e == 0 || shift > 24)	/* below half the least subnormal */
+			return sign;
+		r = mant >> shift;
+		rem = mant & ((1u << shift) - 1u);
+		half = 1u << (shift - 1u);
+		if (rem > half || (rem == half && (r & 1u)))
+			r++;
+		return (uint8_t)(sign | r);	/* r == 8 is 2^-6: right */
+	}
+	x -= 0x3c000000u;			/* rebias: 127 - 7 = 120 */
+	return (uint8_t)(sign | ((x + 0x7ffffu + ((x >> 20) & 1u)) >> 20));
+}
+
 /* ---- one cache element ----------------------------------------------- */
 
-/** kva_elem_to_f32() - element @i of a row stored as @dtype (enum kva_dtype). */
+/**
+ * kva_elem_to_f32() - element @i of a row stored as @dtype (enum
+ * kva_dtype); for fp8 the code's value, before its scale.
+ */
 KVA_TILE_FN float kva_elem_to_f32(const void *row, uint32_t i, uint32_t dtype)
 {
 	if (dtype == 0)				/* KVA_DTYPE_FP32 */
 		return ((const float *)row)[i];
 	if (dtype == 1)				/* KVA_DTYPE_FP16 */
 		return kva_fp16_to_f32(((const uint16_t *)row)[i]);
+	if (dtype == 3)				/* KVA_DTYPE_FP8 */
+		return kva_e4m3_to_f32(((const uint8_t *)row)[i]);
 	return kva_bf16_to_f32(((const uint16_t *)row)[i]);
 }
 
-/** kva_elem_from_f32() - store @v as element @i of a row of @dtype. */
+/**
+ * kva_elem_from_f32() - store @v as element @i of a row of @dtype; for
+ * fp8, @v is the value already divided by its scale.
+ */
 KVA_TILE_FN void kva_elem_from_f32(void *row, uint32_t i, uint32_t dtype,
 				   float v)
 {
@@ -150,6 +220,8 @@ KVA_TILE_FN void kva_elem_from_f32(void *row, uint32_t i, uint32_t dtype,
 		((float *)row)[i] = v;
 	else if (dtype == 1)
 		((uint16_t *)row)[i] = kva_f32_to_fp16(v);
+	else if (dtype == 3)
+		((uint8_t *)row)[i] = kva_f32_to_e4m3(v);
 	else
 		((uint16_t *)row)[i] = kva_f32_to_bf16(v);
 }

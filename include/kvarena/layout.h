@@ -18,6 +18,13 @@
  * Where frame_size is not a multiple of bytes_per_token, the tail of every
  * frame (frame_size - T_f * bytes_per_token bytes) is unused.
  *
+ * An fp8 cache (KVA_DTYPE_FP8) holds one byte per element, so a frame
+ * holds twice the tokens of a bf16 one.  The byte is an E4M3 code c and
+ * the element's value is e4m3(c) * scale[kv][head]: one scale per K|V and
+ * KV head of each layer, chosen by the caller (calibrated, or the largest
+ * magnitude / 448) and passed to the writer and the kernels; the frame
+ * holds no scales, so the layout is the same as for the other dtypes.
+ *
  * Header-only, C99 and C++, no dependencies beyond the C library, so the
  * runtime, the CPU kernels, the CUDA kernels (host side) and the tools all
  * use the same arithmetic.
@@ -38,6 +45,10 @@ enum kva_dtype {
 	KVA_DTYPE_FP32 = 0,
 	KVA_DTYPE_FP16 = 1,	/* IEEE 754 binary16 */
 	KVA_DTYPE_BF16 = 2,	/* bfloat16: the top half of an fp32 */
+	KVA_DTYPE_FP8 = 3,	/* OCP FP8 E4M3 ("e4m3fn": bias 7, no
+				 * infinities, +-448 largest, S.1111.111
+				 * NaN), times a per-(layer, K|V, KV head)
+				 * scale the caller keeps: see below */
 	KVA_DTYPE_COUNT
 };
 
@@ -46,7 +57,7 @@ enum { KVA_K = 0, KVA_V = 1 };
 
 static inline size_t kva_dtype_size(enum kva_dtype dt)
 {
-	return dt == KVA_DTYPE_FP32 ? 4 : 2;
+	return dt == KVA_DTYPE_FP32 ? 4 : dt == KVA_DTYPE_FP8 ? 1 : 2;
 }
 
 static inline const char *kva_dtype_name(enum kva_dtype dt)
@@ -55,6 +66,7 @@ static inline const char *kva_dtype_name(enum kva_dtype dt)
 	case KVA_DTYPE_FP32: return "fp32";
 	case KVA_DTYPE_FP16: return "fp16";
 	case KVA_DTYPE_BF16: return "bf16";
+	case KVA_DTYPE_FP8:  return "fp8";
 	default:             return "?";
 	}
 }

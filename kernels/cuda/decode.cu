@@ -24,7 +24,7 @@ namespace kva {
 
 struct decode_args {
 	kva_walk w;
-	const kva_seq *seqs;
+	const kva_attn_seq *seqs;
 	const float *q;
 	float *out;
 	unsigned int *tickets;		/* [seq][kv_heads * hgroups] */
@@ -373,7 +373,7 @@ extern "C" int kva_cuda_decode_plan(const struct kva_attn_params *p,
 
 extern "C" int kva_cuda_attn_decode(const struct kva_attn_params *p,
 				    const struct kva_cuda_decode_plan *plan,
-				    const struct kva_seq *seqs,
+				    const struct kva_attn_seq *seqs,
 				    uint32_t nr_seqs, const float *q,
 				    float *out, void *workspace,
 				    struct CUstream_st *stream)

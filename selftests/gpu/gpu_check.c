@@ -121,13 +121,13 @@ static void check_decode(const struct shape *sh, const uint64_t *lens,
 	struct kva_geometry g;
 	struct fx_rng rng = { 17 + lens[0] + sh->group };
 	struct fx_seq fs[16];
-	struct kva_seq hseq[16], dseq[16];
+	struct kva_attn_seq hseq[16], dseq[16];
 	uint32_t qh = sh->kv_heads * sh->group;
 	size_t n = (size_t)nr * qh * sh->head_dim;
 	float *q, *ref = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
 	float *dq, *dout, err = INFINITY, err2 = INFINITY;
 	struct kva_cuda_decode_plan plan;
-	struct kva_seq *dseqs;
+	struct kva_attn_seq *dseqs;
 	uint64_t max_tokens = 1;
 	void *ws;
 	bool ok;
@@ -368,7 +368,7 @@ static void bench_decode(uint64_t tokens, uint32_t batch, double copy)
 {
 	struct kva_geometry g;
 	struct kva_cuda_decode_plan plan;
-	struct kva_seq *hs = calloc(batch, sizeof(*hs)), *ds;
+	struct kva_attn_seq *hs = calloc(batch, sizeof(*hs)), *ds;
 	size_t seq_bytes, per_layer, n = (size_t)batch * 32 * 128;
 	uint32_t layers;
 	uint8_t *mem;

@@ -33,6 +33,13 @@ float *fx_randf(size_t n, struct fx_rng *rng)
 int fx_seq_fill(struct fx_seq *s, const struct kva_geometry *g,
 		uint64_t tokens, float kscale, struct fx_rng *rng)
 {
+	return fx_seq_fill_scaled(s, g, tokens, kscale, rng, NULL);
+}
+
+int fx_seq_fill_scaled(struct fx_seq *s, const struct kva_geometry *g,
+		       uint64_t tokens, float kscale, struct fx_rng *rng,
+		       const float *kv_scale)
+{
 	uint64_t frames = kva_frames_for(g, tokens ? tokens : 1);
 	size_t row = (size_t)g->kv_heads * g->head_dim;
 	uint32_t chunk = 256;
@@ -60,7 +67,8 @@ int fx_seq_fill(struct fx_seq *s, const struct kva_geometry *g,
 				k[i] = fx_unit(rng) * kscale;
 				v[i] = fx_unit(rng);
 			}
-			kva_kv_append(g, l, s->mem, t, n, KVA_DTYPE_FP32, k, v);
+			kva_kv_append_scaled(g, l, s->mem, t, n, KVA_DTYPE_FP32,
+					     k, v, kv_scale);
 		}
 	free(k);
 	free(v);

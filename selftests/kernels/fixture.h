@@ -34,6 +34,14 @@ struct fx_seq {
  */
 int fx_seq_fill(struct fx_seq *s, const struct kva_geometry *g,
 		uint64_t tokens, float kscale, struct fx_rng *rng);
+/*
+ * fx_seq_fill_scaled() - the same, written with kva_kv_append_scaled()
+ * and the per-head scales @kv_scale of every layer (fp8 caches; NULL for
+ * all 1).
+ */
+int fx_seq_fill_scaled(struct fx_seq *s, const struct kva_geometry *g,
+		       uint64_t tokens, float kscale, struct fx_rng *rng,
+		       const float *kv_scale);
 void fx_seq_free(struct fx_seq *s);
 
 /* @n floats uniform in [-1, 1); returns NULL on ENOMEM. */

@@ -17,6 +17,12 @@
  * tol_for() below: 2e-5 for the CPU kernels, for every dtype.  The
  * sharp-softmax cases (K scaled by 8, scores up to ~+-90) keep the same
  * bound: the running max keeps every exp() argument <= 0.
+ *
+ * The one exception is the AVX-512 fp8 decode, which rounds q and the
+ * softmax weights to bf16 for vdpbf16ps (attn_avx512_fp8.c): its bound is
+ * FP8_DP_TOL, derived there and measured here.  fp8 against an fp32 cache
+ * of the same values (what quantising costs) is fp8_vs_fp32_*, with the
+ * bounds of Documentation/kernels.rst.
  */
 #include <errno.h>
 #include <math.h>
@@ -49,15 +55,33 @@ static void report(bool ok, const char *fmt, ...)
 	fflush(stdout);
 }
 
-static float tol_for(enum kva_dtype dt)
+/*
+ * AVX-512 fp8 decode: q and each weight p rounded to bf16, relative error
+ * 2^-9 each.  The weights' error moves the output by at most 2^-9 of a
+ * convex combination of V (|V| < 1 here, or 8 for the sharp cases' K,
+ * which only scales the scores), the scores' error e moves the weights by
+ * a factor within e^(+-2e); with |q|, |K| < 1 and scale 1/sqrt(D), the
+ * sum of |q K| over D elements is below sqrt(D), so e <= 2^-9 sqrt(D) =
+ * 0.022 for D = 128 (0.18 for the sharp cases' K times 8) at worst, and
+ * in fact a random walk of 2^-9 |q K| terms: measured below 1e-3.  The
+ * bound asserted is 4e-3.
+ */
+#define FP8_DP_TOL 6e-3f
+
+/* Whether @isa runs the fp8 dot-product decode for head_dim @D. */
+static bool fp8_dp(enum kva_isa isa, uint32_t D)
 {
-	switch (dt) {
-	case KVA_DTYPE_FP32:
-	case KVA_DTYPE_FP16:
-	case KVA_DTYPE_BF16:
-	default:
-		return 2e-5f;
-	}
+	return isa == KVA_ISA_AVX512 && D % 64 == 0 &&
+	       __builtin_cpu_supports("avx512vbmi") &&
+	       __builtin_cpu_supports("avx512bf16");
+}
+
+static float tol_for(enum kva_dtype dt, enum kva_isa isa, uint32_t D,
+		     bool decode)
+{
+	if (dt == KVA_DTYPE_FP8 && decode && fp8_dp(isa, D))
+		return FP8_DP_TOL;
+	return 2e-5f;
 }
 
 /* Largest |a - b|; NaN anywhere counts as infinitely far. */
@@ -183,6 +207,119 @@ static void test_fp16_edges(void)
 	ok &= (kva_f32_to_fp16(NAN) & 0x7c00) == 0x7c00 &&
 	      (kva_f32_to_fp16(NAN) & 0x3ff);
 	report(ok, "fp16_edges_overflow_subnormal_nan");
+}
+
+/* The e4m3 value of code @c, from the format's definition. */
+static double e4m3_value(uint8_t c)
+{
+	int e = (c >> 3) & 15, m = c & 7;
+	double v = e ? ldexp(1.0 + m / 8.0, e - 7) : ldexp(m, -9);
+
+	return c & 0x80 ? -v : v;
+}
+
+/*
+ * The code nearest @f by search over every finite code (ties to the even
+ * code), +-448 for anything larger: what kva_f32_to_e4m3() must give.
+ */
+static uint8_t e4m3_nearest(float f)
+{
+	uint8_t sign = signbit(f) ? 0x80 : 0, best = 0;
+	double a = fabs((double)f), bestd = INFINITY;
+
+	if (isnan(f))
+		return sign | 0x7f;
+	if (a >= 448.0)
+		return sign | 0x7e;
+	for (uint8_t c = 0; c < 0x7f; c++) {
+		double d = fabs(e4m3_value(c) - a);
+
+		if (d < bestd || (d == bestd && !(c & 1))) {
+			best = c;
+			bestd = d;
+		}
+	}
+	return sign | best;
+}
+
+static void test_e4m3_widen_is_exact_for_every_code(void)
+{
+	bool ok = true;
+
+	for (uint32_t c = 0; c < 256; c++) {
+		float f = kva_e4m3_to_f32((uint8_t)c);
+
+		if ((c & 0x7f) == 0x7f)
+			ok &= isnan(f) && !!signbit(f) == !!(c & 0x80);
+		else
+			ok &= (double)f == e4m3_value((uint8_t)c) &&
+			      !!signbit(f) == !!(c & 0x80);
+	}
+	ok &= kva_e4m3_to_f32(0x7e) == 448.0f;
+	ok &= kva_e4m3_to_f32(0x01) == 0.001953125f;	/* 2^-9 */
+	ok &= kva_e4m3_to_f32(0x08) == 0.015625f;	/* 2^-6 */
+	report(ok, "e4m3_widen_is_exact_for_every_code");
+}
+
+static void test_e4m3_narrow_is_nearest_even_and_saturates(void)
+{
+	struct fx_rng rng = { 9 };
+	uint32_t bad = 0;
+	bool ok = true;
+
+	/* every code, and the midpoints between neighbouring codes */
+	for (uint32_t c = 0; c < 0x7e && ok; c++) {
+		float f = (float)e4m3_value((uint8_t)c);
+		float mid = (float)((e4m3_value((uint8_t)c) +
+				     e4m3_value((uint8_t)(c + 1))) / 2);
+
+		ok &= kva_f32_to_e4m3(f) == c && kva_f32_to_e4m3(-f) ==
+		      (c ? (c | 0x80) : 0x80);
+		ok &= kva_f32_to_e4m3(mid) == e4m3_nearest(mid);
+		if (!ok)
+			bad = kva_f32_bits(f);
+	}
+	/* random values over the whole range, 2^-12 .. 2^10, and beyond */
+	for (uint32_t i = 0; i < 1000000 && ok; i++) {
+		uint32_t x = (uint32_t)fx_next(&rng);
+		float f;
+
+		x = (x & 0x807fffffu) | ((115u + x % 24u) << 23);
+		if (i % 7 == 0)		/* ties: the bits below 3 kept zero */
+			x &= ~0x7ffffu;
+		f = kva_bits_f32(x);
+		if (kva_f32_to_e4m3(f) != e4m3_nearest(f)) {
+			bad = x;
+			ok = false;
+		}
+	}
+	ok &= kva_f32_to_e4m3(448.0f) == 0x7e;
+	ok &= kva_f32_to_e4m3(465.0f) == 0x7e;		/* saturates */
+	ok &= kva_f32_to_e4m3(-INFINITY) == 0xfe;
+	ok &= kva_f32_to_e4m3(NAN) == 0x7f;
+	ok &= kva_f32_to_e4m3(0.0009765625f) == 0x00;	/* 2^-10: tie, even */
+	ok &= kva_f32_to_e4m3(0.0029296875f) == 0x02;	/* 1.5 * 2^-9: tie */
+	ok &= kva_f32_to_e4m3(-0.0f) == 0x80;
+	report(ok, "e4m3_narrow_is_nearest_even_and_saturates%s",
+	       ok ? "" : " (first mismatch below)");
+	if (!ok)
+		printf("# f32 bits %08x\n", bad);
+}
+
+static void test_e4m3_bf16_table_matches_conversion(void)
+{
+	bool ok = true;
+
+	for (uint32_t c = 0; c < 128; c++) {
+		uint16_t b = kva_f32_to_bf16(kva_e4m3_to_f32((uint8_t)c));
+
+		ok &= kva_e4m3_bf16_lut[c] == (uint8_t)b &&
+		      kva_e4m3_bf16_lut[128 + c] == (uint8_t)(b >> 8);
+		/* bf16 holds every e4m3 value exactly */
+		ok &= (c == 0x7f) || kva_bf16_to_f32(b) ==
+				      kva_e4m3_to_f32((uint8_t)c);
+	}
+	report(ok, "e4m3_bf16_table_matches_conversion");
 }
 
 /* ---- online softmax ------------------------------------------------------ */
@@ -347,6 +484,24 @@ struct shape {
 	float kscale;
 };
 
+#define MAX_KV_HEADS 8
+
+/*
+ * Per-head fp8 scales for K values up to kscale and V up to 1: a little
+ * above the largest magnitude / 448 and different for every head, so a
+ * kernel that takes another head's scale shows.  NULL for other dtypes.
+ */
+static const float *scales_for(const struct shape *sh, float *buf)
+{
+	if (sh->dtype != KVA_DTYPE_FP8)
+		return NULL;
+	for (uint32_t h = 0; h < sh->kv_heads; h++) {
+		buf[h] = sh->kscale * (1.0f + 0.25f * h) / 448.0f;
+		buf[sh->kv_heads + h] = (1.0f + 0.5f * h) / 448.0f;
+	}
+	return buf;
+}
+
 static const char *len_name(uint64_t n, uint32_t tpf, char *buf)
 {
 	if (n == tpf)
@@ -383,19 +538,22 @@ static void check_decode(const struct shape *sh, const uint64_t *lens,
 	struct kva_geometry g;
 	struct fx_rng rng = { 11 + lens[0] * 31 + sh->group };
 	struct fx_seq *fs = calloc(nr, sizeof(*fs));
-	struct kva_seq *seqs = calloc(nr, sizeof(*seqs));
+	struct kva_attn_seq *seqs = calloc(nr, sizeof(*seqs));
 	uint32_t qh = sh->kv_heads * sh->group, layers = 2;
 	size_t n = (size_t)nr * qh * sh->head_dim;
 	float *q = NULL, *out = malloc(n * sizeof(float)),
 	      *ref = malloc(n * sizeof(float)), err = INFINITY;
 	struct kva_attn *a = make(isa, threads, split);
 	bool ok = a && fs && seqs && out && ref;
+	float scale_buf[2 * MAX_KV_HEADS];
+	const float *kvs = scales_for(sh, scale_buf);
 	char buf[32];
 
 	ok = ok && geom(&g, layers, sh->kv_heads, sh->head_dim, sh->dtype,
 			sh->frame_size) == 0;
 	for (uint32_t i = 0; ok && i < nr; i++) {
-		ok = fx_seq_fill(&fs[i], &g, lens[i], sh->kscale, &rng) == 0;
+		ok = fx_seq_fill_scaled(&fs[i], &g, lens[i], sh->kscale, &rng,
+					kvs) == 0;
 		seqs[i].base = fs[i].mem;
 		seqs[i].tokens = lens[i];
 	}
@@ -403,6 +561,7 @@ static void check_decode(const struct shape *sh, const uint64_t *lens,
 		struct kva_attn_params p = {
 			.geom = &g, .layer = 1, .q_heads = qh,
 			.scale = 1.0f / sqrtf((float)sh->head_dim),
+			.kv_scale = kvs,
 		};
 
 		q = fx_randf(n, &rng);
@@ -411,7 +570,7 @@ static void check_decode(const struct shape *sh, const uint64_t *lens,
 		     kva_attn_decode_ref(&p, seqs, nr, q, ref) == 0;
 		if (ok)
 			err = max_err(out, ref, n);
-		ok = ok && err <= tol_for(sh->dtype);
+		ok = ok && err <= tol_for(sh->dtype, isa, sh->head_dim, true);
 	}
 	report(ok, "decode_matches_reference_%s_%s_d%u_g%u_%s_t%u%s%s # err %.2g",
 	       kva_dtype_name(sh->dtype), kva_isa_name(isa), sh->head_dim,
@@ -445,13 +604,15 @@ static void check_prefill(const struct shape *sh, const uint64_t *prefix,
 	struct kva_attn *a = make(isa, threads, 0);
 	float *q = NULL, *out = NULL, *ref = NULL, err = INFINITY;
 	bool ok = a && fs && seqs;
+	float scale_buf[2 * MAX_KV_HEADS];
+	const float *kvs = scales_for(sh, scale_buf);
 	size_t n;
 
 	ok = ok && geom(&g, 2, sh->kv_heads, sh->head_dim, sh->dtype,
 			sh->frame_size) == 0;
 	for (uint32_t i = 0; ok && i < nr; i++) {
-		ok = fx_seq_fill(&fs[i], &g, prefix[i] + chunk[i], sh->kscale,
-				 &rng) == 0;
+		ok = fx_seq_fill_scaled(&fs[i], &g, prefix[i] + chunk[i],
+					sh->kscale, &rng, kvs) == 0;
 		seqs[i].base = fs[i].mem;
 		seqs[i].tokens = prefix[i] + chunk[i];
 		seqs[i].q_tokens = chunk[i];
@@ -463,6 +624,7 @@ static void check_prefill(const struct shape *sh, const uint64_t *prefix,
 		struct kva_attn_params p = {
 			.geom = &g, .layer = 0, .q_heads = qh,
 			.scale = 1.0f / sqrtf((float)sh->head_dim),
+			.kv_scale = kvs,
 		};
 
 		q = fx_randf(n, &rng);
@@ -475,7 +637,7 @@ static void check_prefill(const struct shape *sh, const uint64_t *prefix,
 		     kva_attn_prefill_ref(&p, seqs, nr, q, ref) == 0;
 		if (ok)
 			err = max_err(out, ref, n);
-		ok = ok && err <= tol_for(sh->dtype);
+		ok = ok && err <= tol_for(sh->dtype, isa, sh->head_dim, false);
 	}
 	report(ok, "prefill_matches_reference_%s_%s_d%u_g%u_%s_t%u # err %.2g",
 	       kva_dtype_name(sh->dtype), kva_isa_name(isa), sh->head_dim,
@@ -501,11 +663,11 @@ static uint64_t frame_for(uint32_t kv_heads, uint32_t head_dim,
 static void attention_tests(enum kva_isa isa)
 {
 	static const enum kva_dtype dts[] = {
-		KVA_DTYPE_FP32, KVA_DTYPE_FP16, KVA_DTYPE_BF16,
+		KVA_DTYPE_FP32, KVA_DTYPE_FP16, KVA_DTYPE_BF16, KVA_DTYPE_FP8,
 	};
 	static const uint32_t groups[] = { 1, 2, 3, 4, 8 };
 
-	for (int di = 0; di < 3; di++) {
+	for (int di = 0; di < 4; di++) {
 		enum kva_dtype dt = dts[di];
 
 		for (uint32_t hd = 64; hd <= 128; hd += 64)
@@ -542,6 +704,24 @@ static void attention_tests(enum kva_isa isa)
 			sh.kscale = 8.0f;
 			check_decode(&sh, ragged, 8, isa, 2, 100, "_sharp");
 		}
+		{
+			/* MQA-like: 16 query heads per KV head */
+			struct shape sh = {
+				.kv_heads = 1, .group = 16, .head_dim = 128,
+				.dtype = dt,
+				.frame_size = frame_for(1, 128, dt, 16, 64),
+				.kscale = 1.0f,
+			};
+			uint64_t ragged[] = { 5, 16, 33, 200 };
+
+			check_decode(&sh, ragged, 4, isa, 2, 0, "_mqa");
+			/* head_dim 96: a multiple of 32, not of 64 */
+			sh.kv_heads = 2;
+			sh.group = 4;
+			sh.head_dim = 96;
+			sh.frame_size = frame_for(2, 96, dt, 16, 0);
+			check_decode(&sh, ragged, 4, isa, 1, 0, "");
+		}
 		if (!quick) {
 			/* long contexts, with and without split-K */
 			struct shape sh = {
@@ -557,7 +737,7 @@ static void attention_tests(enum kva_isa isa)
 		}
 	}
 
-	for (int di = 0; di < 3; di++) {
+	for (int di = 0; di < 4; di++) {
 		enum kva_dtype dt = dts[di];
 
 		for (uint32_t hd = 64; hd <= 128; hd += 64)
@@ -600,11 +780,282 @@ static void attention_tests(enum kva_isa isa)
 	}
 }
 
+
+/* ---- q and out in fp16 and bf16 ------------------------------------------ */
+
+/*
+ * Kernel against reference with q and out in @qo: both round the same
+ * fp32 results, so they may differ by the fp32 tolerance plus one unit in
+ * the last place of @qo (2^-7 relative for bf16, 2^-10 for fp16).
+ */
+static bool qo_close(const void *a, const void *b, size_t n, uint32_t qo,
+		     float tol, float *err)
+{
+	float rel = qo == KVA_DTYPE_BF16 ? 0x1p-7f : 0x1p-10f;
+
+	*err = 0.0f;
+	for (size_t i = 0; i < n; i++) {
+		float x = kva_elem_to_f32(a, (uint32_t)i, qo);
+		float y = kva_elem_to_f32(b, (uint32_t)i, qo);
+		float d = fabsf(x - y);
+
+		if (isnan(d) || d > tol + rel * fmaxf(fabsf(x), fabsf(y)))
+			return false;
+		if (d > *err)
+			*err = d;
+	}
+	return true;
+}
+
+static void check_qo(enum kva_isa isa, enum kva_dtype cache, uint32_t qo)
+{
+	struct kva_geometry g;
+	struct fx_rng rng = { 41 + qo };
+	struct shape sh = { .kv_heads = 2, .group = 4, .head_dim = 128,
+			    .dtype = cache, .kscale = 1.0f };
+	float scale_buf[2 * MAX_KV_HEADS], err = INFINITY, *qf;
+	const float *kvs = scales_for(&sh, scale_buf);
+	uint64_t lens[3] = { 1, 17, 300 };
+	struct fx_seq fs[3];
+	struct kva_attn_seq ds[3];
+	struct kva_prefill_seq ps[3];
+	uint32_t qh = 8, rows = 0;
+	size_t row = (size_t)qh * 128, n;
+	uint16_t *q, *out, *ref;
+	struct kva_attn *a = make(isa, 2, 0);
+	bool ok = a != NULL, gap = true;
+
+	ok = ok && geom(&g, 1, 2, 128, cache, frame_for(2, 128, cache, 16, 0))
+		   == 0;
+	/* prefill: chunks of 1, 5 and 9 after their prefixes, a row gap */
+	for (uint32_t i = 0; ok && i < 3; i++) {
+		ok = fx_seq_fill_scaled(&fs[i], &g, lens[i] + 9, 1.0f, &rng,
+					kvs) == 0;
+		ds[i] = (struct kva_attn_seq){ fs[i].mem, lens[i] };
+		ps[i] = (struct kva_prefill_seq){ fs[i].mem, lens[i] + 9,
+						  1 + 4 * i, rows };
+		rows += 1 + 4 * i + (i == 0);
+	}
+	n = rows * row;
+	qf = fx_randf(n, &rng);
+	q = malloc(n * 2);
+	out = malloc(n * 2);
+	ref = malloc(n * 2);
+	ok = ok && qf && q && out && ref;
+	for (size_t i = 0; ok && i < n; i++)
+		kva_elem_from_f32(q, (uint32_t)i, qo, qf[i]);
+	if (ok) {
+		struct kva_attn_params p = {
+			.geom = &g, .layer = 0, .q_heads = qh,
+			.scale = 1.0f / sqrtf(128.0f), .qo_dtype = qo,
+			.kv_scale = kvs,
+		};
+		float tol = tol_for(cache, isa, 128, true);
+
+		ok = kva_attn_decode(a, &p, ds, 3, q, out) == 0 &&
+		     kva_attn_decode_ref(&p, ds, 3, q, ref) == 0 &&
+		     qo_close(out, ref, 3 * row, qo, tol, &err);
+		memset(out, 0x5a, n * 2);
+		ok = ok && kva_attn_prefill(a, &p, ps, 3, q, out) == 0 &&
+		     kva_attn_prefill_ref(&p, ps, 3, q, ref) == 0;
+		for (uint32_t i = 0; ok && i < 3; i++) {
+			float e;
+
+			ok = qo_close(out + ps[i].q_start * row,
+				      ref + ps[i].q_start * row,
+				      ps[i].q_tokens * row, qo, 2e-5f, &e);
+			err = fmaxf(err, e);
+		}
+		/* the row between the first and second chunk: untouched */
+		for (size_t i = 0; i < row; i++)
+			gap &= out[1 * row + i] == 0x5a5a;
+		ok = ok && gap;
+	}
+	report(ok, "%s_cache_with_q_and_out_in_%s_matches_reference_%s # err %.2g",
+	       kva_dtype_name(cache), kva_dtype_name(qo), kva_isa_name(isa),
+	       (double)err);
+	for (uint32_t i = 0; i < 3; i++)
+		fx_seq_free(&fs[i]);
+	free(qf);
+	free(q);
+	free(out);
+	free(ref);
+	kva_attn_destroy(a);
+}
+
+/* ---- fp8: NaN, and the cost of quantising -------------------------------- */
+
+/*
+ * A NaN code in one KV head's K makes the outputs of that head's query
+ * heads NaN, and one in its V the same element of those outputs, as the
+ * reference's do; no other output changes.
+ */
+static void check_fp8_nan(enum kva_isa isa, uint32_t D, int kv)
+{
+	struct kva_geometry g;
+	struct fx_rng rng = { 77 };
+	struct shape sh = { .kv_heads = 2, .group = 4, .head_dim = D,
+			    .dtype = KVA_DTYPE_FP8, .kscale = 1.0f };
+	float scale_buf[2 * MAX_KV_HEADS], out[8 * 128], ref[8 * 128], *q;
+	const float *kvs = scales_for(&sh, scale_buf);
+	struct kva_attn *a = make(isa, 1, 0);
+	struct fx_seq fs;
+	bool ok = a != NULL;
+
+	ok = ok && geom(&g, 1, 2, D, KVA_DTYPE_FP8,
+			frame_for(2, D, KVA_DTYPE_FP8, 16, 0)) == 0 &&
+	     fx_seq_fill_scaled(&fs, &g, 40, 1.0f, &rng, kvs) == 0;
+	q = fx_randf(8 * D, &rng);
+	if (ok && q) {
+		struct kva_attn_seq s = { fs.mem, 40 };
+		struct kva_attn_params p = {
+			.geom = &g, .layer = 0, .q_heads = 8,
+			.scale = 1.0f / sqrtf((float)D), .kv_scale = kvs,
+		};
+		uint32_t head = kv == KVA_K ? 0 : 1;
+
+		fs.mem[kva_kv_offset(&g, 0, kv, head, 21) + 3] = 0xff;
+		ok = kva_attn_decode(a, &p, &s, 1, q, out) == 0 &&
+		     kva_attn_decode_ref(&p, &s, 1, q, ref) == 0;
+		for (uint32_t h = 0; ok && h < 8; h++)
+			for (uint32_t d = 0; d < D; d++) {
+				float x = out[h * D + d], y = ref[h * D + d];
+
+				if (h / 4 == head && (kv == KVA_K || d == 3))
+					ok &= isnan(x) && isnan(y);
+				else
+					ok &= fabsf(x - y) <= tol_for(
+						KVA_DTYPE_FP8, isa, D, true);
+			}
+		fx_seq_free(&fs);
+	}
+	report(ok, "fp8_nan_in_%s_reaches_only_its_heads_%s_d%u",
+	       kv == KVA_K ? "k" : "v", kva_isa_name(isa), D);
+	free(q);
+	kva_attn_destroy(a);
+}
+
+/*
+ * What fp8 costs: the same K and V (q, K, V uniform in [-1, 1)) written
+ * to an fp32 cache and to an fp8 cache with per-head scales of the
+ * largest magnitude / 448, the reference over the first against the
+ * kernels over the second.  The bounds, derived in
+ * Documentation/kernels.rst: e4m3 rounds to 2^-4 relative, so a V
+ * element of |v| < 1 moves by at most 16 / 448 = 0.036; at one token
+ * the output is that row, so the worst element's error is about that;
+ * over many tokens the rounding errors average out.  K's rounding moves
+ * each score by a random walk of D such terms times 1/sqrt(D): about
+ * 0.01, which moves the weights by about 1%.
+ */
+#define FP8_Q_MAX	0.045f	/* largest |error| of any element */
+#define FP8_Q_RMS	0.012f	/* root mean square over all of them */
+
+static void check_fp8_vs_fp32(enum kva_isa isa, bool decode)
+{
+	static const uint32_t lens[] = { 1, 16, 300, 2000 };
+	struct kva_geometry g32, g8;
+	struct fx_rng rng = { 2024 };
+	uint32_t D = 128, H = 2, qh = 8;
+	float kvs[4], *k = NULL, *v = NULL, *q = NULL, *out = NULL;
+	float *ref = NULL, max = 0.0f;
+	double sq = 0.0;
+	size_t cnt = 0;
+	struct kva_attn *a = make(isa, 2, 0);
+	bool ok = a != NULL;
+
+	ok = ok && geom(&g32, 1, H, D, KVA_DTYPE_FP32, 1 << 20) == 0 &&
+	     geom(&g8, 1, H, D, KVA_DTYPE_FP8, 1 << 18) == 0;
+	for (uint32_t li = 0; ok && li < 4; li++) {
+		uint32_t T = lens[li], rows = decode ? 1 : (T < 64 ? T : 64);
+		size_t kvn = (size_t)T * H * D, qn = (size_t)rows * qh * D;
+		uint8_t *m32 = NULL, *m8 = NULL;
+
+		k = fx_randf(kvn, &rng);
+		v = fx_randf(kvn, &rng);
+		q = fx_randf(qn, &rng);
+		out = malloc(qn * sizeof(float));
+		ref = malloc(qn * sizeof(float));
+		m32 = aligned_alloc(4096, kva_frames_for(&g32, T) * g32.frame_size);
+		m8 = aligned_alloc(4096, kva_frames_for(&g8, T) * g8.frame_size);
+		ok = k && v && q && out && ref && m32 && m8;
+		/* per head: the largest magnitude / 448 */
+		for (uint32_t i = 0; ok && i < 2 * H; i++) {
+			const float *x = i < H ? k : v;
+			float amax = 0.0f;
+
+			for (size_t t = 0; t < T; t++)
+				for (uint32_t d = 0; d < D; d++)
+					amax = fmaxf(amax, fabsf(x[(t * H +
+						i % H) * D + d]));
+			kvs[i] = amax / 448.0f;
+		}
+		ok = ok && kva_kv_append(&g32, 0, m32, 0, T, KVA_DTYPE_FP32,
+					 k, v) == 0 &&
+		     kva_kv_append_scaled(&g8, 0, m8, 0, T, KVA_DTYPE_FP32, k,
+					  v, kvs) == 0;
+		if (ok) {
+			struct kva_attn_params p32 = {
+				.geom = &g32, .layer = 0, .q_heads = qh,
+				.scale = 1.0f / sqrtf((float)D),
+			};
+			struct kva_attn_params p8 = p32;
+
+			p8.geom = &g8;
+			p8.kv_scale = kvs;
+			if (decode) {
+				struct kva_attn_seq s32 = { m32, T }, s8 = { m8, T };
+
+				ok = kva_attn_decode_ref(&p32, &s32, 1, q, ref) == 0 &&
+				     kva_attn_decode(a, &p8, &s8, 1, q, out) == 0;
+			} else {
+				struct kva_prefill_seq s32 = { m32, T, rows, 0 };
+				struct kva_prefill_seq s8 = { m8, T, rows, 0 };
+
+				ok = kva_attn_prefill_ref(&p32, &s32, 1, q, ref) == 0 &&
+				     kva_attn_prefill(a, &p8, &s8, 1, q, out) == 0;
+			}
+			for (size_t i = 0; ok && i < qn; i++) {
+				float d = fabsf(out[i] - ref[i]);
+
+				if (isnan(d))
+					d = INFINITY;
+				max = fmaxf(max, d);
+				sq += (double)d * d;
+				cnt++;
+			}
+		}
+		free(m32);
+		free(m8);
+		free(k);
+		free(v);
+		free(q);
+		free(out);
+		free(ref);
+	}
+	ok = ok && max <= FP8_Q_MAX && sqrt(sq / cnt) <= FP8_Q_RMS;
+	report(ok, "fp8_%s_against_fp32_cache_within_bounds_%s # max %.3g rms %.3g",
+	       decode ? "decode" : "prefill", kva_isa_name(isa), (double)max,
+	       cnt ? sqrt(sq / cnt) : 0.0);
+	kva_attn_destroy(a);
+}
+
+static void isa_extra_tests(enum kva_isa isa)
+{
+	check_qo(isa, KVA_DTYPE_BF16, KVA_DTYPE_BF16);
+	check_qo(isa, KVA_DTYPE_BF16, KVA_DTYPE_FP16);
+	check_qo(isa, KVA_DTYPE_FP8, KVA_DTYPE_BF16);
+	check_fp8_nan(isa, 128, KVA_K);
+	check_fp8_nan(isa, 128, KVA_V);
+	check_fp8_nan(isa, 96, KVA_K);
+	check_fp8_vs_fp32(isa, true);
+	check_fp8_vs_fp32(isa, false);
+}
+
 static void test_bad_arguments_return_einval(void)
 {
 	struct kva_geometry g;
 	struct kva_attn *a = make(KVA_ISA_SCALAR, 1, 0);
-	struct kva_seq s = { NULL, 0 };
+	struct kva_attn_seq s = { NULL, 0 };
 	struct kva_prefill_seq ps = { NULL, 1, 2, 0 };
 	float q[128], out[128];
 	struct kva_attn_params p = {
@@ -623,6 +1074,31 @@ static void test_bad_arguments_return_einval(void)
 	ok &= kva_attn_decode(a, &p, NULL, 1, q, out) == -EINVAL;
 	ok &= kva_attn_prefill(a, &p, &ps, 1, q, out) == -EINVAL;
 	ok &= kva_attn_prefill_ref(&p, &ps, 1, q, out) == -EINVAL;
+	/* q/out of fp8, scales for a cache that has none */
+	p.qo_dtype = KVA_DTYPE_FP8;
+	ok &= kva_attn_decode(a, &p, &s, 1, q, out) == -EINVAL;
+	p.qo_dtype = KVA_DTYPE_FP32;
+	p.kv_scale = out;
+	ok &= kva_attn_decode(a, &p, &s, 1, q, out) == -EINVAL;
+	ok &= kva_kv_append_scaled(&g, 0, out, 0, 1, KVA_DTYPE_FP32, q, q,
+				   out) == -EINVAL;
+	p.kv_scale = NULL;
+	ok &= kva_kv_append(&g, 0, out, 0, 1, KVA_DTYPE_FP8, q, q) == -EINVAL;
+	/* fp8: a scale that is not finite, or 0 for the writer */
+	ok &= geom(&g, 1, 2, 64, KVA_DTYPE_FP8, 1 << 16) == 0;
+	{
+		float sc[4] = { 1.0f, NAN, 1.0f, 1.0f };
+
+		p.kv_scale = sc;
+		ok &= kva_attn_decode(a, &p, &s, 1, q, out) == -EINVAL;
+		ok &= kva_kv_append_scaled(&g, 0, out, 0, 1, KVA_DTYPE_FP32, q,
+					   q, sc) == -EINVAL;
+		sc[1] = 0.0f;
+		ok &= kva_kv_append_scaled(&g, 0, out, 0, 1, KVA_DTYPE_FP32, q,
+					   q, sc) == -EINVAL;
+		p.kv_scale = NULL;
+	}
+	ok &= geom(&g, 1, 2, 64, KVA_DTYPE_BF16, 1 << 16) == 0;
 	/* zero tokens: zero output, no read of base */
 	memset(out, 0x7f, sizeof(out));
 	ok &= kva_attn_decode(a, &p, &s, 1, q, out) == 0;
@@ -671,6 +1147,9 @@ int main(int argc, char **argv)
 	test_fp16_narrow_rounds_like_hardware();
 	test_bf16_roundtrip_and_ties_to_even();
 	test_fp16_edges();
+	test_e4m3_widen_is_exact_for_every_code();
+	test_e4m3_narrow_is_nearest_even_and_saturates();
+	test_e4m3_bf16_table_matches_conversion();
 	test_online_softmax_and_merge_match_two_pass();
 	test_merge_with_empty_partial_is_identity();
 	test_walk_matches_kva_kv_offset();
@@ -686,6 +1165,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		attention_tests(i);
+		isa_extra_tests(i);
 	}
 	printf("1..%d\n# %d failed\n", nr_tests, nr_failed);
 	return nr_failed ? 1 : 0;

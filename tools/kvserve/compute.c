@@ -26,7 +26,7 @@ struct cpu {
 	float *k, *v;			/* [SRC_TOKENS][kv_heads][dim] */
 	float *q, *out;			/* rows of q_heads * head_dim */
 	uint64_t rows;			/* rows q and out hold */
-	struct kva_seq *dseq;
+	struct kva_attn_seq *dseq;
 	struct kva_prefill_seq *pseq;
 	uint32_t nr_seq;
 	uint64_t rng;
@@ -105,7 +105,7 @@ static int need_rows(struct cpu *c, uint64_t rows)
 
 static int need_seqs(struct cpu *c, uint32_t n)
 {
-	struct kva_seq *d;
+	struct kva_attn_seq *d;
 	struct kva_prefill_seq *p;
 
 	if (n <= c->nr_seq)
@@ -201,7 +201,7 @@ static int cpu_decode(void *state, const uint64_t *base,
 	if (err)
 		return err;
 	for (i = 0; i < n; i++)
-		c->dseq[i] = (struct kva_seq){
+		c->dseq[i] = (struct kva_attn_seq){
 			.base = (const void *)(uintptr_t)base[i],
 			.tokens = tokens[i],
 		};

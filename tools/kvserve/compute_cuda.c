@@ -32,7 +32,7 @@ struct gpu {
 	float *k, *v;				/* device */
 	float *q, *out;				/* device */
 	uint64_t rows;
-	struct kva_seq *dseq, *h_dseq;		/* device, host */
+	struct kva_attn_seq *dseq, *h_dseq;		/* device, host */
 	struct kva_prefill_seq *pseq, *h_pseq;
 	uint32_t nr_seq;
 	struct kva_cuda_decode_plan plan;
@@ -261,7 +261,7 @@ static int gpu_decode(void *state, const uint64_t *base,
 	if (err)
 		return err;
 	for (i = 0; i < n; i++)
-		c->h_dseq[i] = (struct kva_seq){
+		c->h_dseq[i] = (struct kva_attn_seq){
 			.base = (const void *)(uintptr_t)base[i],
 			.tokens = tokens[i],
 		};

@@ -8,9 +8,9 @@
  *   compute.c       the CPU attention: K/V appends, prefill, decode
  *   compute_cuda.c  the same on a GPU (built where nvcc is)
  *
- * libkvarena's <kvarena.h> and the kernels' <kvattn.h> both name a struct
- * kva_seq, so the loop and the attention live in different files and
- * meet here, over base addresses and token counts.
+ * The loop knows sequences (libkvarena's struct kva_seq), the attention
+ * knows base addresses and token counts (the kernels' struct
+ * kva_attn_seq); they meet here, over the latter.
  */
 #ifndef KVSERVE_H
 #define KVSERVE_H
