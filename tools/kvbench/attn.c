@@ -5,21 +5,27 @@
  *
  * Geometry: Llama-3-8B (32 layers, 32 query heads, 8 KV heads, head_dim
  * 128) with bf16 KV in 2 MiB frames, so T_f = 16 and one token of one
- * layer is 4 KiB of K and V.
+ * layer is 4 KiB of K and V.  --dtype adds caches of other dtypes (fp8:
+ * T_f = 32, 2 KiB per token and layer), each case run for bf16 too, so
+ * that tokens per second can be compared in the same run.
  *
  * Bandwidth: a STREAM-like read (vector loads summed into eight
  * accumulators) of the very bytes the 8k-token batch-1 decode reads: that
  * case's KV arena, slice by slice in the same order, on one thread and on
  * all of them.  Its passes alternate with that decode's passes, so that
  * the two see the machine in the same state (on a shared machine the
- * bandwidth drifts by 20% from minute to minute).
+ * bandwidth drifts by 20% from minute to minute).  With several dtypes,
+ * each has its own peer (a read of its own cache's bytes), and the passes
+ * of every dtype's read and decode alternate in one loop.
  *
  * Decode: one query token per sequence for each layer in turn, as a model
  * step does.  A case cycles through as many layers as fit in --mem (at
  * least one, at most all 32), so that the bytes read each pass are not a
  * cache's worth; only those layers' pages are ever touched.  kv_gbs counts
- * the K and V bytes read; ratio divides it by the read bandwidth on the
- * same number of threads.
+ * the K and V bytes read; ratio divides it by the read bandwidth of the
+ * same dtype's bytes on the same number of threads; tokens_per_s is the
+ * batch over the time of one model step (all 32 layers), and vs_bf16 that
+ * over the bf16 case's.
  *
  * Prefill: a chunk of query tokens at the end of the context, causal;
  * GFLOP/s counts 4 * head_dim flops per (query row, visible key).
@@ -56,8 +62,12 @@ static double kvbench_now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+#define MAX_DTYPES 4
+
 struct opts {
 	bool json;
+	enum kva_dtype dtypes[MAX_DTYPES];	/* bf16 first */
+	unsigned int nr_dtypes;
 	unsigned int threads;
 	enum kva_isa isa;
 	uint64_t tokens[MAX_LIST];
@@ -72,13 +82,13 @@ struct opts {
 
 static const uint32_t q_heads = 32;
 
-static void geometry(struct kva_geometry *g)
+static void geometry(struct kva_geometry *g, enum kva_dtype dt)
 {
 	memset(g, 0, sizeof(*g));
 	g->layers = 32;
 	g->kv_heads = 8;
 	g->head_dim = 128;
-	g->dtype = KVA_DTYPE_BF16;
+	g->dtype = dt;
 	g->frame_size = 2u << 20;
 	kva_geometry_init(g);
 }
@@ -93,7 +103,7 @@ struct arena {
 	uint32_t nr_seqs;
 	uint64_t tokens;
 	uint32_t layers;		/* layers 0 .. layers - 1 hold data */
-	struct kva_seq *seqs;
+	struct kva_attn_seq *seqs;
 };
 
 /* Bytes of one layer's K and V in one frame: its slice. */
@@ -124,17 +134,36 @@ static void arena_free(struct arena *a)
 }
 
 /*
- * Reserves nr_seqs ranges of tokens each and fills the slices of layers
- * 0 .. layers - 1 with bf16 values in +-[0.5, 1); the other layers'
- * pages stay untouched and take no memory.
+ * Random values in +-[0.5, 1) in every element of a 64-bit word: bf16
+ * sign and exponent 126 over random mantissas; e4m3 sign and exponent 6
+ * (bias 7) over random mantissas; fp16 exponent 14; fp32 exponent 126.
  */
-static int arena_make(struct arena *a, uint64_t tokens, uint32_t nr_seqs,
-		      uint32_t layers)
+static uint64_t fill_word(enum kva_dtype dt, uint64_t r)
+{
+	switch (dt) {
+	case KVA_DTYPE_FP8:
+		return (r & 0x8787878787878787ull) | 0x3030303030303030ull;
+	case KVA_DTYPE_FP16:
+		return (r & 0x83ff83ff83ff83ffull) | 0x3800380038003800ull;
+	case KVA_DTYPE_FP32:
+		return (r & 0x807fffff807fffffull) | 0x3f0000003f000000ull;
+	default:
+		return (r & 0x807f807f807f807full) | 0x3f003f003f003f00ull;
+	}
+}
+
+/*
+ * Reserves nr_seqs ranges of tokens each and fills the slices of layers
+ * 0 .. layers - 1 with values in +-[0.5, 1); the other layers' pages stay
+ * untouched and take no memory.
+ */
+static int arena_make(struct arena *a, enum kva_dtype dt, uint64_t tokens,
+		      uint32_t nr_seqs, uint32_t layers)
 {
 	uint64_t state = 0x9e3779b97f4a7c15ull;
 
 	memset(a, 0, sizeof(*a));
-	geometry(&a->g);
+	geometry(&a->g, dt);
 	a->tokens = tokens;
 	a->nr_seqs = nr_seqs;
 	a->layers = layers;
@@ -161,8 +190,7 @@ static int arena_make(struct arena *a, uint64_t tokens, uint32_t nr_seqs,
 					state ^= state << 13;
 					state ^= state >> 7;
 					state ^= state << 17;
-					p[i] = (state & 0x807f807f807f807full) |
-					       0x3f003f003f003f00ull;
+					p[i] = fill_word(dt, state);
 				}
 			}
 	}
@@ -312,6 +340,7 @@ static int io_make(struct decode_io *io, const struct arena *a)
 	if (!io->q || !io->out) {
 		free(io->q);
 		free(io->out);
+		io->q = io->out = NULL;
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -366,33 +395,40 @@ static int decode_time(struct kva_attn *h, const struct arena *a,
 }
 
 /*
- * The peer and the decode of the same arena, pass for pass in turn, so
- * that both see the machine in the same state: best-of read GB/s and
- * best-of decode seconds.
+ * The peers and the decodes of @n arenas (one per dtype), pass for pass
+ * in turn, so that all see the machine in the same state: best-of read
+ * GB/s and best-of decode seconds of each.
  */
-static int paired(struct kva_attn *h, const struct arena *a,
-		  enum kva_isa isa, double min_time, double *gbs,
-		  double *best)
+static int paired(struct kva_attn *h, struct arena *const *a, unsigned int n,
+		  enum kva_isa isa, double min_time, double *gbs, double *best)
 {
 	unsigned int threads = kva_attn_threads(h);
-	struct decode_io io;
-	double spent = 0.0, rbest = INFINITY;
-	int err = io_make(&io, a);
+	struct decode_io io[MAX_DTYPES];
+	double spent = 0.0, rbest[MAX_DTYPES];
+	unsigned int k, made = 0;
+	int err = 0;
 
-	*best = INFINITY;
-	for (int pass = 0; !err && (pass < 4 || spent < 2 * min_time);
-	     pass++) {
-		double r = read_once(a, isa, threads);
-		double t = decode_pass(h, a, &io, &err);
-
-		spent += r + t;
-		if (pass && r < rbest)
-			rbest = r;
-		if (pass && t < *best)
-			*best = t;
+	for (k = 0; k < n && !err; k++, made++) {
+		err = io_make(&io[k], a[k]);
+		rbest[k] = best[k] = INFINITY;
 	}
-	io_free(&io);
-	*gbs = arena_data_bytes(a) / rbest / 1e9;
+	for (int pass = 0; !err && (pass < 4 || spent < 2 * n * min_time);
+	     pass++)
+		for (k = 0; k < n && !err; k++) {
+			double r = read_once(a[k], isa, threads);
+			double t = decode_pass(h, a[k], &io[k], &err);
+
+			spent += r + t;
+			if (pass && r < rbest[k])
+				rbest[k] = r;
+			if (pass && t < best[k])
+				best[k] = t;
+		}
+	for (k = 0; k < made; k++) {
+		if (k < n && !err)
+			gbs[k] = arena_data_bytes(a[k]) / rbest[k] / 1e9;
+		io_free(&io[k]);
+	}
 	return err;
 }
 
@@ -457,16 +493,47 @@ static int parse_list(const char *arg, uint64_t *v, unsigned int *n)
 	return *end ? -1 : 0;
 }
 
+/* "fp8,fp16": bf16 first, then the others, each once. */
+static int parse_dtypes(const char *arg, struct opts *o)
+{
+	char buf[64], *tok, *save = NULL;
+
+	if (strlen(arg) >= sizeof(buf))
+		return -1;
+	strcpy(buf, arg);
+	o->dtypes[0] = KVA_DTYPE_BF16;
+	o->nr_dtypes = 1;
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		unsigned int d, i;
+
+		for (d = 0; d < KVA_DTYPE_COUNT; d++)
+			if (!strcmp(tok, kva_dtype_name((enum kva_dtype)d)))
+				break;
+		if (d == KVA_DTYPE_COUNT)
+			return -1;
+		for (i = 0; i < o->nr_dtypes; i++)
+			if (o->dtypes[i] == d)
+				break;
+		if (i == o->nr_dtypes)
+			o->dtypes[o->nr_dtypes++] = (enum kva_dtype)d;
+	}
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: kvbench attn [--json] [--threads N] [--isa scalar|avx2|avx512]\n"
-"                    [--tokens 1024,8192,32768] [--batch 1,16] [--mem MIB]\n"
-"                    [--time SEC] [--chunk N] [--no-prefill]\n"
+"                    [--dtype bf16,fp8] [--tokens 1024,8192,32768]\n"
+"                    [--batch 1,16] [--mem MIB] [--time SEC] [--chunk N]\n"
+"                    [--no-prefill]\n"
 "\n"
 "Decode and prefill attention, Llama-3-8B geometry (32 q heads, 8 KV heads,\n"
-"head_dim 128, bf16 KV, 2 MiB frames), against the read bandwidth of the\n"
-"same bytes measured in the same run.\n"
+"head_dim 128, 2 MiB frames), against the read bandwidth of the same bytes\n"
+"measured in the same run.\n"
+"  --dtype L    cache dtypes (fp32, fp16, bf16, fp8); bf16 always runs too,\n"
+"               as the peer of the others' tokens per second (default bf16)\n"
 "  --threads N  threads of the all-thread runs (default: online CPUs)\n"
 "  --mem MIB    KV bytes each decode case cycles through (default 1024)\n"
 "  --time SEC   least time spent on each measurement (default 0.5)\n"
@@ -477,6 +544,7 @@ static int parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option lopts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "dtype", required_argument, NULL, 'd' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "isa", required_argument, NULL, 'i' },
 		{ "tokens", required_argument, NULL, 'T' },
@@ -493,6 +561,7 @@ static int parse(int argc, char **argv, struct opts *o)
 	int c;
 
 	*o = (struct opts){
+		.dtypes = { KVA_DTYPE_BF16 }, .nr_dtypes = 1,
 		.threads = ncpu > 0 ? (unsigned int)ncpu : 1,
 		.isa = KVA_ISA_AUTO,
 		.tokens = { 1024, 8192, 32768 }, .nr_tokens = 3,
@@ -505,6 +574,10 @@ static int parse(int argc, char **argv, struct opts *o)
 		switch (c) {
 		case 'j':
 			o->json = true;
+			break;
+		case 'd':
+			if (parse_dtypes(optarg, o))
+				goto bad;
 			break;
 		case 't':
 			o->threads = (unsigned int)strtoul(optarg, NULL, 10);
@@ -575,21 +648,61 @@ static uint32_t layers_for(const struct opts *o, uint64_t tokens,
 	return l < 1 ? 1 : l > g->layers ? g->layers : (uint32_t)l;
 }
 
+/* Tokens per second of a decode that took @t seconds for @layers layers. */
+static double tokens_per_s(const struct arena *a, double t)
+{
+	return a->nr_seqs / (t / a->layers * a->g.layers);
+}
+
+/* One decode case: tokens x batch on one handle, for every dtype. */
+struct case_row {
+	const char *dtype;
+	unsigned int threads;
+	double kv_gbs, ratio, tps, vs_bf16;
+	uint32_t layers;
+};
+
+static void print_row(const struct opts *o, const struct kva_attn *h,
+		      uint64_t tokens, uint32_t batch, const struct case_row *r)
+{
+	if (o->json) {
+		printf("{\"kind\":\"decode\",\"tokens\":%llu,\"batch\":%u,"
+		       "\"threads\":%u,\"dtype\":\"%s\",\"isa\":\"%s\","
+		       "\"layers\":%u,\"kv_gbs\":%.3f,\"ratio\":%.3f,"
+		       "\"tokens_per_s\":%.1f",
+		       (unsigned long long)tokens, batch, r->threads, r->dtype,
+		       kva_isa_name(kva_attn_isa(h)), r->layers, r->kv_gbs,
+		       r->ratio, r->tps);
+		if (r->vs_bf16 > 0)
+			printf(",\"vs_bf16\":%.3f", r->vs_bf16);
+		printf("}\n");
+	} else {
+		printf("%8llu %6u %8u %6s %7u %9.2f %8.0f%% %10.1f",
+		       (unsigned long long)tokens, batch, r->threads, r->dtype,
+		       r->layers, r->kv_gbs, 100 * r->ratio, r->tps);
+		if (r->vs_bf16 > 0)
+			printf(" %7.2fx", r->vs_bf16);
+		printf("\n");
+	}
+	fflush(stdout);
+}
+
 int kvbench_attn_main(int argc, char **argv)
 {
 	struct kva_attn *h1 = NULL, *hn = NULL;
 	struct kva_attn_config cfg = { .threads = 1 };
-	struct arena bw = { 0 };
+	struct arena bw[MAX_DTYPES] = { 0 };
+	struct arena *bwp[MAX_DTYPES] = { 0 };
+	double bwr[2][MAX_DTYPES], bw_dec[2][MAX_DTYPES];
 	struct kva_geometry g;
-	double bw1, bwn, bw_dec[2];
 	struct opts o;
-	unsigned int tcount;
+	unsigned int tcount, nd, d;
 	int err;
 
 	err = parse(argc, argv, &o);
 	if (err)
 		return err;
-	geometry(&g);
+	nd = o.nr_dtypes;
 	cfg.isa = o.isa;
 	err = kva_attn_create(&h1, &cfg);
 	cfg.threads = o.threads;
@@ -603,36 +716,52 @@ int kvbench_attn_main(int argc, char **argv)
 	tcount = o.threads > 1 ? 2 : 1;
 
 	/*
-	 * The peer: a read of the 8k-token batch-1 decode's bytes, taken in
-	 * turn with that decode's passes.
+	 * The peers: a read of each dtype's 8k-token batch-1 decode bytes,
+	 * taken in turn with those decodes' passes.
 	 */
-	err = arena_make(&bw, 8192, 1, layers_for(&o, 8192, 1, &g));
-	if (err) {
-		fprintf(stderr, "kvbench attn: arena: %s\n", strerror(-err));
-		goto out;
+	for (d = 0; d < nd; d++) {
+		geometry(&g, o.dtypes[d]);
+		err = arena_make(&bw[d], o.dtypes[d], 8192, 1,
+				 layers_for(&o, 8192, 1, &g));
+		if (err) {
+			fprintf(stderr, "kvbench attn: arena: %s\n",
+				strerror(-err));
+			goto out;
+		}
+		bwp[d] = &bw[d];
 	}
-	err = paired(h1, &bw, kva_attn_isa(h1), o.min_time, &bw1, &bw_dec[0]);
+	err = paired(h1, bwp, nd, kva_attn_isa(h1), o.min_time, bwr[0],
+		     bw_dec[0]);
 	if (!err && tcount > 1)
-		err = paired(hn, &bw, kva_attn_isa(h1), o.min_time, &bwn,
-			     &bw_dec[1]);
+		err = paired(hn, bwp, nd, kva_attn_isa(h1), o.min_time, bwr[1],
+			     bw_dec[1]);
 	else
-		bwn = bw1;
+		memcpy(bwr[1], bwr[0], sizeof(bwr[0]));
 	if (err) {
 		fprintf(stderr, "kvbench attn: decode: %s\n", strerror(-err));
 		goto out;
 	}
-	if (o.json) {
-		printf("{\"kind\":\"bandwidth\",\"read_gbs_1t\":%.3f,"
-		       "\"read_gbs_all\":%.3f,\"threads\":%u,\"bytes\":%.0f}\n",
-		       bw1, bwn, o.threads, arena_data_bytes(&bw));
-	} else {
-		printf("read bandwidth (%.0f MiB: the 8k-token decode's KV): "
-		       "%.2f GB/s on 1 thread, %.2f GB/s on %u\n\n",
-		       arena_data_bytes(&bw) / (1 << 20), bw1, bwn, o.threads);
-		printf("decode: 32 q heads, 8 KV heads, head_dim 128, bf16 KV, "
+	for (d = 0; d < nd; d++) {
+		if (o.json) {
+			printf("{\"kind\":\"bandwidth\",\"dtype\":\"%s\","
+			       "\"read_gbs_1t\":%.3f,\"read_gbs_all\":%.3f,"
+			       "\"threads\":%u,\"bytes\":%.0f}\n",
+			       kva_dtype_name(o.dtypes[d]), bwr[0][d],
+			       bwr[1][d], o.threads, arena_data_bytes(&bw[d]));
+		} else {
+			printf("read bandwidth (%.0f MiB: the 8k-token %s "
+			       "decode's KV): %.2f GB/s on 1 thread, %.2f GB/s "
+			       "on %u\n", arena_data_bytes(&bw[d]) / (1 << 20),
+			       kva_dtype_name(o.dtypes[d]), bwr[0][d],
+			       bwr[1][d], o.threads);
+		}
+	}
+	if (!o.json) {
+		printf("\ndecode: 32 q heads, 8 KV heads, head_dim 128, "
 		       "isa %s\n", kva_isa_name(kva_attn_isa(h1)));
-		printf("%8s %6s %8s %7s %10s %9s %10s\n", "tokens", "batch",
-		       "threads", "layers", "KV GB/s", "of read", "ms/layer");
+		printf("%8s %6s %8s %6s %7s %9s %9s %10s %8s\n", "tokens",
+		       "batch", "threads", "dtype", "layers", "KV GB/s",
+		       "of read", "tokens/s", "x bf16");
 	}
 	fflush(stdout);
 
@@ -640,104 +769,115 @@ int kvbench_attn_main(int argc, char **argv)
 		for (unsigned int bi = 0; bi < o.nr_batch; bi++) {
 			uint64_t tokens = o.tokens[ti];
 			uint32_t batch = o.batch[bi];
-			uint32_t layers = layers_for(&o, tokens, batch, &g);
-			struct arena a = { 0 }, *ap = &a;
+			struct case_row rows[2][MAX_DTYPES];
 
-			if (tokens == bw.tokens && batch == 1)
-				ap = &bw;
-			else if ((err = arena_make(&a, tokens, batch, layers))) {
-				fprintf(stderr, "kvbench attn: arena of %llu x %u tokens: %s\n",
-					(unsigned long long)tokens, batch,
-					strerror(-err));
-				goto out;
-			}
-			for (unsigned int k = 0; k < tcount; k++) {
-				struct kva_attn *hh = k ? hn : h1;
-				unsigned int th = kva_attn_threads(hh);
-				double t, gbs, ratio;
+			for (d = 0; d < nd && !err; d++) {
+				struct arena a = { 0 }, *ap = &a;
 
-				if (ap == &bw)
-					t = bw_dec[k];	/* taken with the peer */
+				geometry(&g, o.dtypes[d]);
+				if (tokens == bw[d].tokens && batch == 1)
+					ap = &bw[d];
 				else
-					err = decode_time(hh, ap, o.min_time, &t);
+					err = arena_make(&a, o.dtypes[d], tokens,
+						batch, layers_for(&o, tokens,
+								  batch, &g));
 				if (err) {
-					fprintf(stderr, "kvbench attn: decode: %s\n",
-						strerror(-err));
-					arena_free(&a);
+					fprintf(stderr, "kvbench attn: arena of %llu x %u tokens: %s\n",
+						(unsigned long long)tokens,
+						batch, strerror(-err));
 					goto out;
 				}
-				gbs = arena_data_bytes(ap) / t / 1e9;
-				ratio = gbs / (k ? bwn : bw1);
-				if (o.json)
-					printf("{\"kind\":\"decode\",\"tokens\":%llu,"
-					       "\"batch\":%u,\"threads\":%u,"
-					       "\"dtype\":\"bf16\",\"isa\":\"%s\","
-					       "\"layers\":%u,\"kv_gbs\":%.3f,"
-					       "\"ratio\":%.3f}\n",
-					       (unsigned long long)tokens, batch,
-					       th, kva_isa_name(kva_attn_isa(hh)),
-					       ap->layers, gbs, ratio);
-				else
-					printf("%8llu %6u %8u %7u %10.2f %8.0f%% %10.3f\n",
-					       (unsigned long long)tokens, batch,
-					       th, ap->layers, gbs, 100 * ratio,
-					       t * 1e3 / ap->layers);
-				fflush(stdout);
+				for (unsigned int k = 0; k < tcount; k++) {
+					struct kva_attn *hh = k ? hn : h1;
+					struct case_row *r = &rows[k][d];
+					double t;
+
+					if (ap == &bw[d])
+						t = bw_dec[k][d];
+					else
+						err = decode_time(hh, ap, o.min_time,
+								  &t);
+					if (err) {
+						fprintf(stderr, "kvbench attn: decode: %s\n",
+							strerror(-err));
+						arena_free(&a);
+						goto out;
+					}
+					r->dtype = kva_dtype_name(o.dtypes[d]);
+					r->threads = kva_attn_threads(hh);
+					r->layers = ap->layers;
+					r->kv_gbs = arena_data_bytes(ap) / t / 1e9;
+					r->ratio = r->kv_gbs / bwr[k][d];
+					r->tps = tokens_per_s(ap, t);
+					r->vs_bf16 = d ? r->tps / rows[k][0].tps :
+							 0;
+				}
+				arena_free(&a);
 			}
-			arena_free(&a);
+			for (unsigned int k = 0; k < tcount; k++)
+				for (d = 0; d < nd; d++)
+					print_row(&o, k ? hn : h1, tokens, batch,
+						  &rows[k][d]);
 		}
 
 	if (o.prefill) {
 		if (!o.json)
 			printf("\nprefill: %u query tokens at the end of the "
-			       "context, causal, batch 1\n%8s %6s %8s %8s %10s\n",
-			       o.chunk, "tokens", "batch", "threads",
+			       "context, causal, batch 1\n%8s %6s %8s %6s %8s %10s\n",
+			       o.chunk, "tokens", "batch", "threads", "dtype",
 			       "q_tokens", "GFLOP/s");
 		for (unsigned int ti = 0; ti < o.nr_tokens; ti++) {
 			uint64_t tokens = o.tokens[ti];
-			struct arena a;
 
 			if (tokens > 8192 || tokens < o.chunk)
 				continue;	/* minutes, or no prefix */
-			err = arena_make(&a, tokens, 1, 1);
-			if (err) {
-				fprintf(stderr, "kvbench attn: arena: %s\n",
-					strerror(-err));
-				goto out;
-			}
-			for (unsigned int k = 0; k < tcount; k++) {
-				struct kva_attn *hh = k ? hn : h1;
-				double t, flops;
+			for (d = 0; d < nd; d++) {
+				struct arena a;
 
-				err = prefill_time(hh, &a, o.chunk, o.min_time,
-						   &t, &flops);
+				err = arena_make(&a, o.dtypes[d], tokens, 1, 1);
 				if (err) {
-					fprintf(stderr, "kvbench attn: prefill: %s\n",
+					fprintf(stderr, "kvbench attn: arena: %s\n",
 						strerror(-err));
-					arena_free(&a);
 					goto out;
 				}
-				if (o.json)
-					printf("{\"kind\":\"prefill\",\"tokens\":%llu,"
-					       "\"batch\":1,\"threads\":%u,"
-					       "\"dtype\":\"bf16\",\"isa\":\"%s\","
-					       "\"q_tokens\":%u,\"gflops\":%.2f}\n",
-					       (unsigned long long)tokens,
-					       kva_attn_threads(hh),
-					       kva_isa_name(kva_attn_isa(hh)),
-					       o.chunk, flops / t / 1e9);
-				else
-					printf("%8llu %6u %8u %8u %10.2f\n",
-					       (unsigned long long)tokens, 1,
-					       kva_attn_threads(hh), o.chunk,
-					       flops / t / 1e9);
-				fflush(stdout);
+				for (unsigned int k = 0; k < tcount; k++) {
+					struct kva_attn *hh = k ? hn : h1;
+					double t, flops;
+
+					err = prefill_time(hh, &a, o.chunk,
+							   o.min_time, &t,
+							   &flops);
+					if (err) {
+						fprintf(stderr, "kvbench attn: prefill: %s\n",
+							strerror(-err));
+						arena_free(&a);
+						goto out;
+					}
+					if (o.json)
+						printf("{\"kind\":\"prefill\",\"tokens\":%llu,"
+						       "\"batch\":1,\"threads\":%u,"
+						       "\"dtype\":\"%s\",\"isa\":\"%s\","
+						       "\"q_tokens\":%u,\"gflops\":%.2f}\n",
+						       (unsigned long long)tokens,
+						       kva_attn_threads(hh),
+						       kva_dtype_name(o.dtypes[d]),
+						       kva_isa_name(kva_attn_isa(hh)),
+						       o.chunk, flops / t / 1e9);
+					else
+						printf("%8llu %6u %8u %6s %8u %10.2f\n",
+						       (unsigned long long)tokens, 1,
+						       kva_attn_threads(hh),
+						       kva_dtype_name(o.dtypes[d]),
+						       o.chunk, flops / t / 1e9);
+					fflush(stdout);
+				}
+				arena_free(&a);
 			}
-			arena_free(&a);
 		}
 	}
 out:
-	arena_free(&bw);
+	for (d = 0; d < MAX_DTYPES; d++)
+		arena_free(&bw[d]);
 	kva_attn_destroy(h1);
 	kva_attn_destroy(hn);
 	return err ? 1 : 0;
