@@ -2,7 +2,8 @@
 #
 # selftests/kernels/: the CPU attention kernels against the reference.
 #
-#   make check-kernels    test_attn on every ISA this CPU has, then the
+#   make check-kernels    the public headers together (C and C++), then
+#                         test_attn on every ISA this CPU has, then the
 #                         ASan/UBSan build on the reference and scalar
 #                         paths (all shapes) and the SIMD paths (--quick)
 
@@ -27,6 +28,12 @@ $(KVT_DIR)/test_attn-san: $(KVT_SRCS) $(KVT_HDRS) $(KVK_LIB_SAN)
 		$(KVK_LIB_SAN) $(KVK_LDLIBS) -o $@
 
 check-kernels: $(KVT_DIR)/test_attn $(KVT_DIR)/test_attn-san
+	@# kvarena.h and the kernels' headers together, in C and in C++
+	$(Q)$(CC) $(KVT_CFLAGS) -fsyntax-only \
+		$(SRC)/selftests/kernels/headers_test.c
+	$(Q)$(CXX) -std=c++11 -Wall -Wextra -I$(SRC)/include \
+		-I$(SRC)/lib/include -I$(SRC)/kernels -x c++ -fsyntax-only \
+		$(SRC)/selftests/kernels/headers_test.c
 	$(KVT_DIR)/test_attn
 	$(KVT_DIR)/test_attn-san --isa scalar
 	$(KVT_DIR)/test_attn-san --quick --isa avx2 --isa avx512
