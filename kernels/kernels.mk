@@ -6,7 +6,12 @@
 #                                     AVX-512; chosen at run time)
 #   $(B)/kernels/libkvkernels-san.a   the same under ASan/UBSan, for tests
 #   $(B)/kernels/libkvkernels_cuda.a  CUDA kernels, sm_80 and sm_90 (needs
-#                                     nvcc; link with -lcudart -lstdc++)
+#                                     nvcc; link with $(KVK_CUDA_LDLIBS):
+#                                     the static cudart, so that a program
+#                                     needs no library path to run)
+#
+# KVK_CUDA_ARCHS chooses the -gencode targets (selftests/gpu/run.sh builds
+# sm_90 alone, in half the time).
 #
 # Each ISA file is compiled with its own -m flags; nothing else is, so the
 # library runs on any x86-64 and picks its path with __builtin_cpu_supports.
@@ -55,12 +60,12 @@ KVK_CUDA_LIB  := $(KVK_DIR)/libkvkernels_cuda.a
 KVK_CU_SRCS   := $(wildcard $(SRC)/kernels/cuda/*.cu)
 KVK_CU_HDRS   := $(wildcard $(SRC)/kernels/cuda/*.cuh) $(KVK_HDRS)
 KVK_CU_OBJS   := $(KVK_CU_SRCS:$(SRC)/kernels/cuda/%.cu=$(KVK_DIR)/cuda/%.o)
+KVK_CUDA_ARCHS ?= 80 90
 KVK_NVCC_FLAGS := -O3 -std=c++17 -I$(SRC)/include -I$(SRC)/kernels \
-		  -gencode arch=compute_80,code=sm_80 \
-		  -gencode arch=compute_90,code=sm_90 \
+		  $(foreach a,$(KVK_CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
 		  -Xcompiler -Wall,-Wextra,-Wno-unused-parameter \
 		  -Xptxas -warn-spills
-KVK_CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcudart -lstdc++ -ldl -lrt \
+KVK_CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lstdc++ -ldl -lrt \
 		   -pthread -lm
 
 ifneq ($(NVCC),)
