@@ -14,16 +14,25 @@
  *    at the next synchronisation, as always with CUDA.
  *  - head_dim is 64, 128 or 256 (else -ENOTSUP); the frame size, the bases
  *    and so every row are 16-byte aligned (else -EINVAL).
- *  - Decode reads K and V in their dtype and computes in fp32, as the CPU
- *    kernels do.  Prefill of fp16 and bf16 caches runs on the tensor cores
- *    (wmma, fp32 accumulation): q and the softmax weights are rounded to
- *    the cache's dtype before the two matrix products, so its error bound
- *    is that dtype's (see selftests/gpu/); fp32 caches take an fp32 path.
+ *  - q and out may be fp32, fp16 or bf16 (kva_attn_params.qo_dtype).
+ *  - Decode reads K and V in their dtype (fp8 widened exactly to fp16,
+ *    then fp32) and computes in fp32, as the CPU kernels do.  Prefill of
+ *    fp16, bf16 and fp8 caches runs on the tensor cores (wmma, fp32
+ *    accumulation; fp8 staged as fp16): q and the softmax weights are
+ *    rounded to fp16/bf16 before the two matrix products, so its error
+ *    bound is that dtype's (see selftests/gpu/); fp32 caches take an fp32
+ *    path.
+ *  - Batches of any size: sequences past grid.z's 65535 are taken by the
+ *    same blocks in turn.
  *
  * Decode is flash-decoding: each (sequence, KV head) is split into pieces
  * of plan.split_tokens tokens, one thread block each, which leave an
  * online-softmax partial in the workspace; the last block of a sequence to
  * finish merges its partials (kernels/tile_math.h) and writes the output.
+ * A sequence longer than the plan's max_tokens has more pieces than the
+ * plan has blocks: each block then takes several in turn, so the result is
+ * complete and the workspace stays ready; it only runs on fewer blocks
+ * per token than a plan for that length would.
  *
  * Thread-safety: the functions keep no state but a thread-local error; a
  * workspace serves one decode in flight at a time.
@@ -48,7 +57,8 @@ struct CUstream_st;
  * kva_cuda_decode_plan().
  * @splits:          blocks per (sequence, KV head)
  * @split_tokens:    tokens per block, a multiple of 64
- * @max_tokens:      the longest sequence the plan allows
+ * @max_tokens:      the longest sequence the plan is cut for (longer ones
+ *                   are computed, on the same blocks)
  * @nr_seqs:         the largest batch the plan allows
  * @workspace_bytes: device memory kva_cuda_attn_decode() needs
  */
@@ -75,7 +85,8 @@ int kva_cuda_decode_plan(const struct kva_attn_params *p, uint32_t nr_seqs,
 /**
  * kva_cuda_attn_decode() - as kva_attn_decode(), on the device.
  * @plan:      from kva_cuda_decode_plan() for these params, with
- *             nr_seqs <= plan->nr_seqs and every tokens <= plan->max_tokens
+ *             nr_seqs <= plan->nr_seqs; every tokens below 2^32, best at
+ *             most plan->max_tokens
  * @workspace: plan->workspace_bytes of device memory, zeroed once before
  *             its first use (cudaMemset); every decode leaves it zeroed
  *
@@ -84,7 +95,7 @@ int kva_cuda_decode_plan(const struct kva_attn_params *p, uint32_t nr_seqs,
 int kva_cuda_attn_decode(const struct kva_attn_params *p,
 			 const struct kva_cuda_decode_plan *plan,
 			 const struct kva_attn_seq *seqs, uint32_t nr_seqs,
-			 const float *q, float *out, void *workspace,
+			 const void *q, void *out, void *workspace,
 			 struct CUstream_st *stream);
 
 /**
@@ -95,7 +106,7 @@ int kva_cuda_attn_decode(const struct kva_attn_params *p,
  */
 int kva_cuda_attn_prefill(const struct kva_attn_params *p,
 			  const struct kva_prefill_seq *seqs, uint32_t nr_seqs,
-			  uint32_t max_q_tokens, const float *q, float *out,
+			  uint32_t max_q_tokens, const void *q, void *out,
 			  struct CUstream_st *stream);
 
 /**
@@ -108,6 +119,19 @@ int kva_cuda_kv_append(const struct kva_geometry *g, uint32_t layer,
 		       void *base, uint64_t pos, uint32_t n,
 		       enum kva_dtype src_dtype, const void *k, const void *v,
 		       struct CUstream_st *stream);
+
+/**
+ * kva_cuda_kv_append_scaled() - as kva_kv_append_scaled(), on the device:
+ * @base, @k, @v and @kv_scale are device pointers; the bytes written are
+ * those the CPU function writes.
+ *
+ * Returns 0, -EINVAL or -EIO.
+ */
+int kva_cuda_kv_append_scaled(const struct kva_geometry *g, uint32_t layer,
+			      void *base, uint64_t pos, uint32_t n,
+			      enum kva_dtype src_dtype, const void *k,
+			      const void *v, const float *kv_scale,
+			      struct CUstream_st *stream);
 
 /** kva_cuda_last_error() - the cudaError_t behind this thread's last -EIO. */
 int kva_cuda_last_error(void);

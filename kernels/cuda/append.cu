@@ -2,7 +2,9 @@
 /*
  * append.cu - kva_cuda_kv_append(): new tokens' K and V of one layer into
  * the frame layout; one thread per element, converted through fp32 with
- * tile_math.h's rounding.  Also the thread-local error.
+ * tile_math.h's rounding (for fp8, of x * (1 / scale), as the CPU's
+ * kva_kv_append_scaled() does, so both write the same bytes).  Also the
+ * thread-local error.
  */
 #include "common.cuh"
 
@@ -19,7 +21,8 @@ int fail(cudaError_t err)
 __global__ void append_kernel(kva_walk w, uint32_t kv_heads,
 			      uint32_t head_dim, uint32_t dtype, uint8_t *base,
 			      uint64_t pos, uint32_t n, uint32_t src_dtype,
-			      const uint8_t *k, const uint8_t *v)
+			      const uint8_t *k, const uint8_t *v,
+			      const float *kv_scale)
 {
 	uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
 	uint64_t per_kv = (uint64_t)n * kv_heads * head_dim;
@@ -39,7 +42,9 @@ __global__ void append_kernel(kva_walk w, uint32_t kv_heads,
 	row = base + w.kv_off[kv] + (uint64_t)h * w.head_stride +
 	      (pos + t) / w.tpf * w.frame_size +
 	      (pos + t) % w.tpf * w.row_bytes;
-	kva_elem_from_f32(row, d, dtype, kva_elem_to_f32(src, d, src_dtype));
+	kva_elem_from_f32(row, d, dtype, kva_elem_to_f32(src, d, src_dtype) *
+			  (kv_scale ? 1.0f / kv_scale[kv * kv_heads + h] :
+				      1.0f));
 }
 
 } /* namespace kva */
@@ -49,17 +54,21 @@ extern "C" int kva_cuda_last_error(void)
 	return kva::last_error;
 }
 
-extern "C" int kva_cuda_kv_append(const struct kva_geometry *g,
-				  uint32_t layer, void *base, uint64_t pos,
-				  uint32_t n, enum kva_dtype src_dtype,
-				  const void *k, const void *v,
-				  struct CUstream_st *stream)
+extern "C" int kva_cuda_kv_append_scaled(const struct kva_geometry *g,
+					 uint32_t layer, void *base,
+					 uint64_t pos, uint32_t n,
+					 enum kva_dtype src_dtype,
+					 const void *k, const void *v,
+					 const float *kv_scale,
+					 struct CUstream_st *stream)
 {
 	kva_walk w;
 	uint64_t total;
 
 	if (!g || !g->tokens_per_frame || g->dtype >= KVA_DTYPE_COUNT ||
-	    layer >= g->layers || (unsigned int)src_dtype >= KVA_DTYPE_COUNT)
+	    layer >= g->layers || (unsigned int)src_dtype >= KVA_DTYPE_COUNT ||
+	    src_dtype == KVA_DTYPE_FP8 ||
+	    (kv_scale && g->dtype != KVA_DTYPE_FP8))
 		return -EINVAL;
 	if (!n)
 		return 0;
@@ -67,9 +76,22 @@ extern "C" int kva_cuda_kv_append(const struct kva_geometry *g,
 		return -EINVAL;
 	kva_walk_init(&w, g, layer);
 	total = 2ull * n * g->kv_heads * g->head_dim;
+	if ((total + 255) / 256 > INT32_MAX)
+		return -EINVAL;
 	kva::append_kernel<<<(unsigned int)((total + 255) / 256), 256, 0,
 			     stream>>>(w, g->kv_heads, g->head_dim, g->dtype,
 				       (uint8_t *)base, pos, n, src_dtype,
-				       (const uint8_t *)k, (const uint8_t *)v);
+				       (const uint8_t *)k, (const uint8_t *)v,
+				       kv_scale);
 	return kva::launched();
+}
+
+extern "C" int kva_cuda_kv_append(const struct kva_geometry *g,
+				  uint32_t layer, void *base, uint64_t pos,
+				  uint32_t n, enum kva_dtype src_dtype,
+				  const void *k, const void *v,
+				  struct CUstream_st *stream)
+{
+	return kva_cuda_kv_append_scaled(g, layer, base, pos, n, src_dtype, k,
+					 v, NULL, stream);
 }

@@ -2,21 +2,33 @@
 /*
  * decode.cu - flash-decoding over the frame layout.
  *
- * Grid: (split, KV head x head group, sequence); 128 threads.  A block
- * takes one piece of split_tokens tokens of one sequence for up to GM
- * query heads sharing one KV head, so every K and V byte is read once per
- * block and used by the whole group.
+ * Grid: (sequence x split, KV head x head group); 128 threads, the
+ * sequences in grid.x (up to 2^31 - 1 blocks) rather than grid.z, which
+ * stops at 65535.  A block takes one piece of split_tokens tokens of one
+ * sequence for up to GM query heads sharing one KV head, so every K and V
+ * byte is read once per block and used by the whole group.  A sequence
+ * longer than the plan's
+ * max_tokens is cut into longer pieces, as many as the plan has blocks, so
+ * any length is computed (tokens below 2^32), only on fewer blocks per
+ * token than a plan for it would give.
  *
- * Within a warp, LPR lanes share one token's row, each loading 16 bytes
- * (NV of them for wide rows), so a warp reads RPW = 32 / LPR rows per
- * step and U steps are loaded before any is used: U * NV * 2 loads of 16
- * bytes in flight per lane.  The dot product is summed over the LPR lanes
+ * Within a warp, LPR lanes share one token's row, each loading NB bytes
+ * (NV loads of them for wide rows), so a warp reads RPW = 32 / LPR rows
+ * per step and U steps are loaded before any is used: U * NV * 2 loads in
+ * flight per lane.  The dot product is summed over the LPR lanes
  * with shuffles; the running max is kept equal across the warp, so the
  * per-subgroup sums can be added at the end.  The four warps' states are
  * merged through shared memory with kva_softmax_merge(), then either
  * written (a sequence with one piece) or left in the workspace, where the
  * last block of the (sequence, KV head, group) to finish, counted by an
- * atomic ticket, merges all pieces in piece order and writes the output.
+ * atomic ticket, merges all partials in order and writes the output.
+ *
+ * Registers: q and the accumulator of GM heads take 2 * GM * EL floats
+ * per lane, EL = elements per lane.  8-head blocks halve NB, so EL too
+ * where a row is under 32 loads wide (head_dim 64 and 128), and load
+ * U = 2 steps ahead instead of 4: sm_90 ptxas gives them 128 registers,
+ * as the 4-head blocks, where holding 8 heads like 4 took 254 (head_dim
+ * 256 keeps EL = 8: 218).
  */
 #include "common.cuh"
 
@@ -25,35 +37,63 @@ namespace kva {
 struct decode_args {
 	kva_walk w;
 	const kva_attn_seq *seqs;
-	const float *q;
-	float *out;
+	const void *q;
+	void *out;
+	const float *kv_scale;		/* fp8: [2][kv_heads], or NULL */
 	unsigned int *tickets;		/* [seq][kv_heads * hgroups] */
 	float *ws_ml;			/* [seq][q_heads][splits][2] */
 	float *ws_acc;			/* [seq][q_heads][splits][D] */
-	uint32_t q_heads, group, hgroups, splits, split_tokens;
+	uint32_t q_heads, kv_heads, group, hgroups, splits;
+	uint32_t split_tokens, qo;
 	float scale;
 };
 
 constexpr int WARPS = 4;
 
+/*
+ * The shape of a block's work: a lane loads NB bytes of a row at a time
+ * (EPV elements), LPR lanes share a row, NV loads per lane cover it, a
+ * warp takes RPW rows per step and loads U steps before using any.  The
+ * registers a lane needs grow with GM * EL (q and the accumulator of each
+ * head), so 8-head blocks load half as many bytes per lane as the others
+ * and hold the same number of floats.
+ */
 template <int DT, int D, int GM>
-__global__ void __launch_bounds__(WARPS * 32)
-decode_kernel(const decode_args a)
+struct decode_shape {
+	static constexpr int NB = (GM > 4 ? 8 : 16) / (DT == FP8 ? 2 : 1);
+	static constexpr int EPV = NB / elem_bytes<DT>();
+	static constexpr int VPR = D / EPV;		/* loads per row */
+	static constexpr int LPR = VPR < 32 ? VPR : 32;	/* lanes per row */
+	static constexpr int NV = VPR / LPR;		/* loads per lane */
+	static constexpr int RPW = 32 / LPR;		/* rows per warp step */
+	static constexpr int U = GM > 4 ? 2 : 4;	/* steps in flight */
+	static constexpr int EL = NV * EPV;		/* elements per lane */
+	static constexpr uint32_t STEP = RPW * U;
+};
+
+/* Shared memory of a block. */
+template <int D, int GM>
+struct decode_smem {
+	float ml[WARPS][GM][2];
+	float acc[WARPS][GM][D];
+	int last;
+};
+
+/*
+ * One (sequence, piece) of the block's (KV head, head group).  Every
+ * branch that returns is the same for the whole block.
+ */
+template <int DT, int D, int GM>
+__device__ __forceinline__ void decode_one(const decode_args &a,
+					   decode_smem<D, GM> &sm,
+					   uint32_t seq, uint32_t split)
 {
-	constexpr int EPV = per_vec<DT>();	/* elements per vector */
-	constexpr int VPR = D / EPV;		/* vectors per row */
-	constexpr int LPR = VPR < 32 ? VPR : 32;	/* lanes per row */
-	constexpr int NV = VPR / LPR;		/* vectors per lane */
-	constexpr int RPW = 32 / LPR;		/* rows per warp step */
-	constexpr int U = 4;			/* steps loaded at once */
-	constexpr int EL = NV * EPV;		/* elements per lane */
-	constexpr uint32_t STEP = RPW * U;
+	using S = decode_shape<DT, D, GM>;
+	using V = lane_vec<S::NB>;
+	constexpr int EPV = S::EPV, LPR = S::LPR, NV = S::NV, RPW = S::RPW;
+	constexpr int U = S::U, EL = S::EL, NB = S::NB;
+	constexpr uint32_t STEP = S::STEP;
 
-	__shared__ float sm_ml[WARPS][GM][2];
-	__shared__ float sm_acc[WARPS][GM][D];
-	__shared__ int last;
-
-	const uint32_t seq = blockIdx.z, split = blockIdx.x;
 	const uint32_t kvh = blockIdx.y / a.hgroups;
 	const uint32_t g0 = blockIdx.y % a.hgroups * GM;
 	const uint32_t gn = min((uint32_t)GM, a.group - g0);
@@ -62,49 +102,58 @@ decode_kernel(const decode_args a)
 	const uint32_t sub = lane / LPR, lr = lane % LPR;
 	const uint64_t tokens = a.seqs[seq].tokens;
 	const uint8_t *base = (const uint8_t *)a.seqs[seq].base;
-	const uint32_t nsplit = (uint32_t)((tokens + a.split_tokens - 1) /
-					   a.split_tokens);
-	const uint32_t t0 = split * a.split_tokens;
-	const uint32_t t1 = (uint32_t)min((uint64_t)t0 + a.split_tokens,
-					  tokens);
-	float *out = a.out + ((size_t)seq * a.q_heads + qh0) * D;
+	/*
+	 * Pieces of the plan's size, or, for a sequence longer than the plan
+	 * was cut for, larger ones, so that its a.splits blocks cover it.
+	 */
+	const uint32_t st = tokens <= (uint64_t)a.split_tokens * a.splits ?
+		a.split_tokens :
+		(uint32_t)(((tokens + a.splits - 1) / a.splits + 63) & ~63ull);
+	const uint32_t nsplit = (uint32_t)((tokens + st - 1) / st);
+	const size_t orow = ((size_t)seq * a.q_heads + qh0) * D;
+	const float kf = kv_factor(a.kv_scale, a.kv_heads, 0, kvh) * a.scale;
+	const float vf = kv_factor(a.kv_scale, a.kv_heads, 1, kvh);
 
 	if (tokens == 0) {		/* no key: the output is 0 */
 		if (split == 0)
 			for (uint32_t i = threadIdx.x; i < gn * D;
 			     i += blockDim.x)
-				out[i] = 0.0f;
+				out_put(a.out, orow + i, a.qo, 0.0f);
 		return;
 	}
 	if (split >= nsplit)
 		return;
 
 	float q[GM][EL], acc[GM][EL];
-	kva_softmax st[GM];
+	kva_softmax ss[GM];
 
 #pragma unroll
 	for (int g = 0; g < GM; g++) {
-		const float *qg = a.q + ((size_t)seq * a.q_heads + qh0 +
-					 min((uint32_t)g, gn - 1)) * D;
+		size_t qrow = ((size_t)seq * a.q_heads + qh0 +
+			       min((uint32_t)g, gn - 1)) * D;
 
-		kva_softmax_init(&st[g]);
+		kva_softmax_init(&ss[g]);
 #pragma unroll
 		for (int v = 0; v < NV; v++)
 #pragma unroll
 			for (int e = 0; e < EPV; e++) {
-				q[g][v * EPV + e] = qg[(v * LPR + lr) * EPV + e] *
-						    a.scale;
+				q[g][v * EPV + e] = q_get(a.q, qrow +
+					(v * LPR + lr) * EPV + e, a.qo) * kf;
 				acc[g][v * EPV + e] = 0.0f;
 			}
 	}
 
 	const uint8_t *kb = base + a.w.kv_off[KVA_K] +
-			    (uint64_t)kvh * a.w.head_stride + lr * 16;
+			    (uint64_t)kvh * a.w.head_stride + lr * NB;
 	const uint8_t *vb = base + a.w.kv_off[KVA_V] +
-			    (uint64_t)kvh * a.w.head_stride + lr * 16;
+			    (uint64_t)kvh * a.w.head_stride + lr * NB;
+	const uint32_t t0 = split * st;
+	const uint32_t t1 = (uint32_t)min((uint64_t)t0 + st, tokens);
 
-	for (uint32_t t = t0 + warp * STEP; t < t1; t += WARPS * STEP) {
-		uint4 kx[U][NV], vx[U][NV];
+	/* the same trip count for every warp: its tail rows are masked */
+	for (uint32_t tb = t0; tb < t1; tb += WARPS * STEP) {
+		const uint32_t t = tb + warp * STEP;
+		V kx[U][NV], vx[U][NV];
 		float s[U][GM];
 
 #pragma unroll
@@ -113,18 +162,18 @@ decode_kernel(const decode_args a)
 
 #pragma unroll
 			for (int v = 0; v < NV; v++) {
-				kx[u][v] = make_uint4(0, 0, 0, 0);
-				vx[u][v] = make_uint4(0, 0, 0, 0);
+				kx[u][v] = V{};
+				vx[u][v] = V{};
 			}
 			if (tok < t1) {
 				uint64_t off = walk_tok(a.w, tok);
 
 #pragma unroll
 				for (int v = 0; v < NV; v++) {
-					kx[u][v] = __ldg((const uint4 *)(kb + off +
-								v * LPR * 16));
-					vx[u][v] = __ldg((const uint4 *)(vb + off +
-								v * LPR * 16));
+					size_t o = off + v * LPR * NB;
+
+					kx[u][v] = __ldg((const V *)(kb + o));
+					vx[u][v] = __ldg((const V *)(vb + o));
 				}
 			}
 		}
@@ -136,7 +185,7 @@ decode_kernel(const decode_args a)
 
 #pragma unroll
 			for (int v = 0; v < NV; v++)
-				widen<DT>(kx[u][v], &k[v * EPV]);
+				widen<DT, NB>(kx[u][v], &k[v * EPV]);
 #pragma unroll
 			for (int g = 0; g < GM; g++) {
 				float dot = 0.0f;
@@ -160,8 +209,9 @@ decode_kernel(const decode_args a)
 				tmax = fmaxf(tmax, s[u][g]);
 #pragma unroll
 			for (int o = LPR; o < 32; o <<= 1)
-				tmax = fmaxf(tmax, __shfl_xor_sync(FULL, tmax, o));
-			alpha = kva_softmax_rescale(&st[g], tmax);
+				tmax = fmaxf(tmax, __shfl_xor_sync(FULL,
+								   tmax, o));
+			alpha = kva_softmax_rescale(&ss[g], tmax);
 #pragma unroll
 			for (int e = 0; e < EL; e++)
 				acc[g][e] *= alpha;
@@ -169,19 +219,21 @@ decode_kernel(const decode_args a)
 
 #pragma unroll
 		for (int u = 0; u < U; u++) {
-			float vf[EL];
+			float vv[EL];
 
 #pragma unroll
 			for (int v = 0; v < NV; v++)
-				widen<DT>(vx[u][v], &vf[v * EPV]);
+				widen<DT, NB>(vx[u][v], &vv[v * EPV]);
 #pragma unroll
 			for (int g = 0; g < GM; g++) {
-				float w = kva_softmax_weight(&st[g], s[u][g]);
+				float w = kva_softmax_weight(&ss[g],
+							     s[u][g]);
 
-				kva_softmax_add(&st[g], w);
+				kva_softmax_add(&ss[g], w);
 #pragma unroll
 				for (int e = 0; e < EL; e++)
-					acc[g][e] = fmaf(w, vf[e], acc[g][e]);
+					acc[g][e] = fmaf(w, vv[e],
+							 acc[g][e]);
 			}
 		}
 	}
@@ -191,7 +243,7 @@ decode_kernel(const decode_args a)
 	for (int g = 0; g < GM; g++)
 #pragma unroll
 		for (int o = LPR; o < 32; o <<= 1) {
-			st[g].l += __shfl_xor_sync(FULL, st[g].l, o);
+			ss[g].l += __shfl_xor_sync(FULL, ss[g].l, o);
 #pragma unroll
 			for (int e = 0; e < EL; e++)
 				acc[g][e] += __shfl_xor_sync(FULL, acc[g][e], o);
@@ -203,13 +255,13 @@ decode_kernel(const decode_args a)
 			for (int v = 0; v < NV; v++)
 #pragma unroll
 				for (int e = 0; e < EPV; e++)
-					sm_acc[warp][g][(v * LPR + lr) * EPV + e] =
+					sm.acc[warp][g][(v * LPR + lr) * EPV + e] =
 						acc[g][v * EPV + e];
 	if (lane == 0)
 #pragma unroll
 		for (int g = 0; g < GM; g++) {
-			sm_ml[warp][g][0] = st[g].m;
-			sm_ml[warp][g][1] = st[g].l;
+			sm.ml[warp][g][0] = ss[g].m;
+			sm.ml[warp][g][1] = ss[g].l;
 		}
 	__syncthreads();
 
@@ -218,18 +270,19 @@ decode_kernel(const decode_args a)
 
 	for (uint32_t i = threadIdx.x; i < gn * D; i += blockDim.x) {
 		uint32_t g = i / D, d = i % D;
-		kva_softmax bs = { sm_ml[0][g][0], sm_ml[0][g][1] };
-		float o = sm_acc[0][g][d];
+		kva_softmax bs = { sm.ml[0][g][0], sm.ml[0][g][1] };
+		float o = sm.acc[0][g][d];
 
 		for (int w = 1; w < WARPS; w++) {
-			kva_softmax ws = { sm_ml[w][g][0], sm_ml[w][g][1] };
+			kva_softmax ws = { sm.ml[w][g][0], sm.ml[w][g][1] };
 			float wa, wb;
 
 			kva_softmax_merge(&bs, &ws, &wa, &wb);
-			o = o * wa + sm_acc[w][g][d] * wb;
+			o = o * wa + sm.acc[w][g][d] * wb;
 		}
 		if (nsplit == 1) {
-			out[(size_t)g * D + d] = o * kva_softmax_norm(&bs);
+			out_put(a.out, orow + i, a.qo,
+				o * kva_softmax_norm(&bs) * vf);
 			continue;
 		}
 		size_t slot = slot0 + (size_t)g * a.splits + split;
@@ -249,9 +302,9 @@ decode_kernel(const decode_args a)
 	unsigned int *ticket = &a.tickets[(size_t)seq * gridDim.y + blockIdx.y];
 
 	if (threadIdx.x == 0)
-		last = atomicAdd(ticket, 1u) == nsplit - 1;
+		sm.last = atomicAdd(ticket, 1u) == nsplit - 1;
 	__syncthreads();
-	if (!last)
+	if (!sm.last)
 		return;
 	__threadfence();
 
@@ -270,10 +323,20 @@ decode_kernel(const decode_args a)
 			kva_softmax_merge(&bs, &ps, &wa, &wb);
 			o = o * wa + __ldcg(&a.ws_acc[(slot + p) * D + d]) * wb;
 		}
-		out[(size_t)g * D + d] = o * kva_softmax_norm(&bs);
+		out_put(a.out, orow + i, a.qo, o * kva_softmax_norm(&bs) * vf);
 	}
 	if (threadIdx.x == 0)
 		*ticket = 0;		/* ready for the next decode */
+}
+
+template <int DT, int D, int GM>
+__global__ void __launch_bounds__(WARPS * 32)
+decode_kernel(const decode_args a)
+{
+	__shared__ decode_smem<D, GM> sm;
+
+	decode_one<DT, D, GM>(a, sm, blockIdx.x / a.splits,
+			      blockIdx.x % a.splits);
 }
 
 /* Query heads per block: the group, rounded up to 1, 2, 4 or 8. */
@@ -312,12 +375,11 @@ struct ws_layout {
 static ws_layout layout(const kva_attn_shape &sh, uint32_t nr_seqs,
 			uint32_t splits)
 {
-	uint32_t hgroups = (sh.group + 7) / 8;
+	uint32_t gm = heads_per_block(sh.group);
+	uint32_t hgroups = (sh.group + gm - 1) / gm;
 	size_t slots = (size_t)nr_seqs * sh.q_heads * splits;
 	ws_layout l;
 
-	if (heads_per_block(sh.group) < 8)
-		hgroups = 1;
 	l.tickets = 0;
 	l.ml = ((size_t)nr_seqs * sh.kv_heads * hgroups * sizeof(unsigned int) +
 		255) & ~(size_t)255;
@@ -349,6 +411,8 @@ extern "C" int kva_cuda_decode_plan(const struct kva_attn_params *p,
 		    cudaSuccess)
 		return fail(cudaGetLastError());
 	gm = heads_per_block(sh.group);
+	if ((uint64_t)sh.kv_heads * ((sh.group + gm - 1) / gm) > GRID_YZ_MAX)
+		return -EINVAL;
 	blocks = (uint64_t)nr_seqs * sh.kv_heads * ((sh.group + gm - 1) / gm);
 	/* enough blocks for four per multiprocessor, pieces of >= 64 tokens */
 	splits = (4ull * sms + blocks - 1) / blocks;
@@ -374,8 +438,8 @@ extern "C" int kva_cuda_decode_plan(const struct kva_attn_params *p,
 extern "C" int kva_cuda_attn_decode(const struct kva_attn_params *p,
 				    const struct kva_cuda_decode_plan *plan,
 				    const struct kva_attn_seq *seqs,
-				    uint32_t nr_seqs, const float *q,
-				    float *out, void *workspace,
+				    uint32_t nr_seqs, const void *q,
+				    void *out, void *workspace,
 				    struct CUstream_st *stream)
 {
 	kva_attn_shape sh;
@@ -398,21 +462,28 @@ extern "C" int kva_cuda_attn_decode(const struct kva_attn_params *p,
 	a.seqs = seqs;
 	a.q = q;
 	a.out = out;
+	a.kv_scale = p->kv_scale;
 	a.tickets = (unsigned int *)((uint8_t *)workspace + l.tickets);
 	a.ws_ml = (float *)((uint8_t *)workspace + l.ml);
 	a.ws_acc = (float *)((uint8_t *)workspace + l.acc);
 	a.q_heads = sh.q_heads;
+	a.kv_heads = sh.kv_heads;
 	a.group = sh.group;
 	a.hgroups = (sh.group + gm - 1) / gm;
 	a.splits = plan->splits;
 	a.split_tokens = plan->split_tokens;
+	a.qo = p->qo_dtype;
 	a.scale = sh.scale;
+	if ((uint64_t)sh.kv_heads * a.hgroups > GRID_YZ_MAX ||
+	    (uint64_t)nr_seqs * plan->splits > INT32_MAX)
+		return -EINVAL;
 
-	dim3 grid(plan->splits, sh.kv_heads * a.hgroups, nr_seqs);
+	dim3 grid(nr_seqs * plan->splits, sh.kv_heads * a.hgroups);
 
 	switch (sh.dtype) {
 	case FP32: launch_dt<FP32>(sh.head_dim, gm, grid, stream, a); break;
 	case FP16: launch_dt<FP16>(sh.head_dim, gm, grid, stream, a); break;
+	case FP8: launch_dt<FP8>(sh.head_dim, gm, grid, stream, a); break;
 	default: launch_dt<BF16>(sh.head_dim, gm, grid, stream, a); break;
 	}
 	return launched();

@@ -14,7 +14,11 @@
  *
  * For fp16/bf16 caches Q and P are rounded to the cache's dtype for the
  * tensor cores, which accumulate in fp32; l sums the rounded P, so the
- * normalisation matches what was multiplied.
+ * normalisation matches what was multiplied.  An fp8 cache is widened to
+ * fp16 as its tiles are staged (exact: fp16 holds every e4m3 value) and
+ * then takes the fp16 path; its K scale multiplies the scores, its V
+ * scale the output.  The sequences are in grid.x (up to 2^31 - 1 blocks)
+ * rather than grid.z, which stops at 65535.
  */
 #include <mma.h>
 
@@ -27,15 +31,19 @@ constexpr int BM = 64, BN = 32, PWARPS = 4;
 struct prefill_args {
 	kva_walk w;
 	const kva_prefill_seq *seqs;
-	const float *q;
-	float *out;
-	uint32_t q_heads, group;
+	const void *q;
+	void *out;
+	const float *kv_scale;		/* fp8: [2][kv_heads], or NULL */
+	uint32_t row_blocks;		/* grid.x blocks per sequence */
+	uint32_t q_heads, kv_heads, group, qo;
 	float scale;
 };
 
+/* What a tile is staged as in shared memory. */
 template <int DT> struct elem { using type = float; };
 template <> struct elem<FP16> { using type = __half; };
 template <> struct elem<BF16> { using type = __nv_bfloat16; };
+template <> struct elem<FP8> { using type = __half; };
 
 template <typename T> __device__ __forceinline__ T to_t(float f);
 template <> __device__ __forceinline__ float to_t<float>(float f) { return f; }
@@ -145,13 +153,41 @@ __device__ __forceinline__ void warp_pv(const typename elem<DT>::type *Pw,
 	}
 }
 
+/*
+ * 16 bytes of the staged tile (VE elements of T) from the cache row at
+ * @src, element c * VE: a plain copy, or for fp8, 8 codes widened to
+ * fp16.
+ */
+template <int DT>
+__device__ __forceinline__ uint4 stage16(const uint8_t *src, uint32_t c)
+{
+	if constexpr (DT == FP8) {
+		uint2 x = __ldg((const uint2 *)(src + c * 8));
+		const uint32_t w[2] = { x.x, x.y };
+		uint32_t h[4];
+
+#pragma unroll
+		for (int i = 0; i < 4; i++) {
+			__half2_raw r = __nv_cvt_fp8x2_to_halfraw2(
+				(__nv_fp8x2_storage_t)(w[i / 2] >> (16 * (i % 2))),
+				__NV_E4M3);
+
+			h[i] = (uint32_t)r.x | (uint32_t)r.y << 16;
+		}
+		return make_uint4(h[0], h[1], h[2], h[3]);
+	} else {
+		return __ldg((const uint4 *)(src + c * 16));
+	}
+}
+
 template <int DT, int D>
 __global__ void __launch_bounds__(PWARPS * 32)
 prefill_kernel(const prefill_args a)
 {
+	extern __shared__ __align__(128) unsigned char smem[];
+	const uint32_t seq = blockIdx.x / a.row_blocks;
 	using T = typename elem<DT>::type;
 	constexpr int VPR = D * (int)sizeof(T) / 16;	/* vectors per row */
-	extern __shared__ __align__(128) unsigned char smem[];
 	T *Qs = (T *)smem;			/* [BM][D] */
 	T *Ks = Qs + BM * D;			/* [BN][D] */
 	T *Vs = Ks + BN * D;			/* [BN][D] */
@@ -159,11 +195,14 @@ prefill_kernel(const prefill_args a)
 	float *Ss = (float *)(Ps + BM * BN);	/* [BM][BN] */
 	float *Os = Ss + BM * BN;		/* [BM][D] */
 
-	const kva_prefill_seq s = a.seqs[blockIdx.z];
+	const kva_prefill_seq s = a.seqs[seq];
 	const uint32_t kvh = blockIdx.y, G = a.group;
-	const uint32_t rows = s.q_tokens * G, r0 = blockIdx.x * BM;
+	const uint32_t rows = s.q_tokens * G;
+	const uint32_t r0 = blockIdx.x % a.row_blocks * BM;
 	const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const uint64_t prefix = s.tokens - s.q_tokens;
+	const float kf = kv_factor(a.kv_scale, a.kv_heads, 0, kvh) * a.scale;
+	const float vf = kv_factor(a.kv_scale, a.kv_heads, 1, kvh);
 
 	if (r0 >= rows)
 		return;
@@ -173,8 +212,8 @@ prefill_kernel(const prefill_args a)
 		float v = 0.0f;
 
 		if (r < rows)
-			v = a.q[((size_t)(s.q_start + r / G) * a.q_heads +
-				 kvh * G + r % G) * D + d];
+			v = q_get(a.q, ((size_t)(s.q_start + r / G) * a.q_heads +
+					kvh * G + r % G) * D + d, a.qo);
 		Qs[i] = to_t<T>(v);
 		Os[i] = 0.0f;
 	}
@@ -200,11 +239,10 @@ prefill_kernel(const prefill_args a)
 			uint4 kx = make_uint4(0, 0, 0, 0), vx = kx;
 
 			if (k0 + j < kend) {
-				uint64_t off = walk_tok(a.w, (uint32_t)(k0 + j)) +
-					       c * 16;
+				uint64_t off = walk_tok(a.w, (uint32_t)(k0 + j));
 
-				kx = __ldg((const uint4 *)(kb + off));
-				vx = __ldg((const uint4 *)(vb + off));
+				kx = stage16<DT>(kb + off, c);
+				vx = stage16<DT>(vb + off, c);
 			}
 			((uint4 *)Ks)[i] = kx;
 			((uint4 *)Vs)[i] = vx;
@@ -224,7 +262,7 @@ prefill_kernel(const prefill_args a)
 		for (int c = 0; c < BN / 2; c++) {
 			uint64_t key = k0 + half * (BN / 2) + c;
 
-			sc[c] = live && key <= pos ? srow[c] * a.scale
+			sc[c] = live && key <= pos ? srow[c] * kf
 						   : -INFINITY;
 			tmax = fmaxf(tmax, sc[c]);
 		}
@@ -252,13 +290,14 @@ prefill_kernel(const prefill_args a)
 	float norm = kva_softmax_norm(&fin);
 
 	if (live) {
-		float *o = a.out + ((size_t)(s.q_start + row / G) * a.q_heads +
-				    kvh * G + row % G) * D;
+		size_t o = ((size_t)(s.q_start + row / G) * a.q_heads +
+			    kvh * G + row % G) * D;
 
 		for (uint32_t d = half; d < D; d += 2)
-			o[d] = Os[lrow * D + d] * norm;
+			out_put(a.out, o + d, a.qo, Os[lrow * D + d] * norm * vf);
 	}
 }
+
 
 template <int DT, int D>
 static int launch(dim3 grid, cudaStream_t stream, const prefill_args &a)
@@ -299,7 +338,7 @@ using namespace kva;
 extern "C" int kva_cuda_attn_prefill(const struct kva_attn_params *p,
 				     const struct kva_prefill_seq *seqs,
 				     uint32_t nr_seqs, uint32_t max_q_tokens,
-				     const float *q, float *out,
+				     const void *q, void *out,
 				     struct CUstream_st *stream)
 {
 	kva_attn_shape sh;
@@ -315,21 +354,26 @@ extern "C" int kva_cuda_attn_prefill(const struct kva_attn_params *p,
 	if (!seqs || !q || !out)
 		return -EINVAL;
 	blocks = ((uint64_t)max_q_tokens * sh.group + BM - 1) / BM;
-	if (blocks > INT32_MAX || nr_seqs > 65535 || sh.kv_heads > 65535)
+	if (blocks * nr_seqs > INT32_MAX || sh.kv_heads > GRID_YZ_MAX)
 		return -EINVAL;
 	a.w = sh.walk;
 	a.seqs = seqs;
 	a.q = q;
 	a.out = out;
+	a.kv_scale = p->kv_scale;
+	a.row_blocks = (uint32_t)blocks;
 	a.q_heads = sh.q_heads;
+	a.kv_heads = sh.kv_heads;
 	a.group = sh.group;
+	a.qo = p->qo_dtype;
 	a.scale = sh.scale;
 
-	dim3 grid((unsigned int)blocks, sh.kv_heads, nr_seqs);
+	dim3 grid((unsigned int)(blocks * nr_seqs), sh.kv_heads);
 
 	switch (sh.dtype) {
 	case FP32: return launch_dt<FP32>(sh.head_dim, grid, stream, a);
 	case FP16: return launch_dt<FP16>(sh.head_dim, grid, stream, a);
+	case FP8: return launch_dt<FP8>(sh.head_dim, grid, stream, a);
 	default: return launch_dt<BF16>(sh.head_dim, grid, stream, a);
 	}
 }
