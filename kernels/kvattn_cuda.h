@@ -22,16 +22,17 @@
  *    rounded to fp16/bf16 before the two matrix products, so its error
  *    bound is that dtype's (see selftests/gpu/); fp32 caches take an fp32
  *    path.
- *  - Batches of any size: sequences past grid.z's 65535 are taken by the
- *    same blocks in turn.
+ *  - Batches of any size up to 2^31 - 1 blocks: the sequences go in grid.x
+ *    with their pieces, not in grid.z, which stops at 65535
+ *    (kernels/decode_split.h).
  *
  * Decode is flash-decoding: each (sequence, KV head) is split into pieces
  * of plan.split_tokens tokens, one thread block each, which leave an
  * online-softmax partial in the workspace; the last block of a sequence to
  * finish merges its partials (kernels/tile_math.h) and writes the output.
- * A sequence longer than the plan's max_tokens has more pieces than the
- * plan has blocks: each block then takes several in turn, so the result is
- * complete and the workspace stays ready; it only runs on fewer blocks
+ * A sequence longer than the plan's max_tokens is cut into longer pieces,
+ * never more than the plan has blocks (kva_split_piece()), so its result
+ * is complete and the workspace stays ready; it only runs on fewer blocks
  * per token than a plan for that length would.
  *
  * Thread-safety: the functions keep no state but a thread-local error; a
@@ -76,7 +77,9 @@ struct kva_cuda_decode_plan {
  * to @max_tokens tokens for the current device, so that every
  * multiprocessor has a few blocks to run.
  *
- * Returns 0, -EINVAL, -ENOTSUP (head_dim) or -EIO (no device).
+ * Returns 0, -EINVAL (also for @max_tokens above KVA_SPLIT_MAX_TOKENS,
+ * 2^32 - 64, or a batch the grid cannot hold), -ENOTSUP (head_dim) or
+ * -EIO (no device).
  */
 int kva_cuda_decode_plan(const struct kva_attn_params *p, uint32_t nr_seqs,
 			 uint64_t max_tokens,
@@ -85,8 +88,8 @@ int kva_cuda_decode_plan(const struct kva_attn_params *p, uint32_t nr_seqs,
 /**
  * kva_cuda_attn_decode() - as kva_attn_decode(), on the device.
  * @plan:      from kva_cuda_decode_plan() for these params, with
- *             nr_seqs <= plan->nr_seqs; every tokens below 2^32, best at
- *             most plan->max_tokens
+ *             nr_seqs <= plan->nr_seqs; every tokens at most 2^32 - 64,
+ *             best at most plan->max_tokens
  * @workspace: plan->workspace_bytes of device memory, zeroed once before
  *             its first use (cudaMemset); every decode leaves it zeroed
  *

@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "attn_internal.h"
+#include "decode_split.h"
 #include "kvattn_cuda.h"
 #include "tile_math.h"
 
@@ -144,9 +145,6 @@ __device__ __forceinline__ uint64_t walk_tok(const kva_walk &w, uint32_t t)
 	return (uint64_t)f * w.frame_size + (uint64_t)(t - f * w.tpf) *
 	       w.row_bytes;
 }
-
-/* Largest grid.y and grid.z; sequences beyond loop in the kernels. */
-constexpr uint32_t GRID_YZ_MAX = 65535;
 
 /* Stores @err as this thread's last error; returns -EIO. */
 int fail(cudaError_t err);

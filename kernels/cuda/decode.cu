@@ -106,10 +106,8 @@ __device__ __forceinline__ void decode_one(const decode_args &a,
 	 * Pieces of the plan's size, or, for a sequence longer than the plan
 	 * was cut for, larger ones, so that its a.splits blocks cover it.
 	 */
-	const uint32_t st = tokens <= (uint64_t)a.split_tokens * a.splits ?
-		a.split_tokens :
-		(uint32_t)(((tokens + a.splits - 1) / a.splits + 63) & ~63ull);
-	const uint32_t nsplit = (uint32_t)((tokens + st - 1) / st);
+	const uint32_t st = kva_split_piece(tokens, a.splits, a.split_tokens);
+	const uint32_t nsplit = kva_split_count(tokens, st);
 	const size_t orow = ((size_t)seq * a.q_heads + qh0) * D;
 	const float kf = kv_factor(a.kv_scale, a.kv_heads, 0, kvh) * a.scale;
 	const float vf = kv_factor(a.kv_scale, a.kv_heads, 1, kvh);
@@ -398,36 +396,26 @@ extern "C" int kva_cuda_decode_plan(const struct kva_attn_params *p,
 {
 	kva_attn_shape sh;
 	int err, dev, sms;
-	uint64_t blocks, splits, split_tokens;
-	uint32_t gm;
+	uint32_t gm, hgroups, gx, gy;
 
 	err = device_shape(&sh, p);
 	if (err)
 		return err;
-	if (!plan || !nr_seqs || max_tokens > UINT32_MAX)
+	if (!plan || !nr_seqs || max_tokens > KVA_SPLIT_MAX_TOKENS)
 		return -EINVAL;
 	if (cudaGetDevice(&dev) != cudaSuccess ||
 	    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) !=
 		    cudaSuccess)
 		return fail(cudaGetLastError());
 	gm = heads_per_block(sh.group);
-	if ((uint64_t)sh.kv_heads * ((sh.group + gm - 1) / gm) > GRID_YZ_MAX)
+	hgroups = (sh.group + gm - 1) / gm;
+	if ((uint64_t)sh.kv_heads * hgroups > KVA_GRID_YZ_MAX)
 		return -EINVAL;
-	blocks = (uint64_t)nr_seqs * sh.kv_heads * ((sh.group + gm - 1) / gm);
-	/* enough blocks for four per multiprocessor, pieces of >= 64 tokens */
-	splits = (4ull * sms + blocks - 1) / blocks;
-	if (splits > (max_tokens + 63) / 64)
-		splits = (max_tokens + 63) / 64;
-	if (!splits)
-		splits = 1;
-	split_tokens = ((max_tokens + splits - 1) / splits + 63) & ~63ull;
-	if (!split_tokens)
-		split_tokens = 64;
-	splits = (max_tokens + split_tokens - 1) / split_tokens;
-	if (!splits)
-		splits = 1;
-	plan->splits = (uint32_t)splits;
-	plan->split_tokens = (uint32_t)split_tokens;
+	kva_split_plan((uint32_t)sms, (uint64_t)nr_seqs * sh.kv_heads * hgroups,
+		       max_tokens, &plan->splits, &plan->split_tokens);
+	if (kva_attn_grid(nr_seqs, plan->splits, sh.kv_heads, hgroups, &gx,
+			  &gy))
+		return -EINVAL;
 	plan->max_tokens = max_tokens;
 	plan->nr_seqs = nr_seqs;
 	plan->reserved = 0;
@@ -445,7 +433,7 @@ extern "C" int kva_cuda_attn_decode(const struct kva_attn_params *p,
 	kva_attn_shape sh;
 	decode_args a;
 	ws_layout l;
-	uint32_t gm;
+	uint32_t gm, gx, gy;
 	int err;
 
 	err = device_shape(&sh, p);
@@ -474,11 +462,11 @@ extern "C" int kva_cuda_attn_decode(const struct kva_attn_params *p,
 	a.split_tokens = plan->split_tokens;
 	a.qo = p->qo_dtype;
 	a.scale = sh.scale;
-	if ((uint64_t)sh.kv_heads * a.hgroups > GRID_YZ_MAX ||
-	    (uint64_t)nr_seqs * plan->splits > INT32_MAX)
+	if (kva_attn_grid(nr_seqs, plan->splits, sh.kv_heads, a.hgroups, &gx,
+			  &gy))
 		return -EINVAL;
 
-	dim3 grid(nr_seqs * plan->splits, sh.kv_heads * a.hgroups);
+	dim3 grid(gx, gy);
 
 	switch (sh.dtype) {
 	case FP32: launch_dt<FP32>(sh.head_dim, gm, grid, stream, a); break;

@@ -298,7 +298,6 @@ prefill_kernel(const prefill_args a)
 	}
 }
 
-
 template <int DT, int D>
 static int launch(dim3 grid, cudaStream_t stream, const prefill_args &a)
 {
@@ -344,6 +343,7 @@ extern "C" int kva_cuda_attn_prefill(const struct kva_attn_params *p,
 	kva_attn_shape sh;
 	prefill_args a;
 	uint64_t blocks;
+	uint32_t gx, gy;
 	int err;
 
 	err = device_shape(&sh, p);
@@ -354,7 +354,8 @@ extern "C" int kva_cuda_attn_prefill(const struct kva_attn_params *p,
 	if (!seqs || !q || !out)
 		return -EINVAL;
 	blocks = ((uint64_t)max_q_tokens * sh.group + BM - 1) / BM;
-	if (blocks * nr_seqs > INT32_MAX || sh.kv_heads > GRID_YZ_MAX)
+	if (blocks > UINT32_MAX ||
+	    kva_attn_grid(nr_seqs, (uint32_t)blocks, sh.kv_heads, 1, &gx, &gy))
 		return -EINVAL;
 	a.w = sh.walk;
 	a.seqs = seqs;
@@ -368,7 +369,7 @@ extern "C" int kva_cuda_attn_prefill(const struct kva_attn_params *p,
 	a.qo = p->qo_dtype;
 	a.scale = sh.scale;
 
-	dim3 grid((unsigned int)(blocks * nr_seqs), sh.kv_heads);
+	dim3 grid(gx, gy);
 
 	switch (sh.dtype) {
 	case FP32: return launch_dt<FP32>(sh.head_dim, grid, stream, a);

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "attn_internal.h"
+#include "decode_split.h"
 #include "fixture.h"
 #include "tile_math.h"
 
@@ -1051,6 +1052,79 @@ static void isa_extra_tests(enum kva_isa isa)
 	check_fp8_vs_fp32(isa, false);
 }
 
+/*
+ * The CUDA decode's pieces (decode_split.h, the arithmetic the device
+ * runs): for plans on 1 to 132 multiprocessors, batches of 1 to 70000
+ * and every kind of length up to and far beyond the plan's max_tokens,
+ * a sequence is cut into pieces of a multiple of 64 tokens that cover it
+ * and are never more than the plan's blocks (more fell outside grid.x:
+ * their output was never written and their ticket poisoned the
+ * workspace).
+ */
+static void test_cuda_decode_pieces_cover_any_length_within_the_plan(void)
+{
+	static const uint32_t sms[] = { 1, 108, 132 };
+	static const uint64_t blocks[] = { 1, 8, 16, 512, 70000 };
+	static const uint64_t maxes[] = {
+		1, 63, 64, 65, 300, 8192, 131072, KVA_SPLIT_MAX_TOKENS,
+	};
+	static const uint64_t lens[] = {
+		1, 63, 64, 65, 299, 300, 301, 1000, 8191, 8192, 8193, 9000,
+		131073, 1000000, KVA_SPLIT_MAX_TOKENS,
+	};
+	bool ok = true;
+
+	for (int si = 0; si < 3; si++)
+		for (int bi = 0; bi < 5; bi++)
+			for (int mi = 0; mi < 8; mi++) {
+				uint32_t splits, st;
+
+				kva_split_plan(sms[si], blocks[bi], maxes[mi],
+					       &splits, &st);
+				ok &= splits >= 1 && st >= 64 && st % 64 == 0;
+				/* the plan's own length fits it exactly */
+				ok &= (uint64_t)splits * st >= maxes[mi] &&
+				      (uint64_t)(splits - 1) * st < maxes[mi];
+				for (int li = 0; li < 15; li++) {
+					uint64_t t = lens[li];
+					uint32_t p = kva_split_piece(t, splits, st);
+					uint32_t n = kva_split_count(t, p);
+
+					ok &= p % 64 == 0 && p >= st;
+					ok &= n >= 1 && n <= splits;
+					ok &= (uint64_t)n * p >= t &&
+					      (uint64_t)(n - 1) * p < t;
+					if (t <= maxes[mi])
+						ok &= p == st;
+				}
+			}
+	report(ok, "cuda_decode_pieces_cover_any_length_within_the_plan");
+}
+
+/*
+ * The CUDA grid (decode_split.h): 70000 sequences (more than grid.z's
+ * 65535) fit, in x; y and z stay within 65535; what cannot fit is
+ * -EINVAL, never a launch that fails or wraps.
+ */
+static void test_cuda_grid_holds_batches_beyond_65535(void)
+{
+	uint32_t x = 0, y = 0;
+	bool ok = true;
+
+	ok &= kva_attn_grid(70000, 3, 8, 1, &x, &y) == 0 &&
+	      x == 210000 && y == 8;
+	ok &= kva_attn_grid(65536, 1, 1, 1, &x, &y) == 0 && x == 65536;
+	ok &= y <= KVA_GRID_YZ_MAX;
+	ok &= kva_attn_grid(0xffffffffu, 1, 1, 1, &x, &y) == -EINVAL;
+	ok &= kva_attn_grid(1u << 20, 1u << 11, 1, 1, &x, &y) == -EINVAL;
+	ok &= kva_attn_grid(1u << 20, (1u << 11) - 1, 1, 1, &x, &y) == 0;
+	ok &= kva_attn_grid(1, 1, 65535, 1, &x, &y) == 0 && y == 65535;
+	ok &= kva_attn_grid(1, 1, 65536, 1, &x, &y) == -EINVAL;
+	ok &= kva_attn_grid(1, 1, 32768, 2, &x, &y) == -EINVAL;
+	ok &= kva_attn_grid(0, 1, 1, 1, &x, &y) == -EINVAL;
+	report(ok, "cuda_grid_holds_batches_beyond_65535");
+}
+
 static void test_bad_arguments_return_einval(void)
 {
 	struct kva_geometry g;
@@ -1155,6 +1229,8 @@ int main(int argc, char **argv)
 	test_walk_matches_kva_kv_offset();
 	test_append_writes_only_its_rows();
 	test_bad_arguments_return_einval();
+	test_cuda_decode_pieces_cover_any_length_within_the_plan();
+	test_cuda_grid_holds_batches_beyond_65535();
 	test_isa_names_parse_back();
 	for (int i = KVA_ISA_SCALAR; i < KVA_ISA_COUNT; i++) {
 		if (!isa_on[i])
