@@ -4,6 +4,11 @@
  * machines with and without it.  Kept apart from cuda.c so that a static
  * program with no use for CUDA can link cuda_noload.c instead and carry
  * no dlopen().
+ *
+ * The driver is opened with RTLD_NODELETE: once cuInit() has run, libcuda
+ * has started threads and registered handlers that must not outlive its
+ * code, so kva_cuda_unload() drops our reference but the library stays
+ * mapped until the process exits, as it does for a program linked to it.
  */
 #include <dlfcn.h>
 #include <string.h>
@@ -17,7 +22,7 @@ int kva_cuda_load(const char *path, struct kva_cuda_fns *fns)
 
 	memset(fns, 0, sizeof(*fns));
 	fns->dl = dlopen(path ? path : env ? env : "libcuda.so.1",
-			 RTLD_NOW | RTLD_LOCAL);
+			 RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
 	if (!fns->dl)
 		return -ELIBACC;
 #define KVA_CUDA_RESOLVE(name)						\

@@ -46,7 +46,8 @@ struct kva_cuda_fns {
 
 /*
  * kva_cuda_load() - dlopen @path (NULL: $KVA_CUDA_LIBRARY, then
- * libcuda.so.1) and resolve every entry point.
+ * libcuda.so.1) with RTLD_NODELETE and resolve every entry point;
+ * kva_cuda_unload() forgets the entry points, and the library stays loaded.
  * Return: 0, -ELIBACC (cannot load), -ELIBBAD (an entry point missing).
  */
 int kva_cuda_load(const char *path, struct kva_cuda_fns *fns);

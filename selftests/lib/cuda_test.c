@@ -104,6 +104,29 @@ TEST(library_path_comes_from_the_environment)
 	EXPECT_EQ(-ELIBACC, open_cuda(&a, 8, NULL));
 }
 
+/*
+ * libcuda must not be unloaded once cuInit() has run (its threads and
+ * handlers would outlive its code): kva_close() leaves it loaded.  The
+ * copy of the double next to this test's is one the test does not link,
+ * so only the library's dlopen() holds it.
+ */
+TEST(close_leaves_the_driver_loaded)
+{
+	char path[4096];
+	struct kva_arena *a;
+	void *h;
+
+	ASSERT_LT(0, snprintf(path, sizeof(path), "%s", double_path()));
+	strcpy(strrchr(path, '/') + 1, "libcuda_double_unlinked.so");
+	ASSERT_EQ(NULL, dlopen(path, RTLD_NOW | RTLD_NOLOAD));
+	ASSERT_EQ(0, open_cuda(&a, 8, path));
+	kva_close(a);
+	h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+	EXPECT_NE(NULL, h);
+	if (h)
+		dlclose(h);
+}
+
 TEST(missing_driver_or_entry_point_is_reported)
 {
 	struct kva_arena *a;

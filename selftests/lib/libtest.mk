@@ -56,7 +56,13 @@ $(LIBKVA_T_DOUBLE): $(LIBKVA_T_SRC)/cuda_double.c $(LIBKVA_T_SRC)/cuda_double.h
 	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) -I$(CUDA_HOME)/include -fPIC -shared \
 		-o $@ $< -lpthread
 
-$(eval $(call libkva_native_test,lib_cuda_test,,$(LIBKVA_T_DOUBLE),$(LIBKVA_T_DOUBLE_LIBS) -ldl))
+# A copy under another name, which the test does not link: the library
+# opens it, and the test sees whether it is still loaded after kva_close().
+LIBKVA_T_DOUBLE_COPY := $(LIBKVA_T)/libcuda_double_unlinked.so
+$(LIBKVA_T_DOUBLE_COPY): $(LIBKVA_T_DOUBLE)
+	$(Q)cp $< $@
+
+$(eval $(call libkva_native_test,lib_cuda_test,,$(LIBKVA_T_DOUBLE) $(LIBKVA_T_DOUBLE_COPY),$(LIBKVA_T_DOUBLE_LIBS) -ldl))
 endif
 
 ifneq ($(LIBKVA_HAVE_CUDA),)
