@@ -25,7 +25,11 @@ INCLUDEDIR     ?= $(PREFIX)/include
 LIBKVA_A   := $(B)/lib/libkvarena.a
 LIBKVA_SO  := $(B)/lib/libkvarena.so.$(LIBKVA_VERSION)
 LIBKVA_PC  := $(B)/lib/kvarena.pc
-LIBKVA_LDLIBS := -luring -ldl -lpthread
+# liburing is optional: without it (a bare GPU machine) the device
+# provider speaks ioctl only (KVA_NO_URING).
+LIBKVA_HAVE_URING := $(shell printf '\043include <liburing.h>\n' | \
+		       $(CC) -E -x c - >/dev/null 2>&1 && echo y)
+LIBKVA_LDLIBS := $(if $(LIBKVA_HAVE_URING),-luring) -ldl -lpthread
 
 LIBKVA_HAVE_CUDA := $(wildcard $(CUDA_HOME)/include/cuda.h)
 LIBKVA_CUDA_SRCS := $(if $(LIBKVA_HAVE_CUDA),cuda.c cuda_load.c,cuda_none.c)
@@ -39,7 +43,8 @@ LIBKVA_HDRS := $(SRC)/lib/include/kvarena.h $(wildcard $(SRC)/lib/src/*.h) \
 	       $(SRC)/include/uapi/linux/kvarena.h \
 	       $(SRC)/driver/core.h $(SRC)/driver/core_shim.h
 LIBKVA_CFLAGS = $(KVA_CFLAGS) -I$(SRC)/driver -I$(SRC)/lib/src \
-		$(LIBKVA_CUDA_CFLAGS) -pthread
+		$(LIBKVA_CUDA_CFLAGS) $(if $(LIBKVA_HAVE_URING),,-DKVA_NO_URING) \
+		-pthread
 
 # One object directory per flavour: the shipped one, and the test build
 # (KVA_TESTING: fault-injection and pass-count sites), plain and under the

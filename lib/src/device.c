@@ -8,9 +8,15 @@
  * io_uring_enter().  Both carry the same structs; only the submission
  * differs.  Also here: kva_arena_create()/kva_arena_destroy(), the
  * administrator's side.
+ *
+ * Built without liburing (KVA_NO_URING, lib/lib.mk decides), commands go
+ * out as ioctl(2) only, and asking for the uring transport is
+ * -EOPNOTSUPP, as on a module without it.
  */
 #include <fcntl.h>
+#ifndef KVA_NO_URING
 #include <liburing.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +31,9 @@
 
 struct kva_device {
 	int fd;
+#ifndef KVA_NO_URING
 	struct io_uring ring;
+#endif
 	bool ring_live;
 };
 
@@ -54,9 +62,12 @@ static int dev_submit(struct kva_arena *a, struct dev_cmd *c, unsigned int n,
 		      bool chain)
 {
 	struct kva_device *d = dev(a);
+#ifndef KVA_NO_URING
 	struct io_uring_cqe *cqe;
-	unsigned int i, submitted;
+	unsigned int submitted;
 	int ret;
+#endif
+	unsigned int i;
 
 	KVA_PASS("dev.submit");
 	if (a->transport != KVA_TRANSPORT_URING) {
@@ -66,6 +77,9 @@ static int dev_submit(struct kva_arena *a, struct dev_cmd *c, unsigned int n,
 		}
 		return 0;
 	}
+#ifdef KVA_NO_URING
+	return -EOPNOTSUPP;		/* never chosen without liburing */
+#else
 
 	for (i = 0; i < n; i++) {
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&d->ring);
@@ -99,6 +113,7 @@ static int dev_submit(struct kva_arena *a, struct dev_cmd *c, unsigned int n,
 		io_uring_cqe_seen(&d->ring, cqe);
 	}
 	return 0;
+#endif
 }
 
 static void usage_cmd(struct kvarena_usage *k,
@@ -234,8 +249,10 @@ static void dev_close_provider(struct kva_arena *a)
 {
 	struct kva_device *d = dev(a);
 
+#ifndef KVA_NO_URING
 	if (d->ring_live)
 		io_uring_queue_exit(&d->ring);
+#endif
 	/* Release returns every frame this client held. */
 	close(d->fd);
 	free(d);
@@ -312,12 +329,17 @@ static int choose_transport(struct kva_arena *a, const struct kva_open_opts *o,
 		a->transport = t;
 		return 0;
 	}
+#ifndef KVA_NO_URING
 	if ((features & KVARENA_FEAT_URING_CMD) &&
 	    !io_uring_queue_init(RING_ENTRIES, &d->ring, 0)) {
 		d->ring_live = true;
 		a->transport = KVA_TRANSPORT_URING;
 		return 0;
 	}
+#else
+	(void)d;
+	(void)features;
+#endif
 	if (t == KVA_TRANSPORT_URING)
 		return -EOPNOTSUPP;
 	a->transport = KVA_TRANSPORT_IOCTL;
