@@ -3,7 +3,7 @@
  * gpu_check.c - every CUDA kernel against the CPU reference, then decode
  * bandwidth against the card's own device-to-device copy bandwidth.
  *
- *   gpu_check [--check-only | --bench-only]
+ *   gpu_check [--probe | --check-only | --bench-only]
  *
  * The check part prints KTAP, and after each result the same as one JSON
  * object ({"kind":"check",...}) for selftests/gpu/run.sh to collect.
@@ -37,6 +37,7 @@
  * far more than the L2, and times 20 passes with events (best pass).
  */
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -864,17 +865,55 @@ static void bench(void)
 	bench_prefill(8192, 1024, KVA_DTYPE_FP8);
 }
 
+/*
+ * --probe: one JSON line naming device 0 (with its UUID, which names it
+ * the same in every process whatever CUDA_VISIBLE_DEVICES says), or
+ * "# no CUDA device: why" and 77.
+ */
+static int probe(void)
+{
+	struct cudaDeviceProp prop;
+	cudaError_t err;
+	int n = 0;
+
+	/* cudart says "driver version is insufficient" when there is none */
+	void *dl = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+
+	if (!dl) {
+		printf("# no CUDA device: no NVIDIA driver (libcuda.so.1 does not load)\n");
+		return 77;
+	}
+	err = cudaGetDeviceCount(&n);
+	if (err != cudaSuccess || n < 1) {
+		printf("# no CUDA device: %s\n", err != cudaSuccess ?
+		       cudaGetErrorString(err) : "the driver lists none");
+		return 77;
+	}
+	CK(cudaGetDeviceProperties(&prop, 0));
+	printf("{\"kind\":\"device\",\"name\":\"%s\",\"devices\":%d,"
+	       "\"cc\":\"%d.%d\",\"sms\":%d,\"memory_gib\":%.1f,\"uuid\":\"",
+	       prop.name, n, prop.major, prop.minor, prop.multiProcessorCount,
+	       prop.totalGlobalMem / 1073741824.0);
+	for (int i = 0; i < 16; i++)
+		printf("%s%02x", i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "",
+		       (unsigned char)prop.uuid.bytes[i]);
+	printf("\"}\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	bool do_check = true, do_bench = true;
 	int n;
 
+	if (argc > 1 && !strcmp(argv[1], "--probe"))
+		return probe();
 	if (argc > 1 && !strcmp(argv[1], "--check-only"))
 		do_bench = false;
 	else if (argc > 1 && !strcmp(argv[1], "--bench-only"))
 		do_check = false;
 	else if (argc > 1) {
-		fprintf(stderr, "usage: %s [--check-only | --bench-only]\n",
+		fprintf(stderr, "usage: %s [--probe | --check-only | --bench-only]\n",
 			argv[0]);
 		return 2;
 	}

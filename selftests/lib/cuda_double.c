@@ -451,6 +451,29 @@ CUresult cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t n)
 	return leave(CUDA_SUCCESS);
 }
 
+/* Host <-> device copies, for the GPU script's runtime test in --dry-run. */
+CUresult cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t n)
+{
+	ENTER(dst, (uintptr_t)src, n);
+	if (!ctx_depth)
+		return leave(CUDA_ERROR_INVALID_CONTEXT);
+	if (!covered(dst, n, true))
+		return leave(CUDA_ERROR_INVALID_VALUE);
+	memcpy((void *)(uintptr_t)dst, src, n);
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n)
+{
+	ENTER((uintptr_t)dst, src, n);
+	if (!ctx_depth)
+		return leave(CUDA_ERROR_INVALID_CONTEXT);
+	if (!covered(src, n, true))
+		return leave(CUDA_ERROR_INVALID_VALUE);
+	memcpy(dst, (void *)(uintptr_t)src, n);
+	return leave(CUDA_SUCCESS);
+}
+
 CUresult cuStreamSynchronize(CUstream stream)
 {
 	ENTER(0, 0, 0);

@@ -17,7 +17,7 @@
 #                       KVA_TESTING objects
 #   lib_vm_cuda_test    the cuda backend in device mode, with the test
 #                       double of libcuda linked in
-# On a GPU machine: lib_gpu_test (selftests/gpu runs it).
+# On a GPU machine: selftests/gpu/runtime_check (selftests/gpu/run.sh).
 # Every build: cuda_link_check links the backend's entry-point list
 # against the CUDA stub driver, so a name the real driver lacks fails CI.
 
@@ -67,7 +67,7 @@ endif
 
 ifneq ($(LIBKVA_HAVE_CUDA),)
 # Proof, in every build, that the CUDA pieces compile and link: the
-# backend's entry points against the stub driver, and the GPU test.
+# backend's entry points against the stub driver.
 LIBKVA_T_CUDA_STUBS := $(CUDA_HOME)/lib64/stubs
 LIBKVA_T_CUDA_LINK  := -L$(LIBKVA_T_CUDA_STUBS) -Wl,--no-as-needed -lcuda
 
@@ -76,16 +76,7 @@ $(LIBKVA_T)/cuda_link_check: $(LIBKVA_T_SRC)/cuda_link_check.c $(SRC)/lib/src/cu
 	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) -I$(SRC)/lib/src \
 		-I$(CUDA_HOME)/include -o $@ $< $(LIBKVA_T_CUDA_LINK)
 
-# liburing linked in statically, so that the binary built here runs on a
-# GPU machine that has the driver but not liburing (selftests/gpu/run.sh
-# uses a carried build/selftests/lib/lib_gpu_test when there is one).
-$(LIBKVA_T)/lib_gpu_test: $(LIBKVA_T_SRC)/gpu_test.c $(LIBKVA_A) $(LIBKVA_T_DEPS)
-	@mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(LIBKVA_T_CFLAGS) -I$(CUDA_HOME)/include -o $@ $< \
-		$(LIBKVA_A) $(subst -luring,-l:liburing.a,$(LIBKVA_LDLIBS)) \
-		$(LIBKVA_T_CUDA_LINK)
-
-ALL += $(LIBKVA_T)/cuda_link_check $(LIBKVA_T)/lib_gpu_test
+ALL += $(LIBKVA_T)/cuda_link_check
 endif
 
 # The VM test: static, without dlopen (cuda_noload.o stands in for the

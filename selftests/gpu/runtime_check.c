@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: MIT
+/*
+ * runtime_check.c - libkvarena's CUDA backend and the driver's shareable
+ * memory on a real GPU, for selftests/gpu/run.sh.
+ *
+ *   runtime_check
+ *
+ * KTAP on stdout, and after each result the same as one JSON object
+ * ({"kind":"runtime",...}); the costs as {"kind":"runtime_cost",...}.
+ * Exit status 0 when every check passed, 1 when one failed, 77 when no
+ * CUDA driver or device is there.
+ *
+ * Needs neither the kselftest harness nor liburing, so that it builds on
+ * a bare GPU machine from the repository alone.  The driver is the one
+ * libkvarena loads: $KVA_CUDA_LIBRARY, else libcuda.so.1; run.sh
+ * --dry-run points it at the test double (selftests/lib/cuda_double.c).
+ *
+ * Checks:
+ *  - exported memory outlives its exporter: a child process creates
+ *    frames, writes them, exports their fds, passes them over SCM_RIGHTS
+ *    and exits; only then does this process import, map, read (the
+ *    child's bytes), write and read back (the way several serving
+ *    processes share an arena's frames);
+ *  - an embedded CUDA arena: frames mapped behind a sequence's range hold
+ *    what is copied in; copy-on-write never changes the parent;
+ *  - the costs of mapping a 2 MiB frame and of a copy-on-write.
+ */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kvarena.h"
+
+#define FS		(2u << 20)	/* frame size */
+#define NR_SHARED	4		/* frames passed between processes */
+
+#define DRV_SYMS(X)							\
+	X(cuInit) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain)		\
+	X(cuDevicePrimaryCtxRelease) X(cuCtxPushCurrent)		\
+	X(cuCtxPopCurrent) X(cuMemGetAllocationGranularity)		\
+	X(cuMemCreate) X(cuMemRelease) X(cuMemExportToShareableHandle)	\
+	X(cuMemImportFromShareableHandle) X(cuMemAddressReserve)	\
+	X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess)	\
+	X(cuMemcpyHtoD) X(cuMemcpyDtoH)
+
+#define STR_(x)	#x
+#define STR(x)	STR_(x)
+
+/* The driver, loaded as libkvarena loads it (names as <cuda.h> maps them). */
+static struct {
+#define DRV_FIELD(name) __typeof__(&name) name;
+	DRV_SYMS(DRV_FIELD)
+#undef DRV_FIELD
+} drv;
+
+static CUdevice dev;
+static CUcontext ctx;
+static int nr_tests, nr_failed;
+
+static void report(bool ok, const char *fmt, ...)
+{
+	char name[160];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	nr_tests++;
+	nr_failed += !ok;
+	printf("%s %d %s\n", ok ? "ok" : "not ok", nr_tests, name);
+	printf("{\"kind\":\"runtime\",\"name\":\"%s\",\"ok\":%s}\n", name,
+	       ok ? "true" : "false");
+	fflush(stdout);
+}
+
+/* A failed step: say which, with the driver's or the library's code. */
+static bool step(bool ok, const char *what, long code)
+{
+	if (!ok)
+		printf("# %s failed: %ld\n", what, code);
+	return ok;
+}
+
+#define CU(call)	step((call) == CUDA_SUCCESS, #call, 0)
+#define KV(call)	({ int _e = (call); step(_e == 0, #call, _e); })
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static void pattern(unsigned char *p, size_t n, unsigned int seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)(seed * 31 + i * 7 + (i >> 12));
+}
+
+/* Load the driver and make device 0's primary context current. */
+static int drv_start(const char **why)
+{
+	const char *lib = getenv("KVA_CUDA_LIBRARY");
+	void *dl;
+
+	dl = dlopen(lib ? lib : "libcuda.so.1",
+		    RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+	if (!dl) {
+		*why = "no CUDA driver (libcuda.so.1 does not load)";
+		return -1;
+	}
+#define DRV_RESOLVE(name)						\
+	drv.name = (__typeof__(&name))dlsym(dl, STR(name));		\
+	if (!drv.name) {						\
+		*why = "the CUDA driver lacks " STR(name);		\
+		return -1;						\
+	}
+	DRV_SYMS(DRV_RESOLVE)
+#undef DRV_RESOLVE
+	if (drv.cuInit(0) != CUDA_SUCCESS ||
+	    drv.cuDeviceGet(&dev, 0) != CUDA_SUCCESS) {
+		*why = "no CUDA device (cuInit or cuDeviceGet failed)";
+		return -1;
+	}
+	if (drv.cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS ||
+	    drv.cuCtxPushCurrent(ctx) != CUDA_SUCCESS) {
+		*why = "device 0's primary context cannot be made current";
+		return -1;
+	}
+	return 0;
+}
+
+static CUmemAllocationProp shareable_prop(void)
+{
+	return (CUmemAllocationProp){
+		.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+		.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+		.location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev },
+	};
+}
+
+static CUmemAccessDesc rw_access(void)
+{
+	return (CUmemAccessDesc){
+		.location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev },
+		.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+	};
+}
+
+/* Map @n allocations of @size behind one new range; access once. */
+static bool map_all(const CUmemGenericAllocationHandle *h, int n, size_t size,
+		    CUdeviceptr *va)
+{
+	CUmemAccessDesc acc = rw_access();
+	bool ok = CU(drv.cuMemAddressReserve(va, n * size, size, 0, 0));
+
+	for (int i = 0; ok && i < n; i++)
+		ok = CU(drv.cuMemMap(*va + i * size, size, 0, h[i], 0));
+	return ok && CU(drv.cuMemSetAccess(*va, n * size, &acc, 1));
+}
+
+static void unmap_all(CUdeviceptr va, int n, size_t size)
+{
+	for (int i = 0; i < n; i++)
+		drv.cuMemUnmap(va + i * size, size);
+	drv.cuMemAddressFree(va, n * size);
+}
+
+/*
+ * The exporter (a child, exec'd as `runtime_check --exporter FD`): make
+ * NR_SHARED frames, write pattern i into frame i, send their fds over
+ * the socket @sock, release everything and exit.  Status 0 on success.
+ */
+static int exporter(int sock)
+{
+	CUmemAllocationProp prop;
+	CUmemGenericAllocationHandle h[NR_SHARED];
+	unsigned char *buf = malloc(FS);
+	char cbuf[CMSG_SPACE(sizeof(int) * NR_SHARED)] = { 0 };
+	int fds[NR_SHARED];
+	struct iovec iov;
+	struct msghdr msg = { 0 };
+	struct cmsghdr *cm;
+	uint64_t size = FS;
+	const char *why;
+	CUdeviceptr va;
+	size_t gran;
+	bool ok;
+
+	if (!buf || drv_start(&why)) {
+		fprintf(stderr, "exporter: %s\n", buf ? why : "no memory");
+		return 2;
+	}
+	prop = shareable_prop();
+	ok = CU(drv.cuMemGetAllocationGranularity(&gran, &prop,
+				CU_MEM_ALLOC_GRANULARITY_MINIMUM)) &&
+	     FS % gran == 0;
+	for (int i = 0; ok && i < NR_SHARED; i++)
+		ok = CU(drv.cuMemCreate(&h[i], FS, &prop, 0));
+	ok = ok && map_all(h, NR_SHARED, FS, &va);
+	for (int i = 0; ok && i < NR_SHARED; i++) {
+		pattern(buf, FS, 100 + i);
+		ok = CU(drv.cuMemcpyHtoD(va + (size_t)i * FS, buf, FS));
+	}
+	if (ok)
+		unmap_all(va, NR_SHARED, FS);
+	for (int i = 0; ok && i < NR_SHARED; i++)
+		ok = CU(drv.cuMemExportToShareableHandle(&fds[i], h[i],
+				CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+	if (!ok)
+		return 1;
+	iov = (struct iovec){ &size, sizeof(size) };
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = cbuf;
+	msg.msg_controllen = sizeof(cbuf);
+	cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+	if (sendmsg(sock, &msg, 0) != sizeof(size))
+		return 1;
+	/* Nothing of ours holds the memory now: only the fds in flight. */
+	for (int i = 0; i < NR_SHARED; i++) {
+		close(fds[i]);
+		drv.cuMemRelease(h[i]);
+	}
+	free(buf);
+	return 0;
+}
+
+/* Receive the exporter's fds; 0 and @fds filled, or -1. */
+static int receive_fds(int sock, int *fds, uint64_t *size)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * NR_SHARED)];
+	struct iovec iov = { size, sizeof(*size) };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cm;
+
+	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != sizeof(*size))
+		return -1;
+	cm = CMSG_FIRSTHDR(&msg);
+	if (!cm || cm->cmsg_type != SCM_RIGHTS ||
+	    cm->cmsg_len != CMSG_LEN(sizeof(int) * NR_SHARED))
+		return -1;
+	memcpy(fds, CMSG_DATA(cm), sizeof(int) * NR_SHARED);
+	return 0;
+}
+
+/*
+ * The importer's side: start the exporter, take its fds, wait for it to
+ * exit, then import, map, read, write and read back.
+ */
+static void check_memory_outlives_its_exporter(const char *self)
+{
+	CUmemGenericAllocationHandle h[NR_SHARED];
+	unsigned char *buf = malloc(FS), *want = malloc(FS);
+	int sv[2], fds[NR_SHARED], status = -1, imported = 0;
+	bool got = false, read_ok = false, write_ok = false;
+	uint64_t size = 0;
+	CUdeviceptr va = 0;
+	char arg[16];
+	pid_t pid;
+
+	if (!buf || !want || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC,
+					0, sv))
+		goto out;
+	pid = fork();
+	if (pid == 0) {
+		/* the child gets the socket as fd 3 */
+		if (dup2(sv[1], 3) < 0)
+			_exit(2);
+		snprintf(arg, sizeof(arg), "%d", 3);
+		execl(self, self, "--exporter", arg, (char *)NULL);
+		_exit(2);
+	}
+	close(sv[1]);
+	got = pid > 0 && receive_fds(sv[0], fds, &size) == 0 && size == FS;
+	close(sv[0]);
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	got = got && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	step(got, "the exporter's frames over SCM_RIGHTS", status);
+	if (!got)
+		goto out;
+	for (; imported < NR_SHARED; imported++) {
+		bool ok = CU(drv.cuMemImportFromShareableHandle(
+			&h[imported], (void *)(intptr_t)fds[imported],
+			CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+
+		close(fds[imported]);
+		if (!ok)
+			break;
+	}
+	for (int i = imported + 1; i < NR_SHARED; i++)
+		close(fds[i]);
+	if (imported < NR_SHARED || !map_all(h, NR_SHARED, FS, &va))
+		goto out;
+	read_ok = true;
+	for (int i = 0; i < NR_SHARED; i++) {
+		pattern(want, FS, 100 + i);
+		read_ok &= CU(drv.cuMemcpyDtoH(buf, va + (size_t)i * FS, FS)) &&
+			   !memcmp(buf, want, FS);
+	}
+	write_ok = true;
+	for (int i = 0; i < NR_SHARED; i++) {
+		pattern(want, FS, 200 + i);
+		write_ok &= CU(drv.cuMemcpyHtoD(va + (size_t)i * FS, want, FS));
+	}
+	for (int i = 0; i < NR_SHARED; i++) {
+		pattern(want, FS, 200 + i);
+		write_ok &= CU(drv.cuMemcpyDtoH(buf, va + (size_t)i * FS, FS)) &&
+			    !memcmp(buf, want, FS);
+	}
+	unmap_all(va, NR_SHARED, FS);
+out:
+	for (int i = 0; i < imported; i++)
+		drv.cuMemRelease(h[i]);
+	report(read_ok, "frames_exported_by_a_process_that_exited_keep_its_bytes");
+	report(write_ok, "frames_imported_from_an_exited_process_take_writes");
+	free(buf);
+	free(want);
+}
+
+static struct kva_geometry llama(void)
+{
+	/* Llama-3-8B's KV in fp16: 128 KiB per token, 16 per 2 MiB frame. */
+	struct kva_geometry g = { .layers = 32, .kv_heads = 8,
+				  .head_dim = 128, .dtype = KVA_DTYPE_FP16,
+				  .frame_size = FS };
+
+	kva_geometry_init(&g);
+	return g;
+}
+
+static void check_arena(struct kva_arena *a)
+{
+	struct kva_geometry g = llama();
+	unsigned char *host = malloc(6 * FS), *want = host + 3 * FS;
+	struct kva_seq *s = NULL, *p = NULL, *c = NULL;
+	bool ok;
+
+	if (!host)
+		return;
+	/* three frames behind one range hold what is copied in */
+	ok = KV(kva_seq_create(a, &g, 4096, &s)) && KV(kva_seq_grow(s, 3 * 16));
+	pattern(host, 3 * FS, 1);
+	ok = ok && CU(drv.cuMemcpyHtoD(s->base, host, 3 * FS));
+	memset(want, 0, 3 * FS);
+	ok = ok && CU(drv.cuMemcpyDtoH(want, s->base, 3 * FS)) &&
+	     !memcmp(host, want, 3 * FS);
+	report(ok, "frames_mapped_behind_a_range_hold_what_is_copied_in");
+	if (s)
+		kva_seq_free(s);
+
+	/* the child's copy of the partial frame is its own */
+	ok = KV(kva_seq_create(a, &g, 4096, &p)) && KV(kva_seq_grow(p, 16 + 5));
+	pattern(host, 2 * FS, 2);
+	ok = ok && CU(drv.cuMemcpyHtoD(p->base, host, 2 * FS)) &&
+	     KV(kva_seq_fork(p, &c)) && KV(kva_seq_grow(c, 1));
+	memset(want, 0xab, FS);
+	ok = ok && CU(drv.cuMemcpyHtoD(c->base + FS, want, FS));
+	ok = ok && CU(drv.cuMemcpyDtoH(want, p->base, 2 * FS)) &&
+	     !memcmp(want, host, 2 * FS);
+	ok = ok && CU(drv.cuMemcpyDtoH(want, c->base, FS)) &&
+	     !memcmp(want, host, FS);
+	report(ok, "copy_on_write_never_changes_the_parent");
+	if (c)
+		kva_seq_free(c);
+	if (p)
+		kva_seq_free(p);
+	free(host);
+}
+
+static void costs(struct kva_arena *a)
+{
+	struct kva_geometry g = llama();
+	struct kva_seq *s, *p, *c;
+	double t0, map_us, cow_us;
+	int n = 200;
+	bool ok;
+
+	ok = KV(kva_seq_create(a, &g, 4096, &s));
+	/* every frame's allocation made once, before timing */
+	ok = ok && KV(kva_seq_grow(s, 48 * 16)) && KV(kva_seq_shrink(s, 0));
+	t0 = now_us();
+	for (int i = 0; ok && i < n; i++)
+		ok = KV(kva_seq_grow(s, 16)) && KV(kva_seq_shrink(s, 0));
+	map_us = (now_us() - t0) / n;
+	ok = ok && KV(kva_seq_create(a, &g, 4096, &p)) &&
+	     KV(kva_seq_grow(p, 8));
+	t0 = now_us();
+	for (int i = 0; ok && i < 20; i++) {
+		ok = KV(kva_seq_fork(p, &c)) && KV(kva_seq_grow(c, 1));
+		kva_seq_free(c);
+	}
+	cow_us = (now_us() - t0) / 20;
+	report(ok, "map_unmap_and_copy_on_write_costs_measured");
+	if (ok)
+		printf("{\"kind\":\"runtime_cost\",\"map_unmap_us\":%.1f,"
+		       "\"fork_cow_free_us\":%.1f}\n", map_us, cow_us);
+	kva_seq_free(p);
+	kva_seq_free(s);
+}
+
+int main(int argc, char **argv)
+{
+	struct kva_open_opts o = {
+		.mode = KVA_MODE_EMBEDDED, .nr_frames = 64, .frame_size = FS,
+		.mem_kind = KVA_BACKEND_CUDA,
+	};
+	struct kva_arena *a;
+	const char *why;
+	int err;
+
+	if (argc == 3 && !strcmp(argv[1], "--exporter"))
+		return exporter(atoi(argv[2]));
+	if (argc != 1) {
+		fprintf(stderr, "usage: %s\n", argv[0]);
+		return 2;
+	}
+	printf("KTAP version 1\n");
+	/* the exporter child execs itself: nothing of this process carries over */
+	if (drv_start(&why)) {
+		printf("# SKIP %s\n", why);
+		return 77;
+	}
+	check_memory_outlives_its_exporter("/proc/self/exe");
+	err = kva_open(&o, &a);
+	report(step(err == 0, "kva_open", err), "embedded_cuda_arena_opens");
+	if (!err) {
+		check_arena(a);
+		costs(a);
+		kva_close(a);
+	}
+	printf("1..%d\n# %d failed\n", nr_tests, nr_failed);
+	return nr_failed ? 1 : 0;
+}
