@@ -1159,6 +1159,24 @@ TEST(create_with_model_geometry_derives_bytes_per_token)
 	EXPECT_EQ(-ENOENT, stat_of("geo", &s));
 }
 
+TEST(create_fp8_holds_twice_the_tokens_of_fp16)
+{
+	struct kvarena_stat s;
+	struct run r;
+
+	/* Llama-3-8B, fp8: 2 * 32 * 8 * 128 * 1 = 65536 B, 32 per 2 MiB. */
+	CTL(&r, "create", "geo8", "--frames", "2", "--layers", "32",
+	    "--kv-heads", "8", "--head-dim", "128", "--dtype", "fp8");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	ASSERT_EQ(0, stat_of("geo8", &s));
+	EXPECT_EQ(65536, s.bytes_per_token);
+	CTL(&r, "stat", "geo8");
+	EXPECT_TRUE(starts(r.out, "arena geo8: host, 2 frames of 2.0Mi, 32 tokens/frame, 0 clients\n"))
+		TH_LOG("%s", r.out);
+	CTL(&r, "destroy", "geo8");
+	EXPECT_EQ(0, r.rc);
+}
+
 /*
  * The memory is counted in a memory cgroup of the test's own, where the
  * tool's pages are charged and nothing else moves the figure.  The module

@@ -112,6 +112,18 @@ check preset_mistral_7b_geometry_and_weights rc 0 quiet \
 	key bytes_per_token 131072 key bytes_per_block 4194304 \
 	key weights_bytes 14483464192 key sizing '"block"'
 
+# fp8 (e4m3) halves bf16's bytes per token, so the same budget holds
+# twice the tokens: 2 * 32 * 8 * 128 * 1 = 65536 bytes, 32 per 2 MiB
+# frame; the budget's 29205 frames (as bf16's) hold 934560 tokens.
+run -m llama-3-8b --dtype fp8 --gpu-mem-gib 80 --json
+check fp8_halves_bytes_per_token_and_doubles_tokens rc 0 quiet \
+	key dtype '"fp8"' key bytes_per_token 65536 key tokens_per_block 32 \
+	key blocks 29205 key tokens 934560
+run -m llama-3-8b --dtype bf16 --gpu-mem-gib 80 --json
+check bf16_beside_fp8_same_frames_half_the_tokens rc 0 quiet \
+	key bytes_per_token 131072 key tokens_per_block 16 key blocks 29205 \
+	key tokens 467280
+
 # --layers 16 --dtype fp32 over llama-3-8b: 2 * 16 * 8 * 128 * 4 = 131072;
 # --weights-gib 10 replaces the preset's 16060522496.
 run -m llama-3-8b --layers 16 --dtype fp32 --weights-gib 10 \
@@ -192,7 +204,7 @@ check unknown_model_lists_the_known_ones rc 2 \
 
 run -m llama-3-8b --gpu-mem-gib 80 --dtype int8
 check unknown_dtype_is_refused rc 2 \
-	err1 'kvplan: --dtype must be fp16, bf16 or fp32: got int8'
+	err1 'kvplan: --dtype must be fp16, bf16, fp32 or fp8: got int8'
 
 run -m llama-3-8b
 check gpu_memory_is_required rc 2 \

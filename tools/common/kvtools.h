@@ -55,7 +55,7 @@ int kvt_bad(const char *opt, const char *what, const char *arg);
  * model.c - the model presets and the geometry options every tool takes:
  *
  *   -m, --model NAME   a preset; the options below override its fields
- *   --layers N  --kv-heads N  --head-dim N  --dtype fp16|bf16|fp32
+ *   --layers N  --kv-heads N  --head-dim N  --dtype fp16|bf16|fp32|fp8
  */
 struct kvt_model {
 	const char *name;

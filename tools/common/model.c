@@ -50,7 +50,7 @@ static int get_dtype(const char *arg, uint32_t *out)
 			return 0;
 		}
 	}
-	return kvt_bad("--dtype", "fp16, bf16 or fp32", arg);
+	return kvt_bad("--dtype", "fp16, bf16, fp32 or fp8", arg);
 }
 
 int kvt_geom_option(struct kvt_geom_opts *o, int c, const char *arg)
