@@ -196,11 +196,14 @@ void kva_close(struct kva_arena *arena);
  * @frame_size:		bytes per frame.
  * @nr_frames:		frames in the arena.
  * @client_id:		device mode: the module's client id; 0 otherwise.
- * @mem_dev:		CUDA device ordinal.
+ * @mem_dev:		CUDA device ordinal, as this process sees it.
  * @flags:		KVA_OPEN_* in effect.
  * @backend_error:	the last raw error the backend saw (a CUresult for
  *			CUDA, an errno for host), 0 if none: -EIO and friends
  *			lose detail, this keeps it.
+ * @mem_uuid:		CUDA arenas: the GPU's UUID (cuDeviceGetUuid), the
+ *			same in every process whatever CUDA_VISIBLE_DEVICES
+ *			says; zero for host arenas.
  * @reserved:		zero.
  */
 struct kva_arena_info {
@@ -215,7 +218,8 @@ struct kva_arena_info {
 	uint32_t client_id;
 	uint32_t mem_dev;
 	int32_t backend_error;
-	uint64_t reserved[4];
+	uint8_t mem_uuid[16];
+	uint64_t reserved[2];
 };
 
 /** kva_arena_info() - describe @arena.  Thread-safe.  Return: 0. */

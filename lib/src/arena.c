@@ -215,6 +215,7 @@ int kva_arena_info(struct kva_arena *a, struct kva_arena_info *info)
 		.backend_error = a->backend_error,
 	};
 	memcpy(info->name, a->name, sizeof(info->name));
+	memcpy(info->mem_uuid, a->mem_uuid, sizeof(info->mem_uuid));
 	kva_unlock(a);
 	return 0;
 }

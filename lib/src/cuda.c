@@ -15,6 +15,11 @@
  * Every call runs with the device's primary context pushed on the calling
  * thread and popped again, so the caller's own current context is left
  * alone.
+ *
+ * The GPU of a device arena is named by its UUID (cuDeviceGetUuid), which
+ * the creator gives the module: an ordinal depends on CUDA_VISIBLE_DEVICES
+ * and may name another GPU, or none, in another process.  A client finds
+ * the device with that UUID among those it sees, or gets -ENODEV.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,13 +80,48 @@ static void ctx_pop(struct kva_cuda *c)
 	c->fn.cuCtxPopCurrent(&prev);
 }
 
+static bool uuid_zero(const uint8_t *uuid)
+{
+	for (int i = 0; i < 16; i++)
+		if (uuid[i])
+			return false;
+	return true;
+}
+
 /*
- * Load the driver, retain device @ordinal's primary context and check
- * that @frame_size is a multiple of the allocation granularity.
+ * The device with @uuid among those this process sees (its ordinal in
+ * @ordinal), or, for a zero @uuid, device @ordinal itself.
+ */
+static int find_device(struct kva_arena *a, struct kva_cuda *c,
+		       const uint8_t *uuid, uint32_t *ordinal)
+{
+	CUuuid u;
+	int n = 0, i, ret;
+
+	if (!uuid || uuid_zero(uuid))
+		return cu_err(a, c->fn.cuDeviceGet(&c->dev, (int)*ordinal));
+	ret = cu_err(a, c->fn.cuDeviceGetCount(&n));
+	for (i = 0; !ret && i < n; i++) {
+		ret = cu_err(a, c->fn.cuDeviceGet(&c->dev, i));
+		if (!ret)
+			ret = cu_err(a, c->fn.cuDeviceGetUuid(&u, c->dev));
+		if (!ret && !memcmp(u.bytes, uuid, 16)) {
+			*ordinal = (uint32_t)i;
+			return 0;
+		}
+	}
+	return ret ? ret : -ENODEV;
+}
+
+/*
+ * Load the driver, find the device (@uuid, else @ordinal: see
+ * find_device(); @ordinal is set to what this process calls it), retain
+ * its primary context and check that @frame_size is a multiple of the
+ * allocation granularity.
  */
 static int cuda_start(struct kva_arena *a, struct kva_cuda *c,
-		      const char *lib, uint32_t ordinal, uint64_t frame_size,
-		      CUmemAllocationHandleType handle_type)
+		      const char *lib, const uint8_t *uuid, uint32_t *ordinal,
+		      uint64_t frame_size, CUmemAllocationHandleType handle_type)
 {
 	size_t gran = 0;
 	int ret;
@@ -92,7 +132,7 @@ static int cuda_start(struct kva_arena *a, struct kva_cuda *c,
 	ret = cu_err(a, c->fn.cuInit(0));
 	if (ret)
 		goto err_unload;
-	ret = cu_err(a, c->fn.cuDeviceGet(&c->dev, (int)ordinal));
+	ret = find_device(a, c, uuid, ordinal);
 	if (ret)
 		goto err_unload;
 	ret = cu_err(a, c->fn.cuDevicePrimaryCtxRetain(&c->ctx, c->dev));
@@ -143,14 +183,26 @@ static int cuda_init(struct kva_arena *a, const struct kva_open_opts *o)
 
 	if (!c)
 		return -ENOMEM;
-	/* Embedded allocations are never exported: ask for no handle type. */
-	ret = cuda_start(a, c, o->cuda_library, a->mem_dev, a->frame_size,
+	/*
+	 * Embedded allocations are never exported: ask for no handle type.
+	 * A device arena's GPU is the one with the module's UUID.
+	 */
+	ret = cuda_start(a, c, o->cuda_library,
+			 a->mode == KVA_MODE_EMBEDDED ? NULL : a->mem_uuid,
+			 &a->mem_dev, a->frame_size,
 			 a->mode == KVA_MODE_EMBEDDED ?
 			 CU_MEM_HANDLE_TYPE_NONE :
 			 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
 	if (ret) {
 		free(c);
 		return ret;
+	}
+	if (a->mode == KVA_MODE_EMBEDDED) {
+		CUuuid u;
+
+		/* what kva_arena_info() reports; no one else relies on it */
+		if (!c->fn.cuDeviceGetUuid(&u, c->dev))
+			memcpy(a->mem_uuid, u.bytes, sizeof(a->mem_uuid));
 	}
 	a->vmm_priv = c;
 	return 0;
@@ -345,11 +397,11 @@ int kva_cuda_provision(int dev_fd, const struct kva_arena_params *p)
 {
 	struct kva_cuda c = { 0 };
 	CUmemGenericAllocationHandle h;
-	uint32_t i;
+	uint32_t i, ordinal = p->mem_dev;
 	int ret, fd;
 
-	ret = cuda_start(NULL, &c, p->cuda_library, p->mem_dev, p->frame_size,
-			 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+	ret = cuda_start(NULL, &c, p->cuda_library, NULL, &ordinal,
+			 p->frame_size, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
 	if (ret)
 		return ret;
 	ret = ctx_push(NULL, &c);
@@ -374,5 +426,27 @@ int kva_cuda_provision(int dev_fd, const struct kva_arena_params *p)
 	ctx_pop(&c);
 out:
 	cuda_stop(&c);
+	return ret;
+}
+
+/* kva_arena_create(): the UUID the module records for device @ordinal. */
+int kva_cuda_uuid(const char *lib, uint32_t ordinal, uint8_t uuid[16])
+{
+	struct kva_cuda_fns fn;
+	CUdevice dev;
+	CUuuid u;
+	int ret;
+
+	ret = kva_cuda_load(lib, &fn);
+	if (ret)
+		return ret;
+	ret = cu_err(NULL, fn.cuInit(0));
+	if (!ret)
+		ret = cu_err(NULL, fn.cuDeviceGet(&dev, (int)ordinal));
+	if (!ret)
+		ret = cu_err(NULL, fn.cuDeviceGetUuid(&u, dev));
+	if (!ret)
+		memcpy(uuid, u.bytes, 16);
+	kva_cuda_unload(&fn);
 	return ret;
 }

@@ -18,3 +18,8 @@ int kva_cuda_provision(int dev_fd, const struct kva_arena_params *p)
 {
 	return -EOPNOTSUPP;
 }
+
+int kva_cuda_uuid(const char *lib, uint32_t ordinal, uint8_t uuid[16])
+{
+	return -EOPNOTSUPP;
+}

@@ -16,6 +16,8 @@
 #define KVA_CUDA_SYMS(X)				\
 	X(cuInit)					\
 	X(cuDeviceGet)					\
+	X(cuDeviceGetCount)				\
+	X(cuDeviceGetUuid)				\
 	X(cuDevicePrimaryCtxRetain)			\
 	X(cuDevicePrimaryCtxRelease)			\
 	X(cuCtxPushCurrent)				\

@@ -393,6 +393,7 @@ int kva_device_open(struct kva_arena *a, const struct kva_open_opts *o,
 	a->backend = at.mem_kind == KVARENA_MEM_CUDA ? KVA_BACKEND_CUDA :
 		KVA_BACKEND_HOST;
 	a->mem_dev = st.mem_dev;
+	memcpy(a->mem_uuid, st.mem_uuid, sizeof(a->mem_uuid));
 	a->no_memory = st.state & KVARENA_STATE_NO_BACKING;
 	a->client_id = at.client_id;
 	ret = choose_transport(a, o, features);
@@ -454,7 +455,11 @@ int kva_arena_create(const struct kva_arena_params *p)
 	c.mem_dev = p->mem_dev;
 	c.low_watermark = p->low_watermark;
 	c.bytes_per_token = p->bytes_per_token;
-	ret = dev_ioctl(fd, KVARENA_IOC_ARENA_CREATE, &c);
+	/* the GPU by UUID: an ordinal means another one elsewhere */
+	ret = p->mem_kind == KVA_BACKEND_CUDA ?
+	      kva_cuda_uuid(p->cuda_library, p->mem_dev, c.mem_uuid) : 0;
+	if (!ret)
+		ret = dev_ioctl(fd, KVARENA_IOC_ARENA_CREATE, &c);
 	if (ret)
 		goto out;
 

@@ -231,6 +231,7 @@ struct kva_arena {
 	uint32_t nr_frames;
 	uint32_t client_id;
 	uint32_t mem_dev;
+	uint8_t mem_uuid[16];		/* device mode, CUDA: the module's */
 	int32_t backend_error;
 
 	const struct kva_provider *prov;
@@ -323,6 +324,8 @@ int kva_embedded_open(struct kva_arena *a, const struct kva_open_opts *o);
 /* host.c, cuda.c: provisioning for kva_arena_create() */
 int kva_host_provision(int dev_fd, const struct kva_arena_params *p);
 int kva_cuda_provision(int dev_fd, const struct kva_arena_params *p);
+/* cuda.c: the UUID of device @ordinal, for ARENA_CREATE */
+int kva_cuda_uuid(const char *lib, uint32_t ordinal, uint8_t uuid[16]);
 
 /* Run-time flags every backend honours. */
 #define KVA_OPEN_ALL	(KVA_OPEN_PREFAULT | KVA_OPEN_POPULATE | \

@@ -58,6 +58,10 @@ static char trace[MAX_LOG * 24];
 static bool initialized;
 static unsigned int ctx_refs;
 static size_t granularity = 64 << 10;
+/* Devices as this process sees them: ordinal i is physical device
+ * visible[i] (CUDA_VISIBLE_DEVICES); each has its own UUID. */
+static int nr_visible = 1;
+static int visible[CUDA_DOUBLE_MAX_DEVICES];
 static __thread int ctx_depth;
 static struct CUctx_st *const primary = (struct CUctx_st *)&primary;
 
@@ -94,6 +98,11 @@ static CUresult leave(CUresult r)
 		if (!initialized && strcmp(__func__, "cuInit"))		\
 			return leave(CUDA_ERROR_NOT_INITIALIZED);	\
 	} while (0)
+
+static bool ordinal_ok(int ordinal)
+{
+	return ordinal >= 0 && ordinal < nr_visible;
+}
 
 static struct alloc *alloc_of(CUmemGenericAllocationHandle h)
 {
@@ -177,16 +186,32 @@ CUresult cuInit(unsigned int flags)
 CUresult cuDeviceGet(CUdevice *dev, int ordinal)
 {
 	ENTER(ordinal, 0, 0);
-	if (ordinal != 0)
+	if (!ordinal_ok(ordinal))
 		return leave(CUDA_ERROR_INVALID_DEVICE);
 	*dev = ordinal;
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuDeviceGetCount(int *count)
+{
+	ENTER(0, 0, 0);
+	*count = nr_visible;
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
+{
+	ENTER(dev, 0, 0);
+	if (!ordinal_ok(dev))
+		return leave(CUDA_ERROR_INVALID_DEVICE);
+	cuda_double_uuid(visible[dev], (unsigned char *)uuid->bytes);
 	return leave(CUDA_SUCCESS);
 }
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 {
 	ENTER(dev, 0, 0);
-	if (dev != 0)
+	if (!ordinal_ok(dev))
 		return leave(CUDA_ERROR_INVALID_DEVICE);
 	ctx_refs++;
 	*ctx = primary;
@@ -196,7 +221,7 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
 {
 	ENTER(dev, 0, 0);
-	if (dev != 0 || !ctx_refs)
+	if (!ordinal_ok(dev) || !ctx_refs)
 		return leave(CUDA_ERROR_INVALID_CONTEXT);
 	ctx_refs--;
 	return leave(CUDA_SUCCESS);
@@ -228,7 +253,7 @@ CUresult cuMemGetAllocationGranularity(size_t *gran,
 	ENTER(option, 0, 0);
 	if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
 	    prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
-	    prop->location.id != 0)
+	    !ordinal_ok(prop->location.id))
 		return leave(CUDA_ERROR_INVALID_VALUE);
 	*gran = granularity;
 	return leave(CUDA_SUCCESS);
@@ -245,7 +270,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size,
 	if (flags || !size || size % granularity ||
 	    prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
 	    prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
-	    prop->location.id != 0)
+	    !ordinal_ok(prop->location.id))
 		return leave(CUDA_ERROR_INVALID_VALUE);
 	fd = memfd_create("cuda-double", MFD_CLOEXEC);
 	if (fd < 0 || ftruncate(fd, (off_t)size))
@@ -400,7 +425,7 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size,
 
 	ENTER(ptr, size, count);
 	if (count != 1 || desc->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
-	    desc->location.id != 0 ||
+	    !ordinal_ok(desc->location.id) ||
 	    desc->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE ||
 	    !covered(ptr, size, false))
 		return leave(CUDA_ERROR_INVALID_VALUE);
@@ -560,6 +585,29 @@ void cuda_double_live(struct cuda_double_live *live)
 	for (i = 0; i < MAX_MAPS; i++)
 		live->mappings += maps[i].live;
 	pthread_mutex_unlock(&lock);
+}
+
+void cuda_double_uuid(int phys, unsigned char *uuid)
+{
+	static const unsigned char base[16] = {
+		0x47, 0x50, 0x55, 0x2d, 0x64, 0x6f, 0x75, 0x62,
+		0x6c, 0x65, 0x2d, 0x6b, 0x76, 0x61, 0x00, 0x00,
+	};
+
+	memcpy(uuid, base, 16);
+	uuid[15] = (unsigned char)phys;
+}
+
+int cuda_double_set_devices(const int *phys, int n)
+{
+	if (n < 1 || n > CUDA_DOUBLE_MAX_DEVICES)
+		return -1;
+	pthread_mutex_lock(&lock);
+	for (int i = 0; i < n; i++)
+		visible[i] = phys[i];
+	nr_visible = n;
+	pthread_mutex_unlock(&lock);
+	return 0;
 }
 
 void cuda_double_set_granularity(size_t bytes)

@@ -44,6 +44,15 @@ const char *cuda_double_trace(void);
 /* Contexts pushed and not popped on this thread. */
 int cuda_double_ctx_depth(void);
 void cuda_double_live(struct cuda_double_live *live);
+#define CUDA_DOUBLE_MAX_DEVICES	8
+/*
+ * The devices this process sees, as CUDA_VISIBLE_DEVICES would make them:
+ * ordinal i is physical device @phys[i]; @n of them (1 to 8).  Default:
+ * one, physical device 0.  Returns 0, or -1 for a bad @n.
+ */
+int cuda_double_set_devices(const int *phys, int n);
+/* The 16-byte UUID of physical device @phys, as cuDeviceGetUuid gives it. */
+void cuda_double_uuid(int phys, unsigned char *uuid);
 /* Granularity reported by cuMemGetAllocationGranularity (64 KiB). */
 void cuda_double_set_granularity(size_t bytes);
 

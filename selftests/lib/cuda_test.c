@@ -74,6 +74,7 @@ FIXTURE_TEARDOWN(cuda)
 
 TEST(open_loads_the_driver_and_retains_the_primary_context)
 {
+	unsigned char uuid[16];
 	struct kva_arena_info info;
 	struct kva_arena *a;
 
@@ -81,10 +82,13 @@ TEST(open_loads_the_driver_and_retains_the_primary_context)
 	ASSERT_EQ(0, open_cuda(&a, 8, double_path()));
 	EXPECT_STREQ("cuInit cuDeviceGet cuDevicePrimaryCtxRetain "
 		     "cuCtxPushCurrent_v2 cuMemGetAllocationGranularity "
-		     "cuCtxPopCurrent_v2", cuda_double_trace());
+		     "cuCtxPopCurrent_v2 cuDeviceGetUuid_v2", cuda_double_trace());
 	ASSERT_EQ(0, kva_arena_info(a, &info));
 	EXPECT_EQ(KVA_BACKEND_CUDA, info.backend);
 	EXPECT_EQ(KVA_MODE_EMBEDDED, info.mode);
+	/* the GPU's UUID, as every process sees it */
+	cuda_double_uuid(0, uuid);
+	EXPECT_EQ(0, memcmp(uuid, info.mem_uuid, 16));
 	/* Embedded allocations are not made exportable. */
 	cuda_double_reset();
 	kva_close(a);

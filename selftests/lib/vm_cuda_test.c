@@ -159,4 +159,57 @@ TEST(device_arena_create_stops_at_the_first_failure)
 	EXPECT_TRUE(all_released());
 }
 
+/*
+ * Ordinals depend on CUDA_VISIBLE_DEVICES: the creator's device 1 may be
+ * a client's device 0, or not visible to it at all.  The module records
+ * the GPU's UUID, and a client finds its device by it.
+ */
+TEST(clients_find_the_gpu_by_uuid_whatever_their_ordinals)
+{
+	char name[KVARENA_NAME_LEN];
+	struct kva_arena_params p = {
+		.name = pid_name(name, "gpuu"), .nr_frames = 2,
+		.frame_size = FS, .mem_kind = KVA_BACKEND_CUDA, .mem_dev = 1,
+	};
+	struct kva_open_opts o = { .mode = KVA_MODE_DEVICE, .name = name };
+	static const int creator[] = { 0, 1 }, swapped[] = { 1, 0 };
+	static const int other[] = { 0 };
+	struct kva_geometry g = small_geometry(FS);
+	struct kva_arena_info info;
+	struct kvarena_stat st;
+	unsigned char uuid1[16];
+	struct kva_arena *a;
+	struct kva_seq *s;
+
+	cuda_double_set_granularity(FS);
+	cuda_double_uuid(1, uuid1);
+	/* the creator sees GPUs 0 and 1 and makes the arena on its 1 */
+	ASSERT_EQ(0, cuda_double_set_devices(creator, 2));
+	ASSERT_EQ(0, kva_arena_create(&p));
+	st = module_stat(name);
+	EXPECT_EQ(1, st.mem_dev);
+	EXPECT_EQ(0, memcmp(uuid1, st.mem_uuid, 16));
+
+	/* a client that sees them the other way round: GPU 1 is its 0 */
+	ASSERT_EQ(0, cuda_double_set_devices(swapped, 2));
+	cuda_double_reset();
+	ASSERT_EQ(0, kva_open(&o, &a));
+	ASSERT_EQ(0, kva_arena_info(a, &info));
+	EXPECT_EQ(0, info.mem_dev);
+	EXPECT_EQ(0, memcmp(uuid1, info.mem_uuid, 16));
+	ASSERT_NE(NULL, cuda_double_find("cuDevicePrimaryCtxRetain", 0));
+	EXPECT_EQ(0, cuda_double_find("cuDevicePrimaryCtxRetain", 0)->a);
+	ASSERT_EQ(0, kva_seq_create(a, &g, 2 * TPF, &s));
+	ASSERT_EQ(0, kva_seq_grow(s, TPF + 1));
+	kva_close(a);
+
+	/* a client that does not see GPU 1 at all */
+	ASSERT_EQ(0, cuda_double_set_devices(other, 1));
+	EXPECT_EQ(-ENODEV, kva_open(&o, &a));
+
+	ASSERT_EQ(0, cuda_double_set_devices(creator, 1));
+	ASSERT_EQ(0, kva_arena_destroy(&p));
+	EXPECT_TRUE(all_released());
+}
+
 TEST_HARNESS_MAIN
