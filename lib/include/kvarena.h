@@ -225,6 +225,33 @@ struct kva_arena_info {
 /** kva_arena_info() - describe @arena.  Thread-safe.  Return: 0. */
 int kva_arena_info(struct kva_arena *arena, struct kva_arena_info *info);
 
+/**
+ * kva_arena_set_stream() - order the teardown of sequences with the
+ * engine's GPU work on @stream (a CUstream; NULL: the legacy stream).
+ *
+ * Without it, kva_seq_free() unmaps at once, and cuMemUnmap() waits for
+ * the device.  With it, kva_seq_free() records an event on @stream and
+ * returns without waiting; a thread of the arena waits for the event,
+ * unmaps the range and only then returns the frames to the arena, so no
+ * kernel queued before the free reads a frame that someone else has
+ * taken.  Until then the frames count as held; a grow that finds the
+ * arena full waits for the pending teardowns before failing, and
+ * kva_arena_sync() waits for all of them.  Copy-on-write copies and
+ * kva_seq_shrink() still run on the calling thread (see
+ * Documentation/libkvarena.rst).
+ *
+ * Thread safety: takes the arena's lock.
+ * Return: 0, -EINVAL, -EOPNOTSUPP (host backend) or -EAGAIN (no thread).
+ */
+int kva_arena_set_stream(struct kva_arena *arena, void *stream);
+
+/**
+ * kva_arena_sync() - wait until every teardown kva_seq_free() left to
+ * the arena's thread is done (frames returned, ranges unmapped).
+ * Thread safety: takes the arena's lock.  Return: 0 or -EINVAL.
+ */
+int kva_arena_sync(struct kva_arena *arena);
+
 /*
  * Names for the enums, for messages: "device", "host", "uring", ...
  * (static strings; any thread).
@@ -553,7 +580,9 @@ int kva_seq_fork(struct kva_seq *parent, struct kva_seq **child);
  * unless a forked sequence still uses it) and free it.  Its range may be
  * kept reserved for a later kva_seq_create().  If the module refuses to
  * take frames back, they stay with the handle and are retried with the
- * next frame operation and at kva_close().  NULL is ignored.
+ * next frame operation and at kva_close().  NULL is ignored.  After
+ * kva_arena_set_stream(), the unmap and the return happen on the arena's
+ * thread once the stream has passed this point.
  * Thread safety: takes the arena's lock.
  */
 void kva_seq_free(struct kva_seq *seq);

@@ -132,6 +132,8 @@ int kva_open(const struct kva_open_opts *o, struct kva_arena **out)
 	if (!a)
 		return -ENOMEM;
 	pthread_mutex_init(&a->lock, NULL);
+	pthread_cond_init(&a->td_work, NULL);
+	pthread_cond_init(&a->td_done, NULL);
 	list_init(&a->seqs);
 	list_init(&a->cow_seqs);
 	a->flags = o->flags;
@@ -167,6 +169,8 @@ err_close_prov:
 	a->prov->close(a);
 err_free:
 	pthread_mutex_destroy(&a->lock);
+	pthread_cond_destroy(&a->td_work);
+	pthread_cond_destroy(&a->td_done);
 	free(a);
 	return ret;
 }
@@ -177,6 +181,8 @@ void kva_close(struct kva_arena *a)
 
 	if (!a)
 		return;
+	/* every stream-ordered teardown finished first */
+	kva_teardown_stop(a);
 	kva_lock(a);
 	/* Closing the provider returns every frame at once. */
 	a->closing = true;
@@ -192,6 +198,8 @@ void kva_close(struct kva_arena *a)
 	a->prov->close(a);
 	kva_unlock(a);
 	pthread_mutex_destroy(&a->lock);
+	pthread_cond_destroy(&a->td_work);
+	pthread_cond_destroy(&a->td_done);
 	free(a->deferred);
 	free(a->frames);
 	free(a);

@@ -376,6 +376,44 @@ static int cuda_copy(struct kva_arena *a, uint64_t dst, uint64_t src,
 	return ret;
 }
 
+/*
+ * Stream-ordered teardown (teardown.c): an event on the engine's stream
+ * at kva_seq_free(), waited for by the worker before it unmaps.  Neither
+ * cuEventCreate nor cuEventRecord waits for the device.
+ */
+static int cuda_fence(struct kva_arena *a, void *stream, void **fence)
+{
+	struct kva_cuda *c = cuda(a);
+	CUevent ev;
+	int ret = ctx_push(a, c);
+
+	if (ret)
+		return ret;
+	ret = cu_err(a, c->fn.cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+	if (!ret) {
+		ret = cu_err(a, c->fn.cuEventRecord(ev, (CUstream)stream));
+		if (ret)
+			c->fn.cuEventDestroy(ev);
+	}
+	ctx_pop(c);
+	if (!ret)
+		*fence = ev;
+	return ret;
+}
+
+static int cuda_fence_wait(struct kva_arena *a, void *fence)
+{
+	struct kva_cuda *c = cuda(a);
+	int ret = ctx_push(a, c);
+
+	if (ret)
+		return ret;
+	ret = cu_err(a, c->fn.cuEventSynchronize((CUevent)fence));
+	c->fn.cuEventDestroy((CUevent)fence);
+	ctx_pop(c);
+	return ret;
+}
+
 const struct kva_vmm kva_cuda_vmm = {
 	.map_replaces = false,
 	.init = cuda_init,
@@ -386,6 +424,8 @@ const struct kva_vmm kva_cuda_vmm = {
 	.map = cuda_map,
 	.unmap = cuda_unmap,
 	.copy = cuda_copy,
+	.fence = cuda_fence,
+	.fence_wait = cuda_fence_wait,
 };
 
 /*

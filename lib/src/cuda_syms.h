@@ -33,7 +33,11 @@
 	X(cuMemUnmap)					\
 	X(cuMemSetAccess)				\
 	X(cuMemcpyDtoD)					\
-	X(cuStreamSynchronize)
+	X(cuStreamSynchronize)				\
+	X(cuEventCreate)				\
+	X(cuEventRecord)				\
+	X(cuEventSynchronize)				\
+	X(cuEventDestroy)
 
 #define KVA_CUDA_STR_(x)	#x
 #define KVA_CUDA_STR(x)		KVA_CUDA_STR_(x)

@@ -176,6 +176,9 @@ extern const struct kva_provider kva_embedded_provider;
  * @unmap:	unmap @n frames mapped at @va, leaving the range reserved.
  * @copy:	copy the first @tokens tokens of every (layer, K|V, head)
  *		block of the frame at @src to the frame at @dst.
+ * @fence:	record a point on @stream (an event); NULL where teardown
+ *		cannot be stream-ordered (host).
+ * @fence_wait:	wait until the stream passed @fence, and forget it.
  */
 struct kva_vmm {
 	bool map_replaces;
@@ -189,6 +192,8 @@ struct kva_vmm {
 	int (*unmap)(struct kva_arena *a, uint64_t va, uint32_t n);
 	int (*copy)(struct kva_arena *a, uint64_t dst, uint64_t src,
 		    const struct kva_geometry *g, uint32_t tokens);
+	int (*fence)(struct kva_arena *a, void *stream, void **fence);
+	int (*fence_wait)(struct kva_arena *a, void *fence);
 };
 
 extern const struct kva_vmm kva_host_vmm;
@@ -218,6 +223,8 @@ struct kva_resv {
  * @no_memory:	an accounting-only device arena: frames without memory.
  * @closing:	kva_close() is running: the provider's release will return
  *		every frame, so frames are not returned one by one.
+ * @td_*:	stream-ordered teardown (teardown.c): the stream, the queue
+ *		for the worker thread, the teardowns queued or running.
  */
 struct kva_arena {
 	pthread_mutex_t lock;
@@ -257,6 +264,13 @@ struct kva_arena {
 	struct list_node cow_seqs;
 	bool closing;
 	bool no_memory;
+
+	bool td_on, td_live, td_stop;
+	void *td_stream;
+	pthread_t td_thread;
+	pthread_cond_t td_work, td_done;
+	struct kva_teardown *td_head, *td_tail;
+	uint32_t td_pending;
 };
 
 /**
@@ -301,6 +315,16 @@ int kva_resv_get(struct kva_arena *a, uint64_t size, uint64_t *va,
 void kva_resv_put(struct kva_arena *a, uint64_t va, uint64_t size);
 int kva_scratch(struct kva_arena *a, uint64_t *va);
 void kva_seq_destroy_locked(struct kva_seq_impl *s);
+
+/* teardown.c */
+struct kva_teardown;
+struct kva_teardown *kva_teardown_new(struct kva_arena *a, uint64_t va,
+				      uint64_t va_size, uint32_t nr_mapped);
+uint64_t *kva_teardown_handles(struct kva_teardown *t);
+void kva_teardown_queue(struct kva_arena *a, struct kva_teardown *t,
+			uint32_t nr);
+void kva_teardown_wait_locked(struct kva_arena *a);
+void kva_teardown_stop(struct kva_arena *a);
 const char *kva_env(const char *name);
 const char *kva_device_path(const char *opt);
 

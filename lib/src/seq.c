@@ -354,8 +354,8 @@ static void grow_commit(struct kva_arena *a, struct grow_plan *p,
 /* Small batches (a decode step's slow paths) need no heap. */
 #define GROW_STACK	8
 
-int kva_seq_grow_batch(struct kva_arena *a, const struct kva_grow *reqs,
-		       unsigned int nr)
+static int grow_batch_once(struct kva_arena *a, const struct kva_grow *reqs,
+			   unsigned int nr)
 {
 	struct grow_plan stack_plan[GROW_STACK], *p = stack_plan;
 	uint64_t stack_h[GROW_STACK], *h = stack_h;
@@ -449,6 +449,25 @@ out_unmark:
 	if (p != stack_plan)
 		free(p);
 	return ret;
+}
+
+/*
+ * A full arena with stream-ordered teardowns still running (teardown.c)
+ * is full only until they finish: wait for them and try once more.
+ */
+int kva_seq_grow_batch(struct kva_arena *a, const struct kva_grow *reqs,
+		       unsigned int nr)
+{
+	int ret = grow_batch_once(a, reqs, nr);
+	bool pending;
+
+	if (ret != -ENOSPC || !a)
+		return ret;
+	kva_lock(a);
+	pending = a->td_pending;
+	kva_teardown_wait_locked(a);
+	kva_unlock(a);
+	return pending ? grow_batch_once(a, reqs, nr) : ret;
 }
 
 int kva_seq_grow_slow(struct kva_seq *seq, uint64_t n)
@@ -598,9 +617,22 @@ void kva_seq_destroy_locked(struct kva_seq_impl *s)
 {
 	struct kva_arena *a = s->arena;
 	uint64_t chunk[256];
+	struct kva_teardown *t;
 	bool stuck = false;
 	uint32_t from, n;
 
+	/* stream-ordered: the worker unmaps and returns them (teardown.c) */
+	t = kva_teardown_new(a, s->pub.base, s->va_size, s->nr_mapped);
+	if (t) {
+		list_del(&s->link);
+		a->nr_seqs--;
+		kva_acct_remove(a, s);
+		n = drop_slots(s, 0, kva_teardown_handles(t), false);
+		kva_teardown_queue(a, t, n);
+		free(s->slot);
+		free(s);
+		return;
+	}
 	if (s->nr_mapped && a->vmm->unmap(a, s->pub.base, s->nr_mapped)) {
 		/* Still mapped: keep the frames, give up the range. */
 		stuck = true;

@@ -73,7 +73,8 @@ static CUresult fail_err;
 static CUresult enter(const char *fn, uint64_t a, uint64_t b, uint64_t c)
 {
 	if (nr_calls < MAX_LOG)
-		calls[nr_calls++] = (struct cuda_double_call){ fn, a, b, c, 0 };
+		calls[nr_calls++] = (struct cuda_double_call){
+			fn, a, b, c, 0, (unsigned long)pthread_self() };
 	if (fail_fn && !strcmp(fail_fn, fn) && !--fail_nth) {
 		fail_fn = NULL;
 		return fail_err;
@@ -474,6 +475,99 @@ CUresult cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t n)
 		return leave(CUDA_ERROR_INVALID_VALUE);
 	memmove((void *)(uintptr_t)dst, (void *)(uintptr_t)src, n);
 	return leave(CUDA_SUCCESS);
+}
+
+/*
+ * Events: an event records the stream's hold generation; it is reached
+ * once that hold is released (or at once if none was on).
+ */
+struct event {
+	bool live;
+	unsigned int hold;		/* 0: reached */
+};
+
+static struct event events[64];
+static unsigned int hold_gen, held;
+static pthread_cond_t released = PTHREAD_COND_INITIALIZER;
+
+CUresult cuEventCreate(CUevent *ev, unsigned int flags)
+{
+	int i;
+
+	ENTER(flags, 0, 0);
+	for (i = 0; i < 64 && events[i].live; i++)
+		;
+	if (i == 64)
+		return leave(CUDA_ERROR_OUT_OF_MEMORY);
+	events[i] = (struct event){ .live = true };
+	*ev = (CUevent)&events[i];
+	return leave(CUDA_SUCCESS);
+}
+
+static struct event *event_of(CUevent ev)
+{
+	struct event *e = (struct event *)ev;
+
+	return e >= events && e < events + 64 && e->live ? e : NULL;
+}
+
+CUresult cuEventRecord(CUevent ev, CUstream stream)
+{
+	struct event *e;
+
+	ENTER((uintptr_t)ev, (uintptr_t)stream, 0);
+	e = event_of(ev);
+	if (!e || !ctx_depth)
+		return leave(CUDA_ERROR_INVALID_HANDLE);
+	e->hold = held;
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuEventSynchronize(CUevent ev)
+{
+	struct event *e;
+
+	unsigned int me;
+
+	ENTER((uintptr_t)ev, 0, 0);
+	me = nr_calls - 1;
+	e = event_of(ev);
+	if (!e)
+		return leave(CUDA_ERROR_INVALID_HANDLE);
+	/* other calls are logged meanwhile: this one's result by index */
+	while (e->hold && e->hold == held)
+		pthread_cond_wait(&released, &lock);
+	e->hold = 0;
+	calls[me].res = CUDA_SUCCESS;
+	pthread_mutex_unlock(&lock);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy(CUevent ev)
+{
+	struct event *e;
+
+	ENTER((uintptr_t)ev, 0, 0);
+	e = event_of(ev);
+	if (!e)
+		return leave(CUDA_ERROR_INVALID_HANDLE);
+	e->live = false;
+	return leave(CUDA_SUCCESS);
+}
+
+void cuda_double_stream_hold(void)
+{
+	pthread_mutex_lock(&lock);
+	held = ++hold_gen;
+	pthread_mutex_unlock(&lock);
+}
+
+void cuda_double_stream_release(void)
+{
+	pthread_mutex_lock(&lock);
+	held = 0;
+	pthread_cond_broadcast(&released);
+	pthread_mutex_unlock(&lock);
 }
 
 /* Host <-> device copies, for the GPU script's runtime test in --dry-run. */

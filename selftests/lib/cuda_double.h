@@ -21,6 +21,7 @@ struct cuda_double_call {
 	const char *fn;
 	uint64_t a, b, c;
 	int res;
+	unsigned long thread;		/* pthread_self() of the caller */
 };
 
 struct cuda_double_live {
@@ -30,6 +31,12 @@ struct cuda_double_live {
 	unsigned int ctx_refs;		/* primary context retains */
 };
 
+/*
+ * Streams: while held, the device has not reached any event recorded
+ * since, and cuEventSynchronize() on one waits until the release.
+ */
+void cuda_double_stream_hold(void);
+void cuda_double_stream_release(void);
 /* Clear the call log and any armed failure; live state is kept. */
 void cuda_double_reset(void);
 /* The @nth next call of @fn (its exported name) returns @err. */

@@ -9,8 +9,10 @@
  */
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kselftest_harness.h"
 
@@ -386,6 +388,80 @@ TEST_F(cuda, failed_copy_on_write_leaves_both_sequences_as_they_were)
 	ASSERT_EQ(0, kva_seq_grow(c, 1));
 	kva_seq_free(p);
 	kva_seq_free(c);
+}
+
+/*
+ * With the engine's stream named, freeing a sequence in a decode step
+ * records an event and returns: no cuMemUnmap (which waits for the
+ * device) on the engine's thread.  The arena's thread unmaps once the
+ * stream has passed the event, never before, and only then are the
+ * frames back in the arena.
+ */
+TEST_F(cuda, free_with_a_stream_never_waits_on_the_driver)
+{
+	unsigned long me = (unsigned long)pthread_self();
+	void *stream = (void *)(uintptr_t)0x5;
+	const struct cuda_double_call *c;
+	struct kva_stat st;
+	struct kva_seq *s;
+	unsigned int i;
+
+	ASSERT_EQ(0, kva_arena_set_stream(self->a, stream));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 8 * TPF, &s));
+	ASSERT_EQ(0, kva_seq_grow(s, 3 * TPF));
+	cuda_double_stream_hold();	/* kernels still reading the frames */
+	cuda_double_reset();
+	kva_seq_free(s);
+	/* this thread: an event on the stream, nothing that waits */
+	EXPECT_STREQ("cuCtxPushCurrent_v2 cuEventCreate cuEventRecord "
+		     "cuCtxPopCurrent_v2", cuda_double_trace());
+	c = cuda_double_find("cuEventRecord", 0);
+	ASSERT_NE(NULL, c);
+	EXPECT_EQ((uintptr_t)stream, c->b);
+	/* the stream has not passed it: nothing unmapped, nothing returned */
+	EXPECT_EQ(0, cuda_double_count("cuMemUnmap"));
+	ASSERT_EQ(0, kva_stat(self->a, &st));
+	EXPECT_EQ(29, st.nr_free);
+	EXPECT_EQ(0, st.nr_seqs);
+
+	cuda_double_stream_release();
+	ASSERT_EQ(0, kva_arena_sync(self->a));
+	EXPECT_EQ(3, cuda_double_count("cuMemUnmap"));
+	for (i = 0; i < cuda_double_count("cuMemUnmap"); i++)
+		EXPECT_NE(me, cuda_double_find("cuMemUnmap", i)->thread);
+	for (i = 0; i < cuda_double_count("cuEventSynchronize"); i++)
+		EXPECT_NE(me, cuda_double_find("cuEventSynchronize", i)->thread);
+	ASSERT_EQ(0, kva_stat(self->a, &st));
+	EXPECT_EQ(32, st.nr_free);
+}
+
+static void *release_later(void *arg)
+{
+	usleep(20000);
+	cuda_double_stream_release();
+	return arg;
+}
+
+/*
+ * Frames a stream-ordered free has not returned yet are held only until
+ * the stream passes: a grow that needs them waits, and does not fail.
+ */
+TEST_F(cuda, grow_into_a_full_arena_waits_for_pending_frees)
+{
+	struct kva_seq *s, *t;
+	pthread_t th;
+
+	ASSERT_EQ(0, kva_arena_set_stream(self->a, NULL));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 32 * TPF, &s));
+	ASSERT_EQ(0, kva_seq_grow(s, 32 * TPF));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 32 * TPF, &t));
+	EXPECT_EQ(-ENOSPC, kva_seq_grow(t, 1));
+	cuda_double_stream_hold();
+	kva_seq_free(s);
+	ASSERT_EQ(0, pthread_create(&th, NULL, release_later, NULL));
+	EXPECT_EQ(0, kva_seq_grow(t, 32 * TPF));
+	pthread_join(th, NULL);
+	kva_seq_free(t);
 }
 
 TEST_F(cuda, free_unmaps_frame_by_frame_and_close_releases_everything)

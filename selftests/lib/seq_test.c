@@ -1236,4 +1236,20 @@ TEST_F(seq, threads_use_their_own_sequences_of_one_arena_at_once)
 	EXPECT_EQ(0, held_frames(self->a));
 }
 
+
+TEST(host_arena_refuses_a_stream)
+{
+	struct kva_open_opts o = {
+		.mode = KVA_MODE_EMBEDDED, .nr_frames = 4, .frame_size = 4096,
+	};
+	struct kva_arena *a;
+
+	ASSERT_EQ(0, kva_open(&o, &a));
+	EXPECT_EQ(-EOPNOTSUPP, kva_arena_set_stream(a, NULL));
+	EXPECT_EQ(0, kva_arena_sync(a));
+	EXPECT_EQ(-EINVAL, kva_arena_set_stream(NULL, NULL));
+	EXPECT_EQ(-EINVAL, kva_arena_sync(NULL));
+	kva_close(a);
+}
+
 TEST_HARNESS_MAIN

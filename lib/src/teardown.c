@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Stream-ordered teardown: kva_seq_free() without waiting on the driver.
+ *
+ * cuMemUnmap() waits for the device, and a sequence's frames must not go
+ * back to the arena (where another sequence, or another process, may
+ * write them) while kernels the engine queued earlier may still read
+ * them.  Once the engine names its stream (kva_arena_set_stream()),
+ * kva_seq_free() records an event on that stream and hands the range and
+ * the frames to a worker thread; the worker waits for the event, unmaps,
+ * and only then gives the range to the reservation cache and the frames
+ * to the provider.  The engine's thread makes two driver calls
+ * (cuEventCreate, cuEventRecord), neither of which waits.
+ *
+ * Until the worker is through, the frames are still held: an allocation
+ * that finds the arena full waits for pending teardowns before it fails
+ * (kva_frames_take()), and kva_arena_sync() waits for all of them.
+ *
+ * Locking: the queue and its counters are under a->lock; the worker
+ * waits for events and unmaps without it.
+ */
+#include <stdlib.h>
+
+#include "internal.h"
+
+struct kva_teardown {
+	struct kva_teardown *next;
+	void *fence;
+	uint64_t va, va_size;
+	uint32_t nr_mapped;	/* frames mapped at va */
+	uint32_t nr;		/* frames to return: h[0, nr) */
+	uint64_t h[];
+};
+
+/* Lock held.  Waits until no teardown is queued or running. */
+void kva_teardown_wait_locked(struct kva_arena *a)
+{
+	while (a->td_pending)
+		pthread_cond_wait(&a->td_done, &a->lock);
+}
+
+static void finish(struct kva_arena *a, struct kva_teardown *t, int unmapped)
+{
+	uint32_t i;
+
+	kva_lock(a);
+	if (unmapped) {
+		/* still mapped: keep the frames, give up the range */
+		for (i = 0; i < t->nr; i++)
+			a->frames[handle_idx(t->h[i])].flags |= FRAME_STUCK;
+		a->vmm->release(a, t->va, t->va_size);
+	} else {
+		kva_resv_put(a, t->va, t->va_size);
+		kva_frames_put(a, t->h, t->nr);
+	}
+	a->td_pending--;
+	pthread_cond_broadcast(&a->td_done);
+	kva_unlock(a);
+	free(t);
+}
+
+static void *worker(void *arg)
+{
+	struct kva_arena *a = arg;
+	struct kva_teardown *t;
+	int ret;
+
+	kva_lock(a);
+	for (;;) {
+		while (!a->td_head && !a->td_stop)
+			pthread_cond_wait(&a->td_work, &a->lock);
+		t = a->td_head;
+		if (!t)
+			break;		/* stopping, and nothing left */
+		a->td_head = t->next;
+		if (!a->td_head)
+			a->td_tail = NULL;
+		kva_unlock(a);
+		/* the stream passed the free: nothing can read them now */
+		ret = a->vmm->fence_wait(a, t->fence);
+		if (!ret)
+			ret = a->vmm->unmap(a, t->va, t->nr_mapped);
+		finish(a, t, ret);
+		kva_lock(a);
+	}
+	kva_unlock(a);
+	return NULL;
+}
+
+int kva_arena_set_stream(struct kva_arena *a, void *stream)
+{
+	int ret = 0;
+
+	if (!a)
+		return -EINVAL;
+	if (!a->vmm->fence)
+		return -EOPNOTSUPP;
+	kva_lock(a);
+	if (!a->td_live) {
+		ret = -pthread_create(&a->td_thread, NULL, worker, a);
+		a->td_live = !ret;
+	}
+	if (!ret) {
+		a->td_stream = stream;
+		a->td_on = true;
+	}
+	kva_unlock(a);
+	return ret;
+}
+
+int kva_arena_sync(struct kva_arena *a)
+{
+	if (!a)
+		return -EINVAL;
+	kva_lock(a);
+	kva_teardown_wait_locked(a);
+	kva_unlock(a);
+	return 0;
+}
+
+/*
+ * Lock held.  Take sequence @s's range and frames for the worker: returns
+ * a teardown to fill and queue (kva_teardown_queue()), or NULL when
+ * teardown is not stream-ordered (or the event could not be recorded:
+ * the caller then tears down at once, as without a stream).
+ */
+struct kva_teardown *kva_teardown_new(struct kva_arena *a, uint64_t va,
+				      uint64_t va_size, uint32_t nr_mapped)
+{
+	struct kva_teardown *t;
+
+	if (!a->td_on || a->closing || !nr_mapped)
+		return NULL;
+	t = calloc(1, sizeof(*t) + nr_mapped * sizeof(t->h[0]));
+	if (!t)
+		return NULL;
+	if (a->vmm->fence(a, a->td_stream, &t->fence)) {
+		free(t);
+		return NULL;
+	}
+	t->va = va;
+	t->va_size = va_size;
+	t->nr_mapped = nr_mapped;
+	return t;
+}
+
+/* Room for the handles of the frames to return: nr_mapped of them. */
+uint64_t *kva_teardown_handles(struct kva_teardown *t)
+{
+	return t->h;
+}
+
+/* Lock held.  Queue @t, with its first @nr handles to return. */
+void kva_teardown_queue(struct kva_arena *a, struct kva_teardown *t,
+			uint32_t nr)
+{
+	t->nr = nr;
+	if (a->td_tail)
+		a->td_tail->next = t;
+	else
+		a->td_head = t;
+	a->td_tail = t;
+	a->td_pending++;
+	pthread_cond_signal(&a->td_work);
+}
+
+/* kva_close(), before anything else: finish every teardown, stop. */
+void kva_teardown_stop(struct kva_arena *a)
+{
+	if (!a->td_live)
+		return;
+	kva_lock(a);
+	a->td_stop = true;
+	pthread_cond_signal(&a->td_work);
+	kva_unlock(a);
+	pthread_join(a->td_thread, NULL);
+	a->td_live = false;
+}
