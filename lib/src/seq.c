@@ -523,6 +523,13 @@ int kva_seq_shrink(struct kva_seq *seq, uint64_t tokens)
 		goto out;
 	}
 	keep = (uint32_t)kva_frames_for(&s->pub.geo, tokens);
+	/*
+	 * A frame shared with a sequence whose stream-ordered free is still
+	 * pending is mapped there until that teardown is through: it must
+	 * not go back to the arena before.
+	 */
+	if (a->td_pending && s->nr_cow > keep)
+		kva_teardown_wait_locked(a);
 	drop = s->nr_mapped > keep ? s->nr_mapped - keep : 0;
 	if (drop > GROW_STACK) {
 		h = malloc(drop * sizeof(*h));
@@ -633,6 +640,9 @@ void kva_seq_destroy_locked(struct kva_seq_impl *s)
 		free(s);
 		return;
 	}
+	/* as in kva_seq_shrink(): shared frames wait for pending teardowns */
+	if (a->td_pending && s->nr_cow)
+		kva_teardown_wait_locked(a);
 	if (s->nr_mapped && a->vmm->unmap(a, s->pub.base, s->nr_mapped)) {
 		/* Still mapped: keep the frames, give up the range. */
 		stuck = true;

@@ -464,6 +464,35 @@ TEST_F(cuda, grow_into_a_full_arena_waits_for_pending_frees)
 	kva_seq_free(t);
 }
 
+/*
+ * A frame a fork shares stays mapped in a freed sequence until its
+ * stream-ordered teardown is through: the other sequence's shrink must
+ * not return it to the arena before then.
+ */
+TEST_F(cuda, shrink_of_a_fork_waits_for_its_parents_pending_free)
+{
+	unsigned long me = (unsigned long)pthread_self();
+	struct kva_seq *p, *c;
+	unsigned int i, theirs = 0;
+	pthread_t th;
+
+	ASSERT_EQ(0, kva_arena_set_stream(self->a, NULL));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 4 * TPF, &p));
+	ASSERT_EQ(0, kva_seq_grow(p, TPF + 5));
+	ASSERT_EQ(0, kva_seq_fork(p, &c));
+	cuda_double_stream_hold();
+	cuda_double_reset();
+	kva_seq_free(p);		/* both frames still c's too */
+	ASSERT_EQ(0, pthread_create(&th, NULL, release_later, NULL));
+	ASSERT_EQ(0, kva_seq_shrink(c, 0));
+	/* by now the parent's two frames were unmapped, on the arena's thread */
+	for (i = 0; i < cuda_double_count("cuMemUnmap"); i++)
+		theirs += cuda_double_find("cuMemUnmap", i)->thread != me;
+	EXPECT_EQ(2, theirs);
+	pthread_join(th, NULL);
+	kva_seq_free(c);
+}
+
 TEST_F(cuda, free_unmaps_frame_by_frame_and_close_releases_everything)
 {
 	struct kva_seq *s;
