@@ -14,6 +14,8 @@
 #include <cuda.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <linux/kvarena.h>
@@ -209,6 +211,144 @@ TEST(clients_find_the_gpu_by_uuid_whatever_their_ordinals)
 
 	ASSERT_EQ(0, cuda_double_set_devices(creator, 1));
 	ASSERT_EQ(0, kva_arena_destroy(&p));
+	EXPECT_TRUE(all_released());
+}
+
+/* Send @n fds over @sock; 0 or -1. */
+static int send_fds(int sock, const int *fds, int n)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * 4)] = { 0 };
+	struct iovec iov = { &n, sizeof(n) };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = CMSG_SPACE(sizeof(int) * n),
+	};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+	return sendmsg(sock, &msg, 0) == sizeof(n) ? 0 : -1;
+}
+
+/* Receive up to 4 fds from @sock; how many, or -1. */
+static int recv_fds(int sock, int *fds)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * 4)];
+	int n = 0;
+	struct iovec iov = { &n, sizeof(n) };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cm;
+
+	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != sizeof(n) || n < 1 ||
+	    n > 4)
+		return -1;
+	cm = CMSG_FIRSTHDR(&msg);
+	if (!cm || cm->cmsg_type != SCM_RIGHTS ||
+	    cm->cmsg_len != CMSG_LEN(sizeof(int) * n))
+		return -1;
+	memcpy(fds, CMSG_DATA(cm), sizeof(int) * n);
+	return n;
+}
+
+/*
+ * The way several serving processes share a CUDA arena's frames: one
+ * client takes two frames, writes them, asks the module for their fds
+ * (FRAME_FD: for a CUDA arena, the exported allocation itself), passes
+ * them over SCM_RIGHTS and exits; a process that never attached imports
+ * them, maps them, reads the exporter's bytes, writes and reads back.
+ * Imported GPU memory cannot be revoked: it lives as long as the fds do,
+ * which is why a CUDA arena's clients are one trust domain.
+ */
+TEST(frames_passed_between_processes_outlive_their_exporter)
+{
+	char name[KVARENA_NAME_LEN];
+	struct kva_arena_params p = {
+		.name = pid_name(name, "gpux"), .nr_frames = 4,
+		.frame_size = FS, .mem_kind = KVA_BACKEND_CUDA,
+	};
+	struct kva_geometry g = small_geometry(FS);
+	struct kva_seq view = { .geo = g };
+	CUmemAccessDesc acc = {
+		.location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 },
+		.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+	};
+	CUmemGenericAllocationHandle mh[2];
+	int sv[2], fds[4], n, status = -1, i, tries;
+	CUdeviceptr va;
+	CUcontext ctx;
+	CUdevice dev;
+	pid_t pid;
+
+	cuda_double_set_granularity(FS);
+	ASSERT_EQ(0, kva_arena_create(&p));
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct kva_open_opts o = { .mode = KVA_MODE_DEVICE,
+					   .name = name };
+		struct kva_arena *a;
+		struct kva_seq *s;
+		uint64_t h[2], off;
+
+		close(sv[0]);
+		if (kva_open(&o, &a) || kva_seq_create(a, &g, 4 * TPF, &s) ||
+		    kva_seq_grow(s, TPF + 1))
+			_exit(2);
+		fill_tokens(s, 9, 0, TPF + 1);
+		if (kva_seq_handles(s, h, 2) != 2)
+			_exit(3);
+		for (i = 0; i < 2; i++) {
+			fds[i] = module_frame_fd(h[i], &off);
+			if (fds[i] < 0 || off)
+				_exit(4);
+		}
+		/* exit with the arena open: the release returns the frames */
+		_exit(send_fds(sv[1], fds, 2) ? 5 : 0);
+	}
+	close(sv[1]);
+	n = recv_fds(sv[0], fds);
+	close(sv[0]);
+	waitpid(pid, &status, 0);
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(2, n);
+
+	/* the exporter is gone; only these fds hold the memory */
+	ASSERT_EQ(CUDA_SUCCESS, cuInit(0));
+	ASSERT_EQ(CUDA_SUCCESS, cuDeviceGet(&dev, 0));
+	ASSERT_EQ(CUDA_SUCCESS, cuDevicePrimaryCtxRetain(&ctx, dev));
+	ASSERT_EQ(CUDA_SUCCESS, cuCtxPushCurrent(ctx));
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(CUDA_SUCCESS, cuMemImportFromShareableHandle(&mh[i],
+			(void *)(intptr_t)fds[i],
+			CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+		close(fds[i]);
+	}
+	ASSERT_EQ(CUDA_SUCCESS, cuMemAddressReserve(&va, 2 * FS, FS, 0, 0));
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(CUDA_SUCCESS, cuMemMap(va + i * FS, FS, 0, mh[i], 0));
+	ASSERT_EQ(CUDA_SUCCESS, cuMemSetAccess(va, 2 * FS, &acc, 1));
+	view.base = va;
+	EXPECT_EQ(0, check_tokens(&view, 9, 0, TPF + 1));
+	fill_tokens(&view, 10, 0, TPF + 1);
+	EXPECT_EQ(0, check_tokens(&view, 10, 0, TPF + 1));
+	for (i = 0; i < 2; i++) {
+		EXPECT_EQ(CUDA_SUCCESS, cuMemUnmap(va + i * FS, FS));
+		EXPECT_EQ(CUDA_SUCCESS, cuMemRelease(mh[i]));
+	}
+	EXPECT_EQ(CUDA_SUCCESS, cuMemAddressFree(va, 2 * FS));
+	EXPECT_EQ(CUDA_SUCCESS, cuCtxPopCurrent(&ctx));
+	EXPECT_EQ(CUDA_SUCCESS, cuDevicePrimaryCtxRelease(dev));
+	/* the exporter's release may trail its exit by a moment */
+	for (tries = 0; tries < 500 && kva_arena_destroy(&p) == -EBUSY; tries++)
+		usleep(10000);
+	EXPECT_EQ(-ENOENT, kva_arena_destroy(&p));
 	EXPECT_TRUE(all_released());
 }
 
