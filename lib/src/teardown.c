@@ -76,10 +76,12 @@ static void *worker(void *arg)
 		if (!a->td_head)
 			a->td_tail = NULL;
 		kva_unlock(a);
-		/* the stream passed the free: nothing can read them now */
-		ret = a->vmm->fence_wait(a, t->fence);
-		if (!ret)
-			ret = a->vmm->unmap(a, t->va, t->nr_mapped);
+		/*
+		 * Once the stream has passed the free nothing reads them.  A
+		 * failed wait means a broken context: unmap all the same.
+		 */
+		a->vmm->fence_wait(a, t->fence);
+		ret = a->vmm->unmap(a, t->va, t->nr_mapped);
 		finish(a, t, ret);
 		kva_lock(a);
 	}
