@@ -1,57 +1,516 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /*
- * kvarena core allocator - see core.h for the words and the locking rule.
+ * kvarena core allocator - see core.h for the words, the rules and the
+ * locking.
  *
- * Frames live in one table.  A free frame sits on a singly linked LIFO
- * free list; a held frame sits on its holder's doubly linked list, so that
- * freeing a handle and releasing a whole client are both proportional to
- * the frames involved, never to the arena.  All links are frame indices.
+ * Frames live in one table and every link is a frame index.  A frame is
+ * on exactly one of three lists: the free list (singly linked, LIFO), the
+ * list of the client it is charged to (doubly linked, so that freeing a
+ * handle and releasing a whole client cost what they touch, never the
+ * arena), or the LRU of cached frames (doubly linked, oldest at the head).
+ * The charged client's own hold is a flag on the frame; every other
+ * holder has a hold record, linked both into the frame's and into the
+ * client's record list.  Published frames are also chained into the key
+ * index's buckets.
  */
 #include "core.h"
 
+/* Hold records made at init; more come through kva_core_holds_grow(). */
+#define KVA_HOLDS_INIT	64u
+
 static u32 unmet(const struct kva_core_client *cl)
 {
-	return cl->min > cl->held ? cl->min - cl->held : 0;
+	return cl->min > cl->charged ? cl->min - cl->charged : 0;
 }
 
+/* ---- the key index ------------------------------------------------------- */
+
+static u64 load64(const u8 *p)
+{
+	u64 v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/*
+ * All 32 bytes of the key, folded with the arena's seed by multiply and
+ * xor-shift rounds: keys that are hashes already spread evenly, and keys
+ * made to collide need the seed, which never leaves the arena.
+ */
+static u32 key_hash(const struct kva_core *c, const u8 *key)
+{
+	u64 h = c->seed;
+	int i;
+
+	for (i = 0; i < KVA_KEY_LEN; i += 8) {
+		h ^= load64(key + i);
+		h *= 0x9e3779b97f4a7c15ull;
+		h ^= h >> 29;
+	}
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 32;
+	return (u32)h & c->hash_mask;
+}
+
+static bool key_is_zero(const u8 *key)
+{
+	int i;
+
+	for (i = 0; i < KVA_KEY_LEN; i++)
+		if (key[i])
+			return false;
+	return true;
+}
+
+static u32 index_find(const struct kva_core *c, const u8 *key)
+{
+	u32 idx;
+
+	for (idx = c->buckets[key_hash(c, key)]; idx != KVA_NIL;
+	     idx = c->frames[idx].hnext)
+		if (!memcmp(c->keys[idx], key, KVA_KEY_LEN))
+			return idx;
+	return KVA_NIL;
+}
+
+static void index_add(struct kva_core *c, u32 idx, const u8 *key)
+{
+	u32 h = key_hash(c, key);
+
+	memcpy(c->keys[idx], key, KVA_KEY_LEN);
+	c->frames[idx].hnext = c->buckets[h];
+	c->buckets[h] = idx;
+	c->frames[idx].flags |= KVA_FRAME_PUBLISHED;
+	c->nr_published++;
+}
+
+static void index_del(struct kva_core *c, u32 idx)
+{
+	u32 *pp = &c->buckets[key_hash(c, c->keys[idx])];
+
+	while (*pp != idx)
+		pp = &c->frames[*pp].hnext;
+	*pp = c->frames[idx].hnext;
+	c->frames[idx].hnext = KVA_NIL;
+	c->frames[idx].flags &= ~KVA_FRAME_PUBLISHED;
+	memset(c->keys[idx], 0, KVA_KEY_LEN);
+	c->nr_published--;
+}
+
+/* ---- init ------------------------------------------------------------------ */
+
 /**
- * kva_core_init() - set up @c with @nr_frames free frames.
+ * kva_core_init() - set up @c with @nr_frames free frames and an empty
+ * prefix cache.
  * @c:		the core to set up.
  * @nr_frames:	its capacity.
+ *
+ * Makes everything the core uses later but the hold records beyond the
+ * first few: the frame table, a key slot per frame and a bucket per frame
+ * (rounded up to a power of two) for the key index.
  *
  * Return: 0, -EINVAL for a zero or too large @nr_frames, -ENOMEM.
  */
 int kva_core_init(struct kva_core *c, u32 nr_frames)
 {
-	u32 i;
+	u32 i, nb = 1;
 
 	*c = (struct kva_core){ 0 };
 	if (!nr_frames || nr_frames == KVA_NIL)
 		return -EINVAL;
+	while (nb < nr_frames && nb < (1u << 31))
+		nb <<= 1;
 	c->frames = kva_shim_calloc(nr_frames, sizeof(*c->frames));
-	if (!c->frames)
-		return -ENOMEM;
+	c->keys = kva_shim_calloc(nr_frames, sizeof(*c->keys));
+	c->buckets = kva_shim_calloc(nb, sizeof(*c->buckets));
+	if (!c->frames || !c->keys || !c->buckets)
+		goto err_free;
+	c->nr_holds = nr_frames < KVA_HOLDS_INIT ? nr_frames : KVA_HOLDS_INIT;
+	c->holds = kva_core_holds_alloc(c->nr_holds);
+	if (!c->holds)
+		goto err_free;
+	for (i = 0; i < c->nr_holds; i++)
+		c->holds[i].fnext = i + 1 < c->nr_holds ? i + 1 : KVA_NIL;
+	for (i = 0; i < nb; i++)
+		c->buckets[i] = KVA_NIL;
 	for (i = 0; i < nr_frames; i++) {
 		c->frames[i].gen = 1;
 		c->frames[i].next = i + 1 < nr_frames ? i + 1 : KVA_NIL;
 		c->frames[i].prev = KVA_NIL;
+		c->frames[i].holds = KVA_NIL;
+		c->frames[i].hnext = KVA_NIL;
 	}
+	c->hash_mask = nb - 1;
+	c->seed = kva_shim_random_u64();
 	c->nr_frames = nr_frames;
 	c->nr_free = nr_frames;
 	c->free_head = 0;
+	c->lru_head = KVA_NIL;
+	c->lru_tail = KVA_NIL;
+	c->holds_free = 0;
 	return 0;
+
+err_free:
+	kva_shim_free(c->frames);
+	kva_shim_free(c->keys);
+	kva_shim_free(c->buckets);
+	*c = (struct kva_core){ 0 };
+	return -ENOMEM;
 }
 
 /**
- * kva_core_fini() - free the frame table; no client may be attached.
+ * kva_core_fini() - free everything; no client may be attached.
  * @c:	the core.
  */
 void kva_core_fini(struct kva_core *c)
 {
 	KVA_WARN_ON(c->nr_clients);
 	kva_shim_free(c->frames);
+	kva_shim_free(c->keys);
+	kva_shim_free(c->buckets);
+	kva_shim_free(c->holds);
 	c->frames = NULL;
+	c->keys = NULL;
+	c->buckets = NULL;
+	c->holds = NULL;
 }
+
+/* ---- hold records ------------------------------------------------------------ */
+
+/**
+ * kva_core_holds_need() - how many hold records to make before a LOOKUP.
+ * @c:	the core.
+ * @n:	shared holds the LOOKUP may take (its chain's length).
+ *
+ * Return: 0 if @n unused records are there, else the number of records
+ * to pass to kva_core_holds_alloc() and kva_core_holds_grow() (at least
+ * twice the present number, so that growing is rare).
+ */
+u32 kva_core_holds_need(const struct kva_core *c, u32 n)
+{
+	u64 want;
+
+	if (n <= c->nr_holds - c->holds_used)
+		return 0;
+	want = (u64)c->holds_used + n;
+	if (want < 2ull * c->nr_holds)
+		want = 2ull * c->nr_holds;
+	return want < KVA_NIL ? (u32)want : KVA_NIL - 1;
+}
+
+/**
+ * kva_core_holds_alloc() - memory for @nr hold records (may sleep; never
+ * call it with the arena's lock held).
+ * @nr:	records.
+ *
+ * Return: the records, or NULL.
+ */
+struct kva_hold *kva_core_holds_alloc(u32 nr)
+{
+	return kva_shim_calloc(nr, sizeof(struct kva_hold));
+}
+
+/**
+ * kva_core_holds_free() - free what kva_core_holds_alloc() made or
+ * kva_core_holds_grow() returned.
+ * @recs:	the records; NULL is ignored.
+ */
+void kva_core_holds_free(struct kva_hold *recs)
+{
+	kva_shim_free(recs);
+}
+
+/**
+ * kva_core_holds_grow() - hand the core a larger array of hold records.
+ * @c:		the core.
+ * @recs:	@nr records from kva_core_holds_alloc().
+ * @nr:		how many.
+ *
+ * The core copies its records into @recs and uses it from now on (links
+ * are indices, so nothing else moves).  If the core has @nr records or
+ * more already (another caller grew it meanwhile), @recs is not used.
+ *
+ * Return: the array the caller must now free with kva_core_holds_free():
+ * the old one, or @recs itself.
+ */
+struct kva_hold *kva_core_holds_grow(struct kva_core *c,
+				     struct kva_hold *recs, u32 nr)
+{
+	struct kva_hold *old = c->holds;
+	u32 i;
+
+	if (nr <= c->nr_holds || nr == KVA_NIL)
+		return recs;
+	memcpy(recs, old, c->nr_holds * sizeof(*recs));
+	for (i = c->nr_holds; i < nr; i++) {
+		recs[i].client = NULL;
+		recs[i].fnext = i + 1 < nr ? i + 1 : c->holds_free;
+	}
+	c->holds_free = c->nr_holds;
+	c->holds = recs;
+	c->nr_holds = nr;
+	return old;
+}
+
+static u32 hold_find(const struct kva_core *c,
+		     const struct kva_core_client *cl, u32 idx)
+{
+	u32 r;
+
+	for (r = c->frames[idx].holds; r != KVA_NIL; r = c->holds[r].fnext)
+		if (c->holds[r].client == cl)
+			return r;
+	return KVA_NIL;
+}
+
+static bool holds_frame(const struct kva_core *c,
+			const struct kva_core_client *cl, u32 idx)
+{
+	const struct kva_frame *f = &c->frames[idx];
+
+	if (f->charge == cl && (f->flags & KVA_FRAME_CHARGE_HELD))
+		return true;
+	return hold_find(c, cl, idx) != KVA_NIL;
+}
+
+static void hold_link(struct kva_core *c, struct kva_core_client *cl, u32 idx)
+{
+	struct kva_frame *f = &c->frames[idx];
+	u32 r = c->holds_free;
+	struct kva_hold *h = &c->holds[r];
+
+	c->holds_free = h->fnext;
+	c->holds_used++;
+	h->client = cl;
+	h->frame = idx;
+	h->fprev = KVA_NIL;
+	h->fnext = f->holds;
+	if (f->holds != KVA_NIL)
+		c->holds[f->holds].fprev = r;
+	f->holds = r;
+	h->cprev = KVA_NIL;
+	h->cnext = cl->holds;
+	if (cl->holds != KVA_NIL)
+		c->holds[cl->holds].cprev = r;
+	cl->holds = r;
+}
+
+static void hold_unlink(struct kva_core *c, u32 r)
+{
+	struct kva_hold *h = &c->holds[r];
+	struct kva_frame *f = &c->frames[h->frame];
+	struct kva_core_client *cl = h->client;
+
+	if (h->fprev != KVA_NIL)
+		c->holds[h->fprev].fnext = h->fnext;
+	else
+		f->holds = h->fnext;
+	if (h->fnext != KVA_NIL)
+		c->holds[h->fnext].fprev = h->fprev;
+	if (h->cprev != KVA_NIL)
+		c->holds[h->cprev].cnext = h->cnext;
+	else
+		cl->holds = h->cnext;
+	if (h->cnext != KVA_NIL)
+		c->holds[h->cnext].cprev = h->cprev;
+	h->client = NULL;
+	h->fnext = c->holds_free;
+	c->holds_free = r;
+	c->holds_used--;
+}
+
+/* ---- frame states ---------------------------------------------------------------- */
+
+/* Some holder of a frame with refs > 0. */
+static struct kva_core_client *first_holder(const struct kva_core *c,
+					    const struct kva_frame *f)
+{
+	if (f->flags & KVA_FRAME_CHARGE_HELD)
+		return f->charge;
+	return c->holds[f->holds].client;
+}
+
+/* @cl is about to hold frame @idx (before its hold is linked). */
+static void refs_get(struct kva_core *c, struct kva_core_client *cl, u32 idx)
+{
+	struct kva_frame *f = &c->frames[idx];
+
+	if (f->refs == 1) {
+		first_holder(c, f)->shared++;
+		cl->shared++;
+	} else if (f->refs > 1) {
+		cl->shared++;
+	}
+	f->refs++;
+	if (++cl->held > cl->peak)
+		cl->peak = cl->held;
+}
+
+/* @cl stopped holding frame @idx (its hold already unlinked). */
+static void refs_put(struct kva_core *c, struct kva_core_client *cl, u32 idx)
+{
+	struct kva_frame *f = &c->frames[idx];
+
+	f->refs--;
+	cl->held--;
+	if (f->refs == 1) {
+		cl->shared--;
+		first_holder(c, f)->shared--;
+	} else if (f->refs > 1) {
+		cl->shared--;
+	}
+}
+
+static void charge_add(struct kva_core *c, struct kva_core_client *cl,
+		       u32 idx)
+{
+	struct kva_frame *f = &c->frames[idx];
+
+	if (cl->charged < cl->min)
+		c->unmet_min--;
+	cl->charged++;
+	f->charge = cl;
+	f->prev = KVA_NIL;
+	f->next = cl->head;
+	if (cl->head != KVA_NIL)
+		c->frames[cl->head].prev = idx;
+	cl->head = idx;
+}
+
+static void charge_del(struct kva_core *c, u32 idx)
+{
+	struct kva_frame *f = &c->frames[idx];
+	struct kva_core_client *cl = f->charge;
+
+	if (f->prev != KVA_NIL)
+		c->frames[f->prev].next = f->next;
+	else
+		cl->head = f->next;
+	if (f->next != KVA_NIL)
+		c->frames[f->next].prev = f->prev;
+	cl->charged--;
+	if (cl->charged < cl->min)
+		c->unmet_min++;
+	f->charge = NULL;
+	f->next = KVA_NIL;
+	f->prev = KVA_NIL;
+}
+
+static u32 free_pop(struct kva_core *c)
+{
+	u32 idx = c->free_head;
+
+	c->free_head = c->frames[idx].next;
+	c->nr_free--;
+	c->frames_allocated++;
+	return idx;
+}
+
+static void free_push(struct kva_core *c, u32 idx)
+{
+	struct kva_frame *f = &c->frames[idx];
+
+	f->flags = 0;
+	f->prev = KVA_NIL;
+	/* A handle names one tenure of a frame: the next one gets a new gen. */
+	if (++f->gen == 0)
+		f->gen = 1;
+	f->next = c->free_head;
+	c->free_head = idx;
+	c->nr_free++;
+	c->frames_freed++;
+}
+
+static void lru_add(struct kva_core *c, u32 idx)
+{
+	struct kva_frame *f = &c->frames[idx];
+
+	f->flags |= KVA_FRAME_CACHED;
+	f->next = KVA_NIL;
+	f->prev = c->lru_tail;
+	if (c->lru_tail != KVA_NIL)
+		c->frames[c->lru_tail].next = idx;
+	else
+		c->lru_head = idx;
+	c->lru_tail = idx;
+	c->nr_cached++;
+}
+
+static void lru_del(struct kva_core *c, u32 idx)
+{
+	struct kva_frame *f = &c->frames[idx];
+
+	if (f->prev != KVA_NIL)
+		c->frames[f->prev].next = f->next;
+	else
+		c->lru_head = f->next;
+	if (f->next != KVA_NIL)
+		c->frames[f->next].prev = f->prev;
+	else
+		c->lru_tail = f->prev;
+	f->flags &= ~KVA_FRAME_CACHED;
+	f->next = KVA_NIL;
+	f->prev = KVA_NIL;
+	c->nr_cached--;
+}
+
+/* The last hold on @idx went: the frame is cached if published, else free. */
+static void frame_unheld(struct kva_core *c, u32 idx)
+{
+	charge_del(c, idx);
+	if (c->frames[idx].flags & KVA_FRAME_PUBLISHED)
+		lru_add(c, idx);
+	else
+		free_push(c, idx);
+}
+
+/* @cl lets go of frame @idx, which it holds. */
+static void hold_drop(struct kva_core *c, struct kva_core_client *cl, u32 idx)
+{
+	struct kva_frame *f = &c->frames[idx];
+
+	if (f->charge == cl && (f->flags & KVA_FRAME_CHARGE_HELD))
+		f->flags &= ~KVA_FRAME_CHARGE_HELD;
+	else
+		hold_unlink(c, hold_find(c, cl, idx));
+	refs_put(c, cl, idx);
+	if (!f->refs)
+		frame_unheld(c, idx);
+}
+
+/*
+ * @cl takes a hold on published frame @idx: from the cache (charged to
+ * @cl), or shared with its holders (a record, unless @cl is the charged
+ * client coming back).  A frame @cl holds already is left as it is.
+ */
+static void hold_take(struct kva_core *c, struct kva_core_client *cl, u32 idx)
+{
+	struct kva_frame *f = &c->frames[idx];
+
+	if (f->flags & KVA_FRAME_CACHED) {
+		lru_del(c, idx);
+		refs_get(c, cl, idx);
+		charge_add(c, cl, idx);
+		f->flags |= KVA_FRAME_CHARGE_HELD;
+		return;
+	}
+	if (holds_frame(c, cl, idx))
+		return;
+	refs_get(c, cl, idx);
+	if (f->charge == cl)
+		f->flags |= KVA_FRAME_CHARGE_HELD;
+	else
+		hold_link(c, cl, idx);
+}
+
+static void update_peak(struct kva_core *c)
+{
+	if (kva_core_held(c) > c->peak_held)
+		c->peak_held = kva_core_held(c);
+}
+
+/* ---- clients ------------------------------------------------------------------------- */
 
 static int check_limits(const struct kva_core *c, u32 min, u32 *max)
 {
@@ -71,7 +530,8 @@ static int check_limits(const struct kva_core *c, u32 min, u32 *max)
  * @max:	limit.
  *
  * Return: 0; -EINVAL if @min > @max or @max exceeds the arena; -ENOSPC if
- * the free frames not already reserved for others cannot cover @min.
+ * the free and cached frames not already reserved for others cannot
+ * cover @min.
  */
 int kva_core_attach(struct kva_core *c, struct kva_core_client *cl,
 		    u32 min, u32 max)
@@ -80,56 +540,79 @@ int kva_core_attach(struct kva_core *c, struct kva_core_client *cl,
 
 	if (ret)
 		return ret;
-	if (min > c->nr_free - c->unmet_min)
+	if (min > kva_core_headroom(c))
 		return -ENOSPC;
 	*cl = (struct kva_core_client){ .min = min, .max = max,
-					.head = KVA_NIL };
+					.head = KVA_NIL, .holds = KVA_NIL };
+	cl->next = c->clients;
+	if (c->clients)
+		c->clients->prev = cl;
+	c->clients = cl;
 	c->unmet_min += min;
 	c->nr_clients++;
 	return 0;
 }
 
-static void frame_release(struct kva_core *c, u32 idx)
-{
-	struct kva_frame *f = &c->frames[idx];
-
-	f->holder = NULL;
-	f->flags = 0;
-	f->prev = KVA_NIL;
-	/* A handle names one tenure of a frame: the next one gets a new gen. */
-	if (++f->gen == 0)
-		f->gen = 1;
-	f->next = c->free_head;
-	c->free_head = idx;
-	c->nr_free++;
-	c->frames_freed++;
-}
-
 /**
- * kva_core_detach() - remove a client, freeing every frame it holds.
+ * kva_core_detach() - remove a client: drop every hold it has, and move
+ * its charge for frames others still hold to one of them.  Frames nobody
+ * holds any more become free, or cached if published.
  * @c:	the core.
  * @cl:	the client.
  *
- * Return: the number of frames freed.
+ * Return: the number of holds dropped (the client's held).
  */
 u32 kva_core_detach(struct kva_core *c, struct kva_core_client *cl)
 {
-	u32 idx = cl->head, n = 0;
+	u32 n = cl->held, steps = 0;
 
-	while (idx != KVA_NIL) {
-		u32 next = c->frames[idx].next;
+	/* Its guarantee goes first, so that no charge below counts for it. */
+	c->unmet_min -= unmet(cl);
+	cl->min = 0;
+	while (cl->holds != KVA_NIL) {
+		u32 idx = c->holds[cl->holds].frame;
 
-		KVA_WARN_ON(c->frames[idx].holder != cl);
-		frame_release(c, idx);
-		idx = next;
-		if (!(++n % 4096))
+		hold_unlink(c, cl->holds);
+		refs_put(c, cl, idx);
+		if (!c->frames[idx].refs)
+			frame_unheld(c, idx);
+		/* Long walks (a client of millions of frames) let others run. */
+		if (!(++steps % 4096))
 			kva_shim_cond_resched();
 	}
-	KVA_WARN_ON(n != cl->held);
-	c->unmet_min -= unmet(cl);
+	while (cl->head != KVA_NIL) {
+		u32 idx = cl->head;
+		struct kva_frame *f = &c->frames[idx];
+
+		if (f->flags & KVA_FRAME_CHARGE_HELD) {
+			f->flags &= ~KVA_FRAME_CHARGE_HELD;
+			refs_put(c, cl, idx);
+		}
+		if (f->refs) {
+			/* A remaining holder's record becomes the charge. */
+			u32 r = f->holds;
+			struct kva_core_client *to = c->holds[r].client;
+
+			charge_del(c, idx);
+			hold_unlink(c, r);
+			charge_add(c, to, idx);
+			f->flags |= KVA_FRAME_CHARGE_HELD;
+		} else {
+			frame_unheld(c, idx);
+		}
+		if (!(++steps % 4096))
+			kva_shim_cond_resched();
+	}
+	KVA_WARN_ON(cl->held || cl->charged || cl->shared);
+	if (cl->prev)
+		cl->prev->next = cl->next;
+	else
+		c->clients = cl->next;
+	if (cl->next)
+		cl->next->prev = cl->prev;
+	cl->next = NULL;
+	cl->prev = NULL;
 	c->nr_clients--;
-	cl->head = KVA_NIL;
-	cl->held = 0;
 	return n;
 }
 
@@ -140,7 +623,7 @@ u32 kva_core_detach(struct kva_core *c, struct kva_core_client *cl)
  * @min:	new guarantee.
  * @max:	new limit, 0 for the arena's size.  Lowering it below what the
  *		client holds takes nothing away; it only stops further
- *		allocations.
+ *		allocations and lookups.
  *
  * Return: 0, -EINVAL as for attach, -ENOSPC if the new @min cannot be
  * covered now.  On error nothing changes.
@@ -153,8 +636,9 @@ int kva_core_set_limits(struct kva_core *c, struct kva_core_client *cl,
 
 	if (ret)
 		return ret;
-	new_unmet = min > cl->held ? min - cl->held : 0;
-	if (new_unmet > c->nr_free - (c->unmet_min - old_unmet))
+	new_unmet = min > cl->charged ? min - cl->charged : 0;
+	if (new_unmet > c->nr_free + c->nr_cached -
+	    (c->unmet_min - old_unmet))
 		return -ENOSPC;
 	c->unmet_min = c->unmet_min - old_unmet + new_unmet;
 	cl->min = min;
@@ -162,22 +646,74 @@ int kva_core_set_limits(struct kva_core *c, struct kva_core_client *cl,
 	return 0;
 }
 
+/* Free and cached frames @cl may take, not counting its max. */
+static u32 pool_for(const struct kva_core *c, const struct kva_core_client *cl)
+{
+	/* Others' unmet minimums are off limits; our own is ours to take. */
+	return c->nr_free + c->nr_cached - (c->unmet_min - unmet(cl));
+}
+
 /**
  * kva_core_available() - frames a client could allocate now.
  * @c:	the core.
  * @cl:	the client.
  *
- * Return: the free frames less the other clients' unmet minimums, and no
- * more than the client's room below its max.
+ * Return: the free and cached frames less the other clients' unmet
+ * minimums, and no more than the client's room below its max.
  */
 u32 kva_core_available(const struct kva_core *c,
 		       const struct kva_core_client *cl)
 {
-	/* Others' unmet minimums are off limits; our own is ours to take. */
-	u32 avail = c->nr_free - (c->unmet_min - unmet(cl));
+	u32 avail = pool_for(c, cl);
 	u32 room = cl->max > cl->held ? cl->max - cl->held : 0;
 
 	return avail < room ? avail : room;
+}
+
+/* ---- frames ------------------------------------------------------------------------ */
+
+static u32 reclaim(struct kva_core *c, u32 n, bool count)
+{
+	u32 done = 0;
+
+	while (done < n && c->lru_head != KVA_NIL) {
+		u32 idx = c->lru_head;
+
+		lru_del(c, idx);
+		index_del(c, idx);
+		free_push(c, idx);
+		done++;
+	}
+	if (count)
+		c->cache_reclaims += done;
+	return done;
+}
+
+/**
+ * kva_core_reclaim() - free up to @n cached frames, oldest first.
+ * @c:	the core.
+ * @n:	how many.
+ *
+ * Allocations call it by themselves; it is here for callers that want
+ * frames free ahead of need.  Held frames are never touched.
+ *
+ * Return: the number reclaimed.
+ */
+u32 kva_core_reclaim(struct kva_core *c, u32 n)
+{
+	return reclaim(c, n, true);
+}
+
+/**
+ * kva_core_drop_cache() - free every cached frame (the arena is going
+ * away); not counted as reclaims.
+ * @c:	the core.
+ *
+ * Return: the number freed.
+ */
+u32 kva_core_drop_cache(struct kva_core *c)
+{
+	return reclaim(c, c->nr_cached, false);
 }
 
 /**
@@ -188,13 +724,16 @@ u32 kva_core_available(const struct kva_core *c,
  * @n:		frames wanted.
  * @partial:	take as many as available (at least one) instead of all @n.
  *
+ * Cached frames are reclaimed, oldest first, for what the free list
+ * cannot give.
+ *
  * Return: the number of frames taken (@n unless @partial), or -ENOSPC
  * (nothing taken), -EINVAL for @n == 0.
  */
 int kva_core_alloc(struct kva_core *c, struct kva_core_client *cl,
 		   u64 *handles, u32 n, bool partial)
 {
-	u32 avail, i, before;
+	u32 avail, i;
 
 	if (!n)
 		return -EINVAL;
@@ -209,30 +748,19 @@ int kva_core_alloc(struct kva_core *c, struct kva_core_client *cl,
 		}
 		n = avail;
 	}
+	if (n > c->nr_free)
+		reclaim(c, n - c->nr_free, true);
 
-	before = unmet(cl);
 	for (i = 0; i < n; i++) {
-		u32 idx = c->free_head;
+		u32 idx = free_pop(c);
 		struct kva_frame *f = &c->frames[idx];
 
-		c->free_head = f->next;
-		f->holder = cl;
-		f->flags = KVA_FRAME_HELD;
-		f->prev = KVA_NIL;
-		f->next = cl->head;
-		if (cl->head != KVA_NIL)
-			c->frames[cl->head].prev = idx;
-		cl->head = idx;
+		refs_get(c, cl, idx);
+		charge_add(c, cl, idx);
+		f->flags = KVA_FRAME_CHARGE_HELD;
 		handles[i] = KVA_HANDLE(f->gen, idx);
 	}
-	c->nr_free -= n;
-	cl->held += n;
-	c->unmet_min -= before - unmet(cl);
-	c->frames_allocated += n;
-	if (cl->held > cl->peak)
-		cl->peak = cl->held;
-	if (kva_core_held(c) > c->peak_held)
-		c->peak_held = kva_core_held(c);
+	update_peak(c);
 	return n;
 }
 
@@ -242,9 +770,9 @@ int kva_core_alloc(struct kva_core *c, struct kva_core_client *cl,
  * @cl:		the client.
  * @handle:	the handle.
  *
- * Return: the frame index, or -ENOENT (no such frame, or nobody holds it),
- * -ESTALE (the frame was freed since the handle was issued), -EPERM (held
- * by another client).
+ * Return: the frame index, or -ENOENT (no such frame, or nobody holds it:
+ * free or cached), -ESTALE (the frame was freed since the handle was
+ * issued), -EPERM (held by other clients only).
  */
 int kva_core_lookup(const struct kva_core *c,
 		    const struct kva_core_client *cl, u64 handle)
@@ -257,9 +785,9 @@ int kva_core_lookup(const struct kva_core *c,
 	f = &c->frames[idx];
 	if (f->gen != KVA_HANDLE_GEN(handle))
 		return -ESTALE;
-	if (!(f->flags & KVA_FRAME_HELD))
+	if (!f->refs)
 		return -ENOENT;
-	if (f->holder != cl)
+	if (!holds_frame(c, cl, idx))
 		return -EPERM;
 	return (int)idx;
 }
@@ -271,21 +799,25 @@ int kva_core_lookup(const struct kva_core *c,
  * @cl:		the client.
  * @idx:	frame index, not trusted.
  *
- * Return: KVA_ACCESS_WRITE for a frame the client holds alone,
- * KVA_ACCESS_READ for one it holds with others, KVA_ACCESS_NONE otherwise
- * (including an index out of range).
+ * A published frame's contents belong to its key and may be mapped by
+ * every client that looks it up, so whoever holds it may only read it -
+ * its publisher too, from publication on; the runtime writes into such a
+ * frame only through a copy.  A frame can be held by several clients only
+ * once published.
+ *
+ * Return: KVA_ACCESS_WRITE for a frame the client holds that is not
+ * published, KVA_ACCESS_READ for a published one it holds, KVA_ACCESS_NONE
+ * otherwise (including an index out of range).
  */
 enum kva_access kva_core_frame_access(const struct kva_core *c,
 				      const struct kva_core_client *cl,
 				      u32 idx)
 {
-	const struct kva_frame *f;
-
-	if (idx >= c->nr_frames)
+	if (idx >= c->nr_frames || !c->frames[idx].refs ||
+	    !holds_frame(c, cl, idx))
 		return KVA_ACCESS_NONE;
-	f = &c->frames[idx];
-	if (!(f->flags & KVA_FRAME_HELD) || f->holder != cl)
-		return KVA_ACCESS_NONE;
+	if (c->frames[idx].flags & KVA_FRAME_PUBLISHED)
+		return KVA_ACCESS_READ;
 	return KVA_ACCESS_WRITE;
 }
 
@@ -298,21 +830,23 @@ static void unmark(struct kva_core *c, const u64 *handles, u32 n)
 }
 
 /**
- * kva_core_free() - return frames a client holds.
+ * kva_core_free() - let go of frames a client holds.
  * @c:		the core.
  * @cl:		the client.
  * @handles:	@n handles.
  * @n:		how many.
  *
- * All or nothing: every handle is checked before any frame is freed.
+ * All or nothing: every handle is checked before any hold is dropped.  A
+ * frame others still hold stays held by them; a published frame nobody
+ * holds any more becomes cached; any other frame returns to the free list.
  *
  * Return: 0, -EINVAL for @n == 0 or a handle given twice, or the first
- * error of kva_core_lookup().  On error nothing is freed.
+ * error of kva_core_lookup().  On error nothing changes.
  */
 int kva_core_free(struct kva_core *c, struct kva_core_client *cl,
 		  const u64 *handles, u32 n)
 {
-	u32 i, before;
+	u32 i;
 	int ret;
 
 	if (!n)
@@ -332,22 +866,12 @@ int kva_core_free(struct kva_core *c, struct kva_core_client *cl,
 		}
 		f->flags |= KVA_FRAME_MARK;
 	}
-
-	before = unmet(cl);
 	for (i = 0; i < n; i++) {
 		u32 idx = KVA_HANDLE_IDX(handles[i]);
-		struct kva_frame *f = &c->frames[idx];
 
-		if (f->prev != KVA_NIL)
-			c->frames[f->prev].next = f->next;
-		else
-			cl->head = f->next;
-		if (f->next != KVA_NIL)
-			c->frames[f->next].prev = f->prev;
-		frame_release(c, idx);
+		c->frames[idx].flags &= ~KVA_FRAME_MARK;
+		hold_drop(c, cl, idx);
 	}
-	cl->held -= n;
-	c->unmet_min += unmet(cl) - before;
 	return 0;
 
 err_unmark:
@@ -355,48 +879,378 @@ err_unmark:
 	return ret;
 }
 
+/* ---- the prefix cache ---------------------------------------------------------------- */
+
+static void unmark_chain(struct kva_core *c, const struct kva_core_prefix *e,
+			 u32 n)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++)
+		c->frames[KVA_HANDLE_IDX(e[i].handle)].flags &= ~KVA_FRAME_MARK;
+}
+
+/**
+ * kva_core_publish() - put frames the client holds under keys.
+ * @c:		the core.
+ * @cl:		the client.
+ * @chain:	@n (key, handle) pairs; each entry's flags are written.
+ * @n:		how many.
+ *
+ * The client keeps its holds.  A key already published under another
+ * frame keeps that frame (the first wins; see core.h): the entry gets
+ * KVA_PREFIX_EXISTED and its frame stays unpublished.  A frame published
+ * under the same key already is left as it is.  All or nothing: every
+ * entry is checked first.
+ *
+ * Return: the number of frames newly published, or -EINVAL (@n == 0, a
+ * key of all zeros, a frame twice), -EBUSY (a frame published under
+ * another key), or an error of kva_core_lookup() (not held by @cl).  On
+ * error nothing changes.
+ */
+int kva_core_publish(struct kva_core *c, struct kva_core_client *cl,
+		     struct kva_core_prefix *chain, u32 n)
+{
+	u32 i, published = 0;
+	int ret;
+
+	if (!n)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		struct kva_frame *f;
+
+		if (key_is_zero(chain[i].key)) {
+			ret = -EINVAL;
+			goto err_unmark;
+		}
+		ret = kva_core_lookup(c, cl, chain[i].handle);
+		if (ret < 0)
+			goto err_unmark;
+		f = &c->frames[ret];
+		if (f->flags & KVA_FRAME_MARK) {
+			ret = -EINVAL;
+			goto err_unmark;
+		}
+		if ((f->flags & KVA_FRAME_PUBLISHED) &&
+		    memcmp(c->keys[ret], chain[i].key, KVA_KEY_LEN)) {
+			ret = -EBUSY;
+			goto err_unmark;
+		}
+		f->flags |= KVA_FRAME_MARK;
+	}
+	for (i = 0; i < n; i++) {
+		u32 idx = KVA_HANDLE_IDX(chain[i].handle);
+		struct kva_frame *f = &c->frames[idx];
+
+		f->flags &= ~KVA_FRAME_MARK;
+		chain[i].flags = 0;
+		if (f->flags & KVA_FRAME_PUBLISHED)
+			continue;
+		if (index_find(c, chain[i].key) != KVA_NIL) {
+			chain[i].flags = KVA_PREFIX_EXISTED;
+			continue;
+		}
+		index_add(c, idx, chain[i].key);
+		published++;
+	}
+	return (int)published;
+
+err_unmark:
+	unmark_chain(c, chain, i);
+	return ret;
+}
+
+/**
+ * kva_core_prefix_lookup() - find the longest leading run of a key chain
+ * that is published, and hold its frames.
+ * @c:		the core.
+ * @cl:		the client.
+ * @chain:	@n keys; the handles of the run are written.
+ * @n:		how many.
+ *
+ * Each frame of the run is held by @cl afterwards: a cached frame comes
+ * back from the LRU charged to @cl (as an allocation would be), a frame
+ * others hold is shared (a hold record; no charge), a frame @cl holds
+ * already is returned again without a second hold.  All or nothing over
+ * the run: it fails when the new holds would take @cl past its max, or
+ * the cached frames among them are more than @cl may take.  The caller
+ * makes sure of the hold records first (kva_core_holds_need()).
+ *
+ * Return: the length of the run (0 when the first key is not there), or
+ * -EINVAL (@n == 0, a key of all zeros), -ENOSPC (limits), -ENOMEM (too
+ * few hold records).  On error nothing changes.
+ */
+int kva_core_prefix_lookup(struct kva_core *c, struct kva_core_client *cl,
+			   struct kva_core_prefix *chain, u32 n)
+{
+	u32 i, run, take = 0, revive = 0, recs = 0, room;
+	int ret;
+
+	if (!n)
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (key_is_zero(chain[i].key))
+			return -EINVAL;
+	/* The run's frame indices go to the handles as they are found. */
+	for (i = 0; i < n; i++) {
+		u32 idx = index_find(c, chain[i].key);
+		struct kva_frame *f;
+
+		if (idx == KVA_NIL)
+			break;
+		chain[i].handle = idx;
+		f = &c->frames[idx];
+		if (f->flags & KVA_FRAME_MARK)
+			continue;	/* a key given twice */
+		f->flags |= KVA_FRAME_MARK;
+		if (f->flags & KVA_FRAME_CACHED) {
+			revive++;
+			take++;
+		} else if (!holds_frame(c, cl, idx)) {
+			take++;
+			recs += f->charge != cl;
+		}
+	}
+	run = i;
+
+	room = cl->max > cl->held ? cl->max - cl->held : 0;
+	ret = -ENOSPC;
+	if (take > room || revive > pool_for(c, cl))
+		goto err_unmark;
+	ret = -ENOMEM;
+	if (recs > c->nr_holds - c->holds_used)
+		goto err_unmark;
+
+	for (i = 0; i < run; i++) {
+		u32 idx = (u32)chain[i].handle;
+		struct kva_frame *f = &c->frames[idx];
+
+		if (f->flags & KVA_FRAME_MARK) {
+			f->flags &= ~KVA_FRAME_MARK;
+			hold_take(c, cl, idx);
+		}
+		chain[i].handle = KVA_HANDLE(f->gen, idx);
+		chain[i].flags = 0;
+	}
+	c->cache_hits += run;
+	c->cache_misses += n - run;
+	update_peak(c);
+	return (int)run;
+
+err_unmark:
+	for (i = 0; i < run; i++)
+		c->frames[(u32)chain[i].handle].flags &= ~KVA_FRAME_MARK;
+	return ret;
+}
+
+/* ---- checking ---------------------------------------------------------------------------- */
+
+static int check_free_and_lru(const struct kva_core *c)
+{
+	u32 idx, prev = KVA_NIL, n = 0;
+
+	for (idx = c->free_head; idx != KVA_NIL; idx = c->frames[idx].next) {
+		const struct kva_frame *f;
+
+		if (KVA_WARN_ON(idx >= c->nr_frames || ++n > c->nr_frames))
+			return -EUCLEAN;
+		f = &c->frames[idx];
+		if (KVA_WARN_ON(f->flags || f->charge || f->refs) ||
+		    KVA_WARN_ON(f->holds != KVA_NIL || f->hnext != KVA_NIL))
+			return -EUCLEAN;
+	}
+	if (KVA_WARN_ON(n != c->nr_free))
+		return -EUCLEAN;
+	n = 0;
+	for (idx = c->lru_head; idx != KVA_NIL; idx = c->frames[idx].next) {
+		const struct kva_frame *f;
+
+		if (KVA_WARN_ON(idx >= c->nr_frames || ++n > c->nr_frames))
+			return -EUCLEAN;
+		f = &c->frames[idx];
+		if (KVA_WARN_ON(f->flags != (KVA_FRAME_PUBLISHED |
+					     KVA_FRAME_CACHED)) ||
+		    KVA_WARN_ON(f->charge || f->refs || f->holds != KVA_NIL) ||
+		    KVA_WARN_ON(f->prev != prev))
+			return -EUCLEAN;
+		prev = idx;
+	}
+	if (KVA_WARN_ON(n != c->nr_cached || c->lru_tail != prev))
+		return -EUCLEAN;
+	return 0;
+}
+
+static int check_index(const struct kva_core *c)
+{
+	u32 b, idx, other, n = 0;
+
+	for (b = 0; b <= c->hash_mask; b++) {
+		for (idx = c->buckets[b]; idx != KVA_NIL;
+		     idx = c->frames[idx].hnext) {
+			if (KVA_WARN_ON(idx >= c->nr_frames ||
+					++n > c->nr_frames) ||
+			    KVA_WARN_ON(!(c->frames[idx].flags &
+					  KVA_FRAME_PUBLISHED)) ||
+			    KVA_WARN_ON(key_hash(c, c->keys[idx]) != b) ||
+			    KVA_WARN_ON(key_is_zero(c->keys[idx])))
+				return -EUCLEAN;
+			/* No key names two frames. */
+			for (other = c->frames[idx].hnext; other != KVA_NIL;
+			     other = c->frames[other].hnext)
+				if (KVA_WARN_ON(!memcmp(c->keys[idx],
+							c->keys[other],
+							KVA_KEY_LEN)))
+					return -EUCLEAN;
+		}
+	}
+	if (KVA_WARN_ON(n != c->nr_published))
+		return -EUCLEAN;
+	return 0;
+}
+
+/* The holders of held frame @i: the charged client and the records. */
+static int check_holders(const struct kva_core *c, u32 i, u32 *records)
+{
+	const struct kva_frame *f = &c->frames[i];
+	u32 r, refs = !!(f->flags & KVA_FRAME_CHARGE_HELD);
+
+	if (KVA_WARN_ON(!f->charge || (f->flags & KVA_FRAME_CACHED)) ||
+	    KVA_WARN_ON(f->prev == KVA_NIL ? f->charge->head != i :
+			c->frames[f->prev].next != i) ||
+	    KVA_WARN_ON(f->next != KVA_NIL &&
+			(c->frames[f->next].prev != i ||
+			 c->frames[f->next].charge != f->charge)))
+		return -EUCLEAN;
+	for (r = f->holds; r != KVA_NIL; r = c->holds[r].fnext) {
+		const struct kva_hold *h = &c->holds[r];
+
+		if (KVA_WARN_ON(r >= c->nr_holds || ++*records > c->nr_holds) ||
+		    KVA_WARN_ON(!h->client || h->frame != i) ||
+		    KVA_WARN_ON(h->fnext != KVA_NIL &&
+				c->holds[h->fnext].fprev != r) ||
+		    /* One hold per client and frame. */
+		    KVA_WARN_ON(h->client == f->charge &&
+				(f->flags & KVA_FRAME_CHARGE_HELD)) ||
+		    KVA_WARN_ON(hold_find(c, h->client, i) != r))
+			return -EUCLEAN;
+		refs++;
+	}
+	if (KVA_WARN_ON(refs != f->refs) ||
+	    /* Unpublished frames cannot be shared: nobody can look them up. */
+	    KVA_WARN_ON(f->refs > 1 && !(f->flags & KVA_FRAME_PUBLISHED)))
+		return -EUCLEAN;
+	return 0;
+}
+
+static int check_held(const struct kva_core *c)
+{
+	u32 i, r, held = 0, published = 0, records = 0;
+
+	for (i = 0; i < c->nr_frames; i++) {
+		const struct kva_frame *f = &c->frames[i];
+
+		published += !!(f->flags & KVA_FRAME_PUBLISHED);
+		if (KVA_WARN_ON((f->flags & KVA_FRAME_MARK) || !f->gen))
+			return -EUCLEAN;
+		if (!f->refs)
+			continue;
+		held++;
+		if (check_holders(c, i, &records))
+			return -EUCLEAN;
+	}
+	if (KVA_WARN_ON(held != kva_core_held(c)) ||
+	    KVA_WARN_ON(published != c->nr_published) ||
+	    KVA_WARN_ON(records != c->holds_used))
+		return -EUCLEAN;
+	for (r = c->holds_free, i = 0; r != KVA_NIL; r = c->holds[r].fnext)
+		if (KVA_WARN_ON(r >= c->nr_holds || ++i > c->nr_holds) ||
+		    KVA_WARN_ON(c->holds[r].client))
+			return -EUCLEAN;
+	if (KVA_WARN_ON(i + c->holds_used != c->nr_holds))
+		return -EUCLEAN;
+	return 0;
+}
+
+/* One client's lists against its counts. */
+static int check_client(const struct kva_core *c,
+			const struct kva_core_client *cl)
+{
+	u32 idx, r, charged = 0, held = 0, shared = 0;
+
+	for (idx = cl->head; idx != KVA_NIL; idx = c->frames[idx].next) {
+		const struct kva_frame *f = &c->frames[idx];
+
+		if (KVA_WARN_ON(f->charge != cl || ++charged > c->nr_frames))
+			return -EUCLEAN;
+		if (f->flags & KVA_FRAME_CHARGE_HELD) {
+			held++;
+			shared += f->refs > 1;
+		}
+	}
+	for (r = cl->holds; r != KVA_NIL; r = c->holds[r].cnext) {
+		const struct kva_hold *h = &c->holds[r];
+
+		if (KVA_WARN_ON(h->client != cl ||
+				++held > c->nr_frames + c->nr_holds) ||
+		    KVA_WARN_ON(h->cnext != KVA_NIL &&
+				c->holds[h->cnext].cprev != r))
+			return -EUCLEAN;
+		shared += c->frames[h->frame].refs > 1;
+	}
+	if (KVA_WARN_ON(charged != cl->charged || held != cl->held) ||
+	    KVA_WARN_ON(shared != cl->shared || cl->held > cl->peak))
+		return -EUCLEAN;
+	return 0;
+}
+
+static int check_clients(const struct kva_core *c)
+{
+	const struct kva_core_client *cl, *prev = NULL;
+	u32 n = 0, unmet_sum = 0, charged_sum = 0;
+
+	for (cl = c->clients; cl; prev = cl, cl = cl->next) {
+		if (KVA_WARN_ON(++n > c->nr_clients || cl->prev != prev) ||
+		    check_client(c, cl))
+			return -EUCLEAN;
+		unmet_sum += unmet(cl);
+		charged_sum += cl->charged;
+	}
+	if (KVA_WARN_ON(n != c->nr_clients) ||
+	    KVA_WARN_ON(unmet_sum != c->unmet_min) ||
+	    KVA_WARN_ON(charged_sum != kva_core_held(c)))
+		return -EUCLEAN;
+	return 0;
+}
+
 /**
  * kva_core_check() - verify every invariant (tests and fuzzing).
  * @c:	the core.
  *
- * Walks the free list and checks the counts, links and flags of every
- * frame.  It cannot see the clients' lists as a set, but checks that each
- * held frame's neighbours point back at it and share its holder.
+ * Walks the free list, the LRU, the key index, every frame's holders and
+ * every client's charged frames and hold records, and checks the counts
+ * against each other: free + cached + held = capacity, every cached frame
+ * has exactly one key, each held frame is charged to one client, each
+ * client's held, charged and shared match what it has, and the unmet
+ * minimums fit in the free and cached frames.  O(frames + holds).
  *
  * Return: 0 or -EUCLEAN with the first broken invariant warned about.
  */
 int kva_core_check(const struct kva_core *c)
 {
-	u32 idx, n = 0, held = 0, i;
+	int ret;
 
-	for (idx = c->free_head; idx != KVA_NIL; idx = c->frames[idx].next) {
-		if (KVA_WARN_ON(idx >= c->nr_frames) ||
-		    KVA_WARN_ON(c->frames[idx].flags) ||
-		    KVA_WARN_ON(c->frames[idx].holder) ||
-		    KVA_WARN_ON(++n > c->nr_frames))
-			return -EUCLEAN;
-	}
-	if (KVA_WARN_ON(n != c->nr_free) ||
-	    KVA_WARN_ON(c->unmet_min > c->nr_free))
+	if (KVA_WARN_ON(c->nr_free + c->nr_cached > c->nr_frames) ||
+	    KVA_WARN_ON(c->unmet_min > c->nr_free + c->nr_cached) ||
+	    KVA_WARN_ON(c->frames_allocated - c->frames_freed !=
+			(u64)kva_core_held(c) + c->nr_cached) ||
+	    KVA_WARN_ON(c->holds_used > c->nr_holds))
 		return -EUCLEAN;
-	for (i = 0; i < c->nr_frames; i++) {
-		const struct kva_frame *f = &c->frames[i];
-
-		if (!f->flags)
-			continue;
-		held++;
-		if (KVA_WARN_ON(f->flags != KVA_FRAME_HELD) ||
-		    KVA_WARN_ON(!f->holder) || KVA_WARN_ON(!f->gen) ||
-		    KVA_WARN_ON(f->prev == KVA_NIL && f->holder->head != i) ||
-		    KVA_WARN_ON(f->prev != KVA_NIL &&
-				c->frames[f->prev].next != i) ||
-		    KVA_WARN_ON(f->next != KVA_NIL &&
-				(c->frames[f->next].prev != i ||
-				 c->frames[f->next].holder != f->holder)))
-			return -EUCLEAN;
-	}
-	if (KVA_WARN_ON(held != kva_core_held(c)) ||
-	    KVA_WARN_ON(c->frames_allocated - c->frames_freed != held))
-		return -EUCLEAN;
-	return 0;
+	ret = check_free_and_lru(c);
+	if (!ret)
+		ret = check_index(c);
+	if (!ret)
+		ret = check_held(c);
+	if (!ret)
+		ret = check_clients(c);
+	return ret;
 }

@@ -1,29 +1,91 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
 /*
  * The kvarena core allocator: a frame table, a free list, handle
- * generations and min/max charging, for one arena.
+ * generations, min/max charging, and the prefix cache (published frames
+ * under 32-byte keys, shared holds, cached frames on an LRU), for one
+ * arena.
  *
  * The same file is built into kvarena.ko and into libkvarena (the embedded
  * in-process arena) and the native tests, so it knows nothing of files,
  * processes or locks.  Every function expects the caller to hold the
  * arena's lock (a mutex in the module, a pthread mutex in the library);
- * that lock protects every field below.
+ * that lock protects every field below.  Nothing but kva_core_init() and
+ * kva_core_holds_alloc() allocates memory: the frame table, the key index
+ * and the first hold records are made at init, and more hold records are
+ * made by the caller outside its lock and handed in (see "Hold records").
  *
  * Accounting words:
- *   held      frames a client holds now
- *   min       frames guaranteed to a client: while it holds fewer, the
- *             difference is kept out of every other client's reach
+ *   held      frames a client holds now.  A frame may be held by several
+ *             clients at once (a shared hold, taken by LOOKUP); it counts
+ *             once in the arena's held frames and once in each holder's
+ *             held, so every holder's max sees it.
+ *   charged   frames a client pays for, the measure of its min: each held
+ *             frame is charged to exactly one client - the one that took
+ *             it from the free list (ALLOC) or back from the cache
+ *             (LOOKUP of a cached frame).  A shared hold on a frame
+ *             charged to someone else charges nothing.  The charge stays
+ *             with the client while anybody holds the frame, even after
+ *             the client itself let go (the memory cgroup's rule for
+ *             shared page cache); it ends when the last hold goes (the
+ *             frame becomes free or cached), or moves to a remaining
+ *             holder when the charged client detaches.  So a client's
+ *             charge only falls when free + cached frames rise by as much,
+ *             which is what keeps every granted min coverable.
+ *   min       frames guaranteed to a client: while it is charged for
+ *             fewer, the difference is kept out of every other client's
+ *             reach
  *   max       frames a client may hold at most
- *   unmet     max(0, min - held): frames reserved for the client
- *   available what a client may still take: free frames less the other
- *             clients' unmet minimums, and no more than max - held
+ *   unmet     max(0, min - charged): frames reserved for the client
+ *   cached    published frames nobody holds: on the LRU, reclaimable
+ *   available what a client may still take: free + cached frames less
+ *             the other clients' unmet minimums, and no more than
+ *             max - held
+ *
+ * Invariants (kva_core_check()): free + cached + held = capacity, with
+ * held the frames with at least one holder; the sum of the unmet
+ * minimums is at most free + cached; every cached frame is published
+ * (has exactly one key); no key names two frames.
+ *
+ * The prefix cache.  PUBLISH puts a frame the caller holds under a key;
+ * the caller keeps its hold.  LOOKUP walks a chain of keys and takes a
+ * shared hold on each frame of the longest leading run that is present.
+ * A published frame nobody holds is cached: it keeps its key and its
+ * contents, sits on an LRU list (newest at the tail), and is reclaimed
+ * oldest first, whole, when an ALLOC needs more frames than are free -
+ * which also covers the unmet minimums, since those count cached frames
+ * as reclaimable.  A held frame is never reclaimed.  A frame has at most
+ * one key and keeps it until it is reclaimed.
+ *
+ * Which frame wins when a key is published twice: the first.  The frame
+ * already under the key stays; the second one is left unpublished (the
+ * caller still holds it as a private frame) and the entry says so
+ * (KVA_PREFIX_EXISTED).  A key names the contents (a hash of the tokens
+ * before and in the frame), so both frames hold the same KV and nothing
+ * is gained by replacing; the first may already be mapped by other
+ * clients, and keeping it makes PUBLISH idempotent and lets two engines
+ * that computed the same prefix at once race harmlessly.
+ *
+ * Handles of a published frame keep their generation while the frame
+ * stays published, held or cached: every LOOKUP of the key returns the
+ * same handle.  The generation moves when the frame returns to the free
+ * list (FREE of an unpublished frame, or reclaim).  Rights come from
+ * holding, never from knowing a handle: a client that let go of a frame
+ * gets -ENOENT or -EPERM for its old handle even while it is unchanged.
+ *
+ * Costs: ALLOC, FREE and LOOKUP cost O(1) per frame, except that finding
+ * one client's hold on a shared frame walks the frame's holders (as many
+ * as the clients that hold it at once); a key costs O(1) expected (a
+ * chained hash table with a bucket per frame, keyed by a per-arena seed so
+ * that keys cannot be chosen offline to collide).  Release of a client is
+ * O(frames it holds or is charged for).
  */
 #ifndef KVA_CORE_H
 #define KVA_CORE_H
 
 #include "core_shim.h"
 
-#define KVA_NIL		0xffffffffu	/* no frame: end of a list */
+#define KVA_NIL		0xffffffffu	/* no frame or record: end of a list */
+#define KVA_KEY_LEN	32		/* bytes of a prefix key */
 
 /*
  * Handle encoding, shared with the uapi header: generation in the high 32
@@ -37,32 +99,69 @@
 struct kva_core_client;
 
 /* struct kva_frame.flags */
-#define KVA_FRAME_HELD	(1u << 0)	/* on a client's list */
-#define KVA_FRAME_MARK	(1u << 1)	/* seen in the batch being freed */
+#define KVA_FRAME_CHARGE_HELD	(1u << 0) /* the charged client holds it */
+#define KVA_FRAME_MARK		(1u << 1) /* seen in the batch at hand */
+#define KVA_FRAME_PUBLISHED	(1u << 2) /* under a key in the index */
+#define KVA_FRAME_CACHED	(1u << 3) /* published, unheld, on the LRU */
 
 /**
  * struct kva_frame - one frame of the table.
- * @gen:	generation of the current (or next) handle; moves on free.
+ * @gen:	generation of the current (or next) handle; moves when the
+ *		frame returns to the free list.
  * @flags:	KVA_FRAME_*.
- * @next:	next frame on the free list or on the holder's list.
- * @prev:	previous frame on the holder's list (unused while free).
- * @holder:	the client holding the frame, NULL while free.
+ * @next:	next frame on the free list, on the charged client's list or
+ *		on the LRU (newer).
+ * @prev:	previous frame on the charged client's list or on the LRU
+ *		(older); unused while free.
+ * @refs:	clients holding the frame (0 while free or cached).
+ * @holds:	first hold record of a holder other than the charged client
+ *		(struct kva_hold.fnext links the rest), KVA_NIL if none.
+ * @hnext:	next frame in the key index's bucket, while published.
+ * @charge:	the client charged for the frame, NULL while free or cached.
  */
 struct kva_frame {
 	u32 gen;
 	u32 flags;
 	u32 next;
 	u32 prev;
-	struct kva_core_client *holder;
+	u32 refs;
+	u32 holds;
+	u32 hnext;
+	struct kva_core_client *charge;
+};
+
+/**
+ * struct kva_hold - one client's hold on a frame charged to another.
+ * @client:	the holder; NULL while the record is unused.
+ * @frame:	the frame's index.
+ * @fnext:	next record of the frame (or of the unused records).
+ * @fprev:	previous record of the frame.
+ * @cnext:	next record of the client.
+ * @cprev:	previous record of the client.
+ *
+ * Records live in one array (struct kva_core.holds) and link by index.
+ */
+struct kva_hold {
+	struct kva_core_client *client;
+	u32 frame;
+	u32 fnext;
+	u32 fprev;
+	u32 cnext;
+	u32 cprev;
 };
 
 /**
  * struct kva_core_client - a client's share of the arena.
- * @min:		guaranteed frames.
- * @max:		limit.
- * @held:		frames held now.
+ * @min:		guaranteed frames (against @charged).
+ * @max:		limit (against @held).
+ * @held:		frames held now, shared ones included.
+ * @charged:		frames charged to the client (see the words above).
+ * @shared:		frames held that other clients hold too.
  * @peak:		highest @held.
- * @head:		first frame on the client's list, KVA_NIL if none.
+ * @head:		first frame charged to the client, KVA_NIL if none.
+ * @holds:		first hold record of the client, KVA_NIL if none.
+ * @next:		next attached client (for kva_core_check()).
+ * @prev:		previous attached client.
  * @alloc_calls:	kva_core_alloc() calls.
  * @free_calls:		kva_core_free() calls.
  * @alloc_failures:	kva_core_alloc() calls that returned -ENOSPC.
@@ -73,34 +172,89 @@ struct kva_core_client {
 	u32 min;
 	u32 max;
 	u32 held;
+	u32 charged;
+	u32 shared;
 	u32 peak;
 	u32 head;
+	u32 holds;
+	struct kva_core_client *next;
+	struct kva_core_client *prev;
 	u64 alloc_calls;
 	u64 free_calls;
 	u64 alloc_failures;
 };
 
 /**
+ * struct kva_core_prefix - one link of a PUBLISH or LOOKUP chain.
+ * @key:	the key.
+ * @handle:	PUBLISH: in, a frame the client holds; LOOKUP: out.
+ * @flags:	out: KVA_PREFIX_EXISTED (PUBLISH).
+ * @reserved:	not read.
+ *
+ * The same layout as struct kvarena_prefix_entry, so the module passes
+ * the user's array through.
+ */
+struct kva_core_prefix {
+	u8 key[KVA_KEY_LEN];
+	u64 handle;
+	u32 flags;
+	u32 reserved;
+};
+
+/* struct kva_core_prefix.flags */
+#define KVA_PREFIX_EXISTED	(1u << 0) /* the key has another frame */
+
+/**
  * struct kva_core - one arena's frames.
  * @frames:		the frame table, @nr_frames entries.
+ * @keys:		@nr_frames keys: frame i's while it is published.
+ * @buckets:		the key index, @hash_mask + 1 chains of frames.
+ * @holds:		@nr_holds hold records.
+ * @clients:		attached clients (struct kva_core_client.next).
+ * @seed:		keys the index's hash; random at init.
  * @nr_frames:		capacity.
  * @nr_free:		frames on the free list.
+ * @nr_cached:		frames on the LRU.
+ * @nr_published:	frames in the key index (held and cached).
  * @free_head:		top of the free list (LIFO: recently freed frames,
  *			still warm in caches and TLBs, go out first).
+ * @lru_head:		oldest cached frame, KVA_NIL if none.
+ * @lru_tail:		newest cached frame.
+ * @hash_mask:		buckets - 1 (a power of two at least @nr_frames).
+ * @nr_holds:		hold records in @holds.
+ * @holds_free:		first unused record, KVA_NIL if none.
+ * @holds_used:		records in use.
  * @unmet_min:		sum of the clients' unmet minimums.
  * @nr_clients:		clients attached.
- * @peak_held:		highest nr_frames - nr_free.
+ * @peak_held:		highest held frame count.
  * @alloc_calls:	kva_core_alloc() calls, all clients.
  * @free_calls:		kva_core_free() calls, all clients.
  * @alloc_failures:	kva_core_alloc() calls that returned -ENOSPC.
- * @frames_allocated:	frames handed out, ever.
- * @frames_freed:	frames returned, ever (free and detach).
+ * @frames_allocated:	frames taken from the free list, ever.
+ * @frames_freed:	frames returned to the free list, ever (free,
+ *			detach, reclaim).
+ * @cache_hits:		keys LOOKUP found (frames it returned), ever.
+ * @cache_misses:	keys LOOKUP was asked for and did not return.
+ * @cache_reclaims:	cached frames reclaimed for allocations, ever.
  */
 struct kva_core {
 	struct kva_frame *frames;
+	u8 (*keys)[KVA_KEY_LEN];
+	u32 *buckets;
+	struct kva_hold *holds;
+	struct kva_core_client *clients;
+	u64 seed;
 	u32 nr_frames;
 	u32 nr_free;
+	u32 nr_cached;
+	u32 nr_published;
 	u32 free_head;
+	u32 lru_head;
+	u32 lru_tail;
+	u32 hash_mask;
+	u32 nr_holds;
+	u32 holds_free;
+	u32 holds_used;
 	u32 unmet_min;
 	u32 nr_clients;
 	u32 peak_held;
@@ -109,6 +263,9 @@ struct kva_core {
 	u64 alloc_failures;
 	u64 frames_allocated;
 	u64 frames_freed;
+	u64 cache_hits;
+	u64 cache_misses;
+	u64 cache_reclaims;
 };
 
 int kva_core_init(struct kva_core *c, u32 nr_frames);
@@ -132,7 +289,7 @@ int kva_core_lookup(const struct kva_core *c,
 /* What kva_core_frame_access() says a client may do with a frame. */
 enum kva_access {
 	KVA_ACCESS_NONE = 0,	/* not the client's: no mapping at all */
-	KVA_ACCESS_READ = 1,	/* held with others: map read-only */
+	KVA_ACCESS_READ = 1,	/* published (shared): map read-only */
 	KVA_ACCESS_WRITE = 2,	/* the client's own: map read-write */
 };
 
@@ -140,11 +297,43 @@ enum kva_access kva_core_frame_access(const struct kva_core *c,
 				      const struct kva_core_client *cl,
 				      u32 idx);
 
+int kva_core_publish(struct kva_core *c, struct kva_core_client *cl,
+		     struct kva_core_prefix *chain, u32 n);
+int kva_core_prefix_lookup(struct kva_core *c, struct kva_core_client *cl,
+			   struct kva_core_prefix *chain, u32 n);
+u32 kva_core_reclaim(struct kva_core *c, u32 n);
+u32 kva_core_drop_cache(struct kva_core *c);
+
+/*
+ * Hold records.  A LOOKUP of n keys needs up to n unused records.  The
+ * caller asks kva_core_holds_need() under its lock; if it says a number,
+ * the caller drops the lock, gets that many records with
+ * kva_core_holds_alloc() (which may sleep), takes the lock again and hands
+ * them in with kva_core_holds_grow(), then frees what that returns, after
+ * dropping the lock.  The core then has at least as many records as were
+ * asked for, whatever happened meanwhile.
+ */
+u32 kva_core_holds_need(const struct kva_core *c, u32 n);
+struct kva_hold *kva_core_holds_alloc(u32 nr);
+struct kva_hold *kva_core_holds_grow(struct kva_core *c,
+				     struct kva_hold *recs, u32 nr);
+void kva_core_holds_free(struct kva_hold *recs);
+
 int kva_core_check(const struct kva_core *c);
 
+/* Frames with at least one holder. */
 static inline u32 kva_core_held(const struct kva_core *c)
 {
-	return c->nr_frames - c->nr_free;
+	return c->nr_frames - c->nr_free - c->nr_cached;
+}
+
+/*
+ * Frames a client without a guarantee could still get: free and cached
+ * frames less every unmet minimum (the pressure measure).
+ */
+static inline u32 kva_core_headroom(const struct kva_core *c)
+{
+	return c->nr_free + c->nr_cached - c->unmet_min;
 }
 
 #endif /* KVA_CORE_H */

@@ -12,7 +12,9 @@
 #include <linux/bug.h>
 #include <linux/errno.h>
 #include <linux/mm.h>
+#include <linux/random.h>
 #include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/types.h>
 
 #include <linux/sched.h>
@@ -20,6 +22,7 @@
 /* The frame table is the arena's memory: charge it to the creator's cgroup. */
 #define kva_shim_calloc(n, size) kvcalloc(n, size, GFP_KERNEL_ACCOUNT)
 #define kva_shim_free(p)	kvfree(p)
+#define kva_shim_random_u64()	get_random_u64()
 #define KVA_WARN_ON(cond)	WARN_ON(cond)
 /* Long walks (a client of millions of frames) let others run. */
 #define kva_shim_cond_resched()	cond_resched()
@@ -32,13 +35,29 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
+typedef uint8_t u8;
 typedef uint32_t u32;
 typedef uint64_t u64;
 
 #define kva_shim_calloc(n, size) calloc(n, size)
 #define kva_shim_free(p)	free(p)
 #define kva_shim_cond_resched()	do { } while (0)
+
+/* A seed for the key index's hash; the clock if getrandom() fails. */
+static inline u64 kva_shim_random_u64(void)
+{
+	struct timespec ts;
+	u64 v;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == sizeof(v))
+		return v;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (u64)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (u64)ts.tv_sec;
+}
 
 #ifndef likely
 #define likely(x)	__builtin_expect(!!(x), 1)

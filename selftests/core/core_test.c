@@ -30,7 +30,13 @@ FIXTURE_TEARDOWN(core)
 	EXPECT_EQ(0, kva_core_check(&self->c));
 	kva_core_detach(&self->c, &self->a);
 	kva_core_detach(&self->c, &self->b);
+	/* Published frames outlive their clients, as cached frames. */
+	EXPECT_EQ(NR, self->c.nr_free + self->c.nr_cached);
+	EXPECT_EQ(self->c.nr_published, self->c.nr_cached);
+	EXPECT_EQ(0, kva_core_check(&self->c));
+	EXPECT_EQ(self->c.nr_cached, kva_core_drop_cache(&self->c));
 	EXPECT_EQ(NR, self->c.nr_free);
+	EXPECT_EQ(0, self->c.nr_published);
 	EXPECT_EQ(0, kva_core_check(&self->c));
 	kva_core_fini(&self->c);
 }
@@ -361,15 +367,593 @@ TEST_F(core, generation_wraps_past_zero)
 	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, &h, 1));
 }
 
+
+/* ---- the prefix cache ------------------------------------------------------ */
+
+/* Key number @i: never all zeros. */
+static void set_key(u8 *k, u32 i)
+{
+	memset(k, 0, KVA_KEY_LEN);
+	k[0] = 0xa5;
+	memcpy(k + 1, &i, sizeof(i));
+	k[KVA_KEY_LEN - 1] = (u8)(i * 37);
+}
+
+/* Publish handles[0..n) under keys first, first + 1, ... */
+static int publish(struct kva_core *c, struct kva_core_client *cl,
+		   u32 first, const u64 *handles, u32 n, u32 *flags)
+{
+	struct kva_core_prefix e[NR];
+	u32 i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		set_key(e[i].key, first + i);
+		e[i].handle = handles[i];
+		e[i].flags = 0xdead;
+	}
+	ret = kva_core_publish(c, cl, e, n);
+	for (i = 0; flags && i < n; i++)
+		flags[i] = e[i].flags;
+	return ret;
+}
+
+/* Look up keys[0..n); the run's handles go to @out. */
+static int lookup(struct kva_core *c, struct kva_core_client *cl,
+		  const u32 *keys, u32 n, u64 *out)
+{
+	struct kva_core_prefix e[NR];
+	u32 i;
+	int ret;
+
+	if (kva_core_holds_need(c, n)) {
+		u32 want = kva_core_holds_need(c, n);
+
+		kva_core_holds_free(kva_core_holds_grow(
+			c, kva_core_holds_alloc(want), want));
+	}
+	for (i = 0; i < n; i++)
+		set_key(e[i].key, keys[i]);
+	ret = kva_core_prefix_lookup(c, cl, e, n);
+	for (i = 0; ret > 0 && i < (u32)ret; i++)
+		out[i] = e[i].handle;
+	return ret;
+}
+
+/* Keys first, first + 1, ..., n of them. */
+static int lookup_run(struct kva_core *c, struct kva_core_client *cl,
+		      u32 first, u32 n, u64 *out)
+{
+	u32 keys[NR], i;
+
+	for (i = 0; i < n; i++)
+		keys[i] = first + i;
+	return lookup(c, cl, keys, n, out);
+}
+
+TEST_F(core, publish_keeps_the_hold_and_the_last_free_makes_it_cached)
+{
+	u64 h[4];
+
+	ASSERT_EQ(4, kva_core_alloc(&self->c, &self->a, h, 4, false));
+	ASSERT_EQ(4, publish(&self->c, &self->a, 100, h, 4, NULL));
+	EXPECT_EQ(4, self->c.nr_published);
+	EXPECT_EQ(4, self->a.held);
+	EXPECT_EQ(0, self->c.nr_cached);
+	/* From publication on, even its publisher only reads it. */
+	EXPECT_EQ(KVA_ACCESS_READ, kva_core_frame_access(&self->c, &self->a,
+							 KVA_HANDLE_IDX(h[0])));
+	EXPECT_EQ(KVA_ACCESS_NONE, kva_core_frame_access(&self->c, &self->b,
+							 KVA_HANDLE_IDX(h[0])));
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, h, 4));
+	EXPECT_EQ(4, self->c.nr_cached);
+	EXPECT_EQ(NR - 4, self->c.nr_free);
+	EXPECT_EQ(0, kva_core_held(&self->c));
+	EXPECT_EQ(0, self->a.held);
+	EXPECT_EQ(0, self->a.charged);
+	EXPECT_EQ(4, self->c.nr_published);
+	/* Nobody holds a cached frame: its handle gives nothing. */
+	EXPECT_EQ(-ENOENT, kva_core_lookup(&self->c, &self->a, h[0]));
+	EXPECT_EQ(KVA_ACCESS_NONE, kva_core_frame_access(&self->c, &self->a,
+							 KVA_HANDLE_IDX(h[0])));
+	EXPECT_EQ(-ENOENT, kva_core_free(&self->c, &self->a, h, 1));
+	EXPECT_EQ(0, kva_core_check(&self->c));
+}
+
+TEST_F(core, lookup_of_cached_frames_returns_the_same_handles_charged_to_the_caller)
+{
+	u64 h[4], got[4];
+	int i;
+
+	ASSERT_EQ(4, kva_core_alloc(&self->c, &self->a, h, 4, false));
+	ASSERT_EQ(4, publish(&self->c, &self->a, 7, h, 4, NULL));
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, h, 4));
+	ASSERT_EQ(4, lookup_run(&self->c, &self->b, 7, 4, got));
+	for (i = 0; i < 4; i++)
+		EXPECT_EQ(h[i], got[i]);
+	EXPECT_EQ(0, self->c.nr_cached);
+	EXPECT_EQ(4, self->b.held);
+	EXPECT_EQ(4, self->b.charged);
+	EXPECT_EQ(0, self->b.shared);
+	EXPECT_EQ(4, kva_core_held(&self->c));
+	EXPECT_EQ(4, self->c.cache_hits);
+	EXPECT_EQ(0, self->c.cache_misses);
+	EXPECT_EQ(KVA_HANDLE_IDX(h[2]),
+		  kva_core_lookup(&self->c, &self->b, got[2]));
+	/* Still published: freeing caches them again. */
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->b, got, 4));
+	EXPECT_EQ(4, self->c.nr_cached);
+}
+
+TEST_F(core, lookup_returns_only_the_leading_run_that_is_present)
+{
+	static const u32 chain[] = { 1, 2, 99, 4 };
+	u64 h[4], got[4];
+
+	ASSERT_EQ(4, kva_core_alloc(&self->c, &self->a, h, 4, false));
+	ASSERT_EQ(4, publish(&self->c, &self->a, 1, h, 4, NULL));
+	ASSERT_EQ(2, lookup(&self->c, &self->b, chain, 4, got));
+	EXPECT_EQ(h[0], got[0]);
+	EXPECT_EQ(h[1], got[1]);
+	EXPECT_EQ(2, self->b.held);
+	EXPECT_EQ(2, self->c.cache_hits);
+	EXPECT_EQ(2, self->c.cache_misses);
+	/* A chain that misses at once takes nothing and is no error. */
+	ASSERT_EQ(0, lookup_run(&self->c, &self->b, 50, 3, got));
+	EXPECT_EQ(2, self->b.held);
+	EXPECT_EQ(5, self->c.cache_misses);
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->b, got, 2));
+}
+
+TEST_F(core, lookup_of_a_held_frame_is_a_shared_hold_charged_once)
+{
+	struct kva_core_client c3;
+	u64 h[2], got[2], got3[2];
+
+	ASSERT_EQ(0, kva_core_attach(&self->c, &c3, 0, 0));
+	ASSERT_EQ(2, kva_core_alloc(&self->c, &self->a, h, 2, false));
+	ASSERT_EQ(2, publish(&self->c, &self->a, 10, h, 2, NULL));
+	ASSERT_EQ(2, lookup_run(&self->c, &self->b, 10, 2, got));
+	ASSERT_EQ(2, lookup_run(&self->c, &c3, 10, 2, got3));
+	EXPECT_EQ(2, kva_core_held(&self->c));
+	EXPECT_EQ(NR - 2, self->c.nr_free);
+	EXPECT_EQ(2, self->a.held);
+	EXPECT_EQ(2, self->b.held);
+	EXPECT_EQ(2, c3.held);
+	EXPECT_EQ(2, self->a.charged);
+	EXPECT_EQ(0, self->b.charged);
+	EXPECT_EQ(2, self->a.shared);
+	EXPECT_EQ(2, self->b.shared);
+	EXPECT_EQ(2, c3.shared);
+	EXPECT_EQ(4, self->c.holds_used);
+	EXPECT_EQ(0, kva_core_check(&self->c));
+	/* Shared holders read; nobody writes a published frame. */
+	EXPECT_EQ(KVA_ACCESS_READ, kva_core_frame_access(&self->c, &c3,
+							 KVA_HANDLE_IDX(h[1])));
+
+	/* b lets go of one: three holders become two, then one. */
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->b, got, 1));
+	EXPECT_EQ(1, self->b.held);
+	EXPECT_EQ(1, self->b.shared);
+	EXPECT_EQ(2, self->a.shared);
+	ASSERT_EQ(0, kva_core_free(&self->c, &c3, got3, 1));
+	EXPECT_EQ(1, self->a.shared);
+	EXPECT_EQ(1, c3.shared);
+	/* Freeing a frame another client holds is refused as before. */
+	EXPECT_EQ(-EPERM, kva_core_free(&self->c, &self->b, got, 1));
+	EXPECT_EQ(0, kva_core_check(&self->c));
+	EXPECT_EQ(1, kva_core_detach(&self->c, &c3));
+	EXPECT_EQ(1, self->a.shared);	/* the second frame, with b */
+	EXPECT_EQ(1, self->b.shared);
+}
+
+TEST_F(core, lookup_of_a_frame_already_held_takes_no_second_hold)
+{
+	static const u32 twice[] = { 5, 5, 6 };
+	u64 h[2], got[3];
+
+	ASSERT_EQ(2, kva_core_alloc(&self->c, &self->a, h, 2, false));
+	ASSERT_EQ(2, publish(&self->c, &self->a, 5, h, 2, NULL));
+	ASSERT_EQ(3, lookup(&self->c, &self->a, twice, 3, got));
+	EXPECT_EQ(h[0], got[0]);
+	EXPECT_EQ(h[0], got[1]);
+	EXPECT_EQ(h[1], got[2]);
+	EXPECT_EQ(2, self->a.held);
+	EXPECT_EQ(0, self->c.holds_used);
+	/* One FREE lets it go. */
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, h, 2));
+	EXPECT_EQ(2, self->c.nr_cached);
+}
+
+TEST_F(core, alloc_reclaims_cached_frames_oldest_first_before_enospc)
+{
+	u64 h[NR], old[3], young[3], got[3], one;
+
+	ASSERT_EQ(3, kva_core_alloc(&self->c, &self->a, old, 3, false));
+	ASSERT_EQ(3, kva_core_alloc(&self->c, &self->a, young, 3, false));
+	ASSERT_EQ(3, publish(&self->c, &self->a, 0, old, 3, NULL));
+	ASSERT_EQ(3, publish(&self->c, &self->a, 10, young, 3, NULL));
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, old, 3));
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, young, 3));
+	EXPECT_EQ(6, self->c.nr_cached);
+	EXPECT_EQ(NR, kva_core_available(&self->c, &self->b));
+	/* Everything free, and two of the cached frames. */
+	ASSERT_EQ(NR - 4, kva_core_alloc(&self->c, &self->b, h, NR - 4,
+					 false));
+	EXPECT_EQ(2, self->c.cache_reclaims);
+	EXPECT_EQ(4, self->c.nr_cached);
+	EXPECT_EQ(4, self->c.nr_published);
+	/* The oldest two went: the chain now misses at its first key. */
+	EXPECT_EQ(0, lookup_run(&self->c, &self->a, 0, 3, got));
+	/* The reclaimed frames' old handles are stale. */
+	EXPECT_EQ(-ESTALE, kva_core_lookup(&self->c, &self->b, old[0]));
+	EXPECT_EQ(-ESTALE, kva_core_lookup(&self->c, &self->b, old[1]));
+	/* The rest: all of it, then nothing but ENOSPC. */
+	ASSERT_EQ(4, kva_core_alloc(&self->c, &self->b, h + NR - 4, 4, false));
+	EXPECT_EQ(0, self->c.nr_cached);
+	EXPECT_EQ(6, self->c.cache_reclaims);
+	EXPECT_EQ(-ENOSPC, kva_core_alloc(&self->c, &self->b, &one, 1, true));
+	EXPECT_EQ(0, lookup_run(&self->c, &self->a, 10, 3, got));
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->b, h, NR));
+}
+
+TEST_F(core, reclaim_never_takes_a_held_frame)
+{
+	u64 h[NR], got[8], one;
+	int i;
+
+	/* Half the arena published and held by a, a quarter shared by b. */
+	ASSERT_EQ(NR / 2, kva_core_alloc(&self->c, &self->a, h, NR / 2, false));
+	ASSERT_EQ(NR / 2, publish(&self->c, &self->a, 0, h, NR / 2, NULL));
+	ASSERT_EQ(8, lookup_run(&self->c, &self->b, 0, 8, got));
+	EXPECT_EQ(NR / 2, kva_core_available(&self->c, &self->b));
+	ASSERT_EQ(NR / 2, kva_core_alloc(&self->c, &self->b, h + NR / 2,
+					 NR / 2, false));
+	EXPECT_EQ(-ENOSPC, kva_core_alloc(&self->c, &self->b, &one, 1, false));
+	EXPECT_EQ(0, kva_core_reclaim(&self->c, NR));
+	EXPECT_EQ(0, self->c.cache_reclaims);
+	EXPECT_EQ(NR / 2, self->c.nr_published);
+	/* a lets go: the frames b shares stay, the others are cached. */
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, h, NR / 2));
+	EXPECT_EQ(NR / 2 - 8, self->c.nr_cached);
+	ASSERT_EQ(NR / 2 - 8, kva_core_alloc(&self->c, &self->a, h, NR, true));
+	EXPECT_EQ(NR / 2 - 8, self->c.cache_reclaims);
+	for (i = 0; i < 8; i++)
+		EXPECT_LE(0, kva_core_lookup(&self->c, &self->b, got[i]));
+	EXPECT_EQ(8, lookup_run(&self->c, &self->a, 0, 8, h + NR / 2));
+	EXPECT_EQ(0, kva_core_check(&self->c));
+}
+
+TEST_F(core, first_published_frame_wins_a_key)
+{
+	u64 first, second, got;
+	u32 flags;
+
+	ASSERT_EQ(1, kva_core_alloc(&self->c, &self->a, &first, 1, false));
+	ASSERT_EQ(1, kva_core_alloc(&self->c, &self->b, &second, 1, false));
+	ASSERT_EQ(1, publish(&self->c, &self->a, 42, &first, 1, &flags));
+	EXPECT_EQ(0, flags);
+	ASSERT_EQ(0, publish(&self->c, &self->b, 42, &second, 1, &flags));
+	EXPECT_EQ(KVA_PREFIX_EXISTED, flags);
+	EXPECT_EQ(1, self->c.nr_published);
+	EXPECT_EQ(KVA_ACCESS_WRITE, kva_core_frame_access(
+			  &self->c, &self->b, KVA_HANDLE_IDX(second)));
+	ASSERT_EQ(1, lookup_run(&self->c, &self->b, 42, 1, &got));
+	EXPECT_EQ(first, got);
+	/* The loser is a private frame: it goes back to the free list. */
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->b, &second, 1));
+	EXPECT_EQ(NR - 1, self->c.nr_free);
+	/* Publishing a frame again under its own key changes nothing. */
+	ASSERT_EQ(0, publish(&self->c, &self->a, 42, &first, 1, &flags));
+	EXPECT_EQ(0, flags);
+	EXPECT_EQ(1, self->c.nr_published);
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->b, &got, 1));
+}
+
+TEST_F(core, publish_of_a_frame_not_held_is_refused)
+{
+	u64 h, other, stale;
+
+	ASSERT_EQ(1, kva_core_alloc(&self->c, &self->a, &h, 1, false));
+	ASSERT_EQ(1, kva_core_alloc(&self->c, &self->a, &stale, 1, false));
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, &stale, 1));
+	EXPECT_EQ(-EPERM, publish(&self->c, &self->b, 1, &h, 1, NULL));
+	EXPECT_EQ(-ESTALE, publish(&self->c, &self->a, 1, &stale, 1, NULL));
+	other = KVA_HANDLE(1, NR - 1);	/* never handed out */
+	EXPECT_EQ(-ENOENT, publish(&self->c, &self->a, 1, &other, 1, NULL));
+	other = KVA_HANDLE(1, NR + 5);
+	EXPECT_EQ(-ENOENT, publish(&self->c, &self->a, 1, &other, 1, NULL));
+	EXPECT_EQ(0, self->c.nr_published);
+	/* Cached: nobody holds it. */
+	ASSERT_EQ(1, publish(&self->c, &self->a, 1, &h, 1, NULL));
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, &h, 1));
+	EXPECT_EQ(-ENOENT, publish(&self->c, &self->a, 1, &h, 1, NULL));
+}
+
+TEST_F(core, publish_errors_change_nothing)
+{
+	struct kva_core_prefix e[3];
+	u64 h[3];
+
+	ASSERT_EQ(3, kva_core_alloc(&self->c, &self->a, h, 3, false));
+	ASSERT_EQ(1, publish(&self->c, &self->a, 1, h, 1, NULL));
+	/* h[0] again under another key: EBUSY, and h[1], h[2] untouched. */
+	set_key(e[0].key, 2);
+	e[0].handle = h[1];
+	set_key(e[1].key, 3);
+	e[1].handle = h[2];
+	set_key(e[2].key, 4);
+	e[2].handle = h[0];
+	EXPECT_EQ(-EBUSY, kva_core_publish(&self->c, &self->a, e, 3));
+	EXPECT_EQ(1, self->c.nr_published);
+	/* A frame twice. */
+	e[2].handle = h[1];
+	EXPECT_EQ(-EINVAL, kva_core_publish(&self->c, &self->a, e, 3));
+	/* A key of zeros. */
+	e[2].handle = h[0];
+	memset(e[1].key, 0, KVA_KEY_LEN);
+	EXPECT_EQ(-EINVAL, kva_core_publish(&self->c, &self->a, e, 3));
+	EXPECT_EQ(-EINVAL, kva_core_publish(&self->c, &self->a, e, 0));
+	EXPECT_EQ(-EINVAL, kva_core_prefix_lookup(&self->c, &self->a, e, 2));
+	EXPECT_EQ(-EINVAL, kva_core_prefix_lookup(&self->c, &self->a, e, 0));
+	EXPECT_EQ(1, self->c.nr_published);
+	EXPECT_EQ(KVA_ACCESS_WRITE, kva_core_frame_access(
+			  &self->c, &self->a, KVA_HANDLE_IDX(h[1])));
+	EXPECT_EQ(0, kva_core_check(&self->c));
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, h, 3));
+}
+
+TEST_F(core, lookup_beyond_max_is_enospc_and_takes_nothing)
+{
+	struct kva_core_client l;
+	u64 h[4], got[4];
+
+	ASSERT_EQ(0, kva_core_attach(&self->c, &l, 0, 3));
+	ASSERT_EQ(4, kva_core_alloc(&self->c, &self->a, h, 4, false));
+	ASSERT_EQ(4, publish(&self->c, &self->a, 20, h, 4, NULL));
+	ASSERT_EQ(1, kva_core_alloc(&self->c, &l, got, 1, false));
+	EXPECT_EQ(-ENOSPC, lookup_run(&self->c, &l, 20, 3, got + 1));
+	EXPECT_EQ(1, l.held);
+	EXPECT_EQ(0, self->c.holds_used);
+	EXPECT_EQ(0, self->c.cache_hits);
+	EXPECT_EQ(2, lookup_run(&self->c, &l, 20, 2, got + 1));
+	EXPECT_EQ(3, l.held);
+	EXPECT_EQ(0, kva_core_check(&self->c));
+	kva_core_detach(&self->c, &l);
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, h, 4));
+}
+
+TEST_F(core, cached_frames_cover_a_min_and_are_reclaimed_for_it)
+{
+	struct kva_core_client g;
+	u64 h[NR], got[NR];
+
+	ASSERT_EQ(NR, kva_core_alloc(&self->c, &self->a, h, NR, false));
+	ASSERT_EQ(NR / 2, publish(&self->c, &self->a, 0, h, NR / 2, NULL));
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, h, NR / 2));
+	EXPECT_EQ(0, self->c.nr_free);
+	/* Half the arena is cached: a min of half is granted at once. */
+	EXPECT_EQ(-ENOSPC, kva_core_attach(&self->c, &g, NR / 2 + 1, 0));
+	ASSERT_EQ(0, kva_core_attach(&self->c, &g, NR / 2, 0));
+	/* Nobody else may revive or reclaim the reserved frames... */
+	EXPECT_EQ(0, kva_core_available(&self->c, &self->b));
+	EXPECT_EQ(-ENOSPC, lookup_run(&self->c, &self->b, 0, 1, got));
+	/* ...but the guaranteed client gets them, reviving and reclaiming. */
+	ASSERT_EQ(4, lookup_run(&self->c, &g, 0, 4, got));
+	EXPECT_EQ(NR / 2 - 4, self->c.unmet_min);
+	ASSERT_EQ(NR / 2 - 4, kva_core_alloc(&self->c, &g, got + 4,
+					     NR / 2 - 4, false));
+	EXPECT_EQ(NR / 2 - 4, self->c.cache_reclaims);
+	EXPECT_EQ(0, self->c.unmet_min);
+	EXPECT_EQ(0, kva_core_check(&self->c));
+	kva_core_detach(&self->c, &g);
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, h + NR / 2, NR / 2));
+}
+
+TEST_F(core, the_charge_stays_while_others_hold_the_frame)
+{
+	struct kva_core_client g;
+	u64 h[4], got[NR], one;
+
+	ASSERT_EQ(0, kva_core_attach(&self->c, &g, 4, 0));
+	ASSERT_EQ(4, kva_core_alloc(&self->c, &g, h, 4, false));
+	ASSERT_EQ(4, publish(&self->c, &g, 0, h, 4, NULL));
+	ASSERT_EQ(4, lookup_run(&self->c, &self->b, 0, 4, got));
+	/* g lets go, but b still uses the frames g brought in. */
+	ASSERT_EQ(0, kva_core_free(&self->c, &g, h, 4));
+	EXPECT_EQ(0, g.held);
+	EXPECT_EQ(4, g.charged);
+	EXPECT_EQ(0, self->c.unmet_min);
+	/* The rest of the arena is for others: g's min is spent on them. */
+	EXPECT_EQ(NR - 4, kva_core_available(&self->c, &self->a));
+	ASSERT_EQ(NR - 4, kva_core_alloc(&self->c, &self->a, got, NR - 4,
+					 false));
+	EXPECT_EQ(0, kva_core_check(&self->c));
+	/* b lets go: the frames are cached and g's min is reserved again. */
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->b,
+				   (u64[]){ h[0], h[1], h[2], h[3] }, 4));
+	EXPECT_EQ(0, g.charged);
+	EXPECT_EQ(4, self->c.unmet_min);
+	EXPECT_EQ(4, self->c.nr_cached);
+	EXPECT_EQ(-ENOSPC, kva_core_alloc(&self->c, &self->a, &one, 1, false));
+	ASSERT_EQ(4, kva_core_alloc(&self->c, &g, h, 4, false));
+	EXPECT_EQ(4, self->c.cache_reclaims);
+	EXPECT_EQ(0, kva_core_check(&self->c));
+	kva_core_detach(&self->c, &g);
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, got, NR - 4));
+}
+
+TEST_F(core, detach_moves_the_charge_to_a_remaining_holder)
+{
+	struct kva_core_client d, g;
+	u64 h[3], got[3];
+
+	ASSERT_EQ(0, kva_core_attach(&self->c, &d, 0, 0));
+	ASSERT_EQ(0, kva_core_attach(&self->c, &g, 5, 0));
+	ASSERT_EQ(3, kva_core_alloc(&self->c, &d, h, 3, false));
+	ASSERT_EQ(3, publish(&self->c, &d, 0, h, 3, NULL));
+	ASSERT_EQ(2, lookup_run(&self->c, &g, 0, 2, got));
+	EXPECT_EQ(0, g.charged);
+	EXPECT_EQ(5, self->c.unmet_min);
+	EXPECT_EQ(3, kva_core_detach(&self->c, &d));
+	/* g holds two: now charged for them; the third is cached. */
+	EXPECT_EQ(2, g.charged);
+	EXPECT_EQ(2, g.held);
+	EXPECT_EQ(0, g.shared);
+	EXPECT_EQ(3, self->c.unmet_min);
+	EXPECT_EQ(1, self->c.nr_cached);
+	EXPECT_EQ(0, self->c.holds_used);
+	EXPECT_EQ(0, kva_core_check(&self->c));
+	EXPECT_EQ(2, kva_core_detach(&self->c, &g));
+	EXPECT_EQ(3, self->c.nr_cached);
+	EXPECT_EQ(0, self->c.unmet_min);
+}
+
+TEST_F(core, a_published_frame_keeps_its_handle_until_reclaimed)
+{
+	u64 h, got, all[NR];
+
+	ASSERT_EQ(1, kva_core_alloc(&self->c, &self->a, &h, 1, false));
+	ASSERT_EQ(1, publish(&self->c, &self->a, 3, &h, 1, NULL));
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, &h, 1));
+	ASSERT_EQ(1, lookup_run(&self->c, &self->a, 3, 1, &got));
+	EXPECT_EQ(h, got);
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, &got, 1));
+	ASSERT_EQ(NR, kva_core_alloc(&self->c, &self->b, all, NR, false));
+	EXPECT_EQ(1, self->c.cache_reclaims);
+	EXPECT_EQ(-ESTALE, kva_core_lookup(&self->c, &self->b, h));
+	EXPECT_EQ(0, self->c.nr_published);
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->b, all, NR));
+}
+
+TEST_F(core, hold_records_grow_through_the_caller)
+{
+	struct kva_core_client cl[8];
+	struct kva_core_prefix e[NR];
+	struct kva_hold *recs, *ret;
+	u64 h[NR];
+	u32 i, j, need, before = self->c.nr_holds;
+
+	ASSERT_EQ(NR, kva_core_alloc(&self->c, &self->a, h, NR, false));
+	ASSERT_EQ(NR, publish(&self->c, &self->a, 0, h, NR, NULL));
+	/* The first 64 records are made at init. */
+	EXPECT_EQ(64, before);
+	EXPECT_EQ(0, kva_core_holds_need(&self->c, 64));
+	for (j = 0; j < NR; j++)
+		set_key(e[j].key, j);
+	ASSERT_EQ(NR, kva_core_prefix_lookup(&self->c, &self->b, e, NR));
+	need = kva_core_holds_need(&self->c, NR);
+	EXPECT_EQ(128, need);
+	ASSERT_EQ(0, kva_core_attach(&self->c, &cl[0], 0, 0));
+	/* Without records, LOOKUP refuses and changes nothing. */
+	EXPECT_EQ(-ENOMEM, kva_core_prefix_lookup(&self->c, &cl[0], e, NR));
+	EXPECT_EQ(0, cl[0].held);
+	/* A grow that lost a race hands its memory back. */
+	recs = kva_core_holds_alloc(32);
+	ASSERT_NE(NULL, recs);
+	EXPECT_EQ(recs, kva_core_holds_grow(&self->c, recs, 32));
+	kva_core_holds_free(recs);
+	recs = kva_core_holds_alloc(need);
+	ASSERT_NE(NULL, recs);
+	ret = kva_core_holds_grow(&self->c, recs, need);
+	EXPECT_NE(recs, ret);
+	kva_core_holds_free(ret);
+	EXPECT_EQ(0, kva_core_check(&self->c));
+	ASSERT_EQ(NR, kva_core_prefix_lookup(&self->c, &cl[0], e, NR));
+	for (i = 1; i < 8; i++) {
+		ASSERT_EQ(0, kva_core_attach(&self->c, &cl[i], 0, 0));
+		ASSERT_EQ(NR, lookup_run(&self->c, &cl[i], 0, NR, h));
+	}
+	EXPECT_EQ(9 * NR, self->c.holds_used);
+	EXPECT_EQ(NR, kva_core_held(&self->c));
+	EXPECT_EQ(0, kva_core_check(&self->c));
+	for (i = 0; i < 8; i++)
+		EXPECT_EQ(NR, kva_core_detach(&self->c, &cl[i]));
+	EXPECT_EQ(NR, self->c.holds_used);
+	EXPECT_EQ(NR, self->b.shared);
+}
+
+TEST(key_index_stays_flat_at_a_million_entries)
+{
+	const u32 n = 1u << 20, batch = 4096;
+	struct kva_core_prefix *e;
+	struct kva_core_client cl;
+	struct kva_core c;
+	u64 *h, probes = 0;
+	u32 i, b, idx, len, longest = 0;
+
+	e = calloc(batch, sizeof(*e));
+	h = calloc(n, sizeof(*h));
+	ASSERT_NE(NULL, e);
+	ASSERT_NE(NULL, h);
+	ASSERT_EQ(0, kva_core_init(&c, n));
+	ASSERT_EQ(n, c.hash_mask + 1);
+	c.seed = 0x243f6a8885a308d3ull;	/* a fixed seed: a repeatable test */
+	ASSERT_EQ(0, kva_core_attach(&c, &cl, 0, 0));
+	ASSERT_EQ((int)n, kva_core_alloc(&c, &cl, h, n, false));
+	for (i = 0; i < n; i += batch) {
+		u32 j;
+
+		for (j = 0; j < batch; j++) {
+			set_key(e[j].key, i + j);
+			e[j].handle = h[i + j];
+		}
+		ASSERT_EQ((int)batch, kva_core_publish(&c, &cl, e, batch));
+	}
+	EXPECT_EQ(n, c.nr_published);
+	/*
+	 * A key costs the walk of its bucket: with a bucket per frame that
+	 * is 1 + load / 2 probes on average, and the longest chain of 2^20
+	 * random keys is about 9.
+	 */
+	for (b = 0; b <= c.hash_mask; b++) {
+		len = 0;
+		for (idx = c.buckets[b]; idx != KVA_NIL; idx = c.frames[idx].hnext)
+			probes += ++len;
+		if (len > longest)
+			longest = len;
+	}
+	EXPECT_LE(longest, 16);
+	EXPECT_LT(probes, 2ull * n);
+	TH_LOG("2^20 keys: %.3f probes per key found, longest chain %u",
+	       (double)probes / n, longest);
+	/* And every key finds its frame. */
+	for (i = 0; i < n; i += 997) {
+		set_key(e[0].key, i);
+		ASSERT_EQ(1, kva_core_prefix_lookup(&c, &cl, e, 1));
+		ASSERT_EQ(h[i], e[0].handle);
+	}
+	kva_core_detach(&c, &cl);
+	EXPECT_EQ(n, c.nr_cached);
+	EXPECT_EQ(n, kva_core_drop_cache(&c));
+	kva_core_fini(&c);
+	free(e);
+	free(h);
+}
+
 /*
  * Random walk against a model: three clients with limits, random batch
- * allocs and frees (some with bad handles), checking every invariant and
- * every count after every step.
+ * allocs and frees (some with bad handles), publishes, chain lookups,
+ * limit changes and re-attaches.  The model predicts every result, and
+ * after every step each frame's holders, charge, key and place on the
+ * LRU, each client's held, charged and shared counts, and every invariant
+ * of kva_core_check() are compared.
  */
-struct model_client {
-	struct kva_core_client cl;
-	u64 held[NR];
-	u32 n;
+#define NCL	3
+#define NKEYS	40
+
+struct model {
+	struct kva_core c;
+	struct kva_core_client cl[NCL];
+	u32 holders[NR];	/* bit i: client i holds the frame */
+	int charge[NR];		/* client charged, -1 if none */
+	int key[NR];		/* key the frame is published under, or -1 */
+	int frame_of[NKEYS];	/* frame under the key, or -1 */
+	u32 lru[NR];		/* cached frames, oldest first */
+	u32 nr_lru;
+	u32 seen_shared;	/* steps that ended with a frame shared */
+	u32 seen_existed;	/* publishes that found the key taken */
+	u32 seen_moved;		/* charges moved at detach */
 };
 
 static u64 rng_state = 0x9e3779b97f4a7c15ull;
@@ -382,84 +966,423 @@ static u32 rnd(u32 n)
 	return (u32)(rng_state % n);
 }
 
+static u32 m_count(const struct model *m, int x, bool charged)
+{
+	u32 f, n = 0;
+
+	for (f = 0; f < NR; f++)
+		n += charged ? m->charge[f] == x :
+		     !!(m->holders[f] & (1u << x));
+	return n;
+}
+
+static u32 m_unmet(const struct model *m, int x)
+{
+	u32 ch = m_count(m, x, true);
+
+	return m->cl[x].min > ch ? m->cl[x].min - ch : 0;
+}
+
+static u32 m_unmet_sum(const struct model *m)
+{
+	u32 x, sum = 0;
+
+	for (x = 0; x < NCL; x++)
+		sum += m_unmet(m, x);
+	return sum;
+}
+
+static u32 m_free(const struct model *m)
+{
+	u32 f, n = 0;
+
+	for (f = 0; f < NR; f++)
+		n += !m->holders[f] && m->key[f] < 0;
+	return n;
+}
+
+/* What client @x may take from the free and cached frames. */
+static u32 m_pool(const struct model *m, int x)
+{
+	return m_free(m) + m->nr_lru - (m_unmet_sum(m) - m_unmet(m, x));
+}
+
+static u64 m_handle(const struct model *m, u32 f)
+{
+	return KVA_HANDLE(m->c.frames[f].gen, f);
+}
+
+/* Frames @x holds, up to @max of them, in a random order. */
+static u32 m_pick_held(const struct model *m, int x, u32 *out, u32 max)
+{
+	u32 f, n = 0, i;
+
+	for (f = 0; f < NR; f++)
+		if (m->holders[f] & (1u << x))
+			out[n++] = f;
+	for (i = 0; i + 1 < n; i++) {
+		u32 j = i + rnd(n - i), t = out[i];
+
+		out[i] = out[j];
+		out[j] = t;
+	}
+	return n < max ? n : max;
+}
+
+/* @x's hold on frame @f went; the frame may become cached or free. */
+static void m_drop(struct model *m, int x, u32 f)
+{
+	m->holders[f] &= ~(1u << x);
+	if (m->holders[f])
+		return;
+	m->charge[f] = -1;
+	if (m->key[f] >= 0)
+		m->lru[m->nr_lru++] = f;
+}
+
+static void m_lru_del(struct model *m, u32 f)
+{
+	u32 i;
+
+	for (i = 0; m->lru[i] != f; i++)
+		;
+	memmove(&m->lru[i], &m->lru[i + 1], (m->nr_lru - i - 1) * sizeof(u32));
+	m->nr_lru--;
+}
+
+static void m_alloc(struct __test_metadata *_metadata, struct model *m,
+		    int x)
+{
+	u32 k = 1 + rnd(8), held = m_count(m, x, false), j;
+	u32 room = m->cl[x].max > held ? m->cl[x].max - held : 0;
+	u32 avail = m_pool(m, x) < room ? m_pool(m, x) : room;
+	bool partial = rnd(2);
+	u64 buf[8];
+	int ret;
+
+	ret = kva_core_alloc(&m->c, &m->cl[x], buf, k, partial);
+	if (k > avail && (!partial || !avail)) {
+		ASSERT_EQ(-ENOSPC, ret);
+		return;
+	}
+	ASSERT_EQ((int)(k <= avail ? k : avail), ret);
+	/* What the free list lacked came from the oldest cached frames. */
+	while (m_free(m) < (u32)ret) {
+		u32 f = m->lru[0];
+
+		m_lru_del(m, f);
+		m->frame_of[m->key[f]] = -1;
+		m->key[f] = -1;
+	}
+	for (j = 0; j < (u32)ret; j++) {
+		u32 f = KVA_HANDLE_IDX(buf[j]);
+
+		ASSERT_LT(f, NR);
+		ASSERT_EQ(0, m->holders[f]);
+		ASSERT_EQ(-1, m->key[f]);
+		m->holders[f] = 1u << x;
+		m->charge[f] = x;
+	}
+}
+
+static void m_free_some(struct __test_metadata *_metadata, struct model *m,
+			int x)
+{
+	u32 f[NR], n = m_pick_held(m, x, f, 1 + rnd(6)), i;
+	u64 buf[NR];
+
+	if (!n)
+		return;
+	for (i = 0; i < n; i++)
+		buf[i] = m_handle(m, f[i]);
+	if (rnd(4) == 0) {
+		/* A batch with a bad handle in it changes nothing. */
+		buf[n] = buf[0] ^ (1ull << 32);
+		ASSERT_EQ(-ESTALE, kva_core_free(&m->c, &m->cl[x], buf, n + 1));
+		return;
+	}
+	ASSERT_EQ(0, kva_core_free(&m->c, &m->cl[x], buf, n));
+	for (i = 0; i < n; i++)
+		m_drop(m, x, f[i]);
+}
+
+static void m_publish(struct __test_metadata *_metadata, struct model *m,
+		      int x)
+{
+	struct kva_core_prefix e[4];
+	u32 f[NR], n = m_pick_held(m, x, f, 1 + rnd(4)), i, want = 0;
+	int ret, frame_of[NKEYS], busy = 0;
+
+	if (!n)
+		return;
+	memcpy(frame_of, m->frame_of, sizeof(frame_of));
+	for (i = 0; i < n; i++) {
+		int k = (int)rnd(NKEYS);
+
+		/* Mostly the frame's own key when it has one. */
+		if (m->key[f[i]] >= 0 && rnd(4))
+			k = m->key[f[i]];
+		set_key(e[i].key, k);
+		e[i].handle = m_handle(m, f[i]);
+		busy |= m->key[f[i]] >= 0 && m->key[f[i]] != k;
+	}
+	ret = kva_core_publish(&m->c, &m->cl[x], e, n);
+	if (busy) {
+		ASSERT_EQ(-EBUSY, ret);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		int k;
+
+		memcpy(&k, e[i].key + 1, sizeof(k));
+		if (m->key[f[i]] == k) {
+			ASSERT_EQ(0, e[i].flags);
+		} else if (frame_of[k] >= 0) {
+			ASSERT_EQ(KVA_PREFIX_EXISTED, e[i].flags);
+			m->seen_existed++;
+		} else {
+			ASSERT_EQ(0, e[i].flags);
+			frame_of[k] = (int)f[i];
+			m->key[f[i]] = k;
+			want++;
+		}
+	}
+	memcpy(m->frame_of, frame_of, sizeof(frame_of));
+	ASSERT_EQ((int)want, ret);
+}
+
+static void m_lookup(struct __test_metadata *_metadata, struct model *m,
+		     int x)
+{
+	u32 n = 1 + rnd(6), keys[6], i, run, take = 0, revive = 0;
+	u32 held = m_count(m, x, false), room;
+	u32 start = rnd(NKEYS);
+	u64 out[6];
+	int ret;
+
+	for (i = 0; i < n; i++)
+		keys[i] = rnd(5) ? (start + i) % NKEYS : rnd(NKEYS);
+	for (run = 0; run < n && m->frame_of[keys[run]] >= 0; run++) {
+		u32 f = (u32)m->frame_of[keys[run]];
+
+		for (i = 0; i < run; i++)
+			if (m->frame_of[keys[i]] == (int)f)
+				break;
+		if (i < run)
+			continue;	/* a key twice */
+		if (!m->holders[f]) {
+			revive++;
+			take++;
+		} else if (!(m->holders[f] & (1u << x))) {
+			take++;
+		}
+	}
+	room = m->cl[x].max > held ? m->cl[x].max - held : 0;
+	ret = lookup(&m->c, &m->cl[x], keys, n, out);
+	if (take > room || revive > m_pool(m, x)) {
+		ASSERT_EQ(-ENOSPC, ret);
+		return;
+	}
+	ASSERT_EQ((int)run, ret);
+	for (i = 0; i < run; i++) {
+		u32 f = (u32)m->frame_of[keys[i]];
+
+		ASSERT_EQ(f, KVA_HANDLE_IDX(out[i]));
+		if (!m->holders[f]) {
+			m_lru_del(m, f);
+			m->charge[f] = x;
+		}
+		m->holders[f] |= 1u << x;
+	}
+}
+
+static void m_reattach(struct __test_metadata *_metadata, struct model *m,
+		       int x)
+{
+	u32 f, i, old_lru = m->nr_lru, min, max, idx;
+	int ret;
+
+	ASSERT_EQ(m_count(m, x, false), kva_core_detach(&m->c, &m->cl[x]));
+	m->cl[x].min = 0;
+	for (f = 0; f < NR; f++) {
+		if (!(m->holders[f] & (1u << x)) && m->charge[f] != x)
+			continue;
+		m->holders[f] &= ~(1u << x);
+		if (m->holders[f]) {
+			/* The charge went to one of the remaining holders. */
+			struct kva_core_client *to = m->c.frames[f].charge;
+
+			if (m->charge[f] != x)
+				continue;
+			for (i = 0; i < NCL && to != &m->cl[i]; i++)
+				;
+			ASSERT_LT(i, NCL);
+			ASSERT_TRUE(m->holders[f] & (1u << i));
+			m->charge[f] = (int)i;
+			m->seen_moved++;
+		} else {
+			m->charge[f] = -1;
+			if (m->key[f] >= 0)
+				m->lru[m->nr_lru++] = f;
+		}
+	}
+	/*
+	 * The frames cached now follow the ones cached before, in an order
+	 * of the core's lists: take it from the core.
+	 */
+	for (i = 0, idx = m->c.lru_head; i < m->nr_lru;
+	     i++, idx = m->c.frames[idx].next) {
+		ASSERT_NE(KVA_NIL, idx);
+		if (i < old_lru) {
+			ASSERT_EQ(m->lru[i], idx);
+		} else {
+			ASSERT_TRUE(!m->holders[idx] && m->key[idx] >= 0);
+		}
+	}
+	for (i = 0, idx = m->c.lru_head; i < m->nr_lru;
+	     i++, idx = m->c.frames[idx].next)
+		m->lru[i] = idx;
+	min = rnd(12);
+	max = rnd(3) ? 0 : min + rnd(NR - min + 1);
+	ret = kva_core_attach(&m->c, &m->cl[x], min, max);
+	if (min > m_pool(m, x)) {
+		ASSERT_EQ(-ENOSPC, ret);
+		ASSERT_EQ(0, kva_core_attach(&m->c, &m->cl[x], 0, max));
+	} else {
+		ASSERT_EQ(0, ret);
+	}
+}
+
+static void m_set_limits(struct __test_metadata *_metadata, struct model *m,
+			 int x)
+{
+	u32 min = rnd(16), max = min + rnd(NR - min + 1);
+	u32 ch = m_count(m, x, true), need = min > ch ? min - ch : 0;
+	int ret = kva_core_set_limits(&m->c, &m->cl[x], min, max);
+
+	if (need > m_pool(m, x)) {
+		ASSERT_EQ(-ENOSPC, ret);
+	} else {
+		ASSERT_EQ(0, ret);
+		ASSERT_EQ(min, m->cl[x].min);
+	}
+}
+
+static void m_compare(struct __test_metadata *_metadata, struct model *m)
+{
+	u32 f, x, idx, i, cached = 0, published = 0;
+	bool shared_now = false;
+
+	ASSERT_EQ(0, kva_core_check(&m->c));
+	for (f = 0; f < NR; f++) {
+		const struct kva_frame *fr = &m->c.frames[f];
+		u8 k[KVA_KEY_LEN];
+
+		ASSERT_EQ(__builtin_popcount(m->holders[f]), fr->refs);
+		ASSERT_EQ(m->charge[f] < 0 ? NULL : &m->cl[m->charge[f]],
+			  fr->charge);
+		ASSERT_EQ(m->key[f] >= 0,
+			  !!(fr->flags & KVA_FRAME_PUBLISHED));
+		ASSERT_EQ(m->key[f] >= 0 && !m->holders[f],
+			  !!(fr->flags & KVA_FRAME_CACHED));
+		if (__builtin_popcount(m->holders[f]) > 1)
+			shared_now = true;
+		for (x = 0; x < NCL; x++)
+			ASSERT_EQ(!(m->holders[f] & (1u << x)) ? KVA_ACCESS_NONE :
+				  m->key[f] >= 0 ? KVA_ACCESS_READ :
+				  KVA_ACCESS_WRITE,
+				  kva_core_frame_access(&m->c, &m->cl[x], f));
+		if (m->key[f] >= 0) {
+			set_key(k, m->key[f]);
+			ASSERT_EQ(0, memcmp(k, m->c.keys[f], KVA_KEY_LEN));
+			ASSERT_EQ((int)f, m->frame_of[m->key[f]]);
+			published++;
+			cached += !m->holders[f];
+		}
+	}
+	for (i = 0, idx = m->c.lru_head; i < m->nr_lru;
+	     i++, idx = m->c.frames[idx].next)
+		ASSERT_EQ(m->lru[i], idx);
+	ASSERT_EQ(KVA_NIL, idx);
+	for (x = 0; x < NCL; x++) {
+		u32 shared = 0;
+
+		for (f = 0; f < NR; f++)
+			shared += (m->holders[f] & (1u << x)) &&
+				  __builtin_popcount(m->holders[f]) > 1;
+		ASSERT_EQ(m_count(m, x, false), m->cl[x].held);
+		ASSERT_EQ(m_count(m, x, true), m->cl[x].charged);
+		ASSERT_EQ(shared, m->cl[x].shared);
+	}
+	ASSERT_EQ(cached, m->nr_lru);
+	ASSERT_EQ(cached, m->c.nr_cached);
+	ASSERT_EQ(published, m->c.nr_published);
+	ASSERT_EQ(m_free(m), m->c.nr_free);
+	ASSERT_EQ(m_unmet_sum(m), m->c.unmet_min);
+	m->seen_shared += shared_now;
+}
+
 TEST(random_walk_matches_model)
 {
-	struct model_client m[3] = { 0 };
-	static const u32 mins[3] = { 8, 0, 4 }, maxs[3] = { 40, 0, 20 };
-	struct kva_core c;
-	u64 buf[NR];
-	int step, i;
+	static const u32 mins[NCL] = { 8, 0, 4 }, maxs[NCL] = { 40, 0, 20 };
+	struct model *m = calloc(1, sizeof(*m));
+	int step, x;
+	u32 f;
 
-	ASSERT_EQ(0, kva_core_init(&c, NR));
-	for (i = 0; i < 3; i++)
-		ASSERT_EQ(0, kva_core_attach(&c, &m[i].cl, mins[i], maxs[i]));
-
-	for (step = 0; step < 200000; step++) {
-		struct model_client *x = &m[rnd(3)];
-		u32 k = 1 + rnd(8), j, unmet_sum = 0, held_sum = 0;
-		int ret;
-
-		switch (rnd(4)) {
-		case 0:
-		case 1: {
-			u32 avail = kva_core_available(&c, &x->cl);
-			bool partial = rnd(2);
-
-			ret = kva_core_alloc(&c, &x->cl, buf, k, partial);
-			if (k <= avail) {
-				ASSERT_EQ((int)k, ret);
-			} else if (partial && avail) {
-				ASSERT_EQ((int)avail, ret);
-			} else {
-				ASSERT_EQ(-ENOSPC, ret);
-			}
-			for (j = 0; ret > 0 && j < (u32)ret; j++)
-				x->held[x->n++] = buf[j];
-			break;
-		}
-		case 2:
-			if (k > x->n)
-				k = x->n;
-			if (!k)
-				break;
-			for (j = 0; j < k; j++) {
-				u32 pick = rnd(x->n - j);
-
-				buf[j] = x->held[pick];
-				x->held[pick] = x->held[x->n - j - 1];
-				x->held[x->n - j - 1] = buf[j];
-			}
-			ASSERT_EQ(0, kva_core_free(&c, &x->cl, buf, k));
-			x->n -= k;
-			/* Every freed handle is stale from now on. */
-			ASSERT_EQ(-ESTALE, kva_core_lookup(&c, &x->cl, buf[0]));
-			break;
-		case 3:
-			/* A batch with a bad handle in it frees nothing. */
-			if (!x->n)
-				break;
-			buf[0] = x->held[rnd(x->n)];
-			buf[1] = buf[0] ^ (1ull << 32);
-			ASSERT_NE(0, kva_core_free(&c, &x->cl, buf, 2));
-			break;
-		}
-		ASSERT_EQ(0, kva_core_check(&c));
-		for (i = 0; i < 3; i++) {
-			ASSERT_EQ(m[i].n, m[i].cl.held);
-			ASSERT_LE(m[i].cl.held, m[i].cl.max);
-			held_sum += m[i].cl.held;
-			if (m[i].cl.min > m[i].cl.held)
-				unmet_sum += m[i].cl.min - m[i].cl.held;
-		}
-		ASSERT_EQ(held_sum, kva_core_held(&c));
-		ASSERT_EQ(unmet_sum, c.unmet_min);
-		ASSERT_LE(unmet_sum, c.nr_free);
+	ASSERT_NE(NULL, m);
+	ASSERT_EQ(0, kva_core_init(&m->c, NR));
+	for (x = 0; x < NCL; x++)
+		ASSERT_EQ(0, kva_core_attach(&m->c, &m->cl[x], mins[x],
+					     maxs[x]));
+	for (f = 0; f < NR; f++) {
+		m->charge[f] = -1;
+		m->key[f] = -1;
 	}
-	for (i = 0; i < 3; i++)
-		ASSERT_EQ(m[i].n, kva_core_detach(&c, &m[i].cl));
-	ASSERT_EQ(NR, c.nr_free);
-	ASSERT_EQ(0, kva_core_check(&c));
-	kva_core_fini(&c);
+	for (f = 0; f < NKEYS; f++)
+		m->frame_of[f] = -1;
+
+	for (step = 0; step < 100000; step++) {
+		x = (int)rnd(NCL);
+		switch (rnd(16)) {
+		case 0: case 1: case 2: case 3: case 4:
+			m_alloc(_metadata, m, x);
+			break;
+		case 5: case 6: case 7: case 8:
+			m_free_some(_metadata, m, x);
+			break;
+		case 9: case 10: case 11:
+			m_publish(_metadata, m, x);
+			break;
+		case 12: case 13: case 14:
+			m_lookup(_metadata, m, x);
+			break;
+		case 15:
+			if (rnd(4))
+				m_set_limits(_metadata, m, x);
+			else
+				m_reattach(_metadata, m, x);
+			break;
+		}
+		m_compare(_metadata, m);
+	}
+	TH_LOG("%llu hits, %llu misses, %llu reclaims; %u steps with a shared frame, %u keys taken, %u charges moved",
+	       (unsigned long long)m->c.cache_hits,
+	       (unsigned long long)m->c.cache_misses,
+	       (unsigned long long)m->c.cache_reclaims, m->seen_shared,
+	       m->seen_existed, m->seen_moved);
+	/* The walk went everywhere the model can check. */
+	EXPECT_LT(0, m->c.cache_reclaims);
+	EXPECT_LT(0, m->c.cache_hits);
+	EXPECT_LT(0, m->seen_shared);
+	EXPECT_LT(0, m->seen_existed);
+	EXPECT_LT(0, m->seen_moved);
+	for (x = 0; x < NCL; x++)
+		kva_core_detach(&m->c, &m->cl[x]);
+	ASSERT_EQ(NR, m->c.nr_free + m->c.nr_cached);
+	ASSERT_EQ(0, kva_core_check(&m->c));
+	kva_core_drop_cache(&m->c);
+	kva_core_fini(&m->c);
+	free(m);
 }
 
 TEST_HARNESS_MAIN

@@ -2,10 +2,11 @@
 /*
  * libFuzzer target for the core allocator: the input is a program of
  * operations on four clients (attach with limits, alloc, partial alloc,
- * free of held, stale, forged or duplicated handles, set_limits, detach)
- * over a small arena.  After every operation kva_core_check() verifies
- * every invariant, and the clients' held counts are checked against a
- * model kept here.
+ * free of held, stale, forged or duplicated handles, set_limits, detach,
+ * publish of held or forged handles under a few keys, lookup of key
+ * chains, hold-record growth) over a small arena.  After every operation
+ * kva_core_check() verifies every invariant, and the clients' holds are
+ * checked against a list of handles kept here.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 #define NR	48
 #define NCL	4
+#define NKEYS	12
 
 struct fz_client {
 	struct kva_core_client cl;
@@ -23,6 +25,29 @@ struct fz_client {
 	u32 n;
 };
 
+static void set_key(u8 *key, u32 k)
+{
+	memset(key, 0, KVA_KEY_LEN);
+	key[5] = 1 + (u8)k;
+}
+
+/* The frames @x holds, read back from the core (after forged batches). */
+static void resync(const struct kva_core *c, struct fz_client *x)
+{
+	u32 i;
+
+	x->n = 0;
+	for (i = 0; i < NR; i++)
+		if (kva_core_lookup(c, &x->cl, KVA_HANDLE(c->frames[i].gen,
+							  i)) >= 0)
+			x->held[x->n++] = KVA_HANDLE(c->frames[i].gen, i);
+}
+
+/*
+ * The core's invariants, and each client's holds as kept here: shared
+ * frames count once per holder, so the holds add up to at least the
+ * arena's held frames, and every held frame is held by someone.
+ */
 static void check(const struct kva_core *c, const struct fz_client *m)
 {
 	u32 i, held = 0;
@@ -36,7 +61,7 @@ static void check(const struct kva_core *c, const struct fz_client *m)
 			abort();
 		held += m[i].n;
 	}
-	if (held != kva_core_held(c))
+	if (held < kva_core_held(c) || (!held && kva_core_held(c)))
 		abort();
 }
 
@@ -52,8 +77,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(m, 0, sizeof(m));
 	if (kva_core_init(&c, NR))
 		abort();
+	c.seed = 1;	/* a run depends on its input only */
 	while (pos + 3 <= size) {
-		uint8_t op = data[pos] % 7, a = data[pos + 1], b = data[pos + 2];
+		uint8_t op = data[pos] % 10, a = data[pos + 1], b = data[pos + 2];
 		struct fz_client *x = &m[(data[pos] >> 3) % NCL];
 		int ret;
 
@@ -120,19 +146,68 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    kva_core_lookup(&c, &x->cl, buf[0]) >= 0)
 				abort();
 			/* A forged pair may name held frames: resync. */
-			x->n = 0;
-			for (i = 0; i < NR; i++)
-				if (c.frames[i].holder == &x->cl)
-					x->held[x->n++] =
-						KVA_HANDLE(c.frames[i].gen, i);
+			resync(&c, x);
 			break;
 		case 5:
 			kva_core_set_limits(&c, &x->cl, a % NR, b % (NR + 2));
 			break;
 		case 6:	/* lookups never succeed for what is not held */
 			ret = kva_core_lookup(&c, &x->cl, KVA_HANDLE(a, b));
-			if (ret >= 0 && c.frames[ret].holder != &x->cl)
+			if (ret >= 0) {
+				for (i = 0; i < x->n; i++)
+					if (KVA_HANDLE_IDX(x->held[i]) ==
+					    (u32)ret)
+						break;
+				if (i == x->n)
+					abort();
+			}
+			break;
+		case 7: {	/* publish held (or one forged) handles */
+			struct kva_core_prefix e[4];
+			u32 n = 1 + a % 4, j;
+
+			if (!x->n)
+				break;
+			for (j = 0; j < n; j++) {
+				set_key(e[j].key, (b + j * (a >> 4)) % NKEYS);
+				e[j].handle = x->held[(b + j) % x->n];
+			}
+			if (a & 0x80)
+				e[n - 1].handle = KVA_HANDLE(b, a % (NR + 2));
+			ret = kva_core_publish(&c, &x->cl, e, n);
+			if (ret < 0 && ret != -EBUSY && ret != -ENOENT &&
+			    ret != -EPERM && ret != -ESTALE && ret != -EINVAL)
 				abort();
+			break;
+		}
+		case 8: {	/* look up a chain of keys */
+			struct kva_core_prefix e[6];
+			u32 n = 1 + a % 6, j, k, need;
+
+			need = kva_core_holds_need(&c, n);
+			if (need && (b & 1))
+				kva_core_holds_free(kva_core_holds_grow(
+					&c, kva_core_holds_alloc(need), need));
+			for (j = 0; j < n; j++)
+				set_key(e[j].key, (b / 2 + j) % NKEYS);
+			ret = kva_core_prefix_lookup(&c, &x->cl, e, n);
+			if (ret == -ENOMEM && (!need || (b & 1)))
+				abort();
+			if (ret < 0 && ret != -ENOSPC && ret != -ENOMEM)
+				abort();
+			for (j = 0; ret > 0 && j < (u32)ret; j++) {
+				if (kva_core_lookup(&c, &x->cl, e[j].handle) < 0)
+					abort();
+				for (k = 0; k < x->n; k++)
+					if (x->held[k] == e[j].handle)
+						break;
+				if (k == x->n)
+					x->held[x->n++] = e[j].handle;
+			}
+			break;
+		}
+		case 9:	/* reclaim some cached frames ahead of need */
+			kva_core_reclaim(&c, a % 8);
 			break;
 		}
 		check(&c, m);
@@ -140,7 +215,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i < NCL; i++)
 		if (m[i].attached && kva_core_detach(&c, &m[i].cl) != m[i].n)
 			abort();
-	if (c.nr_free != NR || c.unmet_min || kva_core_check(&c))
+	if (c.nr_free + c.nr_cached != NR || c.unmet_min ||
+	    c.nr_published != c.nr_cached || kva_core_check(&c))
+		abort();
+	i = c.nr_cached;
+	if (kva_core_drop_cache(&c) != i)
+		abort();
+	if (c.nr_free != NR || c.nr_published || kva_core_check(&c))
 		abort();
 	kva_core_fini(&c);
 	return 0;
