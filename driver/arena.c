@@ -102,19 +102,20 @@ void kva_arena_free(struct kva_arena *a)
 
 /**
  * kva_arena_update_pressure() - recompute the pressure state after the
- * frames a client could get changed (ALLOC, FREE, ATTACH, SET_LIMITS,
- * release), and wake poll() waiters when it flips.
+ * frames a client could get changed (ALLOC, FREE, LOOKUP, ATTACH,
+ * SET_LIMITS, release), and wake poll() waiters when it flips.
  * @a:	the arena, locked.
  *
  * What counts is what a client without a guarantee could still get: the
- * free frames less those reserved for other clients' unmet minimums.
+ * free and cached frames less those reserved for other clients' unmet
+ * minimums.
  */
 void kva_arena_update_pressure(struct kva_arena *a)
 {
 	bool p;
 
 	lockdep_assert_held(&a->lock);
-	p = a->core.nr_free - a->core.unmet_min < a->low_watermark;
+	p = kva_core_headroom(&a->core) < a->low_watermark;
 	if (p != a->pressure) {
 		WRITE_ONCE(a->pressure, p);
 		wake_up_interruptible_all(&a->pressure_wq);
@@ -312,6 +313,7 @@ static void kva_arena_kill(struct kva_arena *a)
 	list_del(&a->node);
 	mutex_lock(&a->lock);
 	a->dead = true;
+	kva_core_drop_cache(&a->core);
 	a->nr_backed = 0;
 	mutex_unlock(&a->lock);
 	/*
@@ -554,7 +556,7 @@ long kva_ioc_stat(void __user *argp, unsigned int how)
 
 	if (copy_from_user(&s, argp, sizeof(s)))
 		return -EFAULT;
-	if ((s.flags & ~KVARENA_STAT_BY_INDEX) ||
+	if ((s.flags & ~KVARENA_STAT_BY_INDEX) || s.reserved1 ||
 	    !kva_all_zero(s.reserved, sizeof(s.reserved)))
 		return -EINVAL;
 	if (!(s.flags & KVARENA_STAT_BY_INDEX) &&
@@ -577,7 +579,11 @@ long kva_ioc_stat(void __user *argp, unsigned int how)
 	s.nr_frames = a->core.nr_frames;
 	s.nr_free = a->core.nr_free;
 	s.nr_held = kva_core_held(&a->core);
-	s.nr_cached = 0;
+	s.nr_cached = a->core.nr_cached;
+	s.nr_published = a->core.nr_published;
+	s.cache_hits = a->core.cache_hits;
+	s.cache_misses = a->core.cache_misses;
+	s.cache_reclaims = a->core.cache_reclaims;
 	s.nr_backed = a->nr_backed;
 	s.nr_reserved = a->core.unmet_min;
 	s.nr_clients = a->nr_clients;

@@ -507,6 +507,8 @@ static void fill_info(struct kvarena_client_info *ci,
 	ci->min_frames = cl->core.min;
 	ci->max_frames = cl->core.max;
 	ci->held = cl->core.held;
+	ci->shared = cl->core.shared;
+	ci->charged = cl->core.charged;
 	ci->peak = cl->core.peak;
 	ci->uid = from_kuid_munged(current_user_ns(), cl->uid);
 	ci->filled_bytes = cl->filled_bytes;

@@ -483,8 +483,9 @@ static void hold_drop(struct kva_core *c, struct kva_core_client *cl, u32 idx)
  * @cl takes a hold on published frame @idx: from the cache (charged to
  * @cl), or shared with its holders (a record, unless @cl is the charged
  * client coming back).  A frame @cl holds already is left as it is.
+ * Returns whether a hold was taken.
  */
-static void hold_take(struct kva_core *c, struct kva_core_client *cl, u32 idx)
+static bool hold_take(struct kva_core *c, struct kva_core_client *cl, u32 idx)
 {
 	struct kva_frame *f = &c->frames[idx];
 
@@ -493,15 +494,16 @@ static void hold_take(struct kva_core *c, struct kva_core_client *cl, u32 idx)
 		refs_get(c, cl, idx);
 		charge_add(c, cl, idx);
 		f->flags |= KVA_FRAME_CHARGE_HELD;
-		return;
+		return true;
 	}
 	if (holds_frame(c, cl, idx))
-		return;
+		return false;
 	refs_get(c, cl, idx);
 	if (f->charge == cl)
 		f->flags |= KVA_FRAME_CHARGE_HELD;
 	else
 		hold_link(c, cl, idx);
+	return true;
 }
 
 static void update_peak(struct kva_core *c)
@@ -971,7 +973,8 @@ err_unmark:
  * Each frame of the run is held by @cl afterwards: a cached frame comes
  * back from the LRU charged to @cl (as an allocation would be), a frame
  * others hold is shared (a hold record; no charge), a frame @cl holds
- * already is returned again without a second hold.  All or nothing over
+ * already (or that came earlier in the chain) is returned again without
+ * a second hold, its entry marked KVA_PREFIX_HELD.  All or nothing over
  * the run: it fails when the new holds would take @cl past its max, or
  * the cached frames among them are more than @cl may take.  The caller
  * makes sure of the hold records first (kva_core_holds_need()).
@@ -1024,13 +1027,14 @@ int kva_core_prefix_lookup(struct kva_core *c, struct kva_core_client *cl,
 	for (i = 0; i < run; i++) {
 		u32 idx = (u32)chain[i].handle;
 		struct kva_frame *f = &c->frames[idx];
+		bool taken = false;
 
 		if (f->flags & KVA_FRAME_MARK) {
 			f->flags &= ~KVA_FRAME_MARK;
-			hold_take(c, cl, idx);
+			taken = hold_take(c, cl, idx);
 		}
 		chain[i].handle = KVA_HANDLE(f->gen, idx);
-		chain[i].flags = 0;
+		chain[i].flags = taken ? 0 : KVA_PREFIX_HELD;
 	}
 	c->cache_hits += run;
 	c->cache_misses += n - run;

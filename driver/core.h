@@ -188,7 +188,7 @@ struct kva_core_client {
  * struct kva_core_prefix - one link of a PUBLISH or LOOKUP chain.
  * @key:	the key.
  * @handle:	PUBLISH: in, a frame the client holds; LOOKUP: out.
- * @flags:	out: KVA_PREFIX_EXISTED (PUBLISH).
+ * @flags:	out: KVA_PREFIX_EXISTED (PUBLISH), KVA_PREFIX_HELD (LOOKUP).
  * @reserved:	not read.
  *
  * The same layout as struct kvarena_prefix_entry, so the module passes
@@ -202,7 +202,8 @@ struct kva_core_prefix {
 };
 
 /* struct kva_core_prefix.flags */
-#define KVA_PREFIX_EXISTED	(1u << 0) /* the key has another frame */
+#define KVA_PREFIX_EXISTED	(1u << 0) /* publish: the key has another frame */
+#define KVA_PREFIX_HELD		(1u << 1) /* lookup: held already, no new hold */
 
 /**
  * struct kva_core - one arena's frames.

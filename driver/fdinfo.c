@@ -15,8 +15,8 @@
  *				as \ooo
  *   kvarena-frames-held:	frames it holds
  *   kvarena-memory-held:	their size
- *   kvarena-memory-shared:	the part other clients hold too (0 until
- *				prefix sharing exists)
+ *   kvarena-memory-shared:	the part other clients hold too (a prefix
+ *				found with LOOKUP)
  *   kvarena-memory-filled:	what it reported filled (SET_USAGE)
  *   kvarena-tokens-filled:	tokens it reported (SET_USAGE)
  *
@@ -61,12 +61,13 @@ void kva_show_fdinfo(struct seq_file *m, struct file *file)
 	/* Pairs with smp_store_release() in kva_ioc_attach(). */
 	struct kva_arena *a = smp_load_acquire(&cl->arena);
 	u64 filled_bytes, filled_tokens;
-	u32 held;
+	u32 held, shared;
 
 	if (!a)
 		return;
 	mutex_lock(&a->lock);
 	held = cl->core.held;
+	shared = cl->core.shared;
 	filled_bytes = cl->filled_bytes;
 	filled_tokens = cl->filled_tokens;
 	mutex_unlock(&a->lock);
@@ -77,7 +78,7 @@ void kva_show_fdinfo(struct seq_file *m, struct file *file)
 	kva_fdinfo_label(m, cl->label);
 	seq_printf(m, "kvarena-frames-held:\t%u\n", held);
 	kva_fdinfo_size(m, "memory-held", (u64)held * a->frame_size);
-	kva_fdinfo_size(m, "memory-shared", 0);
+	kva_fdinfo_size(m, "memory-shared", (u64)shared * a->frame_size);
 	kva_fdinfo_size(m, "memory-filled", filled_bytes);
 	seq_printf(m, "kvarena-tokens-filled:\t%llu\n", filled_tokens);
 }

@@ -182,6 +182,12 @@ void kva_fmap_detach(struct kva_client *cl);
 void kva_fmap_lock(struct file *file);
 void kva_fmap_unlock_zap(struct file *file);
 
+/* prefix.c */
+long kva_ioc_publish(struct kva_client *cl, void __user *argp,
+		     unsigned int how);
+long kva_ioc_lookup(struct kva_client *cl, void __user *argp,
+		    unsigned int how);
+
 /* sysfs.c */
 int kva_sysfs_init(struct kobject *parent);
 void kva_sysfs_exit(void);

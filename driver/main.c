@@ -87,7 +87,8 @@ static long kva_ioc_version(void __user *argp, unsigned int how)
 	if (v.reserved0 || !kva_all_zero(v.reserved, sizeof(v.reserved)))
 		return -EINVAL;
 	v.abi_version = KVARENA_ABI_VERSION;
-	v.features = KVARENA_FEAT_POLL | KVARENA_FEAT_SYSFS;
+	v.features = KVARENA_FEAT_POLL | KVARENA_FEAT_SYSFS |
+		     KVARENA_FEAT_PREFIX;
 #ifdef KVA_URING_CMD
 	v.features |= KVARENA_FEAT_URING_CMD;
 #endif
@@ -122,6 +123,8 @@ static int kva_cmd_need(unsigned int cmd)
 	case KVARENA_IOC_FREE:
 	case KVARENA_IOC_FRAME_FD:
 	case KVARENA_IOC_SET_USAGE:
+	case KVARENA_IOC_PUBLISH:
+	case KVARENA_IOC_LOOKUP:
 		return KVA_CLIENT;
 	default:
 		return -ENOTTY;
@@ -142,6 +145,8 @@ static bool kva_cmd_nonblock(unsigned int cmd)
 	case KVARENA_IOC_ALLOC:
 	case KVARENA_IOC_FREE:
 	case KVARENA_IOC_SET_USAGE:
+	case KVARENA_IOC_PUBLISH:
+	case KVARENA_IOC_LOOKUP:
 		return true;
 	}
 	return false;
@@ -230,6 +235,10 @@ long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp,
 		return kva_ioc_clients(argp, how);
 	case KVARENA_IOC_SET_LIMITS:
 		return kva_ioc_set_limits(argp);
+	case KVARENA_IOC_PUBLISH:
+		return kva_ioc_publish(cl, argp, how);
+	case KVARENA_IOC_LOOKUP:
+		return kva_ioc_lookup(cl, argp, how);
 	case KVARENA_IOC_EVICT:
 		return kva_ioc_evict(argp);
 	}

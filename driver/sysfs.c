@@ -76,7 +76,11 @@ KVA_LOCKED_ATTR(nr_frames, "%u", a->core.nr_frames);
 KVA_LOCKED_ATTR(free, "%u", kva_free_backed(a));
 KVA_LOCKED_ATTR(unbacked, "%u", kva_unbacked(a));
 KVA_LOCKED_ATTR(held, "%u", kva_core_held(&a->core));
-KVA_LOCKED_ATTR(cached, "%u", 0u);
+KVA_LOCKED_ATTR(cached, "%u", a->core.nr_cached);
+KVA_LOCKED_ATTR(published, "%u", a->core.nr_published);
+KVA_LOCKED_ATTR(cache_hits, "%llu", a->core.cache_hits);
+KVA_LOCKED_ATTR(cache_misses, "%llu", a->core.cache_misses);
+KVA_LOCKED_ATTR(cache_reclaims, "%llu", a->core.cache_reclaims);
 KVA_LOCKED_ATTR(backed, "%u", a->nr_backed);
 KVA_LOCKED_ATTR(reserved, "%u", a->core.unmet_min);
 KVA_LOCKED_ATTR(clients, "%u", a->nr_clients);
@@ -101,6 +105,10 @@ static struct attribute *kva_arena_attrs[] = {
 	&unbacked_attr.attr,
 	&held_attr.attr,
 	&cached_attr.attr,
+	&published_attr.attr,
+	&cache_hits_attr.attr,
+	&cache_misses_attr.attr,
+	&cache_reclaims_attr.attr,
 	&backed_attr.attr,
 	&reserved_attr.attr,
 	&clients_attr.attr,

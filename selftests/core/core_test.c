@@ -565,6 +565,32 @@ TEST_F(core, lookup_of_a_frame_already_held_takes_no_second_hold)
 	EXPECT_EQ(2, self->c.nr_cached);
 }
 
+TEST_F(core, lookup_flags_the_entries_that_took_no_hold)
+{
+	struct kva_core_prefix e[3];
+	u64 h[2];
+
+	ASSERT_EQ(2, kva_core_alloc(&self->c, &self->a, h, 2, false));
+	ASSERT_EQ(2, publish(&self->c, &self->a, 5, h, 2, NULL));
+	set_key(e[0].key, 6);
+	set_key(e[1].key, 5);
+	set_key(e[2].key, 6);
+	/* b: two new holds, the third entry repeats the first. */
+	ASSERT_EQ(3, kva_core_prefix_lookup(&self->c, &self->b, e, 3));
+	EXPECT_EQ(0, e[0].flags);
+	EXPECT_EQ(0, e[1].flags);
+	EXPECT_EQ(KVA_PREFIX_HELD, e[2].flags);
+	EXPECT_EQ(2, self->b.held);
+	/* Again: b holds both already. */
+	ASSERT_EQ(3, kva_core_prefix_lookup(&self->c, &self->b, e, 3));
+	EXPECT_EQ(KVA_PREFIX_HELD, e[0].flags);
+	EXPECT_EQ(KVA_PREFIX_HELD, e[1].flags);
+	EXPECT_EQ(KVA_PREFIX_HELD, e[2].flags);
+	EXPECT_EQ(2, self->b.held);
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->b, h, 2));
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, h, 2));
+}
+
 TEST_F(core, alloc_reclaims_cached_frames_oldest_first_before_enospc)
 {
 	u64 h[NR], old[3], young[3], got[3], one;

@@ -94,7 +94,7 @@ TEST(version_reports_abi_and_features)
 	ASSERT_EQ(0, kva_ioctl(fd, KVARENA_IOC_VERSION, &v));
 	EXPECT_EQ(KVARENA_ABI_VERSION, v.abi_version);
 	EXPECT_EQ(KVARENA_FEAT_URING_CMD | KVARENA_FEAT_POLL |
-		  KVARENA_FEAT_SYSFS, v.features);
+		  KVARENA_FEAT_SYSFS | KVARENA_FEAT_PREFIX, v.features);
 	v.reserved[1] = 1;
 	EXPECT_EQ(-EINVAL, kva_ioctl(fd, KVARENA_IOC_VERSION, &v));
 	close(fd);
@@ -107,7 +107,7 @@ TEST(unknown_command_or_size_is_enotty)
 
 	ASSERT_LE(0, fd);
 	EXPECT_EQ(-ENOTTY, kva_ioctl(fd, _IOWR('K', 0x3f, buf), buf));
-	/* PUBLISH/LOOKUP numbers are reserved, not yet served. */
+	/* PUBLISH's number with another struct is another command. */
 	EXPECT_EQ(-ENOTTY, kva_ioctl(fd, _IOWR('K', 0x0c, buf), buf));
 	/* A known number with another struct size is another command. */
 	EXPECT_EQ(-ENOTTY, kva_ioctl(fd, _IOWR('K', 0x09, char[8]), buf));

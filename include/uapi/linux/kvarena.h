@@ -35,31 +35,35 @@
  *  - ATTACH: a writer whom the arena's mode lets attach (-EACCES
  *    otherwise), within the arena's client policy unless it has
  *    CAP_SYS_ADMIN (-EPERM otherwise).
- *  - ALLOC, FREE, FRAME_FD and SET_USAGE need the file to be attached to an
- *    arena (ATTACH; -ENOTCONN otherwise).  One file attaches once.
+ *  - ALLOC, FREE, FRAME_FD, SET_USAGE, PUBLISH and LOOKUP need the file to
+ *    be attached to an arena (ATTACH; -ENOTCONN otherwise).  One file
+ *    attaches once.
  *
  * Error numbers
  *
  *  EINVAL   unknown flag, non-zero reserved field, bad name, size or count
  *  ENOTTY   unknown command
  *  EBADF    mutating command on a read-only open; bad backing fd
- *  EPERM    missing CAP_SYS_ADMIN; frame held by another client; ATTACH
- *           beyond the arena's client policy; admin command over io_uring
+ *  EPERM    missing CAP_SYS_ADMIN; frame held by another client (FREE,
+ *           FRAME_FD, PUBLISH); ATTACH beyond the arena's client policy;
+ *           admin command over io_uring
  *  EACCES   the arena's mode does not let the caller view or attach
  *  ENOENT   no such arena or client; handle names a frame nobody holds
  *  ESTALE   handle from before the frame was last freed
  *  EEXIST   ARENA_CREATE of a name in use
  *  EBUSY    ARENA_DESTROY with clients attached; ATTACH twice; backing set
- *           twice on a frame
+ *           twice on a frame; PUBLISH of a frame published under another
+ *           key
  *  EAGAIN   io_uring only: the command would block; io_uring retries it
  *           from a worker thread by itself
- *  ENOSPC   ALLOC or a min guarantee cannot be met (free frames, other
- *           clients' guarantees, or the client's max)
+ *  ENOSPC   ALLOC, LOOKUP or a min guarantee cannot be met (free and
+ *           cached frames, other clients' guarantees, or the client's max)
  *  ENOTCONN the file is not attached to an arena
  *  ENODATA  ATTACH before every frame of the arena has its backing (the
  *           provider is still registering memory); FRAME_FD of a frame
  *           with no backing
  *  EFAULT   a user pointer could not be read or written
+ *  ENOMEM   the module could not allocate memory for the command
  *  ESHUTDOWN the client was evicted by an administrator (EVICT): its
  *           frames are gone and the file serves no more client commands
  *  EOPNOTSUPP EVICT of a client of a CUDA arena (imported GPU memory
@@ -80,7 +84,9 @@
 #define KVARENA_MAX_FRAMES	(1u << 24)	/* frames per arena */
 #define KVARENA_MIN_FRAME_SIZE	4096u		/* and at least PAGE_SIZE */
 #define KVARENA_MAX_FRAME_SIZE	(1u << 30)
-#define KVARENA_MAX_BATCH	65536u		/* handles per ALLOC/FREE */
+/* Handles per ALLOC/FREE, entries per PUBLISH/LOOKUP. */
+#define KVARENA_MAX_BATCH	65536u
+#define KVARENA_KEY_LEN		32		/* bytes of a prefix key */
 
 /* A handle: generation in the high 32 bits, frame index in the low 32. */
 #define KVARENA_HANDLE(gen, idx) (((__u64)(gen) << 32) | (__u32)(idx))
@@ -102,6 +108,7 @@ enum kvarena_mem {
 #define KVARENA_FEAT_URING_CMD	((__u64)1 << 0)	/* IORING_OP_URING_CMD */
 #define KVARENA_FEAT_POLL	((__u64)1 << 1)	/* EPOLLPRI on pressure */
 #define KVARENA_FEAT_SYSFS	((__u64)1 << 2)	/* /sys/class/misc/kvarena/arenas */
+#define KVARENA_FEAT_PREFIX	((__u64)1 << 3)	/* PUBLISH and LOOKUP */
 
 /**
  * struct kvarena_version - KVARENA_IOC_VERSION, anyone.
@@ -331,8 +338,9 @@ struct kvarena_frames {
  * @offset:	out: byte offset of the frame within that file.
  * @size:	out: the frame size.
  * @access:	out: KVARENA_ACCESS_* the caller has to the frame now: read
- *		and write for a frame it holds alone, read only for one it
- *		holds with other clients.  Must be zero on input.
+ *		and write for a frame it holds that is not published, read
+ *		only for a published one (PUBLISH; a frame several clients
+ *		hold is always published).  Must be zero on input.
  * @reserved0:	must be zero.
  * @reserved:	must be zero.
  *
@@ -392,7 +400,7 @@ struct kvarena_usage {
 #define KVARENA_STAT_BY_INDEX	(1u << 0)	/* use @index, not @name */
 
 /* struct kvarena_stat.state (out) */
-#define KVARENA_STATE_PRESSURE	(1u << 0)	/* free + cached < low_watermark */
+#define KVARENA_STATE_PRESSURE	(1u << 0)	/* free + cached - unmet min < low_watermark */
 #define KVARENA_STATE_NO_BACKING (1u << 1)	/* created accounting-only */
 
 /**
@@ -405,8 +413,8 @@ struct kvarena_usage {
  * @nr_frames:		capacity in frames.
  * @nr_free:		frames no client holds.
  * @nr_held:		frames held by clients.
- * @nr_cached:		frames holding unreferenced published prefixes,
- *			reclaimable (0 until PUBLISH exists).
+ * @nr_cached:		published frames no client holds: reclaimable,
+ *			oldest first, when an allocation needs them.
  * @nr_backed:		frames with backing registered.
  * @nr_reserved:	free frames set aside for clients' unmet minimums.
  * @nr_clients:		clients attached.
@@ -430,7 +438,16 @@ struct kvarena_usage {
  * @client_max_default:	see struct kvarena_arena_create.
  * @client_max_limit:	see struct kvarena_arena_create.
  * @mem_uuid:		the GPU's UUID (CUDA arenas).
+ * @nr_published:	keys in the arena's prefix index: published frames,
+ *			held or cached.
+ * @reserved1:		must be zero.
+ * @cache_hits:		keys LOOKUP found and returned, ever.
+ * @cache_misses:	keys LOOKUP was given and did not return (a chain
+ *			stops at its first miss), ever.
+ * @cache_reclaims:	cached frames reclaimed for allocations, ever.
  * @reserved:		must be zero.
+ *
+ * Capacity is always @nr_free + @nr_cached + @nr_held.
  */
 struct kvarena_stat {
 	char  name[KVARENA_NAME_LEN];
@@ -464,7 +481,12 @@ struct kvarena_stat {
 	__u32 client_max_default;
 	__u32 client_max_limit;
 	__u8  mem_uuid[16];
-	__u64 reserved[8];
+	__u32 nr_published;
+	__u32 reserved1;
+	__u64 cache_hits;
+	__u64 cache_misses;
+	__u64 cache_reclaims;
+	__u64 reserved[4];
 };
 
 /**
@@ -478,9 +500,10 @@ struct kvarena_stat {
  * @label:		label given at ATTACH.
  * @min_frames:		guaranteed frames.
  * @max_frames:		limit.
- * @held:		frames held now.
- * @shared:		frames held that other clients also hold (0 until
- *			PUBLISH/LOOKUP exist).
+ * @held:		frames held now, shared ones included: what @max_frames
+ *			limits.
+ * @shared:		frames held that other clients also hold (after
+ *			LOOKUP).
  * @peak:		highest @held.
  * @uid:		effective uid of the attaching process, in the
  *			caller's user namespace.
@@ -489,6 +512,14 @@ struct kvarena_stat {
  * @alloc_calls:	ALLOC commands.
  * @free_calls:		FREE commands.
  * @alloc_failures:	ALLOC commands refused with -ENOSPC.
+ * @charged:		frames charged to the client: what @min_frames is
+ *			measured against.  A frame is charged to the client
+ *			that took it from the free list (ALLOC) or back from
+ *			the cache (LOOKUP), while anyone holds it - also after
+ *			that client let go of it - so a shared frame is
+ *			charged once.  When the charged client detaches, the
+ *			charge moves to another holder.
+ * @reserved0:		zero.
  * @reserved:		zero.
  */
 struct kvarena_client_info {
@@ -506,7 +537,9 @@ struct kvarena_client_info {
 	__u64 alloc_calls;
 	__u64 free_calls;
 	__u64 alloc_failures;
-	__u64 reserved[2];
+	__u32 charged;
+	__u32 reserved0;
+	__u64 reserved[1];
 };
 
 /**
@@ -581,6 +614,90 @@ struct kvarena_arena_policy {
 };
 
 /**
+ * struct kvarena_prefix_entry - one link of a PUBLISH or LOOKUP chain.
+ * @key:	a 32-byte key (opaque to the module; not all zeros).  The
+ *		runtime chains them: each key hashes the one before it, the
+ *		model's namespace and the frame's tokens, so a key names
+ *		one frame's KV together with everything before it.
+ * @handle:	PUBLISH: a frame the caller holds.  LOOKUP, out: the
+ *		frame found under @key (for the leading run only).
+ * @flags:	out: PUBLISH: KVARENA_PREFIX_EXISTED when @key was already
+ *		published with another frame.  LOOKUP: KVARENA_PREFIX_HELD
+ *		when the caller held the frame already (or it came earlier
+ *		in the chain), so no new hold was taken for this entry.
+ *		Ignored on input.
+ * @reserved:	must be zero.
+ */
+struct kvarena_prefix_entry {
+	__u8  key[KVARENA_KEY_LEN];
+	__u64 handle;
+	__u32 flags;
+	__u32 reserved;
+};
+
+/* struct kvarena_prefix_entry.flags (out) */
+#define KVARENA_PREFIX_EXISTED	(1u << 0)	/* PUBLISH: the key kept another frame */
+#define KVARENA_PREFIX_HELD	(1u << 1)	/* LOOKUP: held already, no new hold */
+
+/**
+ * struct kvarena_prefix - KVARENA_IOC_PUBLISH and KVARENA_IOC_LOOKUP,
+ * client.
+ * @entries:	user pointer to @count struct kvarena_prefix_entry, in
+ *		chain order (the first frame of the prefix first).
+ * @count:	entries, 1..KVARENA_MAX_BATCH.
+ * @flags:	must be zero.
+ * @nr_done:	out: PUBLISH: entries whose frame is now published under
+ *		their key (new or from before; not those marked
+ *		KVARENA_PREFIX_EXISTED).  LOOKUP: length of the leading run
+ *		found (0 if the first key is missing).
+ * @reserved0:	must be zero.
+ * @reserved:	must be zero.
+ *
+ * PUBLISH puts each entry's frame under its key; the caller keeps its
+ * hold.  Every handle must name a frame the caller holds (-ESTALE,
+ * -EPERM, -ENOENT) and not already published under another key
+ * (-EBUSY); a frame given twice is -EINVAL.  A key already published
+ * with another frame keeps that frame - the first publication wins, since
+ * a key names the contents and the first frame may already be shared -
+ * and the entry gets KVARENA_PREFIX_EXISTED; the caller's frame stays
+ * private.  Publishing a frame again under its own key changes nothing.
+ * All or nothing: on error nothing is published.  A frame is read-only
+ * from its publication on, to its publisher too: PUBLISH zaps the
+ * publisher's mappings of it (host arenas), and the next touch maps it
+ * read-only; a write faults (SIGBUS).  If the entries cannot be written
+ * back (-EFAULT) the frames stay published: PUBLISH again says the same.
+ *
+ * LOOKUP finds the longest leading run of the chain whose keys are
+ * published and gives the caller a hold on each of its frames, writing
+ * their handles: a frame others hold is shared (charged once, to the
+ * client already charged for it); a cached frame comes back charged to
+ * the caller; a frame the caller holds already is returned again without
+ * a second hold (KVARENA_PREFIX_HELD).  A published frame keeps its
+ * handle: every LOOKUP of a key returns the same one until the frame is
+ * reclaimed.  All or nothing
+ * over the run: -ENOSPC (and no hold taken) when the new holds would take
+ * the caller past its max, or the cached frames among them are more than
+ * it may take.  A miss is not an error: @nr_done is shorter than @count.
+ * The caller lets go of the frames with FREE, as of any other; they map
+ * read-only (FRAME_FD).  If the handles cannot be written back (-EFAULT)
+ * the holds this call took are dropped again.
+ *
+ * A published frame nobody holds is cached: it keeps its key and its
+ * contents, and is reclaimed, oldest first, only when an ALLOC (or a
+ * guaranteed minimum) needs more frames than are free.  A held frame is
+ * never reclaimed.  Release of a client drops its holds and leaves what
+ * it published cached; ARENA_DESTROY drops the cache.
+ */
+struct kvarena_prefix {
+	__u64 entries;
+	__u32 count;
+	__u32 flags;
+	__u32 nr_done;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
+/**
  * struct kvarena_evict - KVARENA_IOC_EVICT, CAP_SYS_ADMIN.
  * @name:	arena name.
  * @client_id:	client to evict.
@@ -636,7 +753,8 @@ struct kvarena_uring_cmd {
 #define KVARENA_IOC_STAT	  _IOWR(KVARENA_IOC_MAGIC, 0x09, struct kvarena_stat)
 #define KVARENA_IOC_CLIENTS	  _IOWR(KVARENA_IOC_MAGIC, 0x0a, struct kvarena_clients)
 #define KVARENA_IOC_SET_LIMITS	  _IOWR(KVARENA_IOC_MAGIC, 0x0b, struct kvarena_limits)
-/* 0x0c and 0x0d are reserved for PUBLISH and LOOKUP (prefix sharing). */
+#define KVARENA_IOC_PUBLISH	  _IOWR(KVARENA_IOC_MAGIC, 0x0c, struct kvarena_prefix)
+#define KVARENA_IOC_LOOKUP	  _IOWR(KVARENA_IOC_MAGIC, 0x0d, struct kvarena_prefix)
 #define KVARENA_IOC_ARENA_SET_POLICY _IOWR(KVARENA_IOC_MAGIC, 0x0e, struct kvarena_arena_policy)
 #define KVARENA_IOC_EVICT	  _IOWR(KVARENA_IOC_MAGIC, 0x0f, struct kvarena_evict)
 
