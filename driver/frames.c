@@ -303,8 +303,31 @@ out:
 	return ret;
 }
 
+/*
+ * A write through a read-only PTE of a writable mapping: a frame that was
+ * published, and so became read-only, after the mapping was made.  The
+ * kernel would make the PTE writable by itself (a shared PFN mapping has
+ * no page to copy); it may only while the client may still write.
+ */
+static vm_fault_t kva_fmap_pfn_mkwrite(struct vm_fault *vmf)
+{
+	struct kva_fmap *fm = vmf->vma->vm_file->private_data;
+	struct kva_arena *a = fm->arena;
+	unsigned long idx = vmf->pgoff / (a->frame_size >> PAGE_SHIFT);
+	enum kva_access acc = KVA_ACCESS_NONE;
+
+	down_read(&fm->sem);
+	mutex_lock(&a->lock);
+	if (fm->cl && idx < a->core.nr_frames)
+		acc = kva_core_frame_access(&a->core, &fm->cl->core, idx);
+	mutex_unlock(&a->lock);
+	up_read(&fm->sem);
+	return acc == KVA_ACCESS_WRITE ? 0 : VM_FAULT_SIGBUS;
+}
+
 static const struct vm_operations_struct kva_fmap_vm_ops = {
 	.fault = kva_fmap_fault,
+	.pfn_mkwrite = kva_fmap_pfn_mkwrite,
 };
 
 /*
