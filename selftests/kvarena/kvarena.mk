@@ -5,7 +5,8 @@
 # runs; other parts of the tree append theirs.
 
 KVA_SELFTESTS := $(B)/selftests/kvarena/kvarena_test \
-		 $(B)/selftests/kvarena/isolation_test
+		 $(B)/selftests/kvarena/isolation_test \
+		 $(B)/selftests/kvarena/prefix_test
 
 $(KVA_SELFTESTS): $(B)/selftests/kvarena/%: $(SRC)/selftests/kvarena/%.c \
 		 $(SRC)/selftests/kvarena/kva_test.h \
