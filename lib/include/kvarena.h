@@ -284,6 +284,12 @@ const char *kva_transport_name(enum kva_transport transport);
  *			in a frame shared by forked sequences counts once):
  *			what kva_sync_usage() reports.
  * @my_filled_bytes:	their bytes.
+ *
+ * The prefix cache (arena-wide):
+ * @nr_cached:		published frames nobody holds, reclaimable.
+ * @nr_published:	frames under a key, held or cached.
+ * @cache_hits:		keys LOOKUP found, ever.
+ * @cache_misses:	keys LOOKUP was given and did not return, ever.
  * @reserved:		zero.
  */
 struct kva_stat {
@@ -301,7 +307,11 @@ struct kva_stat {
 	uint64_t seq_tokens;
 	uint64_t my_filled_tokens;
 	uint64_t my_filled_bytes;
-	uint64_t reserved[4];
+	uint32_t nr_cached;
+	uint32_t nr_published;
+	uint64_t cache_hits;
+	uint64_t cache_misses;
+	uint64_t reserved[1];
 };
 
 /**
@@ -446,16 +456,20 @@ int kva_geometry_explain(const struct kva_geometry *g, char *buf,
  * read-only to the caller.  The library keeps more state behind it.
  *
  * Copy-on-write contract.  After kva_seq_fork(), parent and child map the
- * same frames for the tokens they have in common.  The library cannot
- * trap stores, so "first write" means the next kva_seq_grow() or
- * kva_seq_grow_batch() that covers a token in a shared frame: that call
- * first gives the sequence a private copy of the frame.  Hence:
+ * same frames for the tokens they have in common; after
+ * kva_seq_attach_prefix() or kva_seq_publish(), a sequence maps published
+ * frames other processes may map too.  The library cannot trap stores, so
+ * "first write" means the next kva_seq_grow() or kva_seq_grow_batch()
+ * that covers a token in a shared or published frame: that call first
+ * gives the sequence a private copy of the frame.  Hence:
  *   - write token t only after a grow has covered it (t < tokens), and
  *     only once; tokens already covered are read-only while any frame
- *     they live in may be shared (after a fork, or a shrink back into a
- *     forked prefix);
+ *     they live in may be shared (after a fork, a publish or an attach,
+ *     or a shrink back into such a prefix);
  *   - a store made any other way into a shared frame is seen by every
- *     sequence sharing it.
+ *     sequence sharing it, and into a published frame faults: published
+ *     frames are mapped read-only (except in the sequence that published
+ *     it, whose mapping predates the publication).
  */
 struct kva_seq {
 	uint64_t base;
@@ -597,6 +611,119 @@ void kva_seq_free(struct kva_seq *seq);
  */
 int kva_seq_handles(struct kva_seq *seq, uint64_t *handles,
 		    unsigned int count);
+
+/*
+ * Prefix sharing.
+ *
+ * A frame full of tokens can be published under a key, and any client of
+ * the arena - this process or another one - can look the key up and map
+ * the frame at the start of a new sequence instead of computing and
+ * storing that KV again.  Keys chain: key i is the SHA-256 of key i - 1,
+ * a namespace the caller supplies and frame i's token ids, so one key
+ * names a frame's KV together with everything before it, and a chain is
+ * looked up front to back (the longest leading run present comes back).
+ * In device mode a published frame outlives the process that made it:
+ * once nobody holds it the module keeps it cached, and reclaims it,
+ * oldest first, only when an allocation needs the memory
+ * (Documentation/kvarena.rst).  Published frames are read-only: they are
+ * mapped so, and a sequence that would write into one copies it first.
+ */
+
+#define KVA_KEY_LEN	32
+
+/** struct kva_key - a prefix key (kva_prefix_keys()). */
+struct kva_key {
+	uint8_t b[KVA_KEY_LEN];
+};
+
+/**
+ * kva_prefix_keys() - the key chain of the full frames of a token
+ * sequence.
+ * @g:		the model geometry (its five input fields; checked as by
+ *		kva_geometry_init()).  It is hashed into the first key, so
+ *		that sequences of other layouts never share frames.
+ * @ns:		the caller's namespace: bytes that name everything besides
+ *		the tokens that decides their KV - model and revision,
+ *		tokenizer, adapter, position encoding, KV quantisation.
+ *		NULL when @ns_len is 0.
+ * @ns_len:	its length (< 2^32).
+ * @tokens:	token ids, @nr_tokens of them.
+ * @nr_tokens:	how many.
+ * @keys:	out: one key per full frame, at most @max_keys.
+ * @max_keys:	room in @keys.
+ *
+ * With T = tokens per frame and LE32/LE64 little-endian encodings:
+ *
+ *   root   = SHA-256("kvarena prefix v1" || LE64(frame_size) ||
+ *            LE32(layers) || LE32(kv_heads) || LE32(head_dim) ||
+ *            LE32(dtype))
+ *   key[i] = SHA-256(key[i - 1] (root for i = 0) || LE32(ns_len) || ns ||
+ *            LE32(T) || LE32(tokens[i*T]) || ... ||
+ *            LE32(tokens[i*T + T - 1]))
+ *
+ * so any program can compute the same keys.  A partial last frame has no
+ * key: only full frames are published.
+ * Thread safety: touches only its arguments.
+ *
+ * Return: the number of keys written, min(@nr_tokens / T, @max_keys), or
+ * -EINVAL (a NULL argument with a non-zero length, a bad geometry),
+ * -E2BIG (one token does not fit in a frame).
+ */
+int kva_prefix_keys(const struct kva_geometry *g, const void *ns,
+		    size_t ns_len, const uint32_t *tokens, uint64_t nr_tokens,
+		    struct kva_key *keys, unsigned int max_keys);
+
+/**
+ * kva_seq_publish() - publish the first @nr frames of @seq under
+ * @keys[0..nr).
+ *
+ * The frames must be full (@nr * tokens per frame <= @seq->tokens).  The
+ * sequence keeps them, and from now on they are read-only: a write into
+ * one of them after a shrink goes through a copy (the copy-on-write
+ * contract at struct kva_seq).  A key already published with another
+ * frame keeps that frame - the first publication wins - and this
+ * sequence's frame stays private to it.  Publishing a frame again under
+ * the same key changes nothing.  In device mode the frames stay in the
+ * arena's cache after this process lets go of them or exits.
+ *
+ * Thread safety: takes the arena's lock; @seq must not be in use
+ * elsewhere.
+ *
+ * Return: the number of frames newly published (0 to @nr), or -EINVAL
+ * (frames not full, NULL argument, @nr above 65536), -EBUSY (a frame is
+ * published under another key already), -ENOMEM, or the module's error.
+ * On error nothing is published.
+ */
+int kva_seq_publish(struct kva_seq *seq, const struct kva_key *keys,
+		    unsigned int nr);
+
+/**
+ * kva_seq_attach_prefix() - look @keys up and map the frames found at the
+ * start of @seq.
+ *
+ * @seq must be empty: no tokens, nothing mapped (as kva_seq_create()
+ * makes it).  The longest leading run of @keys published in the arena -
+ * by this process or any other - is held and mapped, read-only, at the
+ * start of the range, and @seq->tokens becomes run * tokens per frame:
+ * attention reads those tokens like any other KV, and the next grow maps
+ * a new frame after them.  Keys beyond what max_tokens holds in whole
+ * frames are not looked up.  To recompute the last token of a prompt
+ * found whole (for its logits), shrink by one token and grow again: the
+ * grow copies the last frame first.  The frames count against this
+ * handle's max; they return to the arena (and its cache) when the last
+ * sequence using them lets go.
+ *
+ * Thread safety: takes the arena's lock; @seq must not be in use
+ * elsewhere.
+ *
+ * Return: the number of frames attached (0 when the first key is not
+ * there), or -EINVAL (@seq not empty, NULL argument), -ENOSPC (the
+ * frames would take this handle past its max, or the cached ones among
+ * them are more than it may take), -ENOMEM, or the backend's or module's
+ * error.  On error @seq is unchanged.
+ */
+int kva_seq_attach_prefix(struct kva_seq *seq, const struct kva_key *keys,
+			  unsigned int nr);
 
 /**
  * kva_seq_kv_addr() - address of element 0 of head @head of the K

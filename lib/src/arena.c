@@ -263,8 +263,9 @@ static int defer(struct kva_arena *a, const uint64_t *h, uint32_t n)
 	return 0;
 }
 
-static void record_taken(struct kva_arena *a, const uint64_t *h, uint32_t n,
-			 uint32_t flags)
+/* @n frames the provider gave this handle, marked @flags. */
+void kva_frames_record(struct kva_arena *a, const uint64_t *h, uint32_t n,
+		       uint32_t flags)
 {
 	uint32_t i;
 
@@ -327,7 +328,7 @@ int kva_frames_take(struct kva_arena *a, uint64_t *h, uint32_t n,
 				a->reported_valid = false;
 			goto err_put;
 		}
-		record_taken(a, h + done, chunk, 0);
+		kva_frames_record(a, h + done, chunk, 0);
 		done += chunk;
 	}
 	return 0;
@@ -428,7 +429,7 @@ int kva_alloc(struct kva_arena *a, uint64_t *handles, unsigned int count,
 		ret = -EPROTO;
 	}
 	if (ret > 0)
-		record_taken(a, handles, ret, FRAME_RAW);
+		kva_frames_record(a, handles, ret, FRAME_RAW);
 	kva_unlock(a);
 	return ret;
 }

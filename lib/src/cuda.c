@@ -35,6 +35,7 @@ struct kva_cuda {
 	CUcontext ctx;
 	CUmemAllocationProp prop;
 	CUmemAccessDesc access;
+	CUmemAccessDesc access_ro;	/* published frames */
 };
 
 static struct kva_cuda *cuda(struct kva_arena *a)
@@ -149,6 +150,8 @@ static int cuda_start(struct kva_arena *a, struct kva_cuda *c,
 		.location = c->prop.location,
 		.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
 	};
+	c->access_ro = c->access;
+	c->access_ro.flags = CU_MEM_ACCESS_FLAGS_PROT_READ;
 	ret = ctx_push(a, c);
 	if (ret)
 		goto err_release;
@@ -310,13 +313,16 @@ static int unmap_frames(struct kva_arena *a, struct kva_cuda *c, uint64_t va,
 	return ret;
 }
 
-/* Map the run, then grant access to all of it with one call. */
+/*
+ * Map the run, then grant access to all of it with one call (one per
+ * stretch of published frames, which are read-only, and of the others).
+ */
 static int cuda_map(struct kva_arena *a, uint64_t va, const uint32_t *idx,
 		    uint32_t n)
 {
 	struct kva_cuda *c = cuda(a);
 	uint64_t fs = a->frame_size;
-	uint32_t i;
+	uint32_t i, j, k;
 	int ret;
 
 	ret = ctx_push(a, c);
@@ -328,9 +334,18 @@ static int cuda_map(struct kva_arena *a, uint64_t va, const uint32_t *idx,
 		if (ret)
 			goto err_unmap;
 	}
-	ret = cu_err(a, c->fn.cuMemSetAccess(va, n * fs, &c->access, 1));
-	if (ret)
-		goto err_unmap;
+	for (j = 0; j < n; j = k) {
+		bool ro = a->frames[idx[j]].flags & FRAME_PUBLISHED;
+
+		for (k = j + 1; k < n; k++)
+			if (!!(a->frames[idx[k]].flags & FRAME_PUBLISHED) != ro)
+				break;
+		ret = cu_err(a, c->fn.cuMemSetAccess(va + j * fs, (k - j) * fs,
+						     ro ? &c->access_ro :
+						     &c->access, 1));
+		if (ret)
+			goto err_unmap;
+	}
 	ctx_pop(c);
 	return 0;
 

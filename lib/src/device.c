@@ -218,7 +218,41 @@ static int dev_stat(struct kva_arena *a, struct kva_stat *st)
 	st->filled_bytes = s.filled_bytes;
 	st->alloc_calls = s.alloc_calls;
 	st->free_calls = s.free_calls;
+	st->nr_cached = s.nr_cached;
+	st->nr_published = s.nr_published;
+	st->cache_hits = s.cache_hits;
+	st->cache_misses = s.cache_misses;
 	return 0;
+}
+
+/* PUBLISH or LOOKUP of a chain: one command, on the arena's transport. */
+static int dev_prefix(struct kva_arena *a, unsigned long nr,
+		      struct kvarena_prefix_entry *e, uint32_t n)
+{
+	struct kvarena_prefix p = {
+		.entries = (__u64)(uintptr_t)e,
+		.count = n,
+	};
+	struct dev_cmd c = { nr, &p, 0 };
+	int ret = dev_submit(a, &c, 1, false);
+
+	if (!ret)
+		ret = c.res;
+	return ret ? ret : (int)p.nr_done;
+}
+
+static int dev_publish(struct kva_arena *a, struct kvarena_prefix_entry *e,
+		       uint32_t n)
+{
+	KVA_PASS("dev.publish");
+	return dev_prefix(a, KVARENA_IOC_PUBLISH, e, n);
+}
+
+static int dev_lookup(struct kva_arena *a, struct kvarena_prefix_entry *e,
+		      uint32_t n)
+{
+	KVA_PASS("dev.lookup");
+	return dev_prefix(a, KVARENA_IOC_LOOKUP, e, n);
 }
 
 static int dev_frame_fd(struct kva_arena *a, uint64_t handle, int *fd,
@@ -266,6 +300,8 @@ const struct kva_provider kva_device_provider = {
 	.stat = dev_stat,
 	.frame_fd = dev_frame_fd,
 	.poll_fd = dev_poll_fd,
+	.publish = dev_publish,
+	.lookup = dev_lookup,
 	.close = dev_close_provider,
 };
 

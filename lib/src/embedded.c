@@ -12,6 +12,14 @@
 
 #include "internal.h"
 
+/* The module's entries are the core's (driver/prefix.c checks the same). */
+_Static_assert(sizeof(struct kvarena_prefix_entry) ==
+	       sizeof(struct kva_core_prefix), "prefix entry layout");
+_Static_assert(offsetof(struct kvarena_prefix_entry, handle) ==
+	       offsetof(struct kva_core_prefix, handle), "prefix entry layout");
+_Static_assert(offsetof(struct kvarena_prefix_entry, flags) ==
+	       offsetof(struct kva_core_prefix, flags), "prefix entry layout");
+
 struct kva_embedded {
 	struct kva_core core;
 	struct kva_core_client client;
@@ -63,7 +71,38 @@ static int emb_stat(struct kva_arena *a, struct kva_stat *st)
 	st->filled_bytes = e->usage.bytes;
 	st->alloc_calls = e->core.alloc_calls;
 	st->free_calls = e->core.free_calls;
+	st->nr_cached = e->core.nr_cached;
+	st->nr_published = e->core.nr_published;
+	st->cache_hits = e->core.cache_hits;
+	st->cache_misses = e->core.cache_misses;
 	return 0;
+}
+
+static int emb_publish(struct kva_arena *a, struct kvarena_prefix_entry *ent,
+		       uint32_t n)
+{
+	struct kva_embedded *e = emb(a);
+
+	return kva_core_publish(&e->core, &e->client,
+				(struct kva_core_prefix *)ent, n);
+}
+
+static int emb_lookup(struct kva_arena *a, struct kvarena_prefix_entry *ent,
+		      uint32_t n)
+{
+	struct kva_embedded *e = emb(a);
+	uint32_t need = kva_core_holds_need(&e->core, n);
+
+	/* One client: shared holds are rare, but the core asks all the same. */
+	if (need) {
+		struct kva_hold *recs = kva_core_holds_alloc(need);
+
+		if (!recs)
+			return -ENOMEM;
+		kva_core_holds_free(kva_core_holds_grow(&e->core, recs, need));
+	}
+	return kva_core_prefix_lookup(&e->core, &e->client,
+				      (struct kva_core_prefix *)ent, n);
 }
 
 static void emb_close(struct kva_arena *a)
@@ -81,6 +120,8 @@ const struct kva_provider kva_embedded_provider = {
 	.free = emb_free,
 	.report = emb_report,
 	.stat = emb_stat,
+	.publish = emb_publish,
+	.lookup = emb_lookup,
 	.close = emb_close,
 };
 

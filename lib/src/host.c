@@ -292,6 +292,12 @@ static int host_unmap_bytes(struct kva_arena *a, uint64_t va, uint64_t len)
 	return p == MAP_FAILED ? fail(a, errno) : 0;
 }
 
+/* Published frames are read-only to everyone: see FRAME_PUBLISHED. */
+static int host_prot(const struct kva_frame_rec *f)
+{
+	return f->flags & FRAME_PUBLISHED ? PROT_READ : PROT_READ | PROT_WRITE;
+}
+
 /*
  * Map frames @idx[0..n) at @va: one mmap per run of frames that lie next
  * to each other in one file (frames handed out together often do).
@@ -312,14 +318,15 @@ static int host_map(struct kva_arena *a, uint64_t va, const uint32_t *idx,
 			const struct kva_frame_rec *g = &a->frames[idx[j]];
 
 			if (g->file != f->file ||
-			    g->mem != f->mem + (j - i) * fs)
+			    g->mem != f->mem + (j - i) * fs ||
+			    host_prot(g) != host_prot(f))
 				break;
 		}
 		ret = KVA_FAULT("host.map");
 		if (ret)
 			goto err_unmap;
-		p = mmap(want, (j - i) * fs, PROT_READ | PROT_WRITE,
-			 h->map_flags, h->files[f->file].fd, (off_t)f->mem);
+		p = mmap(want, (j - i) * fs, host_prot(f), h->map_flags,
+			 h->files[f->file].fd, (off_t)f->mem);
 		if (p == MAP_FAILED) {
 			ret = fail(a, errno);
 			goto err_unmap;

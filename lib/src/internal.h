@@ -17,7 +17,10 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include <linux/kvarena.h>
 
 #include "kvarena.h"
 
@@ -25,7 +28,9 @@
 #define KVA_MAX_BATCH		65536u	/* handles per ALLOC/FREE */
 #define KVA_RESV_CACHE		32	/* freed ranges kept for reuse */
 
+#ifndef ARRAY_SIZE
 #define ARRAY_SIZE(a)		(sizeof(a) / sizeof((a)[0]))
+#endif
 #define container_of(p, type, member) \
 	((type *)((char *)(p) - offsetof(type, member)))
 
@@ -95,6 +100,14 @@ static inline void list_del(struct list_node *n)
 #define FRAME_RAW	(1u << 1)	/* taken by kva_alloc() */
 #define FRAME_STUCK	(1u << 2)	/* could not be unmapped: kept held
 					 * until kva_close() */
+#define FRAME_PUBLISHED	(1u << 3)	/* under a key (ours, or found by
+					 * LOOKUP): its contents are the
+					 * key's, so it is mapped read-only
+					 * from then on and written only
+					 * through a copy */
+
+/* A frame a sequence must copy before writing into it. */
+#define FRAME_SHARED(f)	((f)->refs > 1 || ((f)->flags & FRAME_PUBLISHED))
 
 /**
  * struct kva_frame_rec - this handle's view of one frame of the arena,
@@ -136,6 +149,10 @@ struct kva_arena;
  * @stat:	fill the arena-wide fields of @st.
  * @frame_fd:	device only: a new fd and offset for a held frame.
  * @poll_fd:	device only: the fd whose poll() reports pressure.
+ * @publish:	PUBLISH @n entries (frames held); returns the number newly
+ *		published or -errno, and sets each entry's flags.
+ * @lookup:	LOOKUP @n keys; returns the leading run found (handles
+ *		and flags written) or -errno.
  * @close:	detach and release the provider.
  */
 struct kva_usage_report {
@@ -154,6 +171,10 @@ struct kva_provider {
 	int (*frame_fd)(struct kva_arena *a, uint64_t handle, int *fd,
 			uint64_t *offset);
 	int (*poll_fd)(struct kva_arena *a);
+	int (*publish)(struct kva_arena *a, struct kvarena_prefix_entry *e,
+		       uint32_t n);
+	int (*lookup)(struct kva_arena *a, struct kvarena_prefix_entry *e,
+		      uint32_t n);
 	void (*close)(struct kva_arena *a);
 };
 
@@ -172,7 +193,8 @@ extern const struct kva_provider kva_embedded_provider;
  *		size.
  * @release:	give a reservation back (all of it unmapped).
  * @map:	map frames @idx[0..n) at @va, @va + frame_size, ... with
- *		read-write access; all or nothing.
+ *		read-write access, read-only for FRAME_PUBLISHED frames; all
+ *		or nothing.
  * @unmap:	unmap @n frames mapped at @va, leaving the range reserved.
  * @copy:	copy the first @tokens tokens of every (layer, K|V, head)
  *		block of the frame at @src to the frame at @dst.
@@ -304,12 +326,29 @@ static inline struct kva_seq_impl *seq_impl(struct kva_seq *s)
 	return container_of(s, struct kva_seq_impl, pub);
 }
 
+/* SHA-256 (sha256.c) */
+struct kva_sha256 {
+	uint32_t h[8];
+	uint64_t len;
+	uint8_t buf[64];
+};
+
+void kva_sha256_init(struct kva_sha256 *s);
+void kva_sha256_update(struct kva_sha256 *s, const void *data, size_t n);
+void kva_sha256_final(struct kva_sha256 *s, uint8_t out[32]);
+
+/* seq.c */
+void kva_seq_set_room(struct kva_seq_impl *s);
+uint64_t kva_seq_slot_va(const struct kva_seq_impl *s, uint32_t i);
+
 /* arena.c */
 void kva_lock(struct kva_arena *a);
 void kva_unlock(struct kva_arena *a);
 int kva_frames_take(struct kva_arena *a, uint64_t *h, uint32_t n,
 		    const struct kva_usage_report *usage);
 int kva_frames_put(struct kva_arena *a, const uint64_t *h, uint32_t n);
+void kva_frames_record(struct kva_arena *a, const uint64_t *h, uint32_t n,
+		       uint32_t flags);
 int kva_resv_get(struct kva_arena *a, uint64_t size, uint64_t *va,
 		 uint64_t *got);
 void kva_resv_put(struct kva_arena *a, uint64_t va, uint64_t size);

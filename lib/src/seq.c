@@ -6,9 +6,11 @@
  * Frame slot i of a sequence holds tokens [i * T_f, (i + 1) * T_f).  The
  * mapped slots are [0, nr_mapped); mapping ahead of need makes nr_mapped
  * run past the last filled token.  After a fork, slots [0, nr_cow) may be
- * shared with other sequences (a frame's refs says by how many); a slot
- * is only ever written after it is private, which the slow path ensures
- * by copying it first.  Everything past the slot that holds the next
+ * shared with other sequences (a frame's refs says by how many), and
+ * published frames (prefix.c: kva_seq_publish(), kva_seq_attach_prefix())
+ * are shared with whatever process looks their key up; a slot is only
+ * ever written after it is private, which the slow path ensures by
+ * copying it first (FRAME_SHARED).  Everything past the slot that holds the next
  * token is private, so the fast path's limit (room) is either the end of
  * the mapped frames or, while that slot is shared, the current length.
  */
@@ -27,6 +29,11 @@ static uint64_t slot_va(const struct kva_seq_impl *s, uint32_t i)
 	return s->pub.base + (uint64_t)i * s->arena->frame_size;
 }
 
+uint64_t kva_seq_slot_va(const struct kva_seq_impl *s, uint32_t i)
+{
+	return slot_va(s, i);
+}
+
 static void set_tokens(struct kva_seq_impl *s, uint64_t tokens)
 {
 	__atomic_store_n(&s->pub.tokens, tokens, __ATOMIC_RELAXED);
@@ -37,7 +44,7 @@ static int64_t shared_write_slot(struct kva_seq_impl *s)
 {
 	uint64_t k = s->pub.tokens / s->pub.geo.tokens_per_frame;
 
-	if (k < s->nr_cow && k < s->nr_mapped && slot_frame(s, k)->refs > 1)
+	if (k < s->nr_cow && k < s->nr_mapped && FRAME_SHARED(slot_frame(s, k)))
 		return (int64_t)k;
 	return -1;
 }
@@ -50,6 +57,11 @@ static void set_room(struct kva_seq_impl *s)
 		s->pub.room = s->pub.tokens;
 	else
 		s->pub.room = min_u64(cap, s->pub.max_tokens);
+}
+
+void kva_seq_set_room(struct kva_seq_impl *s)
+{
+	set_room(s);
 }
 
 int kva_seq_create(struct kva_arena *a, const struct kva_geometry *g,
@@ -116,6 +128,8 @@ err_free:
  * @cow_tokens:	tokens to copy into it.
  * @saved_cow:	usage_after()'s copy of the sequence's nr_cow.
  * @mapped, @swapped: progress, for the undo.
+ * @cow_drop:	after the commit: the frame the copy replaced, which no
+ *		sequence maps any more, or UINT32_MAX.
  */
 struct grow_plan {
 	struct kva_seq_impl *s;
@@ -127,6 +141,7 @@ struct grow_plan {
 	uint32_t saved_cow;
 	bool mapped;
 	bool swapped;
+	uint32_t cow_drop;
 };
 
 static uint32_t cow_frame(const struct grow_plan *p, const uint32_t *idx)
@@ -151,7 +166,8 @@ static int plan_one(struct kva_arena *a, const struct kva_grow *r,
 		return -EFBIG;
 
 	s->in_batch = true;
-	*p = (struct grow_plan){ .s = s, .tokens = t + r->tokens };
+	*p = (struct grow_plan){ .s = s, .tokens = t + r->tokens,
+				 .cow_drop = UINT32_MAX };
 	want = p->tokens + min_u64(r->ahead, s->pub.max_tokens - p->tokens);
 	frames = kva_frames_for(&s->pub.geo, want);
 	p->need = frames > s->nr_mapped ? (uint32_t)(frames - s->nr_mapped) : 0;
@@ -165,7 +181,9 @@ static int plan_one(struct kva_arena *a, const struct kva_grow *r,
 /*
  * Sequences sharing a frame may all append into it in one batch: each
  * before the last takes a copy, the last keeps the frame, which would
- * otherwise be left to nobody.
+ * otherwise be left to nobody - unless it is published: its contents
+ * are its key's, so every writer copies, and the frame goes back to the
+ * arena (and its cache) when the last copy is made.
  */
 static void cow_last_sharer(struct grow_plan *p, unsigned int i)
 {
@@ -178,7 +196,8 @@ static void cow_last_sharer(struct grow_plan *p, unsigned int i)
 	for (j = 0; j < i; j++)
 		copies += p[j].cow_slot >= 0 &&
 			  p[j].s->slot[p[j].cow_slot] == f;
-	if (p[i].s->arena->frames[f].refs - copies <= 1) {
+	if (p[i].s->arena->frames[f].refs - copies <= 1 &&
+	    !(p[i].s->arena->frames[f].flags & FRAME_PUBLISHED)) {
 		p[i].cow_slot = -1;
 		p[i].cow_tokens = 0;
 	}
@@ -340,7 +359,8 @@ static void grow_commit(struct kva_arena *a, struct grow_plan *p,
 	if (p->cow_slot >= 0) {
 		uint32_t k = (uint32_t)p->cow_slot;
 
-		slot_frame(s, k)->refs--;
+		if (!--slot_frame(s, k)->refs)
+			p->cow_drop = s->slot[k];
 		s->slot[k] = cow_frame(p, idx);
 		slot_frame(s, k)->refs = 1;
 		if (s->nr_cow > k)
@@ -433,6 +453,14 @@ static int grow_batch_once(struct kva_arena *a, const struct kva_grow *reqs,
 	}
 	for (i = 0; i < nr; i++)
 		grow_commit(a, &p[i], idx);
+	/* Published frames every sharer copied go back to the arena. */
+	for (i = 0; i < nr; i++) {
+		if (p[i].cow_drop != UINT32_MAX) {
+			uint64_t drop = a->frames[p[i].cow_drop].handle;
+
+			kva_frames_put(a, &drop, 1);
+		}
+	}
 	goto out_free;
 
 err_undo:

@@ -59,7 +59,8 @@ void kva_acct_remove(struct kva_arena *a, struct kva_seq_impl *s)
 /*
  * @u = the running sum + the walk over shared prefixes.  With @trim, a
  * sequence's prefix loses trailing frames no other sequence maps any
- * more (and its running share grows by their tokens); without, the state
+ * more and that are not published (and its running share grows by their
+ * tokens); without, the state
  * may be a hypothetical one (kva_seq_grow_batch()) and is left alone.
  */
 void kva_usage_compute(struct kva_arena *a, struct kva_usage_report *u,
@@ -81,7 +82,7 @@ void kva_usage_compute(struct kva_arena *a, struct kva_usage_report *u,
 			uint32_t pre = s->nr_cow;
 
 			next = n->next;
-			while (pre && a->frames[s->slot[pre - 1]].refs <= 1)
+			while (pre && !FRAME_SHARED(&a->frames[s->slot[pre - 1]]))
 				pre--;
 			if (pre != s->nr_cow) {
 				s->nr_cow = pre;

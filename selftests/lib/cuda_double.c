@@ -44,6 +44,7 @@ struct resv {
 struct mapping {
 	bool live;
 	bool access;
+	int flags;		/* CU_MEM_ACCESS_FLAGS_* once access is set */
 	uint64_t va, size;
 	struct alloc *al;
 };
@@ -427,15 +428,18 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size,
 	ENTER(ptr, size, count);
 	if (count != 1 || desc->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
 	    !ordinal_ok(desc->location.id) ||
-	    desc->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE ||
+	    (desc->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE &&
+	     desc->flags != CU_MEM_ACCESS_FLAGS_PROT_READ) ||
 	    !covered(ptr, size, false))
 		return leave(CUDA_ERROR_INVALID_VALUE);
 	while (va < end) {
 		struct mapping *m = mapping_at(va);
 
 		mprotect((void *)(uintptr_t)m->va, m->size,
-			 PROT_READ | PROT_WRITE);
+			 desc->flags == CU_MEM_ACCESS_FLAGS_PROT_READ ?
+			 PROT_READ : PROT_READ | PROT_WRITE);
 		m->access = true;
+		m->flags = desc->flags;
 		va = m->va + m->size;
 	}
 	return leave(CUDA_SUCCESS);
@@ -707,4 +711,17 @@ int cuda_double_set_devices(const int *phys, int n)
 void cuda_double_set_granularity(size_t bytes)
 {
 	granularity = bytes;
+}
+
+int cuda_double_access(uint64_t va)
+{
+	struct mapping *m;
+	int flags = 0;
+
+	pthread_mutex_lock(&lock);
+	m = mapping_at(va);
+	if (m && m->access)
+		flags = m->flags;
+	pthread_mutex_unlock(&lock);
+	return flags;
 }

@@ -62,5 +62,10 @@ int cuda_double_set_devices(const int *phys, int n);
 void cuda_double_uuid(int phys, unsigned char *uuid);
 /* Granularity reported by cuMemGetAllocationGranularity (64 KiB). */
 void cuda_double_set_granularity(size_t bytes);
+/*
+ * The CU_MEM_ACCESS_FLAGS_* of the mapping at @va: READ (1), READWRITE
+ * (3), or 0 when nothing is mapped there or access was never set.
+ */
+int cuda_double_access(uint64_t va);
 
 #endif

@@ -530,4 +530,53 @@ TEST(close_releases_allocations_ranges_and_context)
 	EXPECT_TRUE(all_released());
 }
 
+TEST_F(cuda, attached_prefix_frames_are_read_only_and_copied_before_a_write)
+{
+	struct kva_seq *a, *b;
+	struct kva_key k[2];
+	uint32_t t[2 * TPF];
+	uint64_t ha[2], hb[2];
+	int i;
+
+	for (i = 0; i < (int)(2 * TPF); i++)
+		t[i] = (uint32_t)i;
+	ASSERT_EQ(2, kva_prefix_keys(&self->g, "m", 1, t, 2 * TPF, k, 2));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 4 * TPF, &a));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 4 * TPF, &b));
+	ASSERT_EQ(0, kva_seq_grow(a, 2 * TPF));
+	fill_tokens(a, 3, 0, 2 * TPF);
+	ASSERT_EQ(2, kva_seq_publish(a, k, 2));
+	kva_seq_free(a);
+	cuda_double_reset();
+	ASSERT_EQ(2, kva_seq_attach_prefix(b, k, 2));
+	/* Mapped again, read-only: one access call over the pair. */
+	EXPECT_EQ(2, cuda_double_count("cuMemMap"));
+	EXPECT_EQ(1, cuda_double_count("cuMemSetAccess"));
+	EXPECT_EQ(0, cuda_double_count("cuMemCreate"));
+	EXPECT_EQ(CU_MEM_ACCESS_FLAGS_PROT_READ, cuda_double_access(b->base));
+	EXPECT_EQ(CU_MEM_ACCESS_FLAGS_PROT_READ,
+		  cuda_double_access(b->base + FS));
+	EXPECT_EQ(0, check_tokens(b, 3, 0, 2 * TPF));
+	/* A new frame after the prefix is read-write. */
+	ASSERT_EQ(0, kva_seq_grow(b, 1));
+	EXPECT_EQ(CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+		  cuda_double_access(b->base + 2 * FS));
+	/* Rewriting the last token copies its frame, device to device. */
+	ASSERT_EQ(0, kva_seq_shrink(b, 2 * TPF - 1));
+	ASSERT_EQ(2, kva_seq_handles(b, ha, 2));
+	cuda_double_reset();
+	ASSERT_EQ(0, kva_seq_grow(b, 1));
+	EXPECT_EQ(1, cuda_double_count("cuMemcpyDtoD_v2"));
+	ASSERT_EQ(2, kva_seq_handles(b, hb, 2));
+	EXPECT_EQ(ha[0], hb[0]);
+	EXPECT_NE(ha[1], hb[1]);
+	EXPECT_EQ(CU_MEM_ACCESS_FLAGS_PROT_READ, cuda_double_access(b->base));
+	EXPECT_EQ(CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+		  cuda_double_access(b->base + FS));
+	fill_tokens(b, 4, 2 * TPF - 1, 2 * TPF);
+	EXPECT_EQ(0, check_tokens(b, 3, 0, 2 * TPF - 1));
+	EXPECT_EQ(0, check_tokens(b, 4, 2 * TPF - 1, 2 * TPF));
+	kva_seq_free(b);
+}
+
 TEST_HARNESS_MAIN

@@ -44,6 +44,10 @@ endef
 
 LIBKVA_T_NATIVE :=
 $(eval $(call libkva_native_test,lib_seq_test))
+# Prefix sharing, embedded; it also tests the library's own SHA-256.
+$(eval $(call libkva_native_test,lib_prefix_test))
+$(LIBKVA_T)/lib_prefix_test $(LIBKVA_T)/lib_prefix_test_san: \
+	LIBKVA_T_CFLAGS += -I$(SRC)/lib/src
 
 ifneq ($(LIBKVA_HAVE_CUDA),)
 # The test double of libcuda: a shared object for tests only.
@@ -107,6 +111,23 @@ $(LIBKVA_T)/lib_vm_device_test: $(LIBKVA_T_SRC)/vm_device_test.c $(LIBKVA_T_VM_O
 		-luring -lpthread
 
 VM_TESTS += $(LIBKVA_T)/lib_vm_device_test
+
+# Prefix sharing in device mode: host memory, and with a CUDA toolkit the
+# cuda backend against the test double linked in.
+LIBKVA_T_PREFIX_SRCS := $(if $(LIBKVA_HAVE_CUDA),$(LIBKVA_T_SRC)/cuda_static.c \
+			$(LIBKVA_T_SRC)/cuda_double.c,$(LIBKVA_T_VM_NOLOAD))
+LIBKVA_T_PREFIX_FLAGS := $(if $(LIBKVA_HAVE_CUDA),-DKVA_TEST_CUDA -I$(SRC)/lib/src \
+			 -I$(CUDA_HOME)/include)
+
+$(LIBKVA_T)/lib_vm_prefix_test: $(LIBKVA_T_SRC)/vm_prefix_test.c $(LIBKVA_T_PREFIX_SRCS) \
+		$(LIBKVA_T_VM_OBJS) $(LIBKVA_T_VM_DEPS) \
+		$(if $(LIBKVA_HAVE_CUDA),$(LIBKVA_T_SRC)/cuda_double.h $(SRC)/lib/src/cuda_syms.h)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(LIBKVA_T_CFLAGS) $(LIBKVA_T_PREFIX_FLAGS) -static -o $@ $< \
+		$(LIBKVA_T_PREFIX_SRCS) $(LIBKVA_T_SRC)/hooks.c $(LIBKVA_T_VM_OBJS) \
+		-luring -lpthread
+
+VM_TESTS += $(LIBKVA_T)/lib_vm_prefix_test
 
 ifneq ($(LIBKVA_HAVE_CUDA),)
 $(LIBKVA_T)/lib_vm_cuda_test: $(LIBKVA_T_SRC)/vm_cuda_test.c $(LIBKVA_T_SRC)/cuda_static.c \
