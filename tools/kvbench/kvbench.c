@@ -21,6 +21,8 @@ static const struct kvbench_cmd {
 	  "frame ALLOC+FREE: embedded, ioctl, batched, io_uring" },
 	{ "attn",   kvbench_attn_main,
 	  "attention KV read GB/s vs the machine's read bandwidth; GFLOP/s" },
+	{ "prefix", kvbench_prefix_main,
+	  "LOOKUP of a 64-frame prefix chain vs ALLOC of 64 frames" },
 };
 
 static void usage(FILE *f)

@@ -7,8 +7,11 @@
 KVB_DIR    := $(B)/tools
 KVB_SRCS   := $(wildcard $(SRC)/tools/kvbench/*.c)
 KVB_HDRS   := $(wildcard $(SRC)/tools/kvbench/*.h)
-KVB_CFLAGS := $(KVA_CFLAGS) -I$(SRC)/tools/kvbench -I$(SRC)/kernels
-# map and frames use libkvarena; attn the CPU attention kernels.
+KVB_CFLAGS := $(KVA_CFLAGS) -I$(SRC)/tools/kvbench -I$(SRC)/kernels \
+	      -I$(SRC)/driver
+# map, frames and prefix use libkvarena (prefix its core allocator
+# directly too: driver/core.c is in libkvarena.a); attn the CPU
+# attention kernels.
 KVB_LIBS   := $(LIBKVA_A) $(KVK_LIB)
 KVB_LDLIBS := $(LIBKVA_LDLIBS) $(KVK_LDLIBS) -lm
 
@@ -29,11 +32,11 @@ install-kvbench: $(KVB_DIR)/kvbench
 	install -D -m 0755 $< $(DESTDIR)$(PREFIX)/bin/kvbench
 INSTALL_TARGETS += install-kvbench
 
-# kvbench frames and map inside the VM, on the newest kernel: the module's
-# paths, and the runtime mapping frames through FRAME_FD.
+# kvbench frames, prefix and map inside the VM, on the newest kernel: the
+# module's paths, and the runtime mapping frames through FRAME_FD.
 bench-vm: $(KVB_DIR)/kvbench-static $(B)/tools/kvarenactl-static
 	$(Q)$(MAKE) --no-print-directory KDIR=/lib/modules/$(RUN_KERNEL)/build module
-	$(Q)printf '%s\n' 'kvbench-static frames' \
+	$(Q)printf '%s\n' 'kvbench-static frames' 'kvbench-static prefix' \
 		'kvarenactl-static create bench --frames 40 --frame-size 2M' \
 		'kvbench-static map --arena bench --reps 20' > $(B)/bench-vm.sh
 	$(Q)$(VM_RUN) --timeout $(VM_TIMEOUT) --script $(B)/bench-vm.sh \
