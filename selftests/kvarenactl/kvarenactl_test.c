@@ -227,10 +227,50 @@ struct client {
 };
 
 struct client_cmd {
-	char op;		/* 'a' alloc, 'f' free, 'u' usage */
+	char op;		/* 'a' alloc, 'f' free, 'u' usage,
+				 * 'p' publish, 'l' lookup */
 	__u32 n;
-	__u64 tokens, bytes;
+	__u64 tokens, bytes;	/* 'p', 'l': tokens is the chain's tag */
 };
+
+/* Keys (tag, 0), (tag, 1), ... for the prefix commands. */
+static void client_chain(struct kvarena_prefix_entry *e, __u32 n, __u64 tag,
+			 const __u64 *h)
+{
+	__u32 i;
+
+	memset(e, 0, n * sizeof(*e));
+	for (i = 0; i < n; i++) {
+		e[i].key[0] = 1;
+		memcpy(e[i].key + 1, &tag, sizeof(tag));
+		e[i].key[9] = (__u8)i;
+		if (h)
+			e[i].handle = h[i];
+	}
+}
+
+/* PUBLISH the last @n of @h, or LOOKUP @n keys into @h; nr_done or -errno. */
+static int client_prefix(int fd, char op, __u64 *h, int *nh, __u32 n,
+			 __u64 tag)
+{
+	struct kvarena_prefix_entry e[16];
+	struct kvarena_prefix p = { .entries = (__u64)(unsigned long)e,
+				    .count = n };
+	__u32 i;
+	int rc;
+
+	if (n > 16 || (op == 'p' && n > (__u32)*nh))
+		return -EINVAL;
+	client_chain(e, n, tag, op == 'p' ? h + *nh - n : NULL);
+	rc = kva_ioctl(fd, op == 'p' ? KVARENA_IOC_PUBLISH :
+		       KVARENA_IOC_LOOKUP, &p);
+	if (rc)
+		return rc;
+	for (i = 0; op == 'l' && i < p.nr_done; i++)
+		if (!(e[i].flags & KVARENA_PREFIX_HELD) && *nh < 64)
+			h[(*nh)++] = e[i].handle;
+	return (int)p.nr_done;
+}
 
 static void client_main(int cmd, int reply, const char *arena,
 			const char *label, __u32 min, __u32 max)
@@ -265,6 +305,8 @@ static void client_main(int cmd, int reply, const char *arena,
 				nh -= c.n;
 		} else if (c.op == 'u') {
 			rc = kva_set_usage(fd, c.tokens, c.bytes);
+		} else if (c.op == 'p' || c.op == 'l') {
+			rc = client_prefix(fd, c.op, h, &nh, c.n, c.tokens);
 		}
 		if (write(reply, &rc, sizeof(rc)) != sizeof(rc))
 			_exit(1);
@@ -422,7 +464,8 @@ static const char ctl_stat[] =
 	"frames        16      8     5.6       0      8          7\n"
 	"tokens      1024    512     356       0    512        448\n"
 	"internal fragmentation: 30.5% (156Ki held but not filled)\n"
-	"reserved for minimums: 1 frame, peak held: 8 frames, failed allocations: 1 of 3\n";
+	"reserved for minimums: 1 frame, peak held: 8 frames, failed allocations: 1 of 3\n"
+	"prefix cache: 0 published frames, 0 cached, hit rate - (0 of 0 keys), 0 reclaimed\n";
 
 static const char ctl_stat_json[] =
 	"{\"name\":\"ctl\",\"mem_kind\":\"host\",\"mem_dev\":0,"
@@ -436,6 +479,7 @@ static const char ctl_stat_json[] =
 	"\"cached\":0,\"free\":512,\"unbacked\":0,\"available\":448},"
 	"\"fragmentation_pct\":30.5,\"alloc_calls\":3,\"free_calls\":0,"
 	"\"alloc_failures\":1,\"frames_allocated\":8,\"frames_freed\":0,"
+	"\"prefix_cache\":{\"published\":0,\"cached\":0,\"hits\":0,\"misses\":0,\"hit_rate_pct\":null,\"reclaims\":0},"
 	"\"access\":{\"owner_uid\":0,\"owner_gid\":0,\"mode\":\"0666\","
 	"\"client_min_limit\":0,\"client_max_default\":0,"
 	"\"client_max_limit\":0}}";
@@ -471,12 +515,12 @@ static const char *ctl_clients_json(const struct client *a,
 {
 	return fmt("[{\"arena\":\"ctl\",\"id\":%u,\"pids\":[%d],\"attach_pid\":%d,\"label\":\"vllm-a\","
 		   "\"uid\":0,\"min_frames\":2,\"max_frames\":8,\"held_frames\":5,"
-		   "\"shared_frames\":0,\"peak_frames\":5,\"filled_bytes\":262144,"
+		   "\"shared_frames\":0,\"charged_frames\":5,\"peak_frames\":5,\"filled_bytes\":262144,"
 		   "\"filled_tokens\":256,\"alloc_calls\":1,\"free_calls\":0,"
 		   "\"alloc_failures\":0},"
 		   "{\"arena\":\"ctl\",\"id\":%u,\"pids\":[%d],\"attach_pid\":%d,\"label\":\"sg\\\"b\\\\x\","
 		   "\"uid\":0,\"min_frames\":4,\"max_frames\":16,\"held_frames\":3,"
-		   "\"shared_frames\":0,\"peak_frames\":3,\"filled_bytes\":102400,"
+		   "\"shared_frames\":0,\"charged_frames\":3,\"peak_frames\":3,\"filled_bytes\":102400,"
 		   "\"filled_tokens\":100,\"alloc_calls\":2,\"free_calls\":0,"
 		   "\"alloc_failures\":1}]\n",
 		   a->id, a->pid, a->pid, b->id, b->pid, b->pid);
@@ -504,7 +548,8 @@ TEST_F(ctl, stat_bytes_are_exact_with_b)
 		     "frames        16       8     5.6       0       8          7\n"
 		     "tokens      1024     512     356       0     512        448\n"
 		     "internal fragmentation: 30.5% (159744 bytes held but not filled)\n"
-		     "reserved for minimums: 1 frame, peak held: 8 frames, failed allocations: 1 of 3\n",
+		     "reserved for minimums: 1 frame, peak held: 8 frames, failed allocations: 1 of 3\n"
+		     "prefix cache: 0 published frames, 0 cached, hit rate - (0 of 0 keys), 0 reclaimed\n",
 		     r.out);
 }
 
@@ -558,7 +603,8 @@ TEST_F(ctl, views_follow_frees_usage_and_a_killed_client)
 		     "frames        16      3     2.3       0     13         13\n"
 		     "tokens      1024    192     150       0    832        832\n"
 		     "internal fragmentation: 21.9% (42Ki held but not filled)\n"
-		     "reserved for minimums: 0 frames, peak held: 8 frames, failed allocations: 1 of 3\n",
+		     "reserved for minimums: 0 frames, peak held: 8 frames, failed allocations: 1 of 3\n"
+		     "prefix cache: 0 published frames, 0 cached, hit rate - (0 of 0 keys), 0 reclaimed\n",
 		     r.out);
 
 	CTL(&r, "stat", "--json", "ctl");
@@ -574,6 +620,7 @@ TEST_F(ctl, views_follow_frees_usage_and_a_killed_client)
 		     "\"cached\":0,\"free\":832,\"unbacked\":0,\"available\":832},"
 		     "\"fragmentation_pct\":21.9,\"alloc_calls\":3,\"free_calls\":1,"
 		     "\"alloc_failures\":1,\"frames_allocated\":8,\"frames_freed\":5,"
+		     "\"prefix_cache\":{\"published\":0,\"cached\":0,\"hits\":0,\"misses\":0,\"hit_rate_pct\":null,\"reclaims\":0},"
 		     "\"access\":{\"owner_uid\":0,\"owner_gid\":0,\"mode\":\"0666\","
 	"\"client_min_limit\":0,\"client_max_default\":0,"
 	"\"client_max_limit\":0}}]\n",
@@ -583,7 +630,7 @@ TEST_F(ctl, views_follow_frees_usage_and_a_killed_client)
 	EXPECT_EQ(0, r.rc);
 	EXPECT_STREQ(fmt("[{\"arena\":\"ctl\",\"id\":%u,\"pids\":[%d],\"attach_pid\":%d,\"label\":\"vllm-a\","
 			 "\"uid\":0,\"min_frames\":2,\"max_frames\":8,\"held_frames\":3,"
-			 "\"shared_frames\":0,\"peak_frames\":5,\"filled_bytes\":153600,"
+			 "\"shared_frames\":0,\"charged_frames\":3,\"peak_frames\":5,\"filled_bytes\":153600,"
 			 "\"filled_tokens\":150,\"alloc_calls\":1,\"free_calls\":1,"
 			 "\"alloc_failures\":0}]\n", self->a.id, self->a.pid,
 			 self->a.pid),
@@ -614,7 +661,7 @@ TEST_F(ctl, pressure_shows_below_the_low_watermark)
 
 TEST_F(ctl, metrics_are_the_prometheus_text_format)
 {
-	char expect[8192];
+	char expect[12288];
 	struct run r;
 
 	snprintf(expect, sizeof(expect),
@@ -667,6 +714,18 @@ TEST_F(ctl, metrics_are_the_prometheus_text_format)
 "# HELP kvarena_frames_freed_total Frames returned, by free or by a client's exit.\n"
 "# TYPE kvarena_frames_freed_total counter\n"
 "kvarena_frames_freed_total{arena=\"ctl\"} 0\n"
+"# HELP kvarena_published_frames Frames under a prefix key, held or cached.\n"
+"# TYPE kvarena_published_frames gauge\n"
+"kvarena_published_frames{arena=\"ctl\"} 0\n"
+"# HELP kvarena_cache_hits_total Prefix keys LOOKUP found.\n"
+"# TYPE kvarena_cache_hits_total counter\n"
+"kvarena_cache_hits_total{arena=\"ctl\"} 0\n"
+"# HELP kvarena_cache_misses_total Prefix keys LOOKUP was given and did not return.\n"
+"# TYPE kvarena_cache_misses_total counter\n"
+"kvarena_cache_misses_total{arena=\"ctl\"} 0\n"
+"# HELP kvarena_cache_reclaims_total Cached frames reclaimed for allocations.\n"
+"# TYPE kvarena_cache_reclaims_total counter\n"
+"kvarena_cache_reclaims_total{arena=\"ctl\"} 0\n"
 "# HELP kvarena_pressure 1 while free plus cached frames are below the low watermark.\n"
 "# TYPE kvarena_pressure gauge\n"
 "kvarena_pressure{arena=\"ctl\"} 0\n"
@@ -686,6 +745,10 @@ TEST_F(ctl, metrics_are_the_prometheus_text_format)
 "# TYPE kvarena_client_shared_frames gauge\n"
 "kvarena_client_shared_frames{arena=\"ctl\",client=\"%1$u\",label=\"vllm-a\",pid=\"%2$d\"} 0\n"
 "kvarena_client_shared_frames{arena=\"ctl\",client=\"%3$u\",label=\"sg\\\"b\\\\x\",pid=\"%4$d\"} 0\n"
+"# HELP kvarena_client_charged_frames Frames charged to the client, what its min is measured against.\n"
+"# TYPE kvarena_client_charged_frames gauge\n"
+"kvarena_client_charged_frames{arena=\"ctl\",client=\"%1$u\",label=\"vllm-a\",pid=\"%2$d\"} 5\n"
+"kvarena_client_charged_frames{arena=\"ctl\",client=\"%3$u\",label=\"sg\\\"b\\\\x\",pid=\"%4$d\"} 3\n"
 "# HELP kvarena_client_peak_frames Most frames the client held at once.\n"
 "# TYPE kvarena_client_peak_frames gauge\n"
 "kvarena_client_peak_frames{arena=\"ctl\",client=\"%1$u\",label=\"vllm-a\",pid=\"%2$d\"} 5\n"
@@ -716,6 +779,53 @@ TEST_F(ctl, metrics_are_the_prometheus_text_format)
 	EXPECT_EQ(0, r.rc);
 	EXPECT_STREQ(expect, r.out);
 	EXPECT_STREQ("", r.err);
+}
+
+TEST_F(ctl, views_show_the_prefix_cache)
+{
+	struct kvarena_stat s;
+	struct run r;
+
+	/*
+	 * A publishes its last 2 frames and lets go of them: 2 cached.  B
+	 * looks up a chain of 3 whose first 2 are there (2 hits, 1 miss),
+	 * taking them from the cache; C then shares them (2 hits more).
+	 */
+	ASSERT_EQ(2, client_do(&self->a, 'p', 2, 7, 0));
+	ASSERT_EQ(0, client_do(&self->a, 'f', 2, 0, 0));
+	ASSERT_EQ(0, stat_of("ctl", &s));
+	EXPECT_EQ(2, s.nr_cached);
+	ASSERT_EQ(2, client_do(&self->b, 'l', 3, 7, 0));
+	ASSERT_EQ(0, client_start(&self->c, "ctl", "c", 0, 0));
+	ASSERT_EQ(2, client_do(&self->c, 'l', 2, 7, 0));
+	CTL(&r, "stat", "ctl");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_NE(NULL, strstr(r.out, "\nprefix cache: 2 published frames, 0 cached, hit rate 80.0% (4 of 5 keys), 0 reclaimed\n"))
+		TH_LOG("%s", r.out);
+	CTL(&r, "stat", "--json", "ctl");
+	EXPECT_NE(NULL, strstr(r.out, ",\"prefix_cache\":{\"published\":2,\"cached\":0,\"hits\":4,\"misses\":1,\"hit_rate_pct\":80.0,\"reclaims\":0},\"access\":{"))
+		TH_LOG("%s", r.out);
+	/* B holds its 3 and the 2 it found, charged for all; C shares. */
+	CTL(&r, "clients", "--json", "ctl");
+	EXPECT_NE(NULL, strstr(r.out, "\"held_frames\":5,\"shared_frames\":2,\"charged_frames\":5,"))
+		TH_LOG("%s", r.out);
+	EXPECT_NE(NULL, strstr(r.out, "\"held_frames\":2,\"shared_frames\":2,\"charged_frames\":0,"))
+		TH_LOG("%s", r.out);
+	CTL(&r, "metrics", "ctl");
+	EXPECT_NE(NULL, strstr(r.out, "\nkvarena_published_frames{arena=\"ctl\"} 2\n"));
+	EXPECT_NE(NULL, strstr(r.out, "\nkvarena_cache_hits_total{arena=\"ctl\"} 4\n"));
+	EXPECT_NE(NULL, strstr(r.out, "\nkvarena_cache_misses_total{arena=\"ctl\"} 1\n"));
+	EXPECT_NE(NULL, strstr(r.out, "\nkvarena_frames{arena=\"ctl\",state=\"cached\"} 0\n"));
+	/* Everyone lets go: the two are cached, then reclaimed for C. */
+	client_stop(&self->b, 0);
+	client_stop(&self->c, 0);
+	ASSERT_EQ(0, client_start(&self->c, "ctl", "c", 0, 0));
+	ASSERT_EQ(13, client_do(&self->c, 'a', 13, 0, 0));
+	CTL(&r, "stat", "ctl");
+	EXPECT_NE(NULL, strstr(r.out, "\nprefix cache: 0 published frames, 0 cached, hit rate 80.0% (4 of 5 keys), 2 reclaimed\n"))
+		TH_LOG("%s", r.out);
+	CTL(&r, "metrics", "ctl");
+	EXPECT_NE(NULL, strstr(r.out, "\nkvarena_cache_reclaims_total{arena=\"ctl\"} 2\n"));
 }
 
 TEST_F(ctl, label_with_control_bytes_is_escaped_everywhere)
@@ -1116,7 +1226,8 @@ TEST(views_without_a_name_cover_every_arena_in_creation_order)
 		     "frames         2     0     0.0       0      2          2\n"
 		     "tokens         -     -       0       -      -          -\n"
 		     "internal fragmentation: - (nothing held)\n"
-		     "reserved for minimums: 0 frames, peak held: 0 frames, failed allocations: 0 of 0\n",
+		     "reserved for minimums: 0 frames, peak held: 0 frames, failed allocations: 0 of 0\n"
+		     "prefix cache: 0 published frames, 0 cached, hit rate - (0 of 0 keys), 0 reclaimed\n",
 		     one.out);
 
 	CTL(&one, "stat", "--json", "zz1");
@@ -1654,6 +1765,7 @@ TEST(half_made_arena_is_neither_free_nor_available_anywhere)
 		     "tokens       256     0       0       0    128       128          0\n"
 		     "internal fragmentation: - (nothing held)\n"
 		     "reserved for minimums: 0 frames, peak held: 0 frames, failed allocations: 0 of 0\n"
+		     "prefix cache: 0 published frames, 0 cached, hit rate - (0 of 0 keys), 0 reclaimed\n"
 		     "half made: 2 frames have no memory yet, so no client can attach (ENODATA).\n"
 		     "If the kvarenactl create that registers its memory is still running, let it\n"
 		     "finish; if it was killed, remove the arena and make it again:\n"

@@ -69,6 +69,15 @@ static const struct field_metric arena_metrics[] = {
 	STAT_FIELD("kvarena_frames_freed_total", "counter",
 		   "Frames returned, by free or by a client's exit.",
 		   frames_freed),
+	STAT_FIELD("kvarena_published_frames", "gauge",
+		   "Frames under a prefix key, held or cached.", nr_published),
+	STAT_FIELD("kvarena_cache_hits_total", "counter",
+		   "Prefix keys LOOKUP found.", cache_hits),
+	STAT_FIELD("kvarena_cache_misses_total", "counter",
+		   "Prefix keys LOOKUP was given and did not return.",
+		   cache_misses),
+	STAT_FIELD("kvarena_cache_reclaims_total", "counter",
+		   "Cached frames reclaimed for allocations.", cache_reclaims),
 };
 
 static const struct field_metric client_metrics[] = {
@@ -81,6 +90,9 @@ static const struct field_metric client_metrics[] = {
 	CLIENT_FIELD("kvarena_client_shared_frames", "gauge",
 		     "Frames the client holds that other clients hold too.",
 		     shared),
+	CLIENT_FIELD("kvarena_client_charged_frames", "gauge",
+		     "Frames charged to the client, what its min is measured against.",
+		     charged),
 	CLIENT_FIELD("kvarena_client_peak_frames", "gauge",
 		     "Most frames the client held at once.", peak),
 	CLIENT_FIELD("kvarena_client_filled_bytes", "gauge",

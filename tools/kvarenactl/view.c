@@ -188,6 +188,15 @@ void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact)
 		s->peak_held, plural(s->peak_held, "frame", "frames"),
 		(unsigned long long)s->alloc_failures,
 		(unsigned long long)s->alloc_calls);
+	/* LOOKUP's keys found of keys asked for: the cache's hit rate. */
+	fprintf(f, "prefix cache: %u published %s, %u cached, hit rate %s (%llu of %llu keys), %llu reclaimed\n",
+		s->nr_published, plural(s->nr_published, "frame", "frames"),
+		s->nr_cached,
+		kvactl_fmt_pct(b[0], s->cache_hits,
+			       s->cache_hits + s->cache_misses),
+		(unsigned long long)s->cache_hits,
+		(unsigned long long)(s->cache_hits + s->cache_misses),
+		(unsigned long long)s->cache_reclaims);
 	print_access(f, s);
 	if (fr.unbacked)
 		fprintf(f, "half made: %llu %s no memory yet, so no client can attach (ENODATA).\n"
@@ -276,6 +285,15 @@ void kvactl_json_stat(struct kvactl_json *j, const struct kvactl_arena *a)
 	kvactl_json_u64(j, "alloc_failures", s->alloc_failures);
 	kvactl_json_u64(j, "frames_allocated", s->frames_allocated);
 	kvactl_json_u64(j, "frames_freed", s->frames_freed);
+	kvactl_json_obj(j, "prefix_cache");
+	kvactl_json_u64(j, "published", s->nr_published);
+	kvactl_json_u64(j, "cached", s->nr_cached);
+	kvactl_json_u64(j, "hits", s->cache_hits);
+	kvactl_json_u64(j, "misses", s->cache_misses);
+	kvactl_json_pct(j, "hit_rate_pct", s->cache_hits,
+			s->cache_hits + s->cache_misses);
+	kvactl_json_u64(j, "reclaims", s->cache_reclaims);
+	kvactl_json_end(j);
 	kvactl_json_obj(j, "access");
 	kvactl_json_u64(j, "owner_uid", s->owner_uid);
 	kvactl_json_u64(j, "owner_gid", s->owner_gid);
@@ -477,6 +495,7 @@ static void json_client(struct kvactl_json *j, const char *arena,
 	kvactl_json_u64(j, "max_frames", c->max_frames);
 	kvactl_json_u64(j, "held_frames", c->held);
 	kvactl_json_u64(j, "shared_frames", c->shared);
+	kvactl_json_u64(j, "charged_frames", c->charged);
 	kvactl_json_u64(j, "peak_frames", c->peak);
 	kvactl_json_u64(j, "filled_bytes", c->filled_bytes);
 	kvactl_json_u64(j, "filled_tokens", c->filled_tokens);
