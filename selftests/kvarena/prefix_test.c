@@ -770,7 +770,7 @@ TEST_F(prefix, read_only_or_unattached_files_are_refused)
 	close(un);
 }
 
-/* ---- release and destroy ------------------------------------------------ */
+/* ---- release, evict and destroy ----------------------------------------- */
 
 TEST_F(prefix, sigkill_drops_holds_and_leaves_what_was_published_cached)
 {
@@ -813,6 +813,95 @@ TEST_F(prefix, sigkill_drops_holds_and_leaves_what_was_published_cached)
 	EXPECT_EQ(2, s.nr_clients);
 	close(p[0]);
 	close(p[1]);
+}
+
+/* EVICT client @id of arena @name; its frames go to *@nr. */
+static int evict(int admin, const char *name, __u32 id, __u32 *nr)
+{
+	struct kvarena_evict e;
+	int ret;
+
+	memset(&e, 0, sizeof(e));
+	snprintf(e.name, sizeof(e.name), "%s", name);
+	e.client_id = id;
+	ret = kva_ioctl(admin, KVARENA_IOC_EVICT, &e);
+	if (!ret && nr)
+		*nr = e.nr_frames;
+	return ret;
+}
+
+TEST_F(prefix, evict_drops_shared_holds_and_leaves_what_was_published_cached)
+{
+	struct kvarena_prefix_entry e[2];
+	struct kvarena_prefix pub = { .entries = (__u64)(unsigned long)e,
+				      .count = 1 };
+	struct kvarena_prefix look = {
+		.entries = (__u64)(unsigned long)(e + 1), .count = 1 };
+	struct kvarena_client_info row;
+	struct kvarena_stat s;
+	unsigned char *p, *q;
+	struct io_uring ring;
+	__u32 nr = 0;
+	int res[2];
+
+	/* a publishes 4 frames it keeps; b holds them too, and 3 of its own. */
+	ASSERT_EQ(4, kva_alloc(self->a, self->h, 4, 0));
+	p = map_frame(self->a, self->h[0], PROT_READ | PROT_WRITE);
+	ASSERT_NE(MAP_FAILED, p);
+	fill_frame(p, 80, 0);
+	ASSERT_EQ(0, munmap(p, FSIZE));
+	ASSERT_EQ(4, publish(self->a, 80, self->h, 4));
+	ASSERT_EQ(4, lookup(self->b, 80, 0, 4, self->g));
+	ASSERT_EQ(3, kva_alloc(self->b, self->g + 4, 3, 0));
+	ASSERT_EQ(2, publish(self->b, 81, self->g + 4, 2));
+	q = map_frame(self->b, self->g[0], PROT_READ);
+	ASSERT_NE(MAP_FAILED, q);
+	EXPECT_EQ(0, frame_diff(q, 80, 0));
+	ASSERT_EQ(0, client_row(self->admin, self->name, self->id_a, &row));
+	EXPECT_EQ(4, row.shared);
+	ASSERT_EQ(0, kva_stat(self->admin, self->name, &s));
+	EXPECT_EQ(7, s.nr_held);
+
+	ASSERT_EQ(0, evict(self->admin, self->name, self->id_b, &nr));
+	EXPECT_EQ(7, nr);
+	/* a's frames stay a's, now its alone; b's published ones are cached. */
+	ASSERT_EQ(0, kva_stat(self->admin, self->name, &s));
+	EXPECT_EQ(4, s.nr_held);
+	EXPECT_EQ(2, s.nr_cached);
+	EXPECT_EQ(6, s.nr_published);
+	EXPECT_EQ(NR - 6, s.nr_free);
+	EXPECT_EQ(1, s.nr_clients);
+	ASSERT_EQ(0, client_row(self->admin, self->name, self->id_a, &row));
+	EXPECT_EQ(4, row.held);
+	EXPECT_EQ(0, row.shared);
+	EXPECT_EQ(-ENOENT, client_row(self->admin, self->name, self->id_b,
+				      &row));
+	p = map_frame(self->a, self->h[0], PROT_READ);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(0, frame_diff(p, 80, 0));
+	EXPECT_EQ(0, munmap(p, FSIZE));
+	/* q was zapped with the rest of b's mappings; it is not touched. */
+	EXPECT_EQ(0, munmap(q, FSIZE));
+
+	/* b is out: no PUBLISH or LOOKUP, over ioctl or io_uring. */
+	EXPECT_EQ(-ESHUTDOWN, publish(self->b, 82, self->g + 6, 1));
+	EXPECT_EQ(-ESHUTDOWN, lookup(self->b, 80, 0, 4, NULL));
+	ASSERT_EQ(0, io_uring_queue_init(2, &ring, 0));
+	chain(e, 1, 82, 0, self->g + 6);
+	chain(e + 1, 1, 80, 0, NULL);
+	kva_queue_cmd(&ring, 0, self->b, KVARENA_IOC_PUBLISH, &pub, 0, 0);
+	kva_queue_cmd(&ring, 1, self->b, KVARENA_IOC_LOOKUP, &look, 0, 0);
+	ASSERT_EQ(0, kva_submit_and_reap(&ring, 2, res));
+	EXPECT_EQ(-ESHUTDOWN, res[0]);
+	EXPECT_EQ(-ESHUTDOWN, res[1]);
+	io_uring_queue_exit(&ring);
+
+	/* What b published is there for the next one to look up. */
+	ASSERT_EQ(2, lookup(self->a, 81, 0, 2, self->g));
+	ASSERT_EQ(0, kva_stat(self->admin, self->name, &s));
+	EXPECT_EQ(6, s.nr_held);
+	EXPECT_EQ(0, s.nr_cached);
+	EXPECT_EQ(6, s.nr_published);
 }
 
 TEST(destroy_drops_the_cache)
