@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: MIT
+"""kvarena: KV-cache sequences in shared arenas of frames, from Python.
+
+A binding of libkvarena (ctypes; nothing beyond Python's standard library
+is needed) for serving engines written in Python:
+
+    import kvarena, torch
+
+    with kvarena.open(mode="embedded", nr_frames=64) as arena:
+        g = kvarena.Geometry(layers=32, kv_heads=8, head_dim=128,
+                             dtype="fp16")
+        seq = arena.seq(g, max_tokens=8192)
+        seq.grow(prompt_len)
+        k = torch.from_dlpack(seq.layer(0).k)   # a view, not a copy
+
+kvarena.open() attaches to an arena of /dev/kvarena (kvarena.ko) or makes
+an embedded in-process one.  A sequence keeps its KV in one contiguous
+virtual range of frames; seq.layer(l).k and .v are zero-copy views of it
+through DLPack and the array interfaces, shaped (frames, kv_heads,
+tokens_per_frame, head_dim) with the frame layout's strides.  Failed calls
+raise kvarena.Error, an OSError carrying libkvarena's errno.
+
+The library is found as libkvarena.so.1 through the dynamic loader, then
+where `make install` put it; $KVARENA_LIBRARY names another file.
+See Documentation/python.rst.
+"""
+
+from ._errors import Error
+from ._core import (K, V, Arena, ArenaInfo, ArenaStat, ClientInfo, Geometry,
+                    KVTensor, Layer, Seq, Stat, arena_clients, arena_stat,
+                    arenas, create_arena, destroy_arena, library_path, open)
+
+__version__ = "1.0.0"
+
+__all__ = [
+    "Arena", "ArenaInfo", "ArenaStat", "ClientInfo", "Error", "Geometry",
+    "K", "KVTensor", "Layer", "Seq", "Stat", "V", "arena_clients",
+    "arena_stat", "arenas", "create_arena", "destroy_arena", "library_path",
+    "open",
+]

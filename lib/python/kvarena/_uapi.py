@@ -1,0 +1,217 @@
+# SPDX-License-Identifier: MIT
+"""The read-only side of /dev/kvarena's ABI (include/uapi/linux/kvarena.h):
+VERSION, STAT and CLIENTS, which any opener the arena's mode lets view may
+issue on a read-only open.  libkvarena covers everything a client does;
+these are the operator's views, as kvarenactl shows them.
+
+The structs mirror the uapi header field for field; the tests compare
+their sizes and offsets, and the command numbers, with the C header's.
+"""
+
+import ctypes
+import errno
+import fcntl
+import os
+
+from ._errors import Error
+
+c_u8 = ctypes.c_uint8
+c_u32 = ctypes.c_uint32
+c_i32 = ctypes.c_int32
+c_u64 = ctypes.c_uint64
+
+NAME_LEN = 32
+LABEL_LEN = 32
+DEVICE = "/dev/kvarena"
+
+MEM_HOST = 0
+MEM_CUDA = 1
+
+STAT_BY_INDEX = 1
+STATE_PRESSURE = 1
+STATE_NO_BACKING = 2
+
+
+class Version(ctypes.Structure):
+    _fields_ = [
+        ("abi_version", c_u32),
+        ("reserved0", c_u32),
+        ("features", c_u64),
+        ("reserved", c_u64 * 2),
+    ]
+
+
+class StatArg(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char * NAME_LEN),
+        ("flags", c_u32),
+        ("index", c_u32),
+        ("frame_size", c_u64),
+        ("nr_frames", c_u32),
+        ("nr_free", c_u32),
+        ("nr_held", c_u32),
+        ("nr_cached", c_u32),
+        ("nr_backed", c_u32),
+        ("nr_reserved", c_u32),
+        ("nr_clients", c_u32),
+        ("low_watermark", c_u32),
+        ("state", c_u32),
+        ("mem_kind", c_u32),
+        ("mem_dev", c_u32),
+        ("peak_held", c_u32),
+        ("filled_bytes", c_u64),
+        ("filled_tokens", c_u64),
+        ("bytes_per_token", c_u64),
+        ("alloc_calls", c_u64),
+        ("free_calls", c_u64),
+        ("alloc_failures", c_u64),
+        ("frames_allocated", c_u64),
+        ("frames_freed", c_u64),
+        ("owner_uid", c_u32),
+        ("owner_gid", c_u32),
+        ("mode", c_u32),
+        ("client_min_limit", c_u32),
+        ("client_max_default", c_u32),
+        ("client_max_limit", c_u32),
+        ("mem_uuid", c_u8 * 16),
+        ("reserved", c_u64 * 8),
+    ]
+
+
+class ClientInfo(ctypes.Structure):
+    _fields_ = [
+        ("client_id", c_u32),
+        ("pid", c_i32),
+        ("label", ctypes.c_char * LABEL_LEN),
+        ("min_frames", c_u32),
+        ("max_frames", c_u32),
+        ("held", c_u32),
+        ("shared", c_u32),
+        ("peak", c_u32),
+        ("uid", c_u32),
+        ("filled_bytes", c_u64),
+        ("filled_tokens", c_u64),
+        ("alloc_calls", c_u64),
+        ("free_calls", c_u64),
+        ("alloc_failures", c_u64),
+        ("reserved", c_u64 * 2),
+    ]
+
+
+class ClientsArg(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char * NAME_LEN),
+        ("clients", c_u64),
+        ("count", c_u32),
+        ("nr_clients", c_u32),
+        ("flags", c_u32),
+        ("reserved0", c_u32),
+        ("reserved", c_u64 * 2),
+    ]
+
+
+def _iowr(nr, struct):
+    # _IOWR('K', nr, struct): dir 3 (read|write) << 30, size << 16.
+    return (3 << 30) | (ctypes.sizeof(struct) << 16) | (ord("K") << 8) | nr
+
+
+IOC_VERSION = _iowr(0x00, Version)
+IOC_STAT = _iowr(0x09, StatArg)
+IOC_CLIENTS = _iowr(0x0A, ClientsArg)
+
+# What the tests compare with the C header.
+STRUCTS = {
+    "kvarena_version": Version,
+    "kvarena_stat": StatArg,
+    "kvarena_client_info": ClientInfo,
+    "kvarena_clients": ClientsArg,
+}
+IOCTLS = {
+    "KVARENA_IOC_VERSION": IOC_VERSION,
+    "KVARENA_IOC_STAT": IOC_STAT,
+    "KVARENA_IOC_CLIENTS": IOC_CLIENTS,
+}
+
+
+def device_path(device=None):
+    return device or os.environ.get("KVA_DEVICE") or DEVICE
+
+
+def _ioctl(fd, cmd, arg, what):
+    try:
+        fcntl.ioctl(fd, cmd, arg, True)
+    except OSError as e:
+        raise Error(e.errno, what) from None
+
+
+class Device:
+    """A read-only open of the device, for the viewing commands."""
+
+    def __init__(self, device=None):
+        path = device_path(device)
+        try:
+            self.fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as e:
+            raise Error(e.errno, "open " + path) from None
+
+    def close(self):
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def version(self):
+        v = Version()
+        _ioctl(self.fd, IOC_VERSION, v, "VERSION")
+        return v
+
+    def stat(self, name=None, index=None):
+        s = StatArg()
+        if name is not None:
+            s.name = _name_bytes(name)
+        else:
+            s.flags = STAT_BY_INDEX
+            s.index = index
+        _ioctl(self.fd, IOC_STAT, s, "STAT")
+        return s
+
+    def stats(self):
+        """Every arena the caller may view, in creation order."""
+        out, i = [], 0
+        while True:
+            try:
+                out.append(self.stat(index=i))
+            except Error as e:
+                if e.errno == errno.ENOENT:
+                    return out
+                raise
+            i += 1
+
+    def clients(self, name):
+        a = ClientsArg()
+        a.name = _name_bytes(name)
+        # Ask for the count, then read; retry if clients came meanwhile.
+        while True:
+            _ioctl(self.fd, IOC_CLIENTS, a, "CLIENTS")
+            n = a.nr_clients
+            rows = (ClientInfo * max(n, 1))()
+            a.clients = ctypes.addressof(rows)
+            a.count = n
+            _ioctl(self.fd, IOC_CLIENTS, a, "CLIENTS")
+            if a.nr_clients <= n:
+                return list(rows[:a.nr_clients])
+            a.clients = 0
+            a.count = 0
+
+
+def _name_bytes(name):
+    b = name.encode() if isinstance(name, str) else bytes(name)
+    if not 0 < len(b) < NAME_LEN:
+        raise ValueError("arena name must be 1 to %d bytes: %r" %
+                         (NAME_LEN - 1, name))
+    return b

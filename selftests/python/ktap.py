@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: GPL-2.0
+"""A small KTAP harness for the Python tests, so that they report as the
+kselftest binaries do (the VM runner sums their "# Totals:" lines).
+
+    suite = ktap.Suite("kvarena_python")
+
+    @suite.test
+    def grow_beyond_max_raises_efbig():
+        ...
+
+    suite.run()         # exits 1 when a test failed
+
+A test fails on any exception; ktap.Skip("why") skips it (only for a
+reason the environment decides, never to hide a failure).
+"""
+
+import os
+import sys
+import traceback
+
+
+class Skip(Exception):
+    pass
+
+
+def expect_error(errno_, fn, *args, **kw):
+    """Run fn; it must raise kvarena.Error (an OSError) with @errno_."""
+    try:
+        fn(*args, **kw)
+    except OSError as e:
+        if e.errno != errno_:
+            raise AssertionError("expected errno %d, got %r" % (errno_, e)) from e
+        return e
+    raise AssertionError("expected errno %d, got no error" % errno_)
+
+
+def eq(a, b, what=""):
+    if a != b:
+        raise AssertionError("%s%r != %r" % (what + ": " if what else "", a, b))
+
+
+class Suite:
+    def __init__(self, name):
+        self.name = name
+        self.tests = []
+
+    def test(self, fn):
+        self.tests.append(fn)
+        return fn
+
+    def run(self):
+        only = os.environ.get("KVA_PY_TEST")
+        tests = [t for t in self.tests if not only or t.__name__ == only]
+        print("TAP version 13", flush=True)
+        print("1..%d" % len(tests))
+        npass = nfail = nskip = 0
+        for i, t in enumerate(tests, 1):
+            try:
+                t()
+            except Skip as e:
+                print("ok %d %s # SKIP %s" % (i, t.__name__, e))
+                nskip += 1
+            except BaseException:
+                for line in traceback.format_exc().rstrip().split("\n"):
+                    print("# " + line)
+                print("not ok %d %s" % (i, t.__name__))
+                nfail += 1
+            else:
+                print("ok %d %s" % (i, t.__name__))
+                npass += 1
+            sys.stdout.flush()
+        print("# %s: %d tests" % (self.name, len(tests)))
+        print("# Totals: pass:%d fail:%d xfail:0 xpass:0 skip:%d error:0" %
+              (npass, nfail, nskip), flush=True)
+        sys.exit(1 if nfail else 0)
