@@ -6,7 +6,10 @@
 #   make check        native tests, then the VM tests (module in qemu)
 #   make run          the main job: boot the VM, create an arena, serve
 #                     trace slices with three kvserve processes, kill one
-#   make install      libkvarena, headers, tools (PREFIX, DESTDIR)
+#   make install      libkvarena, headers, tools, man pages, the Python
+#                     package, the udev rule (PREFIX, DESTDIR); make
+#                     uninstall removes them (mk/install.mk)
+#   make modules_install, make install-dkms   the module (mk/install.mk)
 #
 # Userspace output goes to $(B) (build/ by default).  The module is built
 # per kernel release in $(B)/kmod/<release>/ so that several kernels can be
@@ -36,12 +39,13 @@ ALL             :=
 CHECK_NATIVE    :=
 INSTALL_TARGETS :=
 
-.PHONY: all check check-native check-vm run install clean module \
-	module-all-kernels
+.PHONY: all check check-native check-vm run install uninstall clean \
+	module module-all-kernels
 .DEFAULT_GOAL := all
 
 include mk/kselftest.mk
 include mk/kmod.mk
+include mk/install.mk
 include mk/docs.mk
 -include $(sort $(wildcard driver/*.mk lib/*.mk kernels/*.mk tools/*/*.mk \
 			   selftests/*/*.mk))

@@ -97,12 +97,17 @@ $(LIBKVA_PC): $(SRC)/lib/kvarena.pc.in $(B)/lib/.pc-vars
 .PHONY: install-lib FORCE
 FORCE:
 
+# The uapi header goes under kvarena/uapi/ (the .pc file's Cflags put it on
+# the include path as <linux/kvarena.h>), not into $(INCLUDEDIR)/linux/,
+# which belongs to the C library's kernel headers.
 install-lib: $(LIBKVA_A) $(LIBKVA_SO) $(LIBKVA_PC)
 	$(Q)install -d $(DESTDIR)$(LIBDIR)/pkgconfig \
-		$(DESTDIR)$(INCLUDEDIR)/kvarena
+		$(DESTDIR)$(INCLUDEDIR)/kvarena/uapi/linux
 	$(Q)install -m 644 $(SRC)/lib/include/kvarena.h $(DESTDIR)$(INCLUDEDIR)/
 	$(Q)install -m 644 $(SRC)/include/kvarena/layout.h \
 		$(DESTDIR)$(INCLUDEDIR)/kvarena/
+	$(Q)install -m 644 $(SRC)/include/uapi/linux/kvarena.h \
+		$(DESTDIR)$(INCLUDEDIR)/kvarena/uapi/linux/
 	$(Q)install -m 644 $(LIBKVA_A) $(DESTDIR)$(LIBDIR)/
 	$(Q)install -m 755 $(LIBKVA_SO) $(DESTDIR)$(LIBDIR)/
 	$(Q)ln -sf $(notdir $(LIBKVA_SO)) $(DESTDIR)$(LIBDIR)/$(LIBKVA_SONAME)
@@ -111,3 +116,8 @@ install-lib: $(LIBKVA_A) $(LIBKVA_SO) $(LIBKVA_PC)
 
 ALL             += $(LIBKVA_A) $(LIBKVA_SO) $(LIBKVA_PC)
 INSTALL_TARGETS += install-lib
+INSTALL_FILES   += $(INCLUDEDIR)/kvarena.h $(INCLUDEDIR)/kvarena/layout.h \
+		   $(INCLUDEDIR)/kvarena/uapi/linux/kvarena.h \
+		   $(LIBDIR)/libkvarena.a $(LIBDIR)/$(notdir $(LIBKVA_SO)) \
+		   $(LIBDIR)/$(LIBKVA_SONAME) $(LIBDIR)/libkvarena.so \
+		   $(LIBDIR)/pkgconfig/kvarena.pc

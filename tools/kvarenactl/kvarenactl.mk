@@ -28,8 +28,9 @@ $(B)/tools/kvarenactl-static: $(KVACTL_DEPS)
 
 .PHONY: install-kvarenactl
 install-kvarenactl: $(B)/tools/kvarenactl
-	$(Q)install -d $(DESTDIR)$(PREFIX)/bin
-	$(Q)install -m 755 $(B)/tools/kvarenactl $(DESTDIR)$(PREFIX)/bin/kvarenactl
+	$(Q)install -d $(DESTDIR)$(BINDIR)
+	$(Q)install -m 755 $(B)/tools/kvarenactl $(DESTDIR)$(BINDIR)/kvarenactl
 
 ALL             += $(B)/tools/kvarenactl
 INSTALL_TARGETS += install-kvarenactl
+INSTALL_FILES   += $(BINDIR)/kvarenactl

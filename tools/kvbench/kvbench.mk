@@ -29,8 +29,9 @@ ALL += $(KVB_DIR)/kvbench
 
 .PHONY: install-kvbench bench-vm
 install-kvbench: $(KVB_DIR)/kvbench
-	install -D -m 0755 $< $(DESTDIR)$(PREFIX)/bin/kvbench
+	install -D -m 0755 $< $(DESTDIR)$(BINDIR)/kvbench
 INSTALL_TARGETS += install-kvbench
+INSTALL_FILES   += $(BINDIR)/kvbench
 
 # kvbench frames, prefix and map inside the VM, on the newest kernel: the
 # module's paths, and the runtime mapping frames through FRAME_FD.

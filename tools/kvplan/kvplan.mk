@@ -28,8 +28,9 @@ $(B)/tools/kvplan-static: $(KVPLAN_DEPS)
 
 .PHONY: install-kvplan
 install-kvplan: $(B)/tools/kvplan
-	$(Q)install -d $(DESTDIR)$(PREFIX)/bin
-	$(Q)install -m 755 $(B)/tools/kvplan $(DESTDIR)$(PREFIX)/bin/kvplan
+	$(Q)install -d $(DESTDIR)$(BINDIR)
+	$(Q)install -m 755 $(B)/tools/kvplan $(DESTDIR)$(BINDIR)/kvplan
 
 ALL             += $(B)/tools/kvplan
 INSTALL_TARGETS += install-kvplan
+INSTALL_FILES   += $(BINDIR)/kvplan

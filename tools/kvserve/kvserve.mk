@@ -43,8 +43,9 @@ $(B)/tools/kvserve-static: $(KVS_SRCS) $(SRC)/tools/kvserve/compute_nocuda.c \
 
 .PHONY: install-kvserve
 install-kvserve: $(B)/tools/kvserve
-	$(Q)install -d $(DESTDIR)$(PREFIX)/bin
-	$(Q)install -m 755 $(B)/tools/kvserve $(DESTDIR)$(PREFIX)/bin/kvserve
+	$(Q)install -d $(DESTDIR)$(BINDIR)
+	$(Q)install -m 755 $(B)/tools/kvserve $(DESTDIR)$(BINDIR)/kvserve
 
 ALL             += $(B)/tools/kvserve
 INSTALL_TARGETS += install-kvserve
+INSTALL_FILES   += $(BINDIR)/kvserve

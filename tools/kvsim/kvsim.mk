@@ -23,8 +23,9 @@ $(B)/tools/kvsim-san: $(KVSIM_DEPS)
 
 .PHONY: install-kvsim
 install-kvsim: $(B)/tools/kvsim
-	$(Q)install -d $(DESTDIR)$(PREFIX)/bin
-	$(Q)install -m 755 $(B)/tools/kvsim $(DESTDIR)$(PREFIX)/bin/kvsim
+	$(Q)install -d $(DESTDIR)$(BINDIR)
+	$(Q)install -m 755 $(B)/tools/kvsim $(DESTDIR)$(BINDIR)/kvsim
 
 ALL             += $(B)/tools/kvsim
 INSTALL_TARGETS += install-kvsim
+INSTALL_FILES   += $(BINDIR)/kvsim
