@@ -4,7 +4,7 @@
 # run.sh - boot a kernel in qemu with kvarena.ko and run programs in it.
 #
 #   run.sh --kernel VMLINUZ --module KVARENA.KO [--timeout SECONDS]
-#          [--mem MIB] [--smp N] [--keep DIR] [--script FILE]
+#          [--mem MIB] [--smp N] [--keep DIR] [--script FILE] [--root DIR]
 #          [--data FILE]... PROGRAM...
 #
 # Builds an initramfs holding busybox-static, the module and the given
@@ -12,7 +12,9 @@
 # boots the kernel under TCG (or KVM with KVA_VM_ACCEL=kvm), loads the
 # module, runs each program in order and powers off.  With --script, the
 # FILE (a busybox sh script) runs instead of the programs, with them in
-# /bin.  Each --data FILE is copied to /data in the VM.
+# /bin.  Each --data FILE is copied to /data in the VM.  --root DIR lays
+# the tree DIR over the initramfs first (an install staged with DESTDIR,
+# dynamically linked programs and their libraries gathered by carry.sh).
 #
 # Prints the programs' output, then one totals line over every KTAP
 # "# Totals:" line seen, and exits non-zero when any program failed, the
@@ -23,7 +25,7 @@ set -eu
 
 die() { echo "run.sh: $*" >&2; exit 2; }
 
-kernel= module= timeout=600 mem=1024 smp=2 keep= script= data=
+kernel= module= timeout=600 mem=1024 smp=2 keep= script= data= overlay=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel)  kernel=$2; shift 2 ;;
@@ -36,6 +38,7 @@ while [ $# -gt 0 ]; do
 	--data)    [ -r "$2" ] || die "--data: cannot read '$2'"
 		   data="$data
 $2"; shift 2 ;;
+	--root)    overlay=$2; shift 2 ;;
 	--) shift; break ;;
 	-*) die "unknown option $1" ;;
 	*) break ;;
@@ -44,6 +47,7 @@ done
 [ -r "$kernel" ] || die "--kernel: cannot read '$kernel'"
 [ -r "$module" ] || die "--module: cannot read '$module'"
 [ -z "$script" ] || [ -r "$script" ] || die "--script: cannot read '$script'"
+[ -z "$overlay" ] || [ -d "$overlay" ] || die "--root: not a directory: '$overlay'"
 busybox=$(command -v busybox || true)
 [ -n "$busybox" ] || die "busybox not found (apt-get install busybox-static)"
 ldd "$busybox" >/dev/null 2>&1 &&
@@ -62,6 +66,7 @@ fi
 root=$work/root
 mkdir -p "$root/bin" "$root/dev" "$root/proc" "$root/sys" "$root/tmp" \
 	 "$root/tests" "$root/data"
+[ -z "$overlay" ] || cp -a "$overlay/." "$root/"
 cp "$busybox" "$root/bin/busybox"
 cp "$module" "$root/kvarena.ko"
 names=

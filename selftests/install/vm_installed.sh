@@ -1,0 +1,80 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# Runs in the VM (selftests/vm/run.sh --script), over a root that holds
+# kvarena as installed: `make modules_install` and `make install` staged
+# into it, with kmod, systemd-udevd and python3 carried in (check-vm-
+# installed in selftests/install/install.mk).  The init has loaded the
+# build's kvarena.ko; this unloads it, then works as an administrator
+# would on a machine with kvarena installed: udevd running, modprobe,
+# the device's group and mode from the installed udev rule, modinfo, the
+# Python binding in device mode, modprobe -r.  Prints KTAP.
+set -u
+# As on Debian: kmod's tools in /sbin, python3 in /usr/bin, kvarena's
+# in /usr/local/bin.  Busybox's shell runs its own applets of the same
+# name whatever PATH says, so kmod's are called by path.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n $1"; }
+notok() {
+	n=$((n + 1)); failed=$((failed + 1))
+	name=$1; shift
+	for l in "$@"; do echo "# $l"; done
+	echo "not ok $n $name"
+}
+check() {	# check NAME CONDITION...
+	name=$1; shift
+	if "$@"; then ok "$name"; else notok "$name" "failed: $*"; fi
+}
+
+echo "TAP version 13"
+echo "1..9"
+rel=$(uname -r)
+
+/sbin/rmmod kvarena 2>/tmp/err
+check rmmod_unloads_the_idle_module [ ! -e /sys/module/kvarena ]
+
+mkdir -p /run
+mount -t tmpfs tmpfs /run
+/lib/systemd/systemd-udevd --daemon 2>/tmp/udevd.err
+# Answers once it listens: the module's uevent will not be missed.
+check udevd_runs udevadm control --ping --timeout=30
+
+v=$(/sbin/modprobe -v kvarena 2>&1)
+case $v in
+"insmod /lib/modules/$rel/extra/kvarena.ko"*)
+	check modprobe_loads_the_installed_module [ -e /sys/module/kvarena ] ;;
+*)	notok modprobe_loads_the_installed_module "modprobe -v: $v" ;;
+esac
+
+udevadm settle --timeout=30
+mode=$(stat -c '%G %a' /dev/kvarena 2>&1)
+if [ "$mode" = "kvarena 660" ]; then
+	ok udev_rule_gives_group_kvarena_mode_0660
+else
+	notok udev_rule_gives_group_kvarena_mode_0660 "/dev/kvarena: '$mode'"
+fi
+
+file=$(/sbin/modinfo -F filename kvarena 2>&1)
+case $file in
+/lib/modules/$rel/extra/kvarena.ko*) ok modinfo_finds_it_in_extra ;;
+*) notok modinfo_finds_it_in_extra "filename: $file" ;;
+esac
+
+desc=$(/sbin/modinfo -F description kvarena 2>&1)
+check modinfo_describes_it [ -n "$desc" ]
+
+# The Python binding against the installed module and library, as root
+# and as a member of group kvarena (its own KTAP; counted apart).
+python3 /kvatest/test_device.py
+rc=$?
+check python_device_tests_pass [ $rc = 0 ]
+
+/sbin/modprobe -r kvarena 2>/tmp/err
+check modprobe_r_unloads_it [ ! -e /sys/module/kvarena ]
+udevadm settle --timeout=30 2>/dev/null
+check the_device_node_goes_with_it [ ! -e /dev/kvarena ]
+
+echo "# Totals: pass:$((n - failed)) fail:$failed xfail:0 xpass:0 skip:0 error:0"
+[ $failed = 0 ]
