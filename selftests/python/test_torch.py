@@ -277,4 +277,31 @@ def a_torch_tensor_keeps_its_sequence_mapped():
         eq(a.stat().held, 0)
 
 
+@suite.test
+def views_alive_at_exit_end_the_process_cleanly():
+    # Tensors over a sequence of an arena closed under them, left for the
+    # interpreter's exit: the garbage collector may finalize the arena
+    # (and with it its sequences) before the sequence's last view.
+    import subprocess
+    import sys
+    prog = """if True:
+        import kvarena, torch
+        g = kvarena.Geometry(layers=2, kv_heads=4, head_dim=128,
+                             dtype="bf16", frame_size=1 << 20)
+        def views(seq, n):
+            return [torch.from_dlpack(seq.kv(i // 2, i % 2))
+                    for i in range(n)]
+        with kvarena.open(mode="embedded", nr_frames=8,
+                          frame_size=1 << 20) as a:
+            s = a.seq(g, max_tokens=4096)
+            s.grow(768)
+            t = views(s, 2)
+            t[0].fill_(1)
+        print("done")
+    """
+    r = subprocess.run([sys.executable, "-c", prog], capture_output=True,
+                       text=True, timeout=120)
+    eq((r.returncode, r.stdout, r.stderr), (0, "done\n", ""))
+
+
 suite.run()

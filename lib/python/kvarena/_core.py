@@ -398,7 +398,11 @@ class Seq:
 
     def _maybe_free(self):
         if self._freed and not self._pins and self._p is not None:
-            lib.kva_seq_free(self._p)
+            # An arena already closed took its sequences with it: at
+            # interpreter exit the garbage collector may finalize the
+            # arena before the last view of one of them.
+            if self._arena._p is not None:
+                lib.kva_seq_free(self._p)
             self._p = None
             self._arena._seqs.discard(self)
             self._arena._maybe_close()
