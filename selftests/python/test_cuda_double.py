@@ -61,4 +61,21 @@ def a_cuda_arena_exports_cuda_views():
         s.free()
 
 
+@suite.test
+def a_cuda_arena_names_its_gpu_and_frees_after_the_stream():
+    g = kvarena.Geometry(layers=2, kv_heads=2, head_dim=32, dtype="fp16",
+                         frame_size=FS)
+    with cuda_arena() as a:
+        eq(len(a.info.mem_uuid), 16)
+        assert a.info.mem_uuid != bytes(16)
+        a.set_stream(None)          # the legacy stream
+        s = a.seq(g, max_tokens=2048)
+        s.grow(300)
+        held = a.stat().held
+        assert held > 0
+        s.free()
+        a.sync()                    # the arena's thread has returned them
+        eq(a.stat().held, 0)
+
+
 suite.run()

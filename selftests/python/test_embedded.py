@@ -215,6 +215,25 @@ def bf16_goes_to_dlpack_as_bfloat16_and_to_numpy_as_bits():
 
 
 @suite.test
+def fp8_holds_twice_the_tokens_and_shows_its_codes_as_bytes():
+    from kvarena import _dlpack
+    g8, g16 = geo(dtype="fp8"), geo(dtype="bf16")
+    eq(g8.tokens_per_frame, 2 * g16.tokens_per_frame)
+    with arena() as a, a.seq(g8, max_tokens=2048) as s:
+        s.grow(g8.tokens_per_frame + 1)
+        k = s.layer(1).k
+        eq(k._dl_dtype, (_dlpack.DL_UINT, 8))
+        arr = np.asarray(k)
+        eq((arr.dtype, arr.shape[0]), (np.uint8, 2))
+        eq(tuple(arr.strides), tuple(k.strides))
+        # Token T_f (frame 1, token 0), head 2, dim 3: the code 0x38 (1.0).
+        arr[1, 2, 0, 3] = 0x38
+        addr = s.kv_addr(1, kvarena.K, 2, g8.tokens_per_frame) + 3
+        eq(ctypes.string_at(addr, 1), b"\x38")
+        eq(np.from_dlpack(k)[1, 2, 0, 3], 0x38)
+
+
+@suite.test
 def a_fork_shares_until_a_grow_copies():
     with arena() as a, a.seq(geo(), max_tokens=2048) as p:
         p.grow(100)
@@ -341,6 +360,14 @@ def a_view_of_tokens_checks_its_bounds():
             pass
         else:
             raise AssertionError("tokens past the sequence accepted")
+
+
+@suite.test
+def a_host_arena_has_no_gpu_and_no_stream():
+    with arena() as a:
+        eq(a.info.mem_uuid, bytes(16))
+        expect_error(errno.EOPNOTSUPP, a.set_stream, None)
+        a.sync()                    # nothing left to the arena's thread
 
 
 @suite.test

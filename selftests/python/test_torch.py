@@ -50,8 +50,11 @@ class _Geometry(ctypes.Structure):
 
 
 class _Params(ctypes.Structure):
+    # qo_dtype 0: q and out in fp32; kv_scale NULL: not an fp8 cache.
     _fields_ = [("geom", ctypes.POINTER(_Geometry)), ("layer", ctypes.c_uint32),
-                ("q_heads", ctypes.c_uint32), ("scale", ctypes.c_float)]
+                ("q_heads", ctypes.c_uint32), ("scale", ctypes.c_float),
+                ("qo_dtype", ctypes.c_uint32),
+                ("kv_scale", ctypes.POINTER(ctypes.c_float))]
 
 
 class _DecodeSeq(ctypes.Structure):

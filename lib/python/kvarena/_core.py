@@ -28,6 +28,10 @@ _DTYPES = {
     "fp16": (1, 2, (_dlpack.DL_FLOAT, 16), "<f2"),
     # numpy has no bfloat16: the array interface shows the raw bits.
     "bf16": (2, 2, (_dlpack.DL_BFLOAT, 16), "<u2"),
+    # E4M3 codes, as bytes everywhere: a value is the code's times the
+    # caller's scale of its (layer, K|V, head), and DLPack's float8 codes
+    # are newer than the consumers Debian ships (torch 1.13).
+    "fp8": (3, 1, (_dlpack.DL_UINT, 8), "|u1"),
 }
 _DTYPE_NAMES = {v[0]: k for k, v in _DTYPES.items()}
 
@@ -52,7 +56,8 @@ def _cstr(s):
 class Geometry:
     """A model's KV geometry in frames of frame_size bytes.
 
-    layers, kv_heads, head_dim and dtype ("fp32", "fp16", "bf16") describe
+    layers, kv_heads, head_dim and dtype ("fp32", "fp16", "bf16", "fp8")
+    describe
     the model; tokens_per_frame, bytes_per_token and head_stride follow
     from them as <kvarena/layout.h> says.  A geometry that does not work
     raises ValueError with libkvarena's explanation.
@@ -103,7 +108,7 @@ class Geometry:
 
 ArenaInfo = namedtuple("ArenaInfo", "mode backend transport mode_reason name "
                        "frame_size nr_frames client_id mem_dev flags "
-                       "backend_error")
+                       "backend_error mem_uuid")
 
 
 def _struct_tuple(name, cstruct):
@@ -154,7 +159,8 @@ class Arena:
             mode_reason=(i.mode_reason or b"").decode(),
             name=i.name.decode(), frame_size=i.frame_size,
             nr_frames=i.nr_frames, client_id=i.client_id, mem_dev=i.mem_dev,
-            flags=i.flags, backend_error=i.backend_error)
+            flags=i.flags, backend_error=i.backend_error,
+            mem_uuid=bytes(i.mem_uuid))
 
     # -- the handle ----------------------------------------------------------
 
@@ -206,6 +212,19 @@ class Arena:
         s = _lib.Stat()
         call("kva_stat", self._ptr(), ctypes.byref(s))
         return Stat.make(s)
+
+    def set_stream(self, stream):
+        """kva_arena_set_stream(): order sequences' teardown with the
+        engine's GPU work on @stream - a CUstream as an int, or an object
+        with .cuda_stream (torch.cuda.Stream); None for the legacy stream.
+        CUDA arenas only (EOPNOTSUPP on host ones)."""
+        s = getattr(stream, "cuda_stream", stream)
+        call("kva_arena_set_stream", self._ptr(), s or None)
+
+    def sync(self):
+        """kva_arena_sync(): wait for the teardowns left to the arena's
+        thread (set_stream())."""
+        call("kva_arena_sync", self._ptr())
 
     def sync_usage(self):
         """kva_sync_usage(): report filled tokens and bytes (SET_USAGE)."""

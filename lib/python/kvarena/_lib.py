@@ -56,7 +56,8 @@ class ArenaInfo(ctypes.Structure):
         ("client_id", c_u32),
         ("mem_dev", c_u32),
         ("backend_error", c_i32),
-        ("reserved", c_u64 * 4),
+        ("mem_uuid", ctypes.c_uint8 * 16),
+        ("reserved", c_u64 * 2),
     ]
 
 
@@ -143,6 +144,8 @@ _PROTOS = {
     "kva_open": (ctypes.c_int, [ctypes.POINTER(OpenOpts), ctypes.POINTER(ArenaP)]),
     "kva_close": (None, [ArenaP]),
     "kva_arena_info": (ctypes.c_int, [ArenaP, ctypes.POINTER(ArenaInfo)]),
+    "kva_arena_set_stream": (ctypes.c_int, [ArenaP, c_void_p]),
+    "kva_arena_sync": (ctypes.c_int, [ArenaP]),
     "kva_mode_name": (c_char_p, [ctypes.c_int]),
     "kva_backend_name": (c_char_p, [ctypes.c_int]),
     "kva_transport_name": (c_char_p, [ctypes.c_int]),
