@@ -94,6 +94,7 @@ void kva_arena_put(struct kva_arena *a)
 void kva_arena_free(struct kva_arena *a)
 {
 	idr_destroy(&a->client_ids);
+	kva_events_put(a);
 	kva_core_fini(&a->core);
 	kvfree(a->pages);
 	kvfree(a->backing);
@@ -278,6 +279,11 @@ long kva_ioc_arena_create(void __user *argp)
 	}
 	kobject_init(&a->kobj, &kva_arena_ktype);
 	/* From here on the kobject release frees the arena. */
+	ret = kva_events_init(a);
+	if (ret) {
+		kobject_put(&a->kobj);
+		return ret;
+	}
 
 	mutex_lock(&kva_arenas_lock);
 	if (kva_arena_find(a->name)) {
@@ -313,6 +319,7 @@ static void kva_arena_kill(struct kva_arena *a)
 	list_del(&a->node);
 	mutex_lock(&a->lock);
 	a->dead = true;
+	kva_events_clear(a);
 	kva_core_drop_cache(&a->core);
 	a->nr_backed = 0;
 	mutex_unlock(&a->lock);

@@ -682,6 +682,8 @@ static u32 reclaim(struct kva_core *c, u32 n, bool count)
 		u32 idx = c->lru_head;
 
 		lru_del(c, idx);
+		if (count && c->events)
+			c->events->removed(c, idx);
 		index_del(c, idx);
 		free_push(c, idx);
 		done++;
@@ -953,6 +955,9 @@ int kva_core_publish(struct kva_core *c, struct kva_core_client *cl,
 			continue;
 		}
 		index_add(c, idx, chain[i].key);
+		if (c->events)
+			c->events->stored(c, cl, idx, i ? chain[i - 1].key : NULL,
+					  i);
 		published++;
 	}
 	return (int)published;

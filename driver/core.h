@@ -205,6 +205,24 @@ struct kva_core_prefix {
 #define KVA_PREFIX_EXISTED	(1u << 0) /* publish: the key has another frame */
 #define KVA_PREFIX_HELD		(1u << 1) /* lookup: held already, no new hold */
 
+struct kva_core;
+
+/**
+ * struct kva_core_events - what the core tells its owner about the prefix
+ * cache, as it happens (under the caller's lock; nothing may sleep).
+ * @stored:	@cl's PUBLISH put frame @idx under c->keys[idx], entry
+ *		@entry of its chain; @parent is the key of the entry before
+ *		it, NULL for the first.
+ * @removed:	cached frame @idx is reclaimed for an allocation; its key
+ *		is still in c->keys[idx] during the call.  (Dropping the
+ *		whole cache, kva_core_drop_cache(), reports nothing.)
+ */
+struct kva_core_events {
+	void (*stored)(struct kva_core *c, struct kva_core_client *cl,
+		       u32 idx, const u8 *parent, u32 entry);
+	void (*removed)(struct kva_core *c, u32 idx);
+};
+
 /**
  * struct kva_core - one arena's frames.
  * @frames:		the frame table, @nr_frames entries.
@@ -237,6 +255,7 @@ struct kva_core_prefix {
  * @cache_hits:		keys LOOKUP found (frames it returned), ever.
  * @cache_misses:	keys LOOKUP was asked for and did not return.
  * @cache_reclaims:	cached frames reclaimed for allocations, ever.
+ * @events:		NULL, or who to tell about the prefix cache.
  */
 struct kva_core {
 	struct kva_frame *frames;
@@ -267,6 +286,7 @@ struct kva_core {
 	u64 cache_hits;
 	u64 cache_misses;
 	u64 cache_reclaims;
+	const struct kva_core_events *events;
 };
 
 int kva_core_init(struct kva_core *c, u32 nr_frames);

@@ -82,8 +82,11 @@ struct kva_arena {
 	u64 filled_tokens;
 	bool dead;			/* destroyed: no new clients */
 	bool pressure;			/* READ_ONCE() without the lock */
+	/* The token ids of the PUBLISH running, for its events (events.c). */
+	const struct kva_publish_tokens *publishing;
 
 	wait_queue_head_t pressure_wq;	/* poll() waiters, woken on change */
+	struct kva_events *events;	/* set at create; NULL: none kept */
 };
 
 struct kva_client {
@@ -166,6 +169,24 @@ long kva_ioc_clients(void __user *argp, unsigned int how);
 long kva_ioc_set_limits(void __user *argp);
 long kva_ioc_evict(void __user *argp);
 int kva_client_lock(struct kva_client *cl, unsigned int how);
+
+/* events.c */
+struct kva_events;
+
+/* The token ids a PUBLISH gave for its events (KVARENA_PUBLISH_TOKENS). */
+struct kva_publish_tokens {
+	u32 *ids;		/* @count * @per_entry, or NULL */
+	u32 per_entry;
+	u32 count;
+};
+
+int kva_events_init(struct kva_arena *a);
+void kva_events_clear(struct kva_arena *a);
+void kva_events_put(struct kva_arena *a);
+int kva_publish_tokens_get(struct kva_publish_tokens *t,
+			   const struct kvarena_prefix *p, unsigned int how);
+void kva_publish_tokens_put(struct kva_publish_tokens *t);
+long kva_ioc_events_fd(void __user *argp, unsigned int how);
 
 /* frames.c */
 int kva_frames_init(void);

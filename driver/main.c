@@ -88,7 +88,7 @@ static long kva_ioc_version(void __user *argp, unsigned int how)
 		return -EINVAL;
 	v.abi_version = KVARENA_ABI_VERSION;
 	v.features = KVARENA_FEAT_POLL | KVARENA_FEAT_SYSFS |
-		     KVARENA_FEAT_PREFIX;
+		     KVARENA_FEAT_PREFIX | KVARENA_FEAT_EVENTS;
 #ifdef KVA_URING_CMD
 	v.features |= KVARENA_FEAT_URING_CMD;
 #endif
@@ -109,6 +109,7 @@ static int kva_cmd_need(unsigned int cmd)
 	case KVARENA_IOC_VERSION:
 	case KVARENA_IOC_STAT:
 	case KVARENA_IOC_CLIENTS:
+	case KVARENA_IOC_EVENTS_FD:
 		return KVA_ANYONE;
 	case KVARENA_IOC_ATTACH:
 		return KVA_WRITER;
@@ -241,6 +242,8 @@ long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp,
 		return kva_ioc_lookup(cl, argp, how);
 	case KVARENA_IOC_EVICT:
 		return kva_ioc_evict(argp);
+	case KVARENA_IOC_EVENTS_FD:
+		return kva_ioc_events_fd(argp, how);
 	}
 	return -ENOTTY;
 }

@@ -61,8 +61,11 @@ static void chain_put(struct kva_chain *ch)
 		kvfree(ch->idx);
 }
 
-/* Copy in and check the command and its entries. */
-static int chain_get(struct kva_chain *ch, void __user *argp,
+/*
+ * Copy in and check the command and its entries; @flags are the ones it
+ * takes.  (PUBLISH's token fields are kva_publish_tokens_get()'s.)
+ */
+static int chain_get(struct kva_chain *ch, void __user *argp, u32 flags,
 		     unsigned int how)
 {
 	struct kvarena_prefix *p = &ch->p;
@@ -74,9 +77,12 @@ static int chain_get(struct kva_chain *ch, void __user *argp,
 	ret = kva_copy_in(p, argp, sizeof(*p), how);
 	if (ret)
 		return ret;
-	if (p->flags || p->reserved0 ||
+	if ((p->flags & ~flags) ||
 	    !kva_all_zero(p->reserved, sizeof(p->reserved)) ||
 	    !p->count || p->count > KVARENA_MAX_BATCH)
+		return -EINVAL;
+	if (!(flags & KVARENA_PUBLISH_TOKENS) &&
+	    (p->tokens_per_entry || p->tokens))
 		return -EINVAL;
 	if (p->count > KVA_SMALL_CHAIN) {
 		ch->e = chain_alloc(p->count * sizeof(*ch->e), how);
@@ -120,20 +126,27 @@ long kva_ioc_publish(struct kva_client *cl, void __user *argp,
 		     unsigned int how)
 {
 	struct kva_arena *a = cl->arena;
+	struct kva_publish_tokens tok;
 	struct kva_chain ch;
 	u32 i, n = 0;
 	int ret;
 
-	ret = chain_get(&ch, argp, how);
+	ret = chain_get(&ch, argp, KVARENA_PUBLISH_TOKENS, how);
 	if (ret)
 		return ret;
+	/* Token ids for the events, copied in before any lock. */
+	ret = kva_publish_tokens_get(&tok, &ch.p, how);
+	if (ret)
+		goto out_put;
 	/* Its frames turn read-only: hold off faults until they are zapped. */
 	ret = kva_fmap_revoke_begin(cl, how & KVA_HOW_NONBLOCK);
 	if (ret)
 		goto out_put;
 	ret = kva_client_lock(cl, how);
 	if (!ret) {
+		a->publishing = &tok;
 		ret = kva_core_publish(&a->core, &cl->core, ch.e, ch.p.count);
+		a->publishing = NULL;
 		mutex_unlock(&a->lock);
 	}
 	for (i = 0; ret >= 0 && i < ch.p.count; i++)
@@ -150,6 +163,7 @@ long kva_ioc_publish(struct kva_client *cl, void __user *argp,
 	 */
 	ret = chain_done(&ch, argp, ch.p.count, n, how);
 out_put:
+	kva_publish_tokens_put(&tok);
 	chain_put(&ch);
 	return ret;
 }
@@ -215,7 +229,7 @@ long kva_ioc_lookup(struct kva_client *cl, void __user *argp,
 	int ret, n;
 	u32 m;
 
-	ret = chain_get(&ch, argp, how);
+	ret = chain_get(&ch, argp, 0, how);
 	if (ret)
 		return ret;
 	ret = lock_with_holds(cl, ch.p.count, how);

@@ -94,7 +94,8 @@ TEST(version_reports_abi_and_features)
 	ASSERT_EQ(0, kva_ioctl(fd, KVARENA_IOC_VERSION, &v));
 	EXPECT_EQ(KVARENA_ABI_VERSION, v.abi_version);
 	EXPECT_EQ(KVARENA_FEAT_URING_CMD | KVARENA_FEAT_POLL |
-		  KVARENA_FEAT_SYSFS | KVARENA_FEAT_PREFIX, v.features);
+		  KVARENA_FEAT_SYSFS | KVARENA_FEAT_PREFIX | KVARENA_FEAT_EVENTS,
+		  v.features);
 	v.reserved[1] = 1;
 	EXPECT_EQ(-EINVAL, kva_ioctl(fd, KVARENA_IOC_VERSION, &v));
 	close(fd);

@@ -670,12 +670,13 @@ TEST_F(prefix, bad_arguments_are_einval_and_change_nothing)
 		p.flags = 1;
 		EXPECT_EQ(-EINVAL, kva_ioctl(self->a, cmds[i], &p));
 		p.flags = 0;
-		p.reserved0 = 1;
+		/* Token ids only with KVARENA_PUBLISH_TOKENS, and PUBLISH only. */
+		p.tokens_per_entry = 1;
 		EXPECT_EQ(-EINVAL, kva_ioctl(self->a, cmds[i], &p));
-		p.reserved0 = 0;
-		p.reserved[1] = 1;
+		p.tokens_per_entry = 0;
+		p.reserved[0] = 1;
 		EXPECT_EQ(-EINVAL, kva_ioctl(self->a, cmds[i], &p));
-		p.reserved[1] = 0;
+		p.reserved[0] = 0;
 		p.count = 0;
 		EXPECT_EQ(-EINVAL, kva_ioctl(self->a, cmds[i], &p));
 		p.count = KVARENA_MAX_BATCH + 1;
@@ -1016,7 +1017,7 @@ TEST_F(prefix, uring_has_the_same_argument_checks_as_ioctl)
 	struct kvarena_prefix flags = { .entries = (__u64)(unsigned long)e,
 					.count = 2, .flags = 1 };
 	struct kvarena_prefix rsv = { .entries = (__u64)(unsigned long)e,
-				      .count = 2, .reserved = { 0, 1 } };
+				      .count = 2, .reserved = { 1 } };
 	struct kvarena_prefix zero = { .entries = (__u64)(unsigned long)e };
 	struct kvarena_prefix big = { .entries = (__u64)(unsigned long)e,
 				      .count = KVARENA_MAX_BATCH + 1 };

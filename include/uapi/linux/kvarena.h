@@ -26,8 +26,9 @@
  *
  * Who may do what
  *
- *  - VERSION: any opener.  STAT and CLIENTS: any opener, read-only opens
- *    included, whom the arena's mode lets view it (-EACCES otherwise).
+ *  - VERSION: any opener.  STAT, CLIENTS and EVENTS_FD: any opener,
+ *    read-only opens included, whom the arena's mode lets view it
+ *    (-EACCES otherwise).
  *  - Everything else needs the file open for writing (-EBADF otherwise).
  *  - ARENA_CREATE, ARENA_DESTROY, ARENA_SET_BACKING, ARENA_SET_POLICY,
  *    SET_LIMITS and EVICT also need CAP_SYS_ADMIN (-EPERM otherwise), and
@@ -67,7 +68,7 @@
  *  ESHUTDOWN the client was evicted by an administrator (EVICT): its
  *           frames are gone and the file serves no more client commands
  *  EOPNOTSUPP EVICT of a client of a CUDA arena (imported GPU memory
- *           cannot be revoked)
+ *           cannot be revoked); EVENTS_FD when the module keeps no events
  */
 #ifndef _UAPI_LINUX_KVARENA_H
 #define _UAPI_LINUX_KVARENA_H
@@ -109,6 +110,7 @@ enum kvarena_mem {
 #define KVARENA_FEAT_POLL	((__u64)1 << 1)	/* EPOLLPRI on pressure */
 #define KVARENA_FEAT_SYSFS	((__u64)1 << 2)	/* /sys/class/misc/kvarena/arenas */
 #define KVARENA_FEAT_PREFIX	((__u64)1 << 3)	/* PUBLISH and LOOKUP */
+#define KVARENA_FEAT_EVENTS	((__u64)1 << 4)	/* EVENTS_FD */
 
 /**
  * struct kvarena_version - KVARENA_IOC_VERSION, anyone.
@@ -645,12 +647,18 @@ struct kvarena_prefix_entry {
  * @entries:	user pointer to @count struct kvarena_prefix_entry, in
  *		chain order (the first frame of the prefix first).
  * @count:	entries, 1..KVARENA_MAX_BATCH.
- * @flags:	must be zero.
+ * @flags:	PUBLISH: KVARENA_PUBLISH_TOKENS, or zero.  LOOKUP: must be
+ *		zero.
  * @nr_done:	out: PUBLISH: entries whose frame is now published under
  *		their key (new or from before; not those marked
  *		KVARENA_PREFIX_EXISTED).  LOOKUP: length of the leading run
  *		found (0 if the first key is missing).
- * @reserved0:	must be zero.
+ * @tokens_per_entry: with KVARENA_PUBLISH_TOKENS: token ids per entry,
+ *		1..KVARENA_EVENT_MAX_TOKENS, at most
+ *		KVARENA_PUBLISH_MAX_TOKENS in all; otherwise zero.
+ * @tokens:	with KVARENA_PUBLISH_TOKENS: user pointer to @count *
+ *		@tokens_per_entry __u32 token ids, entry i's at i *
+ *		@tokens_per_entry; otherwise zero.
  * @reserved:	must be zero.
  *
  * PUBLISH puts each entry's frame under its key; the caller keeps its
@@ -687,14 +695,111 @@ struct kvarena_prefix_entry {
  * guaranteed minimum) needs more frames than are free.  A held frame is
  * never reclaimed.  Release of a client drops its holds and leaves what
  * it published cached; ARENA_DESTROY drops the cache.
+ *
+ * Each frame newly published is a KVARENA_EVENT_STORED event of the
+ * arena, and each reclaim a KVARENA_EVENT_REMOVED (KVARENA_IOC_EVENTS_FD).
+ * The token ids of KVARENA_PUBLISH_TOKENS go into the STORED events only,
+ * for KV-cache-aware routers that index by tokens: the module neither
+ * checks them against the keys nor keeps them.
  */
 struct kvarena_prefix {
 	__u64 entries;
 	__u32 count;
 	__u32 flags;
 	__u32 nr_done;
-	__u32 reserved0;
+	__u32 tokens_per_entry;
+	__u64 tokens;
+	__u64 reserved[1];
+};
+
+/* struct kvarena_prefix.flags, PUBLISH only */
+#define KVARENA_PUBLISH_TOKENS	(1u << 0)	/* @tokens, for the events */
+
+#define KVARENA_EVENT_MAX_TOKENS	4096u	/* token ids per event */
+#define KVARENA_PUBLISH_MAX_TOKENS	(1u << 20) /* token ids per PUBLISH */
+
+/* struct kvarena_events_fd.flags */
+#define KVARENA_EVENTS_OLDEST	(1u << 0)	/* from the oldest event kept */
+#define KVARENA_EVENTS_NONBLOCK	(1u << 1)	/* O_NONBLOCK */
+
+/**
+ * struct kvarena_events_fd - KVARENA_IOC_EVENTS_FD, anyone whom the
+ * arena's mode lets view it (a read-only open suffices).
+ * @name:	arena name.
+ * @flags:	KVARENA_EVENTS_*.
+ * @fd:		out: a new read-only O_CLOEXEC descriptor of the arena's
+ *		events.
+ * @reserved:	must be zero.
+ *
+ * The module keeps each arena's recent events in a ring of
+ * kvarena.events_ring_kib KiB (a module parameter); every descriptor reads
+ * them in order from its own position: the next event to come, or with
+ * KVARENA_EVENTS_OLDEST the oldest one still kept.  read() returns as many
+ * whole struct kvarena_event records as fit in its buffer (-EINVAL if not
+ * even the next one fits), blocks while there are none (-EAGAIN with
+ * O_NONBLOCK; poll() reports EPOLLIN), and returns 0 after the arena's
+ * KVARENA_EVENT_CLEARED once the arena is destroyed.  A reader that falls
+ * behind by more than the ring holds loses the oldest events it has not
+ * read, and is told so: its next record is a KVARENA_EVENT_LOST with
+ * their number.  Nothing is ever dropped silently, and no reader slows
+ * down the arena.  -EOPNOTSUPP when the module keeps no events
+ * (events_ring_kib=0).  The descriptor keeps working after the arena's
+ * mode changes, like an open file after chmod.
+ */
+struct kvarena_events_fd {
+	char  name[KVARENA_NAME_LEN];
+	__u32 flags;
+	__s32 fd;
 	__u64 reserved[2];
+};
+
+/* struct kvarena_event.type */
+#define KVARENA_EVENT_STORED	1	/* a frame published under @key */
+#define KVARENA_EVENT_REMOVED	2	/* a cached frame reclaimed: @key gone */
+#define KVARENA_EVENT_CLEARED	3	/* the arena destroyed, its cache gone */
+#define KVARENA_EVENT_LOST	4	/* this reader missed @lost events */
+
+/* struct kvarena_event.flags */
+#define KVARENA_EVENT_PARENT	(1u << 0)	/* @parent is set */
+
+/**
+ * struct kvarena_event - one record read from an events descriptor.
+ * @size:	bytes of the record: this header and @nr_tokens __u32 token
+ *		ids after it, rounded up to a multiple of 8.
+ * @type:	KVARENA_EVENT_*.
+ * @flags:	KVARENA_EVENT_PARENT.
+ * @seq:	the arena's event number: 1 for its first event, then
+ *		consecutive.  LOST: the first one missed.
+ * @time_ns:	CLOCK_REALTIME when the event happened, in nanoseconds.
+ * @lost:	LOST: how many events were missed; otherwise 0.
+ * @client_id:	STORED: the client that published the frame; otherwise 0.
+ * @frame:	STORED, REMOVED: the frame's index.
+ * @nr_tokens:	STORED: token ids following this header (the PUBLISH's
+ *		KVARENA_PUBLISH_TOKENS for the frame), 0 if none were given.
+ * @reserved:	zero.
+ * @key:	STORED, REMOVED: the frame's key.
+ * @parent:	STORED with KVARENA_EVENT_PARENT: the key before @key in the
+ *		PUBLISH chain.  The first entry of a PUBLISH has none: a
+ *		chain published from its first frame (as kva_seq_publish()
+ *		does) gives every frame its true parent.
+ *
+ * A PUBLISH of n new frames gives n STORED events, in chain order; an
+ * allocation that reclaims n cached frames gives n REMOVED events, oldest
+ * frame first.
+ */
+struct kvarena_event {
+	__u32 size;
+	__u16 type;
+	__u16 flags;
+	__u64 seq;
+	__u64 time_ns;
+	__u64 lost;
+	__u32 client_id;
+	__u32 frame;
+	__u32 nr_tokens;
+	__u32 reserved;
+	__u8  key[KVARENA_KEY_LEN];
+	__u8  parent[KVARENA_KEY_LEN];
 };
 
 /**
@@ -759,5 +864,6 @@ struct kvarena_uring_cmd {
 #define KVARENA_IOC_LOOKUP	  _IOWR(KVARENA_IOC_MAGIC, 0x0d, struct kvarena_prefix)
 #define KVARENA_IOC_ARENA_SET_POLICY _IOWR(KVARENA_IOC_MAGIC, 0x0e, struct kvarena_arena_policy)
 #define KVARENA_IOC_EVICT	  _IOWR(KVARENA_IOC_MAGIC, 0x0f, struct kvarena_evict)
+#define KVARENA_IOC_EVENTS_FD	  _IOWR(KVARENA_IOC_MAGIC, 0x10, struct kvarena_events_fd)
 
 #endif /* _UAPI_LINUX_KVARENA_H */
