@@ -698,6 +698,29 @@ int kva_seq_publish(struct kva_seq *seq, const struct kva_key *keys,
 		    unsigned int nr);
 
 /**
+ * kva_seq_publish_tokens() - kva_seq_publish(), with the frames' token ids
+ * for the arena's KV events.
+ * @seq:	as for kva_seq_publish().
+ * @keys:	as for kva_seq_publish().
+ * @nr:		as for kva_seq_publish().
+ * @tokens:	@nr * tokens per frame token ids: those the @nr frames hold,
+ *		in order (the ones kva_prefix_keys() hashed).
+ *
+ * In device mode each frame newly published is a STORED event of the
+ * arena (KVARENA_IOC_EVENTS_FD; kvarenactl events), and these ids go into
+ * it, for KV-cache-aware routers that index prefixes by their tokens.
+ * The module neither checks them against the keys nor keeps them.  An
+ * embedded arena has no events and ignores them.
+ *
+ * Return: as for kva_seq_publish(); also -EINVAL for a NULL @tokens, or
+ * more than 4096 tokens per frame or 2^20 in all (device mode: the
+ * module's limits, KVARENA_EVENT_MAX_TOKENS and
+ * KVARENA_PUBLISH_MAX_TOKENS).
+ */
+int kva_seq_publish_tokens(struct kva_seq *seq, const struct kva_key *keys,
+			   unsigned int nr, const uint32_t *tokens);
+
+/**
  * kva_seq_attach_prefix() - look @keys up and map the frames found at the
  * start of @seq.
  *

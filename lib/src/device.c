@@ -227,11 +227,15 @@ static int dev_stat(struct kva_arena *a, struct kva_stat *st)
 
 /* PUBLISH or LOOKUP of a chain: one command, on the arena's transport. */
 static int dev_prefix(struct kva_arena *a, unsigned long nr,
-		      struct kvarena_prefix_entry *e, uint32_t n)
+		      struct kvarena_prefix_entry *e, uint32_t n,
+		      const uint32_t *tokens, uint32_t per_entry)
 {
 	struct kvarena_prefix p = {
 		.entries = (__u64)(uintptr_t)e,
 		.count = n,
+		.flags = tokens ? KVARENA_PUBLISH_TOKENS : 0,
+		.tokens_per_entry = tokens ? per_entry : 0,
+		.tokens = (__u64)(uintptr_t)tokens,
 	};
 	struct dev_cmd c = { nr, &p, 0 };
 	int ret = dev_submit(a, &c, 1, false);
@@ -242,17 +246,17 @@ static int dev_prefix(struct kva_arena *a, unsigned long nr,
 }
 
 static int dev_publish(struct kva_arena *a, struct kvarena_prefix_entry *e,
-		       uint32_t n)
+		       uint32_t n, const uint32_t *tokens, uint32_t per_entry)
 {
 	KVA_PASS("dev.publish");
-	return dev_prefix(a, KVARENA_IOC_PUBLISH, e, n);
+	return dev_prefix(a, KVARENA_IOC_PUBLISH, e, n, tokens, per_entry);
 }
 
 static int dev_lookup(struct kva_arena *a, struct kvarena_prefix_entry *e,
 		      uint32_t n)
 {
 	KVA_PASS("dev.lookup");
-	return dev_prefix(a, KVARENA_IOC_LOOKUP, e, n);
+	return dev_prefix(a, KVARENA_IOC_LOOKUP, e, n, NULL, 0);
 }
 
 static int dev_frame_fd(struct kva_arena *a, uint64_t handle, int *fd,

@@ -79,7 +79,7 @@ static int emb_stat(struct kva_arena *a, struct kva_stat *st)
 }
 
 static int emb_publish(struct kva_arena *a, struct kvarena_prefix_entry *ent,
-		       uint32_t n)
+		       uint32_t n, const uint32_t *tokens, uint32_t per_entry)
 {
 	struct kva_embedded *e = emb(a);
 

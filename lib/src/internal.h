@@ -150,7 +150,9 @@ struct kva_arena;
  * @frame_fd:	device only: a new fd and offset for a held frame.
  * @poll_fd:	device only: the fd whose poll() reports pressure.
  * @publish:	PUBLISH @n entries (frames held); returns the number newly
- *		published or -errno, and sets each entry's flags.
+ *		published or -errno, and sets each entry's flags.  @tokens
+ *		(NULL, or @per_entry ids per entry) go to the module's
+ *		events; an embedded arena has none.
  * @lookup:	LOOKUP @n keys; returns the leading run found (handles
  *		and flags written) or -errno.
  * @close:	detach and release the provider.
@@ -172,7 +174,7 @@ struct kva_provider {
 			uint64_t *offset);
 	int (*poll_fd)(struct kva_arena *a);
 	int (*publish)(struct kva_arena *a, struct kvarena_prefix_entry *e,
-		       uint32_t n);
+		       uint32_t n, const uint32_t *tokens, uint32_t per_entry);
 	int (*lookup)(struct kva_arena *a, struct kvarena_prefix_entry *e,
 		      uint32_t n);
 	void (*close)(struct kva_arena *a);

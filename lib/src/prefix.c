@@ -100,8 +100,8 @@ int kva_prefix_keys(const struct kva_geometry *g, const void *ns,
 	return (int)n;
 }
 
-int kva_seq_publish(struct kva_seq *seq, const struct kva_key *keys,
-		    unsigned int nr)
+static int publish(struct kva_seq *seq, const struct kva_key *keys,
+		   unsigned int nr, const uint32_t *tokens)
 {
 	struct kvarena_prefix_entry stack[PREFIX_STACK], *e = stack;
 	struct kva_seq_impl *s;
@@ -131,7 +131,7 @@ int kva_seq_publish(struct kva_seq *seq, const struct kva_key *keys,
 		memcpy(e[i].key, keys[i].b, KVA_KEY_LEN);
 		e[i].handle = a->frames[s->slot[i]].handle;
 	}
-	ret = a->prov->publish(a, e, nr);
+	ret = a->prov->publish(a, e, nr, tokens, s->pub.geo.tokens_per_frame);
 	if (ret < 0)
 		goto out;
 	for (i = 0; i < nr; i++) {
@@ -150,6 +150,20 @@ out:
 	if (e != stack)
 		free(e);
 	return ret;
+}
+
+int kva_seq_publish(struct kva_seq *seq, const struct kva_key *keys,
+		    unsigned int nr)
+{
+	return publish(seq, keys, nr, NULL);
+}
+
+int kva_seq_publish_tokens(struct kva_seq *seq, const struct kva_key *keys,
+			   unsigned int nr, const uint32_t *tokens)
+{
+	if (!tokens)
+		return -EINVAL;
+	return publish(seq, keys, nr, tokens);
 }
 
 /*

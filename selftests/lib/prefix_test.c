@@ -562,6 +562,27 @@ TEST_F(prefix, arguments_are_checked_and_errors_change_nothing)
 	kva_seq_free(b);
 }
 
+TEST_F(prefix, publish_tokens_publishes_as_publish_does)
+{
+	struct kva_seq *a = filled(_metadata, self->a, &self->g, 1,
+				   2 * TPF, 8 * TPF);
+	struct kva_seq *b = filled(_metadata, self->a, &self->g, 0, 0,
+				   8 * TPF);
+	uint32_t t[2 * TPF];
+
+	tokens(t, 2 * TPF);
+	EXPECT_EQ(-EINVAL, kva_seq_publish_tokens(a, self->k, 2, NULL));
+	EXPECT_EQ(0, arena_stat(self->a).nr_published);
+	/* Embedded arenas have no events: the ids change nothing else. */
+	ASSERT_EQ(2, kva_seq_publish_tokens(a, self->k, 2, t));
+	EXPECT_EQ(2, arena_stat(self->a).nr_published);
+	EXPECT_EQ(0, kva_seq_publish_tokens(a, self->k, 2, t));
+	ASSERT_EQ(2, kva_seq_attach_prefix(b, self->k, 2));
+	EXPECT_EQ(0, check_tokens(b, 1, 0, 2 * TPF));
+	kva_seq_free(a);
+	kva_seq_free(b);
+}
+
 TEST_F(prefix, attach_beyond_the_handle_max_is_enospc)
 {
 	struct kva_open_opts o = {
