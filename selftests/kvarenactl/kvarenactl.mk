@@ -42,14 +42,23 @@ $(KVACTL_T)/libcuda-fake-old.so: $(SRC)/selftests/kvarenactl/fake_libcuda.c
 KVACTL_NATIVE := $(SRC)/selftests/kvarenactl/kvarenactl_native.sh
 KVACTL_FAKES := $(KVACTL_T)/libcuda-fake.so $(KVACTL_T)/libcuda-fake-old.so
 
+# kvarenactl events --zmq's msgpack encoder against python3-msgpack.
+$(KVACTL_T)/msgpack_test: $(SRC)/selftests/kvarenactl/msgpack_test.c \
+		$(SRC)/tools/kvarenactl/msgpack.c $(SRC)/tools/kvarenactl/events.h
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(SAN_FLAGS) -I$(SRC)/tools/kvarenactl \
+		-o $@ $(filter %.c,$^)
+
 .PHONY: check-kvarenactl
 check-kvarenactl: $(KVACTL_T)/fmt_test $(KVACTL_T)/fmt_test-san \
-		  $(KVACTL_T)/args_test \
+		  $(KVACTL_T)/args_test $(KVACTL_T)/msgpack_test \
 		  $(B)/tools/kvarenactl $(B)/tools/kvarenactl-san $(KVACTL_FAKES)
 	$(Q)$(KVACTL_T)/fmt_test
 	$(Q)$(KVACTL_T)/fmt_test-san
 	$(Q)KVARENACTL=$(B)/tools/kvarenactl $(KVACTL_T)/args_test
 	$(Q)KVARENACTL=$(B)/tools/kvarenactl-san $(KVACTL_T)/args_test
+	$(Q)$(PYTHON) $(SRC)/selftests/kvarenactl/msgpack_check.py \
+		$(KVACTL_T)/msgpack_test
 	$(Q)$(KVACTL_NATIVE) $(B)/tools/kvarenactl $(KVACTL_FAKES)
 	$(Q)$(KVACTL_NATIVE) $(B)/tools/kvarenactl-san $(KVACTL_FAKES)
 

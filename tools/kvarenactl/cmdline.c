@@ -29,7 +29,7 @@
 /* ---- commands ------------------------------------------------------------ */
 
 enum cmd_id { C_STAT, C_CLIENTS, C_TOP, C_METRICS, C_CREATE, C_DESTROY,
-	      C_LIMIT, C_KILL, C_EVICT, C_HELP, NR_CMDS };
+	      C_LIMIT, C_KILL, C_EVICT, C_EVENTS, C_HELP, NR_CMDS };
 
 #define CB(c)		(1u << (c))
 #define C_VIEW		(CB(C_STAT) | CB(C_CLIENTS) | CB(C_TOP))
@@ -49,6 +49,7 @@ static int check_create(struct kvactl_opts *o);
 static int check_limit(struct kvactl_opts *o);
 static int check_kill(struct kvactl_opts *o);
 static int check_evict(struct kvactl_opts *o);
+static int check_events(struct kvactl_opts *o);
 
 static const struct command commands[NR_CMDS] = {
 	[C_STAT] = { "stat", kvactl_cmd_stat, 0, 1, "[NAME]",
@@ -90,6 +91,14 @@ static const struct command commands[NR_CMDS] = {
 		"mapping of its frames is revoked (a touch raises SIGBUS), its frames\n"
 		"and guarantee return to the arena, and its file answers ESHUTDOWN.\n"
 		"A CUDA arena's memory cannot be revoked: kill the client instead.\n" },
+	[C_EVENTS] = { "events", kvactl_cmd_events, 1, 1,
+		"NAME [--zmq ENDPOINT [--replay ENDPOINT] [options]]",
+		"The arena's KV events as JSON lines, or published on ZeroMQ as vLLM does",
+		check_events,
+		"Until the arena is destroyed, or -n COUNT events.  With --zmq, a PUB\n"
+		"socket (bound for tcp://*:PORT and other wildcards, else connected)\n"
+		"sends vLLM's KVEventBatch messages; --replay binds a ROUTER socket\n"
+		"that resends kept batches.  See Documentation/events.rst.\n" },
 	[C_HELP] = { "help", NULL, 0, 1, "[COMMAND]",
 		"This help, or a command's options and their limits" },
 };
@@ -127,8 +136,15 @@ static int parse_signal(struct kvactl_opts *o, const char *arg);
 static int parse_owner(struct kvactl_opts *o, const char *arg);
 static int parse_group(struct kvactl_opts *o, const char *arg);
 static int parse_mode(struct kvactl_opts *o, const char *arg);
+static int parse_zmq(struct kvactl_opts *o, const char *arg);
+static int parse_replay(struct kvactl_opts *o, const char *arg);
+static int parse_topic(struct kvactl_opts *o, const char *arg);
+static int parse_medium(struct kvactl_opts *o, const char *arg);
+static int parse_hashes(struct kvactl_opts *o, const char *arg);
+static int parse_layout(struct kvactl_opts *o, const char *arg);
 
 #define OFF(f)		offsetof(struct kvactl_opts, f)
+#define ENDPOINT_WANT	"a ZeroMQ endpoint: tcp://HOST:PORT, ipc://PATH, ..."
 #define MAX_SECONDS	86400u
 
 static const struct option_row opts[KVACTL_NR_OPTS] = {
@@ -143,7 +159,8 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		.cmds = CB(C_TOP), .help = "between refreshes; default 1" },
 	[OPT_ITERATIONS] = { "iterations", 'n', V_U64, "COUNT",
 		OFF(iterations), 1, UINT64_MAX,
-		.cmds = CB(C_TOP), .help = "refreshes, then exit; default: until q" },
+		.cmds = CB(C_TOP) | CB(C_EVENTS),
+		.help = "refreshes (top) or events, then exit" },
 	[OPT_WIDTH] = { "width", 'w', V_U32, "COLUMNS", OFF(width), 40, 10000,
 		.cmds = CB(C_TOP),
 		.help = "screen width; default $COLUMNS, else the terminal's" },
@@ -227,6 +244,30 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		parse_signal,
 		"a name (TERM, SIGKILL, hup) or a number from 1 to 64",
 		CB(C_KILL), "the signal to send; default SIGTERM" },
+	[OPT_ZMQ] = { "zmq", 0, V_WORD, "ENDPOINT", 0, 0, 0, parse_zmq,
+		ENDPOINT_WANT, CB(C_EVENTS),
+		"publish on ZeroMQ (PUB) in vLLM's wire format" },
+	[OPT_REPLAY] = { "replay", 0, V_WORD, "ENDPOINT", 0, 0, 0,
+		parse_replay, ENDPOINT_WANT, CB(C_EVENTS),
+		"bind a ROUTER socket resending kept batches" },
+	[OPT_TOPIC] = { "topic", 0, V_WORD, "TOPIC", 0, 0, 0, parse_topic,
+		"0 to 255 bytes", CB(C_EVENTS),
+		"the messages' first part; default empty" },
+	[OPT_MEDIUM] = { "medium", 0, V_WORD, "MEDIUM", 0, 0, 0, parse_medium,
+		"1 to 31 characters of A-Z a-z 0-9 _ . -", CB(C_EVENTS),
+		"the events' medium; default GPU or CPU, the arena's" },
+	[OPT_HASHES] = { "hashes", 0, V_WORD, "FORM", 0, 0, 0, parse_hashes,
+		"int or bytes", CB(C_EVENTS),
+		"block hashes as int (the key's last 8 bytes) or bytes" },
+	[OPT_OLDEST] = { "oldest", 0, V_FLAG, NULL, OFF(events_oldest),
+		.cmds = CB(C_EVENTS),
+		.help = "from the oldest event kept, not the next" },
+	[OPT_LAYOUT] = { "layout", 0, V_WORD, "FORM", 0, 0, 0, parse_layout,
+		"array or map", CB(C_EVENTS),
+		"events as tagged arrays (vLLM's) or maps" },
+	[OPT_LINGER] = { "linger", 0, V_SECONDS, "SECONDS", OFF(linger_ms), 0,
+		MAX_SECONDS * 1000ull, .cmds = CB(C_EVENTS),
+		.help = "serve --replay this long after the end; default 5" },
 	[OPT_HELP] = { "help", 'h', V_FLAG, NULL, 0, .cmds = C_ALL,
 		.help = "this help" },
 	[OPT_VERSION] = { "version", 'V', V_FLAG, NULL, 0, .cmds = C_ALL,
@@ -439,6 +480,76 @@ static int parse_mode(struct kvactl_opts *o, const char *arg)
 	return 0;
 }
 
+/* A ZeroMQ endpoint: TRANSPORT://ADDRESS, printable; libzmq checks the rest. */
+static int check_endpoint(const char *arg)
+{
+	const char *sep = strstr(arg, "://");
+	const char *p;
+
+	if (!sep || sep == arg || !sep[3] || strlen(arg) > 255)
+		return -EINVAL;
+	for (p = arg; *p; p++)
+		if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
+			return -EINVAL;
+	for (p = arg; p < sep; p++)
+		if (!(*p >= 'a' && *p <= 'z') && !(*p >= '0' && *p <= '9'))
+			return -EINVAL;
+	return 0;
+}
+
+static int parse_zmq(struct kvactl_opts *o, const char *arg)
+{
+	int err = check_endpoint(arg);
+
+	if (!err)
+		o->zmq = arg;
+	return err;
+}
+
+static int parse_replay(struct kvactl_opts *o, const char *arg)
+{
+	int err = check_endpoint(arg);
+
+	if (!err)
+		o->replay = arg;
+	return err;
+}
+
+static int parse_topic(struct kvactl_opts *o, const char *arg)
+{
+	if (strlen(arg) > 255)
+		return -EINVAL;
+	o->topic = arg;
+	return 0;
+}
+
+static int parse_medium(struct kvactl_opts *o, const char *arg)
+{
+	size_t n = strlen(arg);
+
+	if (!n || n > 31 || strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				   "abcdefghijklmnopqrstuvwxyz0123456789_.-") != n)
+		return -EINVAL;
+	o->medium = arg;
+	return 0;
+}
+
+static int parse_hashes(struct kvactl_opts *o, const char *arg)
+{
+	if (strcmp(arg, "int") && strcmp(arg, "bytes"))
+		return -EINVAL;
+	o->hash_bytes = !strcmp(arg, "bytes");
+	return 0;
+}
+
+static int parse_layout(struct kvactl_opts *o, const char *arg)
+{
+	if (strcmp(arg, "array") && strcmp(arg, "map"))
+		return -EINVAL;
+	o->layout_maps = !strcmp(arg, "map");
+	return 0;
+}
+
 /* One option's value into @o: 0, or a usage error's exit status. */
 static int take_value(struct kvactl_opts *o, const struct command *cmd,
 		      const struct option_row *r, const char *arg)
@@ -620,6 +731,17 @@ static int check_evict(struct kvactl_opts *o)
 	return check_client(o, &commands[C_EVICT]);
 }
 
+static int check_events(struct kvactl_opts *o)
+{
+	if (!o->zmq &&
+	    (kvactl_given(o, OPT_REPLAY) || kvactl_given(o, OPT_TOPIC) ||
+	     kvactl_given(o, OPT_HASHES) || kvactl_given(o, OPT_LAYOUT) ||
+	     kvactl_given(o, OPT_LINGER)))
+		return usage_err(&commands[C_EVENTS],
+				 "--replay, --topic, --hashes, --layout and --linger go with --zmq");
+	return 0;
+}
+
 /* ---- help --------------------------------------------------------------------- */
 
 static void help(FILE *f)
@@ -638,10 +760,10 @@ static void help(FILE *f)
 "  destroy NAME [--wait SECONDS]   refused while clients are attached\n"
 "  limit NAME CLIENT [--min N] [--max N]   CLIENT: a label, or --id ID\n"
 "                    --max 0 is the whole arena; a lower max takes nothing back\n"
-"  limit NAME [--owner U] [--group G] [--mode 0660] [--client-...]\n"
-"                    the arena's access and its policy for clients\n"
+"  limit NAME [--owner U] [--group G] [--mode M] [--client-...]  the policy\n"
 "  kill NAME CLIENT [-s SIGNAL]    signal every process holding the client\n"
 "  evict NAME CLIENT  take a host arena client's frames back, revoked\n"
+"  events NAME [--zmq ENDPOINT]   KV events as JSON lines, or vLLM's on ZeroMQ\n"
 "  help [COMMAND]    a command's options and their limits\n"
 "\n"
 "  -j, --json   JSON output (stat, clients, top)   -p, --pretty   indented JSON\n"

@@ -12,6 +12,7 @@
  *   holders.c  the processes that hold each client (/proc/PID/fdinfo);
  *              kill
  *   cuda.c     CUDA frames through libcuda.so.1, loaded at run time
+ *   events.c   events: KV events as JSON lines or on ZeroMQ (events.h)
  *
  * See Documentation/operators.rst.
  */
@@ -47,6 +48,8 @@ enum kvactl_opt {
 	OPT_OWNER, OPT_GROUP, OPT_MODE, OPT_CLIENT_MIN_LIMIT,
 	OPT_CLIENT_MAX_DEFAULT, OPT_CLIENT_MAX_LIMIT,
 	OPT_WAIT, OPT_ID, OPT_MIN, OPT_MAX, OPT_SIGNAL,
+	OPT_ZMQ, OPT_REPLAY, OPT_TOPIC, OPT_MEDIUM, OPT_HASHES, OPT_OLDEST,
+	OPT_LAYOUT, OPT_LINGER,
 	OPT_HELP, OPT_VERSION,
 	KVACTL_NR_OPTS
 };
@@ -91,6 +94,11 @@ struct kvactl_opts {
 	uint32_t client_id;
 	uint32_t min, max;
 	int signal;
+
+	/* events (-n: stop after this many) */
+	const char *zmq, *replay, *topic, *medium;
+	bool hash_bytes, events_oldest, layout_maps;
+	unsigned int linger_ms;
 };
 
 static inline bool kvactl_given(const struct kvactl_opts *o,
@@ -298,6 +306,7 @@ int kvactl_cmd_metrics(const struct kvactl_opts *o);
 int kvactl_cmd_create(const struct kvactl_opts *o);
 int kvactl_cmd_destroy(const struct kvactl_opts *o);
 int kvactl_cmd_limit(const struct kvactl_opts *o);
+int kvactl_cmd_events(const struct kvactl_opts *o);	/* events.c */
 
 int kvactl_cmd_kill(const struct kvactl_opts *o);
 int kvactl_cmd_evict(const struct kvactl_opts *o);

@@ -8,18 +8,29 @@
 #                                  cannot load libcuda.so.1
 
 KVACTL_SRCS := $(addprefix $(SRC)/tools/kvarenactl/,main.c cmdline.c dev.c fmt.c \
-		view.c metrics.c create.c holders.c cuda.c ids.c)
+		view.c metrics.c create.c holders.c cuda.c ids.c events.c msgpack.c \
+		zmq.c)
 KVACTL_DEPS := $(KVACTL_SRCS) $(SRC)/tools/kvarenactl/kvarenactl.h \
+	       $(SRC)/tools/kvarenactl/events.h \
 	       $(SRC)/include/uapi/linux/kvarena.h \
 	       $(SRC)/include/kvarena/layout.h
 
+# events --zmq needs libzmq (Debian's libzmq3-dev); without it kvarenactl
+# is built all the same and --zmq says what is missing.  The static build
+# for the VM never has it.
+KVACTL_ZMQ := $(shell pkg-config --exists libzmq 2>/dev/null && echo y)
+KVACTL_ZMQ_CFLAGS := $(if $(KVACTL_ZMQ),-DKVACTL_ZMQ $(shell pkg-config --cflags libzmq))
+KVACTL_ZMQ_LIBS := $(if $(KVACTL_ZMQ),$(shell pkg-config --libs libzmq))
+
 $(B)/tools/kvarenactl: $(KVACTL_DEPS)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) -o $@ $(KVACTL_SRCS) -ldl
+	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(KVACTL_ZMQ_CFLAGS) -o $@ \
+		$(KVACTL_SRCS) -ldl $(KVACTL_ZMQ_LIBS)
 
 $(B)/tools/kvarenactl-san: $(KVACTL_DEPS)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(SAN_FLAGS) -o $@ $(KVACTL_SRCS) -ldl
+	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(SAN_FLAGS) $(KVACTL_ZMQ_CFLAGS) \
+		-o $@ $(KVACTL_SRCS) -ldl $(KVACTL_ZMQ_LIBS)
 
 $(B)/tools/kvarenactl-static: $(KVACTL_DEPS)
 	$(Q)mkdir -p $(@D)

@@ -7,6 +7,7 @@
  *   kvarenactl destroy NAME [--wait SECONDS]
  *   kvarenactl limit NAME CLIENT [--min N] [--max N]
  *   kvarenactl kill NAME CLIENT [-s SIGNAL]
+ *   kvarenactl events NAME [--zmq ENDPOINT [--replay ENDPOINT] ...]
  *   kvarenactl help [COMMAND]
  *
  * Options may come before or after the command; cmdline.c has them all.
@@ -29,6 +30,7 @@ int main(int argc, char **argv)
 		.headroom = 100,		/* per mille: 10% */
 		.headroom_pct = true,
 		.signal = SIGTERM,
+		.linger_ms = 5000,
 	};
 	int ret;
 

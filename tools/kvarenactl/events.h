@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kvarenactl events: an arena's KV events from /dev/kvarena, as JSON lines
+ * or published on ZeroMQ in vLLM's wire format.
+ *
+ *   events.c   the command: reading the events fd, JSON lines
+ *   zmq.c      the ZeroMQ publisher and its replay socket
+ *   msgpack.c  the msgpack encoder
+ *
+ * See Documentation/events.rst.
+ */
+#ifndef KVARENACTL_EVENTS_H
+#define KVARENACTL_EVENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/kvarena.h>
+
+struct kvactl_opts;
+
+/* ---- the command (events.c) -------------------------------------------------- */
+
+/* What an event is told with: the arena, and how to write its blocks. */
+struct kvactl_ev_ctx {
+	const char *arena;
+	const char *medium;		/* vLLM's medium: "GPU", "CPU" */
+	uint32_t tokens_per_frame;	/* block_size; 0 if the arena lacks it */
+	bool hash_bytes;		/* block hashes as 32 bytes, not ints */
+	bool maps;			/* --layout map: vLLM's newest layout */
+};
+
+/* The arena's events fd (after its STAT), and signals that stop the loop;
+ * -1 after saying why not. */
+int kvactl_events_open(struct kvactl_ev_ctx *c, const struct kvactl_opts *o);
+bool kvactl_events_stopped(void);
+void kvactl_events_stop(void);
+/* The next record of a read() of @len bytes at *@off; false at the end or
+ * on a malformed record (said so; *@ev is NULL then). */
+bool kvactl_ev_next(const uint8_t *buf, size_t len, size_t *off,
+		    const struct kvarena_event **ev);
+/* The token ids after a STORED record's header. */
+const uint32_t *kvactl_event_tokens(const struct kvarena_event *ev);
+/* A key as vLLM's integer block hash: its last 8 bytes, big-endian. */
+uint64_t kvactl_key_hash(const uint8_t key[KVARENA_KEY_LEN]);
+uint32_t kvactl_ev_block_size(const struct kvactl_ev_ctx *c,
+			      const struct kvarena_event *ev);
+
+/* zmq.c: the loop of --zmq. */
+int kvactl_events_zmq(const struct kvactl_opts *o, struct kvactl_ev_ctx *c);
+
+/* ---- msgpack (msgpack.c) --------------------------------------------------- */
+
+/* A growing buffer of msgpack; @oom is set (and sticks) when it could not
+ * grow. */
+struct kvactl_mp {
+	uint8_t *buf;
+	size_t len, cap;
+	bool oom;
+};
+
+void kvactl_mp_init(struct kvactl_mp *m);
+void kvactl_mp_free(struct kvactl_mp *m);
+void kvactl_mp_nil(struct kvactl_mp *m);
+void kvactl_mp_bool(struct kvactl_mp *m, bool v);
+void kvactl_mp_uint(struct kvactl_mp *m, uint64_t v);
+void kvactl_mp_int(struct kvactl_mp *m, int64_t v);
+void kvactl_mp_f64(struct kvactl_mp *m, double v);
+void kvactl_mp_str(struct kvactl_mp *m, const char *s, size_t n);
+void kvactl_mp_bin(struct kvactl_mp *m, const void *p, size_t n);
+/* An array header: the next @n values are its elements. */
+void kvactl_mp_array(struct kvactl_mp *m, uint32_t n);
+/* A map header: the next 2 * @n values are its keys and values. */
+void kvactl_mp_map(struct kvactl_mp *m, uint32_t n);
+
+#endif /* KVARENACTL_EVENTS_H */

@@ -1,0 +1,496 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvarenactl events --zmq: an arena's events published as vLLM publishes
+ * its KV events (vllm/distributed/kv_events.py, ZmqEventPublisher):
+ *
+ *  - a PUB socket that binds when the endpoint has a wildcard ("*" or
+ *    "::") or is ipc:// or inproc://, and connects otherwise;
+ *  - each message three frames: the topic, the sequence number as 8 bytes
+ *    big-endian (0 for the first message, then consecutive), and a msgpack
+ *    event batch [ts, [event...]] (events.c has the event layout);
+ *  - with --replay, a ROUTER socket (always bound) that answers a request
+ *    [identity, "", start as 8 bytes big-endian] with [identity, "",
+ *    seq, batch] for every batch kept (the last 10000, as vLLM keeps) from
+ *    start on, then [identity, "", -1 as 8 bytes, ""].
+ *
+ * With --layout map the batch and its events are msgpack maps instead, as
+ * vLLM's newest releases write them (no array_like: the tag as a "type"
+ * entry, lora_name after medium, data_parallel_rank in the batch).
+ *
+ * Each read() of the module's events - all it had ready - becomes one
+ * batch, as each scheduler step is one in vLLM.  Consecutive STORED
+ * events that chain (each one's parent the one before, same client) are
+ * one BlockStored, consecutive REMOVED ones one BlockRemoved.  A LOST
+ * record (this reader fell behind the module's ring) becomes
+ * AllBlocksCleared: a router forgets what it knew of the arena rather than
+ * keep blocks that may be gone; and the arena's end (CLEARED) is one too,
+ * after which kvarenactl answers replay requests for --linger seconds
+ * (default 5) and exits.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "events.h"
+#include "kvarenactl.h"
+
+#ifndef KVACTL_ZMQ
+
+int kvactl_events_zmq(const struct kvactl_opts *o, struct kvactl_ev_ctx *c)
+{
+	(void)o;
+	(void)c;
+	kvactl_err("events: --zmq: this kvarenactl was built without ZeroMQ (build it with libzmq3-dev installed)");
+	return KVACTL_FAIL;
+}
+
+#else
+
+#include <time.h>
+#include <zmq.h>
+
+#define EV_HDR		sizeof(struct kvarena_event)
+#define EV_BUF		(256u << 10)
+#define REPLAY_KEEP	10000u		/* batches kept, as vLLM's buffer_steps */
+#define PUB_HWM		100000		/* as vLLM's hwm */
+#define LINGER_MS	5000		/* what close waits to send */
+
+struct kept {
+	uint64_t seq;
+	uint8_t *buf;
+	size_t len;
+};
+
+struct zpub {
+	void *ctx, *pub, *replay;
+	const char *topic;
+	uint64_t seq;			/* the next message's */
+	struct kept *keep;		/* REPLAY_KEEP slots, by seq % */
+};
+
+static void be64(uint8_t out[8], uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		out[i] = (uint8_t)(v >> (56 - 8 * i));
+}
+
+static uint64_t from_be64(const uint8_t in[8])
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | in[i];
+	return v;
+}
+
+/* vLLM's rule: bind "stable" endpoints, connect "volatile" ones. */
+static bool binds(const char *ep)
+{
+	return strchr(ep, '*') || strstr(ep, "::") ||
+	       !strncmp(ep, "ipc://", 6) || !strncmp(ep, "inproc://", 9);
+}
+
+static int zopen(struct zpub *z, const struct kvactl_opts *o)
+{
+	int hwm = PUB_HWM, linger = LINGER_MS;
+
+	z->topic = o->topic ? o->topic : "";
+	z->ctx = zmq_ctx_new();
+	z->keep = calloc(REPLAY_KEEP, sizeof(*z->keep));
+	if (!z->ctx || !z->keep) {
+		kvactl_err("events: out of memory");
+		return -1;
+	}
+	z->pub = zmq_socket(z->ctx, ZMQ_PUB);
+	if (!z->pub ||
+	    zmq_setsockopt(z->pub, ZMQ_SNDHWM, &hwm, sizeof(hwm)) ||
+	    zmq_setsockopt(z->pub, ZMQ_LINGER, &linger, sizeof(linger)) ||
+	    (binds(o->zmq) ? zmq_bind(z->pub, o->zmq) :
+			     zmq_connect(z->pub, o->zmq))) {
+		kvactl_err("events: --zmq %s: %s", o->zmq, zmq_strerror(zmq_errno()));
+		return -1;
+	}
+	if (!o->replay)
+		return 0;
+	linger = 0;
+	z->replay = zmq_socket(z->ctx, ZMQ_ROUTER);
+	if (!z->replay ||
+	    zmq_setsockopt(z->replay, ZMQ_LINGER, &linger, sizeof(linger)) ||
+	    zmq_bind(z->replay, o->replay)) {
+		kvactl_err("events: --replay %s: %s", o->replay,
+			   zmq_strerror(zmq_errno()));
+		return -1;
+	}
+	return 0;
+}
+
+static void zclose(struct zpub *z)
+{
+	if (z->replay)
+		zmq_close(z->replay);
+	if (z->pub)
+		zmq_close(z->pub);		/* lingers: queued batches go out */
+	if (z->ctx)
+		zmq_ctx_term(z->ctx);
+	if (z->keep)
+		for (unsigned int i = 0; i < REPLAY_KEEP; i++)
+			free(z->keep[i].buf);
+	free(z->keep);
+}
+
+static int send3(void *s, const void *a, size_t alen, const void *b,
+		 size_t blen, const void *c, size_t clen)
+{
+	if (zmq_send(s, a, alen, ZMQ_SNDMORE) < 0 ||
+	    zmq_send(s, b, blen, ZMQ_SNDMORE) < 0 ||
+	    zmq_send(s, c, clen, 0) < 0)
+		return -1;
+	return 0;
+}
+
+/* Publish one batch (@m) and keep it for replay. */
+static int zsend(struct zpub *z, const struct kvactl_mp *m)
+{
+	struct kept *k = &z->keep[z->seq % REPLAY_KEEP];
+	uint8_t seq[8];
+
+	be64(seq, z->seq);
+	if (send3(z->pub, z->topic, strlen(z->topic), seq, 8, m->buf, m->len)) {
+		kvactl_err("events: publishing: %s", zmq_strerror(zmq_errno()));
+		return -1;
+	}
+	free(k->buf);
+	k->buf = malloc(m->len);
+	k->len = k->buf ? m->len : 0;
+	k->seq = k->buf ? z->seq : UINT64_MAX;
+	if (k->buf)
+		memcpy(k->buf, m->buf, m->len);
+	z->seq++;
+	return 0;
+}
+
+/* Answer the replay requests waiting, as vLLM's _service_replay() does. */
+static void zreplay(struct zpub *z)
+{
+	for (;;) {
+		zmq_msg_t part[3], extra;
+		uint64_t start, s, first;
+		int i, n = 0, more = 1;
+		uint8_t end[8];
+
+		for (i = 0; i < 3; i++)
+			zmq_msg_init(&part[i]);
+		while (more) {
+			zmq_msg_t *msg = n < 3 ? &part[n] : &extra;
+			size_t sz = sizeof(more);
+
+			if (n >= 3)
+				zmq_msg_init(&extra);
+			if (zmq_msg_recv(msg, z->replay, ZMQ_DONTWAIT) < 0) {
+				if (n >= 3)
+					zmq_msg_close(&extra);
+				for (i = 0; i < 3; i++)
+					zmq_msg_close(&part[i]);
+				return;		/* nothing (more) waiting */
+			}
+			if (n >= 3)
+				zmq_msg_close(&extra);
+			n++;
+			zmq_getsockopt(z->replay, ZMQ_RCVMORE, &more, &sz);
+		}
+		if (n != 3 || zmq_msg_size(&part[2]) != 8) {
+			kvactl_err("events: --replay: a request of %d frames, not [identity, \"\", 8-byte start]; ignored",
+				   n);
+			for (i = 0; i < 3; i++)
+				zmq_msg_close(&part[i]);
+			continue;
+		}
+		start = from_be64(zmq_msg_data(&part[2]));
+		first = z->seq > REPLAY_KEEP ? z->seq - REPLAY_KEEP : 0;
+		for (s = start > first ? start : first; s < z->seq; s++) {
+			const struct kept *k = &z->keep[s % REPLAY_KEEP];
+			uint8_t seq[8];
+
+			if (k->seq != s)
+				continue;
+			be64(seq, s);
+			zmq_send(z->replay, zmq_msg_data(&part[0]),
+				 zmq_msg_size(&part[0]), ZMQ_SNDMORE);
+			send3(z->replay, "", 0, seq, 8, k->buf, k->len);
+		}
+		memset(end, 0xff, sizeof(end));		/* -1, signed */
+		zmq_send(z->replay, zmq_msg_data(&part[0]),
+			 zmq_msg_size(&part[0]), ZMQ_SNDMORE);
+		send3(z->replay, "", 0, end, 8, "", 0);
+		for (i = 0; i < 3; i++)
+			zmq_msg_close(&part[i]);
+	}
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Answer replay requests for @ms milliseconds. */
+static void zlinger(struct zpub *z, unsigned int ms)
+{
+	uint64_t end = now_ms() + ms, t;
+
+	while (!kvactl_events_stopped() && (t = now_ms()) < end) {
+		zmq_pollitem_t it = { .socket = z->replay, .events = ZMQ_POLLIN };
+
+		if (zmq_poll(&it, 1, (long)(end - t)) > 0)
+			zreplay(z);
+	}
+}
+
+static void hash_out(struct kvactl_mp *m, const struct kvactl_ev_ctx *c,
+		     const uint8_t key[KVARENA_KEY_LEN])
+{
+	if (c->hash_bytes)
+		kvactl_mp_bin(m, key, KVARENA_KEY_LEN);
+	else
+		kvactl_mp_uint(m, kvactl_key_hash(key));
+}
+
+static void str_out(struct kvactl_mp *m, const char *s)
+{
+	kvactl_mp_str(m, s, strlen(s));
+}
+
+/* Does @b continue the chain @a ends, for one BlockStored? */
+static bool chains(const struct kvarena_event *a, const struct kvarena_event *b)
+{
+	return b->type == KVARENA_EVENT_STORED &&
+	       (b->flags & KVARENA_EVENT_PARENT) &&
+	       b->client_id == a->client_id && b->nr_tokens == a->nr_tokens &&
+	       !memcmp(b->parent, a->key, KVARENA_KEY_LEN);
+}
+
+/*
+ * Where the event starting at @ev[i] ends: chained STOREDs and
+ * consecutive REMOVEDs make one event each, anything else stands alone.
+ */
+static size_t run_end(const struct kvarena_event **ev, size_t i, size_t n)
+{
+	size_t j = i + 1;
+
+	if (ev[i]->type == KVARENA_EVENT_STORED)
+		while (j < n && chains(ev[j - 1], ev[j]))
+			j++;
+	else if (ev[i]->type == KVARENA_EVENT_REMOVED)
+		while (j < n && ev[j]->type == KVARENA_EVENT_REMOVED)
+			j++;
+	return j;
+}
+
+/*
+ * An event's head: the tag, as the first element of a tagged array, or
+ * as the "type" entry of a map of @n fields besides it (--layout map).
+ */
+static void ev_head(struct kvactl_mp *m, const struct kvactl_ev_ctx *c,
+		    const char *tag, uint32_t n)
+{
+	if (c->maps) {
+		kvactl_mp_map(m, n + 1);
+		str_out(m, "type");
+	} else {
+		kvactl_mp_array(m, n + 1);
+	}
+	str_out(m, tag);
+}
+
+/* A field: its name first in a map, nothing in an array. */
+static void field(struct kvactl_mp *m, const struct kvactl_ev_ctx *c,
+		  const char *name)
+{
+	if (c->maps)
+		str_out(m, name);
+}
+
+static void ev_stored(struct kvactl_mp *m, const struct kvactl_ev_ctx *c,
+		      const struct kvarena_event **ev, size_t i, size_t j)
+{
+	size_t k;
+
+	ev_head(m, c, "BlockStored", c->maps ? 7 : 6);
+	field(m, c, "block_hashes");
+	kvactl_mp_array(m, (uint32_t)(j - i));
+	for (k = i; k < j; k++)
+		hash_out(m, c, ev[k]->key);
+	field(m, c, "parent_block_hash");
+	if (ev[i]->flags & KVARENA_EVENT_PARENT)
+		hash_out(m, c, ev[i]->parent);
+	else
+		kvactl_mp_nil(m);
+	field(m, c, "token_ids");
+	kvactl_mp_array(m, (uint32_t)((j - i) * ev[i]->nr_tokens));
+	for (k = i; k < j; k++)
+		for (uint32_t t = 0; t < ev[k]->nr_tokens; t++)
+			kvactl_mp_uint(m, kvactl_event_tokens(ev[k])[t]);
+	field(m, c, "block_size");
+	kvactl_mp_uint(m, kvactl_ev_block_size(c, ev[i]));
+	field(m, c, "lora_id");
+	kvactl_mp_nil(m);
+	field(m, c, "medium");
+	str_out(m, c->medium);
+	if (c->maps) {
+		field(m, c, "lora_name");
+		kvactl_mp_nil(m);
+	}
+}
+
+static void ev_removed(struct kvactl_mp *m, const struct kvactl_ev_ctx *c,
+		       const struct kvarena_event **ev, size_t i, size_t j)
+{
+	ev_head(m, c, "BlockRemoved", 2);
+	field(m, c, "block_hashes");
+	kvactl_mp_array(m, (uint32_t)(j - i));
+	for (; i < j; i++)
+		hash_out(m, c, ev[i]->key);
+	field(m, c, "medium");
+	str_out(m, c->medium);
+}
+
+/*
+ * The batch of one read's records @ev[0..n): [ts, [event...]], or with
+ * --layout map {"ts": ts, "events": [...], "data_parallel_rank": 0}.
+ * Sets @end when the arena's CLEARED is among them.
+ */
+static void batch(struct kvactl_mp *m, const struct kvactl_ev_ctx *c,
+		  const struct kvarena_event **ev, size_t n, bool *end)
+{
+	size_t i, j, nev = 0;
+
+	/* Count the events first: msgpack arrays say their length. */
+	for (i = 0; i < n; i = run_end(ev, i, n))
+		nev++;
+	if (c->maps) {
+		kvactl_mp_map(m, 3);
+		str_out(m, "ts");
+	} else {
+		kvactl_mp_array(m, 2);
+	}
+	kvactl_mp_f64(m, (double)ev[0]->time_ns / 1e9);
+	field(m, c, "events");
+	kvactl_mp_array(m, (uint32_t)nev);
+	for (i = 0; i < n; i = j) {
+		j = run_end(ev, i, n);
+		switch (ev[i]->type) {
+		case KVARENA_EVENT_STORED:
+			ev_stored(m, c, ev, i, j);
+			break;
+		case KVARENA_EVENT_REMOVED:
+			ev_removed(m, c, ev, i, j);
+			break;
+		case KVARENA_EVENT_LOST:
+			kvactl_err("events: %llu events were lost (this reader fell behind the module's ring); publishing AllBlocksCleared",
+				   (unsigned long long)ev[i]->lost);
+			ev_head(m, c, "AllBlocksCleared", 0);
+			break;
+		case KVARENA_EVENT_CLEARED:
+			*end = true;
+			ev_head(m, c, "AllBlocksCleared", 0);
+			break;
+		}
+	}
+	if (c->maps) {
+		str_out(m, "data_parallel_rank");
+		kvactl_mp_uint(m, 0);
+	}
+}
+
+int kvactl_events_zmq(const struct kvactl_opts *o, struct kvactl_ev_ctx *c)
+{
+	const struct kvarena_event **ev = NULL;
+	size_t cap = EV_BUF / EV_HDR;
+	struct zpub z = { 0 };
+	int ret = KVACTL_FAIL;
+	uint64_t seen = 0;
+	uint8_t *buf;
+	bool end = false;
+	int fd = -1;
+
+	buf = malloc(EV_BUF);
+	ev = calloc(cap, sizeof(*ev));
+	if (!buf || !ev) {
+		kvactl_err("events: out of memory");
+		goto out;
+	}
+	if (zopen(&z, o))
+		goto out;
+	fd = kvactl_events_open(c, o);
+	if (fd < 0)
+		goto out;
+	while (!end && !kvactl_events_stopped()) {
+		zmq_pollitem_t it[2] = {
+			{ .fd = fd, .events = ZMQ_POLLIN },
+			{ .socket = z.replay, .events = ZMQ_POLLIN },
+		};
+		const struct kvarena_event *e;
+		struct kvactl_mp m;
+		size_t off = 0, n = 0;
+		ssize_t len;
+
+		if (zmq_poll(it, z.replay ? 2 : 1, -1) < 0) {
+			if (zmq_errno() == EINTR)
+				continue;
+			kvactl_err("events: poll: %s", zmq_strerror(zmq_errno()));
+			goto out;
+		}
+		if (z.replay && (it[1].revents & ZMQ_POLLIN))
+			zreplay(&z);
+		if (!(it[0].revents & ZMQ_POLLIN))
+			continue;
+		len = read(fd, buf, EV_BUF);
+		if (len < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (len < 0) {
+			kvactl_err("events: reading: %s", strerror(errno));
+			goto out;
+		}
+		if (!len)
+			break;
+		while (kvactl_ev_next(buf, len, &off, &e) && n < cap)
+			if (e->type >= KVARENA_EVENT_STORED &&
+			    e->type <= KVARENA_EVENT_LOST)
+				ev[n++] = e;	/* newer types: not vLLM's */
+		if (off != (size_t)len)
+			goto out;		/* malformed: said so */
+		if (!n)
+			continue;
+		kvactl_mp_init(&m);
+		batch(&m, c, ev, n, &end);
+		if (m.oom || zsend(&z, &m)) {
+			if (m.oom)
+				kvactl_err("events: out of memory");
+			kvactl_mp_free(&m);
+			goto out;
+		}
+		kvactl_mp_free(&m);
+		seen += n;
+		if (o->iterations && seen >= o->iterations)
+			break;
+	}
+	/*
+	 * The arena is gone; a subscriber that missed its last batches may
+	 * still ask for them: answer for --linger seconds more.
+	 */
+	if (end && z.replay && o->linger_ms)
+		zlinger(&z, o->linger_ms);
+	ret = KVACTL_OK;
+out:
+	if (fd >= 0)
+		close(fd);
+	zclose(&z);
+	free(ev);
+	free(buf);
+	return ret;
+}
+
+#endif /* KVACTL_ZMQ */
