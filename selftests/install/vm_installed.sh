@@ -7,8 +7,9 @@
 # installed in selftests/install/install.mk).  The init has loaded the
 # build's kvarena.ko; this unloads it, then works as an administrator
 # would on a machine with kvarena installed: udevd running, modprobe,
-# the device's group and mode from the installed udev rule, modinfo, the
-# Python binding in device mode, modprobe -r.  Prints KTAP.
+# the device's group and mode from the installed udev rule, modinfo and
+# the module's parameter, the Python binding in device mode, KV events
+# (the module's, kvarenactl events and --zmq), modprobe -r.  Prints KTAP.
 set -u
 # As on Debian: kmod's tools in /sbin, python3 in /usr/bin, kvarena's
 # in /usr/local/bin.  Busybox's shell runs its own applets of the same
@@ -29,7 +30,7 @@ check() {	# check NAME CONDITION...
 }
 
 echo "TAP version 13"
-echo "1..9"
+echo "1..12"
 rel=$(uname -r)
 
 /sbin/rmmod kvarena 2>/tmp/err
@@ -41,7 +42,8 @@ mount -t tmpfs tmpfs /run
 # Answers once it listens: the module's uevent will not be missed.
 check udevd_runs udevadm control --ping --timeout=30
 
-v=$(/sbin/modprobe -v kvarena 2>&1)
+# A small events ring, so that test_events.py can overflow it.
+v=$(/sbin/modprobe -v kvarena events_ring_kib=64 2>&1)
 case $v in
 "insmod /lib/modules/$rel/extra/kvarena.ko"*)
 	check modprobe_loads_the_installed_module [ -e /sys/module/kvarena ] ;;
@@ -65,11 +67,25 @@ esac
 desc=$(/sbin/modinfo -F description kvarena 2>&1)
 check modinfo_describes_it [ -n "$desc" ]
 
+parm=$(/sbin/modinfo -F parm kvarena 2>&1)
+case $parm in
+events_ring_kib:*"(uint)") ok modinfo_documents_events_ring_kib ;;
+*) notok modinfo_documents_events_ring_kib "parm: $parm" ;;
+esac
+kib=$(cat /sys/module/kvarena/parameters/events_ring_kib 2>&1)
+check modprobe_sets_the_parameter [ "$kib" = 64 ]
+
 # The Python binding against the installed module and library, as root
 # and as a member of group kvarena (its own KTAP; counted apart).
 python3 /kvatest/test_device.py
 rc=$?
 check python_device_tests_pass [ $rc = 0 ]
+
+# KV events: the module, kvarenactl events, and --zmq over loopback.
+ip link set lo up
+python3 /kvatest/test_events.py
+rc=$?
+check python_events_tests_pass [ $rc = 0 ]
 
 /sbin/modprobe -r kvarena 2>/tmp/err
 check modprobe_r_unloads_it [ ! -e /sys/module/kvarena ]

@@ -57,4 +57,4 @@ other:x:1001:
 GR
 printf 'passwd: files\ngroup: files\n' > "$root/etc/nsswitch.conf"
 cp "$src/selftests/python/ktap.py" "$src/selftests/python/test_device.py" \
-	"$root/kvatest/"
+	"$src/selftests/python/test_events.py" "$root/kvatest/"

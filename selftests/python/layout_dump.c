@@ -56,6 +56,8 @@ int main(void)
 	F(kva_stat, alloc_calls); F(kva_stat, free_calls); F(kva_stat, held);
 	F(kva_stat, nr_seqs); F(kva_stat, seq_tokens);
 	F(kva_stat, my_filled_tokens); F(kva_stat, my_filled_bytes);
+	F(kva_stat, nr_cached); F(kva_stat, nr_published);
+	F(kva_stat, cache_hits); F(kva_stat, cache_misses);
 	F(kva_stat, reserved);
 	END();
 	BEGIN(kva_arena_params);
@@ -99,6 +101,9 @@ int main(void)
 	F(kvarena_stat, owner_gid); F(kvarena_stat, mode);
 	F(kvarena_stat, client_min_limit); F(kvarena_stat, client_max_default);
 	F(kvarena_stat, client_max_limit); F(kvarena_stat, mem_uuid);
+	F(kvarena_stat, nr_published); F(kvarena_stat, reserved1);
+	F(kvarena_stat, cache_hits); F(kvarena_stat, cache_misses);
+	F(kvarena_stat, cache_reclaims);
 	F(kvarena_stat, reserved);
 	END();
 	BEGIN(kvarena_client_info);
@@ -111,6 +116,7 @@ int main(void)
 	F(kvarena_client_info, alloc_calls);
 	F(kvarena_client_info, free_calls);
 	F(kvarena_client_info, alloc_failures);
+	F(kvarena_client_info, charged); F(kvarena_client_info, reserved0);
 	F(kvarena_client_info, reserved);
 	END();
 	BEGIN(kvarena_clients);
@@ -119,10 +125,24 @@ int main(void)
 	F(kvarena_clients, flags); F(kvarena_clients, reserved0);
 	F(kvarena_clients, reserved);
 	END();
+	BEGIN(kvarena_events_fd);
+	F(kvarena_events_fd, name); F(kvarena_events_fd, flags);
+	F(kvarena_events_fd, fd); F(kvarena_events_fd, reserved);
+	END();
+	BEGIN(kvarena_event);
+	F(kvarena_event, size); F(kvarena_event, type);
+	F(kvarena_event, flags); F(kvarena_event, seq);
+	F(kvarena_event, time_ns); F(kvarena_event, lost);
+	F(kvarena_event, client_id); F(kvarena_event, frame);
+	F(kvarena_event, nr_tokens); F(kvarena_event, reserved);
+	F(kvarena_event, key); F(kvarena_event, parent);
+	END();
 	printf("},\n \"ioctls\": {\"KVARENA_IOC_VERSION\": %lu, "
-	       "\"KVARENA_IOC_STAT\": %lu, \"KVARENA_IOC_CLIENTS\": %lu}}\n",
+	       "\"KVARENA_IOC_STAT\": %lu, \"KVARENA_IOC_CLIENTS\": %lu, "
+	       "\"KVARENA_IOC_EVENTS_FD\": %lu}}\n",
 	       (unsigned long)KVARENA_IOC_VERSION,
 	       (unsigned long)KVARENA_IOC_STAT,
-	       (unsigned long)KVARENA_IOC_CLIENTS);
+	       (unsigned long)KVARENA_IOC_CLIENTS,
+	       (unsigned long)KVARENA_IOC_EVENTS_FD);
 	return 0;
 }

@@ -4,12 +4,14 @@ libkvarena as installed (selftests/install/vm_installed.sh runs it as
 root, after modprobe and udev): attaching over io_uring and ioctl,
 sequences of the module's frames seen through numpy, the module's own
 STAT and CLIENTS, frames coming back when a process dies, errors with the
-module's errno, and who may open the device (the udev rule's group).
+module's errno, who may open the device (the udev rule's group), and two
+processes sharing a published prefix seeing the same bytes.
 """
 
 import ctypes
 import errno
 import grp
+import hashlib
 import os
 
 import numpy as np
@@ -138,6 +140,77 @@ def the_udev_group_may_open_the_device_and_others_may_not():
         raise AssertionError("a user outside group kvarena opened it")
     eq(in_child(member), 0)
     eq(in_child(stranger), 0)
+
+
+def _pattern(seq):
+    """Fill every layer's K and V of @seq with a pattern; their digest."""
+    for layer in range(GEO.layers):
+        for kv in (kvarena.K, kvarena.V):
+            v = np.asarray(seq.kv(layer, kv))
+            v[...] = ((np.arange(v.size) * (3 + layer * 2 + kv)) % 2039).astype(
+                np.float16).reshape(v.shape)
+    return _digest(seq, seq.tokens // GEO.tokens_per_frame)
+
+
+def _digest(seq, frames):
+    h = hashlib.sha256()
+    for layer in range(GEO.layers):
+        for kv in (kvarena.K, kvarena.V):
+            h.update(np.asarray(seq.kv(layer, kv))[:frames].tobytes())
+    return h.digest()
+
+
+@suite.test
+def two_processes_sharing_a_prefix_see_the_same_bytes():
+    toks = list(range(9000, 9000 + 3 * 256))
+    keys = kvarena.prefix_keys(GEO, toks, b"shared-prefix-test")
+    to_parent, from_child = os.pipe()
+    to_child, from_parent = os.pipe()
+
+    def publisher():
+        with attach(label="py-publisher") as a:
+            s = a.seq(GEO, max_tokens=4096)
+            s.grow(3 * 256)
+            digest = _pattern(s)
+            eq(s.publish(keys, tokens=toks), 3)
+            os.write(from_child, digest)
+            os.read(to_child, 1)            # the other process has attached
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            publisher()
+            code = 0
+        except BaseException as e:
+            print("# child: %r" % (e,), flush=True)
+        finally:
+            os._exit(code)
+    digest = os.read(to_parent, 32)
+    eq(len(digest), 32)
+    with attach(label="py-attacher") as b:
+        q = b.seq(GEO, max_tokens=4096)
+        eq(q.attach_prefix(keys), 3)
+        eq(q.tokens, 3 * 256)
+        eq(_digest(q, 3), digest)
+        k = np.asarray(q.layer(0).k)
+        assert not k.flags.writeable        # published: read-only
+        me = [c for c in b.clients() if c.client_id == b.info.client_id][0]
+        eq((me.held, me.shared), (3, 3))    # the same frames as the child's
+        os.write(from_parent, b"x")
+        eq(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), 0)
+        eq(_digest(q, 3), digest)           # ours now alone, still the bytes
+        del k
+        q.free()
+    st = kvarena.arena_stat(ARENA)
+    eq((st.nr_cached, st.nr_published, st.nr_held), (3, 3, 0))
+
+    # A third process finds them in the cache, byte for byte.
+    def third():
+        with attach(label="py-third") as c:
+            r = c.seq(GEO, max_tokens=4096)
+            eq(r.attach_prefix(keys), 3)
+            eq(_digest(r, 3), digest)
+    eq(in_child(third), 0)
 
 
 @suite.test

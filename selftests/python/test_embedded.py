@@ -371,6 +371,58 @@ def a_host_arena_has_no_gpu_and_no_stream():
 
 
 @suite.test
+def prefix_keys_chain_over_full_frames():
+    g = geo()                       # 256 tokens per frame
+    toks = list(range(1000, 1000 + 3 * 256 + 17))
+    keys = kvarena.prefix_keys(g, toks, b"model-a")
+    eq([len(k) for k in keys], [32, 32, 32])
+    eq(kvarena.prefix_keys(g, toks, b"model-a"), keys)
+    other = kvarena.prefix_keys(g, toks, b"model-b")
+    assert all(a != b for a, b in zip(keys, other))
+    changed = list(toks)
+    changed[300] += 1               # frame 1: it and every later key change
+    k2 = kvarena.prefix_keys(g, changed, b"model-a")
+    eq(k2[0], keys[0])
+    assert k2[1] != keys[1] and k2[2] != keys[2]
+
+
+@suite.test
+def a_published_prefix_attaches_to_another_sequence_byte_for_byte():
+    g = geo()
+    toks = list(range(600))
+    keys = kvarena.prefix_keys(g, toks, b"ns")
+    with arena() as a:
+        p = a.seq(g, max_tokens=2048)
+        p.grow(600)
+        k = np.asarray(p.layer(1).k)
+        k[...] = (np.arange(k.size) % 2048).astype(np.float16).reshape(k.shape)
+        del k
+        eq(p.publish(keys, tokens=toks[:512]), 2)
+        eq(p.publish(keys), 0)      # the same keys again: nothing new
+        q = a.seq(g, max_tokens=2048)
+        eq(q.attach_prefix(keys + [b"\x07" * 32]), 2)
+        eq(q.tokens, 512)
+        pk, qk = np.asarray(p.layer(1).k), np.asarray(q.layer(1).k)
+        eq(qk.shape[0], 2)
+        assert (pk[:2] == qk).all()
+        assert qk.ctypes.data != pk.ctypes.data
+        # Published frames are read-only, and the view says so.
+        assert not qk.flags.writeable
+        st = a.stat()
+        eq((st.nr_published, st.held), (2, 3))
+        try:
+            p.publish(keys, tokens=toks[:511])
+        except ValueError:
+            pass
+        else:
+            raise AssertionError("511 token ids for 2 frames accepted")
+        del pk, qk
+        q.free()
+        p.free()
+        eq((a.stat().held, a.stat().nr_cached), (0, 2))
+
+
+@suite.test
 def the_device_views_need_a_device():
     missing = "/nonexistent/kvarena"
     e = expect_error(errno.ENOENT, kvarena.arenas, device=missing)

@@ -17,8 +17,10 @@ kvarena.open() attaches to an arena of /dev/kvarena (kvarena.ko) or makes
 an embedded in-process one.  A sequence keeps its KV in one contiguous
 virtual range of frames; seq.layer(l).k and .v are zero-copy views of it
 through DLPack and the array interfaces, shaped (frames, kv_heads,
-tokens_per_frame, head_dim) with the frame layout's strides.  Failed calls
-raise kvarena.Error, an OSError carrying libkvarena's errno.
+tokens_per_frame, head_dim) with the frame layout's strides.  Prefixes are
+shared through prefix_keys(), Seq.publish() and Seq.attach_prefix(), and
+an arena's KV events read with kvarena.events().  Failed calls raise
+kvarena.Error, an OSError carrying libkvarena's errno.
 
 The library is found as libkvarena.so.1 through the dynamic loader, then
 where `make install` put it; $KVARENA_LIBRARY names another file.
@@ -26,15 +28,16 @@ See Documentation/python.rst.
 """
 
 from ._errors import Error
-from ._core import (K, V, Arena, ArenaInfo, ArenaStat, ClientInfo, Geometry,
-                    KVTensor, Layer, Seq, Stat, arena_clients, arena_stat,
-                    arenas, create_arena, destroy_arena, library_path, open)
+from ._core import (K, V, Arena, ArenaInfo, ArenaStat, ClientInfo, Event,
+                    Events, Geometry, KVTensor, Layer, Seq, Stat,
+                    arena_clients, arena_stat, arenas, create_arena,
+                    destroy_arena, events, library_path, open, prefix_keys)
 
 __version__ = "1.0.0"
 
 __all__ = [
-    "Arena", "ArenaInfo", "ArenaStat", "ClientInfo", "Error", "Geometry",
-    "K", "KVTensor", "Layer", "Seq", "Stat", "V", "arena_clients",
-    "arena_stat", "arenas", "create_arena", "destroy_arena", "library_path",
-    "open",
+    "Arena", "ArenaInfo", "ArenaStat", "ClientInfo", "Error", "Event",
+    "Events", "Geometry", "K", "KVTensor", "Layer", "Seq", "Stat", "V",
+    "arena_clients", "arena_stat", "arenas", "create_arena", "destroy_arena",
+    "events", "library_path", "open", "prefix_keys",
 ]

@@ -2,6 +2,7 @@
 """Arenas, sequences and zero-copy views of their KV."""
 
 import ctypes
+import errno
 import os
 import weakref
 from collections import namedtuple
@@ -245,7 +246,7 @@ class Arena:
                            filled_bytes=s.my_filled_bytes,
                            filled_tokens=s.my_filled_tokens,
                            alloc_calls=s.alloc_calls, free_calls=s.free_calls,
-                           alloc_failures=0)]
+                           alloc_failures=0, charged=s.held)]
 
     # -- raw frames --------------------------------------------------------------
 
@@ -330,6 +331,10 @@ class Seq:
         self._pins = 0             # live KVTensor views
         self._view_frames = {}     # id(view) -> frames it covers
         self._freed = False
+        # Frames [0, _ro_frames) may be published (mapped read-only):
+        # views over them are exported read-only.  Never lowered: a frame
+        # a grow copied is writable again, and read-only is the safe guess.
+        self._ro_frames = 0
         arena._seqs.add(self)
 
     def _ptr(self):
@@ -399,7 +404,9 @@ class Seq:
         """kva_seq_fork(): a new sequence sharing this one's frames."""
         p = _lib.SeqP()
         call("kva_seq_fork", self._ptr(), ctypes.byref(p))
-        return Seq(self._arena, p)
+        child = Seq(self._arena, p)
+        child._ro_frames = self._ro_frames
+        return child
 
     def handles(self):
         """kva_seq_handles(): the frames mapped behind the range, in order."""
@@ -480,8 +487,159 @@ class Seq:
         """Layer(k, v): both views of @layer."""
         return Layer(self.kv(layer, K, tokens), self.kv(layer, V, tokens))
 
+    # -- prefix sharing ------------------------------------------------------
+
+    def publish(self, keys, tokens=None):
+        """kva_seq_publish(): put the first len(@keys) frames (full ones)
+        under @keys (prefix_keys()).  With @tokens - the token ids those
+        frames hold - kva_seq_publish_tokens(), which passes them on to
+        the arena's KV events (device mode).  Returns the number of frames
+        newly published; a key another frame has already keeps that one."""
+        k = _keys(keys)
+        if tokens is None:
+            n = call("kva_seq_publish", self._ptr(), k, len(keys))
+        else:
+            T = self._c.geo.tokens_per_frame
+            if len(tokens) != len(keys) * T:
+                raise ValueError("tokens: %d ids for %d frames of %d tokens" %
+                                 (len(tokens), len(keys), T))
+            t = (_lib.c_u32 * max(len(tokens), 1))(*tokens)
+            n = call("kva_seq_publish_tokens", self._ptr(), k, len(keys), t)
+        self._ro_frames = max(self._ro_frames, len(keys))
+        return n
+
+    def attach_prefix(self, keys):
+        """kva_seq_attach_prefix(): map the frames of the longest leading
+        run of @keys published in the arena - by any process - at the start
+        of this empty sequence, read-only.  Returns how many were found;
+        the sequence then holds that many frames' tokens."""
+        n = call("kva_seq_attach_prefix", self._ptr(), _keys(keys),
+                 len(keys))
+        self._ro_frames = max(self._ro_frames, n)
+        return n
+
 
 Layer = namedtuple("Layer", "k v")
+
+
+def _keys(keys):
+    arr = (_lib.Key * max(len(keys), 1))()
+    for i, k in enumerate(keys):
+        if len(k) != _lib.KEY_LEN:
+            raise ValueError("a key is %d bytes, not %d" % (_lib.KEY_LEN, len(k)))
+        ctypes.memmove(arr[i].b, bytes(k), _lib.KEY_LEN)
+    return arr
+
+
+def prefix_keys(geometry, tokens, namespace=b""):
+    """kva_prefix_keys(): the key chain (32-byte keys, one per full frame)
+    of the token ids @tokens in @geometry's frames, under @namespace (bytes
+    naming the model, tokenizer, adapter...).  Any program computes the
+    same keys (lib/include/kvarena.h has the formula)."""
+    if not isinstance(geometry, Geometry):
+        raise TypeError("geometry must be a kvarena.Geometry")
+    ns = bytes(namespace)
+    t = (_lib.c_u32 * max(len(tokens), 1))(*tokens)
+    nmax = len(tokens) // geometry.tokens_per_frame
+    out = (_lib.Key * max(nmax, 1))()
+    n = call("kva_prefix_keys", ctypes.byref(geometry._c), ns or None,
+             len(ns), t, len(tokens), out, nmax)
+    return [bytes(out[i].b) for i in range(n)]
+
+
+# -- KV events (device mode) ---------------------------------------------------
+
+Event = namedtuple("Event", "type seq time_ns lost client_id frame key "
+                   "parent tokens")
+Event.__doc__ = """One KV event of an arena (struct kvarena_event).
+
+type: "stored" (a frame published under key), "removed" (a cached frame
+reclaimed), "cleared" (the arena destroyed), or "lost" (this reader missed
+@lost events).  key and parent are 32 bytes (parent None when the frame
+was the first of its PUBLISH); tokens the token ids the publisher gave.
+block_hash() is the key as vLLM's integer block hash."""
+Event.block_hash = property(lambda e: int.from_bytes(e.key[-8:], "big")
+                            if e.key else None)
+
+_EVENT_TYPES = {_uapi.EVENT_STORED: "stored", _uapi.EVENT_REMOVED: "removed",
+                _uapi.EVENT_CLEARED: "cleared", _uapi.EVENT_LOST: "lost"}
+
+
+class Events:
+    """The KV events of one arena of the module, read in order
+    (KVARENA_IOC_EVENTS_FD), for whoever may view the arena.
+
+    read(timeout) returns the events ready (waiting up to @timeout
+    seconds, None: for ever), [] on timeout; iterating yields events until
+    the arena is destroyed (after its "cleared" event)."""
+
+    BUF = 256 << 10
+
+    def __init__(self, name, oldest=False, device=None):
+        with _uapi.Device(device) as d:
+            self.fd = d.events_fd(name, oldest=oldest)
+        self.name = name
+        self.eof = False
+
+    def fileno(self):
+        return self.fd
+
+    def close(self):
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "fd", -1) >= 0:
+            os.close(self.fd)
+
+    def read(self, timeout=None):
+        import select
+        if self.eof:
+            return []
+        if timeout is not None:
+            r, _, _ = select.select([self.fd], [], [], timeout)
+            if not r:
+                return []
+        try:
+            buf = os.read(self.fd, self.BUF)
+        except OSError as e:
+            raise Error(e.errno, "read of events") from None
+        if not buf:
+            self.eof = True
+        return list(_parse_events(buf))
+
+    def __iter__(self):
+        while not self.eof:
+            yield from self.read()
+
+
+def _parse_events(buf):
+    hdr = ctypes.sizeof(_uapi.EventHeader)
+    off = 0
+    while off < len(buf):
+        h = _uapi.EventHeader.from_buffer_copy(buf, off)
+        if h.size < hdr or off + h.size > len(buf):
+            raise Error(errno.EPROTO, "a malformed event record")
+        toks = tuple(memoryview(buf)[off + hdr:off + hdr + 4 * h.nr_tokens]
+                     .cast("I")) if h.nr_tokens else ()
+        key = bytes(h.key) if h.type in (_uapi.EVENT_STORED,
+                                         _uapi.EVENT_REMOVED) else None
+        parent = (bytes(h.parent) if h.flags & _uapi.EVENT_PARENT else None)
+        yield Event(_EVENT_TYPES.get(h.type, str(h.type)), h.seq, h.time_ns,
+                    h.lost, h.client_id, h.frame, key, parent, toks)
+        off += h.size
+
+
+def events(name, oldest=False, device=None):
+    """Events(name): read arena @name's KV events from the module."""
+    return Events(name, oldest=oldest, device=device)
 
 
 class KVTensor:
@@ -494,7 +652,10 @@ class KVTensor:
     [t // T_f, :, t % T_f, :]; tokens past .tokens in the last frame are
     not the sequence's.  Exported through DLPack (__dlpack__: CPU for host
     arenas, CUDA for CUDA arenas) and the array interfaces
-    (__array_interface__ / __cuda_array_interface__, version 3).
+    (__array_interface__ / __cuda_array_interface__, version 3).  A view
+    that covers published frames (Seq.publish(), Seq.attach_prefix()) is
+    .readonly: those are mapped read-only, and the array interfaces say
+    so; DLPack cannot, so a store into one through torch faults.
     """
 
     def __init__(self, seq, layer, kv, tokens):
@@ -512,6 +673,8 @@ class KVTensor:
         es = self.itemsize
         self.strides = (g.frame_size // es, g.head_stride // es, g.head_dim, 1)
         self.data = c.base + (layer * 2 + kv) * g.kv_heads * g.head_stride
+        # Published frames are mapped read-only: say so to numpy.
+        self.readonly = frames > 0 and seq._ro_frames > 0
         cuda = seq._arena.info.backend == "cuda"
         self.device = ((_dlpack.DL_CUDA if cuda else _dlpack.DL_CPU),
                        seq._arena.info.mem_dev if cuda else 0)
@@ -540,7 +703,7 @@ class KVTensor:
         return {
             "shape": self.shape,
             "typestr": self.typestr,
-            "data": (self.data, False),
+            "data": (self.data, self.readonly),
             "strides": tuple(s * self.itemsize for s in self.strides),
             "version": 3,
         }

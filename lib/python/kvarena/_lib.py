@@ -78,7 +78,11 @@ class Stat(ctypes.Structure):
         ("seq_tokens", c_u64),
         ("my_filled_tokens", c_u64),
         ("my_filled_bytes", c_u64),
-        ("reserved", c_u64 * 4),
+        ("nr_cached", c_u32),
+        ("nr_published", c_u32),
+        ("cache_hits", c_u64),
+        ("cache_misses", c_u64),
+        ("reserved", c_u64 * 1),
     ]
 
 
@@ -137,6 +141,14 @@ class Grow(ctypes.Structure):
     ]
 
 
+KEY_LEN = 32
+
+
+class Key(ctypes.Structure):
+    """struct kva_key"""
+    _fields_ = [("b", c_u8 * KEY_LEN)]
+
+
 ArenaP = c_void_p
 
 # name: (restype, argtypes); restype int means "negative errno or count".
@@ -168,6 +180,17 @@ _PROTOS = {
     "kva_seq_free": (None, [SeqP]),
     "kva_seq_handles": (ctypes.c_int, [SeqP, ctypes.POINTER(c_u64),
                                        ctypes.c_uint]),
+    "kva_prefix_keys": (ctypes.c_int, [ctypes.POINTER(Geometry), c_void_p,
+                                       ctypes.c_size_t,
+                                       ctypes.POINTER(c_u32), c_u64,
+                                       ctypes.POINTER(Key), ctypes.c_uint]),
+    "kva_seq_publish": (ctypes.c_int, [SeqP, ctypes.POINTER(Key),
+                                       ctypes.c_uint]),
+    "kva_seq_publish_tokens": (ctypes.c_int, [SeqP, ctypes.POINTER(Key),
+                                              ctypes.c_uint,
+                                              ctypes.POINTER(c_u32)]),
+    "kva_seq_attach_prefix": (ctypes.c_int, [SeqP, ctypes.POINTER(Key),
+                                             ctypes.c_uint]),
 }
 
 

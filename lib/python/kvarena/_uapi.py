@@ -74,7 +74,12 @@ class StatArg(ctypes.Structure):
         ("client_max_default", c_u32),
         ("client_max_limit", c_u32),
         ("mem_uuid", c_u8 * 16),
-        ("reserved", c_u64 * 8),
+        ("nr_published", c_u32),
+        ("reserved1", c_u32),
+        ("cache_hits", c_u64),
+        ("cache_misses", c_u64),
+        ("cache_reclaims", c_u64),
+        ("reserved", c_u64 * 4),
     ]
 
 
@@ -94,7 +99,9 @@ class ClientInfo(ctypes.Structure):
         ("alloc_calls", c_u64),
         ("free_calls", c_u64),
         ("alloc_failures", c_u64),
-        ("reserved", c_u64 * 2),
+        ("charged", c_u32),
+        ("reserved0", c_u32),
+        ("reserved", c_u64 * 1),
     ]
 
 
@@ -110,6 +117,45 @@ class ClientsArg(ctypes.Structure):
     ]
 
 
+KEY_LEN = 32
+
+EVENTS_OLDEST = 1
+EVENTS_NONBLOCK = 2
+
+EVENT_STORED = 1
+EVENT_REMOVED = 2
+EVENT_CLEARED = 3
+EVENT_LOST = 4
+EVENT_PARENT = 1
+
+
+class EventsFdArg(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char * NAME_LEN),
+        ("flags", c_u32),
+        ("fd", c_i32),
+        ("reserved", c_u64 * 2),
+    ]
+
+
+class EventHeader(ctypes.Structure):
+    """struct kvarena_event; nr_tokens __u32 token ids follow it."""
+    _fields_ = [
+        ("size", c_u32),
+        ("type", ctypes.c_uint16),
+        ("flags", ctypes.c_uint16),
+        ("seq", c_u64),
+        ("time_ns", c_u64),
+        ("lost", c_u64),
+        ("client_id", c_u32),
+        ("frame", c_u32),
+        ("nr_tokens", c_u32),
+        ("reserved", c_u32),
+        ("key", c_u8 * KEY_LEN),
+        ("parent", c_u8 * KEY_LEN),
+    ]
+
+
 def _iowr(nr, struct):
     # _IOWR('K', nr, struct): dir 3 (read|write) << 30, size << 16.
     return (3 << 30) | (ctypes.sizeof(struct) << 16) | (ord("K") << 8) | nr
@@ -118,6 +164,7 @@ def _iowr(nr, struct):
 IOC_VERSION = _iowr(0x00, Version)
 IOC_STAT = _iowr(0x09, StatArg)
 IOC_CLIENTS = _iowr(0x0A, ClientsArg)
+IOC_EVENTS_FD = _iowr(0x10, EventsFdArg)
 
 # What the tests compare with the C header.
 STRUCTS = {
@@ -125,11 +172,14 @@ STRUCTS = {
     "kvarena_stat": StatArg,
     "kvarena_client_info": ClientInfo,
     "kvarena_clients": ClientsArg,
+    "kvarena_events_fd": EventsFdArg,
+    "kvarena_event": EventHeader,
 }
 IOCTLS = {
     "KVARENA_IOC_VERSION": IOC_VERSION,
     "KVARENA_IOC_STAT": IOC_STAT,
     "KVARENA_IOC_CLIENTS": IOC_CLIENTS,
+    "KVARENA_IOC_EVENTS_FD": IOC_EVENTS_FD,
 }
 
 
@@ -191,6 +241,15 @@ class Device:
                     return out
                 raise
             i += 1
+
+    def events_fd(self, name, oldest=False, nonblock=False):
+        """A descriptor reading arena @name's events (EVENTS_FD)."""
+        a = EventsFdArg()
+        a.name = _name_bytes(name)
+        a.flags = ((EVENTS_OLDEST if oldest else 0) |
+                   (EVENTS_NONBLOCK if nonblock else 0))
+        _ioctl(self.fd, IOC_EVENTS_FD, a, "EVENTS_FD")
+        return a.fd
 
     def clients(self, name):
         a = ClientsArg()
