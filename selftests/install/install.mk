@@ -3,16 +3,20 @@
 # kvarena as installed, in the VM (check-vm-installed, part of check-vm):
 # for each VM kernel, a root with `make install` (PREFIX=/usr/local) and
 # that kernel's `make modules_install` staged in it, completed by
-# vm_root.sh (kmod, systemd-udevd, python3 with numpy, zmq and msgpack,
-# users and group kvarena), booted with run.sh --root;
+# vm_root.sh (kmod, systemd-udevd, python3 with numpy, zmq and msgpack -
+# and torch for the kernel VMI_TORCH -, users and group kvarena), booted
+# with run.sh --root;
 # vm_installed.sh then unloads the build's module and does what an
 # administrator would: udevd, modprobe, the installed udev rule's group and
-# mode, modinfo, the Python binding in device mode (test_device.py),
-# modprobe -r.  DKMS itself cannot run there (busybox, no compiler); its
+# mode, modinfo, the Python binding in device mode (test_device.py,
+# test_events.py, test_prefix_torch.py where torch is), modprobe -r.  DKMS itself cannot run there (busybox, no compiler); its
 # make-driven equivalent is modules_install, and check-dkms runs dkms on
 # the host.  The install and DKMS checks on the host are mk/install.mk's.
 
 VMI_T := $(abspath $(B))/selftests/vm-installed
+# The kernel whose root also carries torch (test_prefix_torch.py): half a
+# gigabyte more to boot, so one kernel only; VMI_TORCH= for none.
+VMI_TORCH ?= $(lastword $(VM_KERNELS))
 
 .PHONY: check-vm-installed
 check-vm-installed: all
@@ -25,9 +29,12 @@ check-vm-installed: all
 			modules_install INSTALL_MOD_PATH=$$r \
 			>>$(VMI_T)/$$k/install.log 2>&1 || \
 			{ cat $(VMI_T)/$$k/install.log; exit 1; }; \
-		$(SRC)/selftests/install/vm_root.sh $$r "$(PYTHON)" $(SRC) || exit 1; \
-		echo "== VM, kvarena installed, on $$k"; \
-		$(VM_RUN) --timeout $(VM_TIMEOUT) --mem 2048 \
+		t=; mem=2048; \
+		if [ "$$k" = "$(VMI_TORCH)" ]; then t=torch; mem=4096; fi; \
+		$(SRC)/selftests/install/vm_root.sh $$r "$(PYTHON)" $(SRC) $$t || \
+			exit 1; \
+		echo "== VM, kvarena installed, on $$k$${t:+, with torch}"; \
+		$(VM_RUN) --timeout $(VM_TIMEOUT) --mem $$mem \
 			--kernel /boot/vmlinuz-$$k --module $(B)/kmod/$$k/kvarena.ko \
 			--root $$r --script $(SRC)/selftests/install/vm_installed.sh \
 			|| exit 1; \

@@ -1,32 +1,53 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# vm_root.sh ROOT PYTHON SRC
+# vm_root.sh ROOT PYTHON SRC [torch]
 #
 # Completes ROOT, where `make install` and `make modules_install` have been
 # staged, into a root the VM can run vm_installed.sh in: kmod (modprobe,
 # modinfo, rmmod, lsmod, depmod), systemd-udevd, python3 with its standard
 # library, numpy, zmq and msgpack, each with the libraries it loads
 # (selftests/vm/carry.sh); group kvarena and two users; the Python tests.
+# With "torch", torch too (and the modules it imports): half a gigabyte
+# of libraries, for test_prefix_torch.py.
 set -eu
 
-root=$1 python=$2 src=$3
+root=$1 python=$2 src=$3 torch=${4:-}
 die() { echo "vm_root.sh: $*" >&2; exit 2; }
 
-pyinfo=$("$python" - <<'PY'
-import os, sysconfig
-print(os.path.realpath(__import__("sys").executable))
+pyinfo=$("$python" - "$torch" <<'PY'
+import os, sys, sysconfig
+print(os.path.realpath(sys.executable))
 print(sysconfig.get_path("stdlib"))
-for m in ("numpy", "zmq", "msgpack"):
+mods = ["numpy", "zmq", "msgpack"]
+if sys.argv[1] == "torch":
+    # What `import torch` imports beyond the standard library (Debian 12).
+    mods += ["torch", "typing_extensions", "six", "astunparse"]
+for m in mods:
     try:
-        print(os.path.dirname(__import__(m).__file__))
+        f = __import__(m).__file__
+        print(f if f.endswith(m + ".py") else os.path.dirname(f))
     except ImportError:
         print("missing:" + m)
 PY
 )
 case $pyinfo in *missing:*)
-	die "python3 lacks $(echo "$pyinfo" | sed -n 's/^missing://p' | tr '\n' ' ')(apt-get install python3-numpy python3-zmq python3-msgpack)" ;;
+	die "python3 lacks $(echo "$pyinfo" | sed -n 's/^missing://p' | tr '\n' ' ')(apt-get install python3-numpy python3-zmq python3-msgpack python3-torch)" ;;
 esac
+# torch/lib/*.so are links into the library directory: carry what they
+# name (torch dlopen()s some by those names, so ldd alone would miss them).
+libs=
+if [ "$torch" = torch ]; then
+	tdir=$(echo "$pyinfo" | grep '/torch$')
+	for l in "$tdir"/lib/*.so; do
+		# The name the link gives (itself a link to the file, which
+		# carry.sh copies and links to by that name).
+		t=$(readlink "$l")
+		case $t in /*) ;; *) t=$(dirname "$l")/$t ;; esac
+		t=$(realpath -s "$t")
+		[ ! -e "$t" ] || libs="$libs $t"
+	done
+fi
 # One path per line of $pyinfo.
 # shellcheck disable=SC2086
 "$src/selftests/vm/carry.sh" "$root" \
@@ -35,7 +56,7 @@ esac
 	--exclude '*/turtledemo' --exclude '*/pydoc_data' \
 	--exclude '*/python3.*/dist-packages' --exclude '*/python3.*/site-packages' \
 	--exclude '*/config-3*' \
-	/usr/bin/python3 $pyinfo /bin/kmod /lib/systemd/systemd-udevd
+	/usr/bin/python3 $pyinfo $libs /bin/kmod /lib/systemd/systemd-udevd
 # kmod's tools where Debian has them: /sbin, which vm_installed.sh puts
 # ahead of busybox's /bin.
 mkdir -p "$root/sbin"
@@ -58,3 +79,5 @@ GR
 printf 'passwd: files\ngroup: files\n' > "$root/etc/nsswitch.conf"
 cp "$src/selftests/python/ktap.py" "$src/selftests/python/test_device.py" \
 	"$src/selftests/python/test_events.py" "$root/kvatest/"
+[ "$torch" != torch ] ||
+	cp "$src/selftests/python/test_prefix_torch.py" "$root/kvatest/"
