@@ -178,7 +178,7 @@ AI void f8_scores(const struct f8_scratch *s, const uint8_t *kb,
 	const uint32_t vpq = nu * PAIRS / 4;	/* q vectors per head */
 	const __m512i *qv = s->qv + (size_t)qh0 * vpq;
 	__mmask16 valid = (__mmask16)((1u << n) - 1);
-	__m512 half[2][SGB][2];
+	__m512 x[2][SGB];
 
 	/* Loops over halves and units stay loops: the code is large. */
 #pragma GCC unroll 1
@@ -201,8 +201,15 @@ AI void f8_scores(const struct f8_scratch *s, const uint8_t *kb,
 					r[i] = _mm512_loadu_si512(ku +
 						s->off[j0 + i]);
 				transpose8(r, c);
+				/*
+				 * Rows 0-3 and 4-7 alternate (k = 0, 4, 1, 5,
+				 * ...): each accumulator takes two dependent
+				 * vdpbf16ps per k, so taking them in order left
+				 * four chains of eight waiting on latency.
+				 */
 				UNROLL
-				for (uint32_t k = 0; k < 8; k++) {
+				for (uint32_t kk = 0; kk < 8; kk++) {
+					uint32_t k = (kk >> 1) + 4 * (kk & 1);
 					uint32_t i = k % 4;
 					__m512i lo, hi, w0, w1;
 
@@ -229,31 +236,30 @@ AI void f8_scores(const struct f8_scratch *s, const uint8_t *kb,
 				}
 			}
 		}
+		/*
+		 * The first fold of the lane sums now, so that the second
+		 * half's loop holds four vectors of this one, not eight
+		 * (with eight it spilled).
+		 */
 		UNROLL
-		for (uint32_t g = 0; g < gb; g++) {
-			half[h][g][0] = acc[g][0];
-			half[h][g][1] = acc[g][1];
-		}
+		for (uint32_t g = 0; g < gb; g++)
+			x[h][g] = _mm512_add_ps(
+				_mm512_shuffle_f32x4(acc[g][0], acc[g][1], 0x88),
+				_mm512_shuffle_f32x4(acc[g][0], acc[g][1], 0xdd));
 	}
 
 	UNROLL
 	for (uint32_t g = 0; g < gb; g++) {
 		uint32_t qh = qh0 + g;
-		__m512 x[2], sc, lv, p;
+		__m512 sc, lv, p;
 		float tmax, alpha = 1.0f;
 
 		__m256bh pb;
 
 		/* lane sums: 128-bit lane i of sc = tokens 4i .. 4i + 3 */
-		UNROLL
-		for (uint32_t h = 0; h < 2; h++)
-			x[h] = _mm512_add_ps(
-				_mm512_shuffle_f32x4(half[h][g][0],
-						     half[h][g][1], 0x88),
-				_mm512_shuffle_f32x4(half[h][g][0],
-						     half[h][g][1], 0xdd));
-		sc = _mm512_add_ps(_mm512_shuffle_f32x4(x[0], x[1], 0x88),
-				   _mm512_shuffle_f32x4(x[0], x[1], 0xdd));
+		sc = _mm512_add_ps(
+			_mm512_shuffle_f32x4(x[0][g], x[1][g], 0x88),
+			_mm512_shuffle_f32x4(x[0][g], x[1][g], 0xdd));
 		sc = _mm512_mul_ps(sc, _mm512_set1_ps(s->qf[qh]));
 		lv = _mm512_load_ps(s->lv + (size_t)qh * 16);
 		/*
