@@ -6,6 +6,7 @@
  *   FAKE_CUDA_DEVICES      device count (default 1)
  *   FAKE_CUDA_GRANULARITY  allocation granularity in bytes (default 2 MiB)
  *   FAKE_CUDA_INIT_ERROR   cuInit's result (default 0, CUDA_SUCCESS)
+ *   FAKE_CUDA_UUID_ERROR   cuDeviceGetUuid_v2's result (default 0)
  *
  * Built with -DFAKE_CUDA_OLD it lacks cuMemCreate, like a driver that
  * predates CUDA's virtual memory management.  Allocations are memfds.
@@ -40,6 +41,16 @@ CUresult cuDeviceGet(int *dev, int ordinal)
 {
 	*dev = ordinal;
 	return ordinal < env("FAKE_CUDA_DEVICES", 1) ? 0 : 101;
+}
+
+/* Device d's UUID: bytes 0xd0 + d, 1, 2, ... 15. */
+CUresult cuDeviceGetUuid_v2(unsigned char uuid[16], int dev)
+{
+	int i;
+
+	for (i = 0; i < 16; i++)
+		uuid[i] = (unsigned char)(i ? i : 0xd0 + dev);
+	return env("FAKE_CUDA_UUID_ERROR", 0);
 }
 
 CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev)

@@ -77,6 +77,11 @@ KVA_CUDA_LIBRARY=$FAKE FAKE_CUDA_DEVICES=2 run create g --frames 2 --backend cud
 check cuda_device_beyond_count rc 1 noout \
 	err "kvarenactl: cuda backend: no CUDA device 2 (2 devices)"
 
+# The module records the GPU by UUID, so create asks for it first.
+KVA_CUDA_LIBRARY=$FAKE FAKE_CUDA_UUID_ERROR=101 run create g --frames 2 --backend cuda
+check cuda_create_asks_the_driver_for_the_gpu_uuid rc 1 noout \
+	err "kvarenactl: cuda backend: device 0: cuDeviceGetUuid: CUDA error 101 (fake error)"
+
 KVA_CUDA_LIBRARY=$FAKE run create g --frames 2 --frame-size 64K --backend cuda
 check cuda_frame_size_below_granularity rc 1 noout \
 	err "kvarenactl: cuda backend: --frame-size 64Ki is not a multiple of device 0's allocation granularity, 2.0Mi"

@@ -341,6 +341,7 @@ int kvactl_cmd_create(const struct kvactl_opts *o)
 		cu = kvactl_cuda_open(o->cuda_dev, o->frame_size);
 		if (!cu)
 			return KVACTL_FAIL;
+		kvactl_cuda_uuid(cu, c.mem_uuid);
 	}
 	fd = kvactl_open(true, "create");
 	if (fd < 0)

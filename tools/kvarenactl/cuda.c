@@ -33,6 +33,10 @@ typedef unsigned long long CUmemGenericAllocationHandle;
 #define CU_MEM_ALLOC_GRANULARITY_MINIMUM	0
 
 typedef struct {
+	char bytes[16];
+} CUuuid;
+
+typedef struct {
 	int type;			/* CUmemLocationType */
 	int id;
 } CUmemLocation;
@@ -55,11 +59,13 @@ struct kvactl_cuda {
 	CUdevice dev;
 	uint32_t ordinal;
 	uint64_t frame_size;
+	uint8_t uuid[16];
 	bool ctx_retained;
 
 	CUresult (*cuInit)(unsigned int);
 	CUresult (*cuDeviceGetCount)(int *);
 	CUresult (*cuDeviceGet)(CUdevice *, int);
+	CUresult (*cuDeviceGetUuid)(CUuuid *, CUdevice);
 	CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
 	CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
 	CUresult (*cuCtxSetCurrent)(CUcontext);
@@ -126,6 +132,8 @@ static int load(struct kvactl_cuda *cu)
 		SYM(cuInit, "cuInit"),
 		SYM(cuDeviceGetCount, "cuDeviceGetCount"),
 		SYM(cuDeviceGet, "cuDeviceGet"),
+		/* what <cuda.h> maps cuDeviceGetUuid to, as libkvarena */
+		SYM(cuDeviceGetUuid, "cuDeviceGetUuid_v2"),
 		SYM(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
 		SYM(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
 		SYM(cuCtxSetCurrent, "cuCtxSetCurrent"),
@@ -166,6 +174,7 @@ struct kvactl_cuda *kvactl_cuda_open(uint32_t ordinal, uint64_t frame_size)
 	CUmemAllocationProp prop;
 	char b[2][KVACTL_NUM_LEN];
 	CUcontext ctx;
+	CUuuid uuid;
 	size_t gran = 0;
 	int count = 0;
 	CUresult r;
@@ -193,6 +202,18 @@ struct kvactl_cuda *kvactl_cuda_open(uint32_t ordinal, uint64_t frame_size)
 	}
 	r = cu->cuDeviceGet(&cu->dev, (int)ordinal);
 	if (r == CUDA_SUCCESS) {
+		/*
+		 * The module records the GPU by UUID: ordinals depend on
+		 * each process's CUDA_VISIBLE_DEVICES (libkvarena's clients
+		 * find the device by it).
+		 */
+		r = cu->cuDeviceGetUuid(&uuid, cu->dev);
+		if (r != CUDA_SUCCESS) {
+			kvactl_err("cuda backend: device %u: cuDeviceGetUuid: %s",
+				   ordinal, cu_error(cu, r));
+			goto err_close;
+		}
+		memcpy(cu->uuid, uuid.bytes, sizeof(cu->uuid));
 		r = cu->cuDevicePrimaryCtxRetain(&ctx, cu->dev);
 		cu->ctx_retained = r == CUDA_SUCCESS;
 	}
@@ -222,6 +243,11 @@ struct kvactl_cuda *kvactl_cuda_open(uint32_t ordinal, uint64_t frame_size)
 err_close:
 	kvactl_cuda_close(cu);
 	return NULL;
+}
+
+void kvactl_cuda_uuid(const struct kvactl_cuda *cu, uint8_t uuid[16])
+{
+	memcpy(uuid, cu->uuid, sizeof(cu->uuid));
 }
 
 int kvactl_cuda_frame(struct kvactl_cuda *cu)

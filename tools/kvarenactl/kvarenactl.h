@@ -363,6 +363,8 @@ struct kvactl_cuda *kvactl_cuda_open(uint32_t dev, uint64_t frame_size);
  * why.  The process keeps no reference: the fd holds the memory.
  */
 int kvactl_cuda_frame(struct kvactl_cuda *cu);
+/* The device's UUID (cuDeviceGetUuid), for kvarena_arena_create.mem_uuid. */
+void kvactl_cuda_uuid(const struct kvactl_cuda *cu, uint8_t uuid[16]);
 void kvactl_cuda_close(struct kvactl_cuda *cu);
 
 #endif /* KVARENACTL_H */
