@@ -392,6 +392,28 @@ static int cuda_copy(struct kva_arena *a, uint64_t dst, uint64_t src,
 }
 
 /*
+ * The same, on the engine's stream (seq.c's cow_copy_queued()): returns
+ * once the copy is queued.
+ */
+static int cuda_copy_async(struct kva_arena *a, uint64_t dst, uint64_t src,
+			   const struct kva_geometry *g, uint32_t tokens,
+			   void *stream)
+{
+	struct kva_cuda *c = cuda(a);
+	int ret;
+
+	if (!tokens)
+		return 0;
+	ret = ctx_push(a, c);
+	if (ret)
+		return ret;
+	ret = cu_err(a, c->fn.cuMemcpyDtoDAsync(dst, src, a->frame_size,
+						(CUstream)stream));
+	ctx_pop(c);
+	return ret;
+}
+
+/*
  * Stream-ordered teardown (teardown.c): an event on the engine's stream
  * at kva_seq_free(), waited for by the worker before it unmaps.  Neither
  * cuEventCreate nor cuEventRecord waits for the device.
@@ -439,6 +461,7 @@ const struct kva_vmm kva_cuda_vmm = {
 	.map = cuda_map,
 	.unmap = cuda_unmap,
 	.copy = cuda_copy,
+	.copy_async = cuda_copy_async,
 	.fence = cuda_fence,
 	.fence_wait = cuda_fence_wait,
 };

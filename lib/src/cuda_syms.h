@@ -33,6 +33,7 @@
 	X(cuMemUnmap)					\
 	X(cuMemSetAccess)				\
 	X(cuMemcpyDtoD)					\
+	X(cuMemcpyDtoDAsync)				\
 	X(cuStreamSynchronize)				\
 	X(cuEventCreate)				\
 	X(cuEventRecord)				\

@@ -216,6 +216,10 @@ struct kva_vmm {
 	int (*unmap)(struct kva_arena *a, uint64_t va, uint32_t n);
 	int (*copy)(struct kva_arena *a, uint64_t dst, uint64_t src,
 		    const struct kva_geometry *g, uint32_t tokens);
+	/* the same, queued on @stream and not waited for (NULL: none) */
+	int (*copy_async)(struct kva_arena *a, uint64_t dst, uint64_t src,
+			  const struct kva_geometry *g, uint32_t tokens,
+			  void *stream);
 	int (*fence)(struct kva_arena *a, void *stream, void **fence);
 	int (*fence_wait)(struct kva_arena *a, void *fence);
 };
@@ -304,6 +308,8 @@ struct kva_arena {
  * @nr_cow:	frames [0, nr_cow) may be shared with a forked sequence;
  *		frames beyond are private to this one.
  * @in_batch:	set while a kva_seq_grow_batch() plans this sequence.
+ * @unmapping:	a stream-ordered shrink (teardown.c) may still have slots
+ *		from nr_mapped on mapped: wait for it before mapping there.
  * @acct_tokens, @acct_bytes: this sequence's part of arena->acct.
  * @cow_link:	on arena->cow_seqs while nr_cow > 0 (@on_cow_list).
  */
@@ -316,6 +322,7 @@ struct kva_seq_impl {
 	uint32_t nr_mapped;
 	uint32_t nr_cow;
 	bool in_batch;
+	bool unmapping;
 	bool on_cow_list;
 	uint32_t *slot;
 	uint64_t acct_tokens;

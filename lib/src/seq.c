@@ -142,6 +142,7 @@ struct grow_plan {
 	bool mapped;
 	bool swapped;
 	uint32_t cow_drop;
+	bool cow_queued;	/* its copy may still be on the stream */
 };
 
 static uint32_t cow_frame(const struct grow_plan *p, const uint32_t *idx)
@@ -263,6 +264,50 @@ static int map_new(struct kva_arena *a, struct grow_plan *p,
 	return ret;
 }
 
+/*
+ * Stream-ordered copy-on-write (teardown.c): the new frame and the shared
+ * one are mapped side by side in a range of their own, the copy between
+ * them is queued on the engine's stream, and the worker unmaps them once
+ * the stream has passed it.  Neither mapping is one the engine uses, so
+ * the slot can take the new frame at once, and the shared frame, still
+ * mapped here, goes back to the arena only after the worker is through
+ * (it returns frames in queue order).  Lock held.
+ */
+static int cow_copy_queued(struct kva_arena *a, struct grow_plan *p,
+			   uint32_t nf)
+{
+	uint32_t f[2] = { nf, p->s->slot[p->cow_slot] };
+	uint64_t fs = a->frame_size, va, got;
+	struct kva_teardown *t;
+	int ret;
+
+	ret = kva_resv_get(a, 2 * fs, &va, &got);
+	if (ret)
+		return ret;
+	ret = a->vmm->map(a, va, f, 2);
+	if (ret)
+		goto err_put;
+	ret = a->vmm->copy_async(a, va, va + fs, &p->s->pub.geo,
+				 p->cow_tokens, a->td_stream);
+	t = ret ? NULL : kva_teardown_new(a, va, got, 2);
+	if (!t) {
+		/* no event to wait for: unmapping waits for the device */
+		if (a->vmm->unmap(a, va, 2)) {
+			a->vmm->release(a, va, got);
+			return -EIO;
+		}
+		ret = ret ? ret : -EIO;
+		goto err_put;
+	}
+	kva_teardown_queue(a, t, 0);
+	p->cow_queued = true;
+	return 0;
+
+err_put:
+	kva_resv_put(a, va, got);
+	return ret;
+}
+
 /* Fill plan @p's new private frame with the shared slot's tokens. */
 static int cow_copy(struct kva_arena *a, struct grow_plan *p,
 		    const uint32_t *idx)
@@ -276,6 +321,10 @@ static int cow_copy(struct kva_arena *a, struct grow_plan *p,
 		if (ret)
 			return ret;
 	}
+	if (!p->cow_tokens)
+		return 0;
+	if (a->td_on && !a->closing && a->vmm->copy_async)
+		return cow_copy_queued(a, p, nf);
 	ret = kva_scratch(a, &scratch);
 	if (ret)
 		return ret;
@@ -325,6 +374,12 @@ static void grow_undo(struct kva_arena *a, struct grow_plan *p,
 	uint32_t j, n = 0;
 	unsigned int i;
 
+	/* a copy still queued writes into its new frame: let it finish */
+	for (i = 0; i < nr; i++)
+		if (p[i].cow_queued) {
+			kva_teardown_wait_locked(a);
+			break;
+		}
 	for (i = nr; i-- > 0;) {
 		struct kva_seq_impl *s = p[i].s;
 
@@ -396,6 +451,15 @@ static int grow_batch_once(struct kva_arena *a, const struct kva_grow *reqs,
 	}
 
 	kva_lock(a);
+	/* A range a stream-ordered shrink is still unmapping: wait first. */
+	for (i = 0; i < nr; i++)
+		if (reqs[i].seq && seq_impl(reqs[i].seq)->unmapping) {
+			kva_teardown_wait_locked(a);
+			break;
+		}
+	for (; i < nr; i++)
+		if (reqs[i].seq)
+			seq_impl(reqs[i].seq)->unmapping = false;
 	for (i = 0; i < nr; i++) {
 		ret = plan_one(a, &reqs[i], &p[i]);
 		if (ret)
@@ -536,6 +600,7 @@ static uint32_t drop_slots(struct kva_seq_impl *s, uint32_t from, uint64_t *h,
 int kva_seq_shrink(struct kva_seq *seq, uint64_t tokens)
 {
 	uint64_t stack_h[GROW_STACK], *h = stack_h;
+	struct kva_teardown *t;
 	struct kva_seq_impl *s;
 	struct kva_arena *a;
 	uint32_t keep, drop, n;
@@ -551,6 +616,20 @@ int kva_seq_shrink(struct kva_seq *seq, uint64_t tokens)
 		goto out;
 	}
 	keep = (uint32_t)kva_frames_for(&s->pub.geo, tokens);
+	drop = s->nr_mapped > keep ? s->nr_mapped - keep : 0;
+	/*
+	 * Stream-ordered: the worker unmaps the tail once the stream has
+	 * passed this point and only then returns its frames; the range
+	 * stays this sequence's, and a grow waits before mapping there.
+	 */
+	t = drop ? kva_teardown_new(a, slot_va(s, keep), 0, drop) : NULL;
+	if (t) {
+		n = drop_slots(s, keep, kva_teardown_handles(t), false);
+		kva_teardown_queue(a, t, n);
+		s->unmapping = true;
+		n = 0;
+		goto done;
+	}
 	/*
 	 * A frame shared with a sequence whose stream-ordered free is still
 	 * pending is mapped there until that teardown is through: it must
@@ -558,7 +637,6 @@ int kva_seq_shrink(struct kva_seq *seq, uint64_t tokens)
 	 */
 	if (a->td_pending && s->nr_cow > keep)
 		kva_teardown_wait_locked(a);
-	drop = s->nr_mapped > keep ? s->nr_mapped - keep : 0;
 	if (drop > GROW_STACK) {
 		h = malloc(drop * sizeof(*h));
 		if (!h) {
@@ -572,6 +650,7 @@ int kva_seq_shrink(struct kva_seq *seq, uint64_t tokens)
 			goto out;
 	}
 	n = drop ? drop_slots(s, keep, h, false) : 0;
+done:
 	set_tokens(s, tokens);
 	set_room(s);
 	kva_acct_update(a, s);

@@ -12,6 +12,13 @@
  * to the provider.  The engine's thread makes two driver calls
  * (cuEventCreate, cuEventRecord), neither of which waits.
  *
+ * The same queue serves what else must wait for the stream (seq.c): a
+ * kva_seq_shrink() hands over the dropped tail of a sequence's range
+ * (its frames, not the range, which stays the sequence's: va_size 0), a
+ * copy-on-write the scratch range its copy goes through (no frames).
+ * One worker takes them in order, so a frame two of them map is returned
+ * only after the later one's unmap.
+ *
  * Until the worker is through, the frames are still held: an allocation
  * that finds the arena full waits for pending teardowns before it fails
  * (kva_frames_take()), and kva_arena_sync() waits for all of them.
@@ -26,7 +33,7 @@
 struct kva_teardown {
 	struct kva_teardown *next;
 	void *fence;
-	uint64_t va, va_size;
+	uint64_t va, va_size;	/* va_size 0: the range is not ours */
 	uint32_t nr_mapped;	/* frames mapped at va */
 	uint32_t nr;		/* frames to return: h[0, nr) */
 	uint64_t h[];
@@ -48,9 +55,11 @@ static void finish(struct kva_arena *a, struct kva_teardown *t, int unmapped)
 		/* still mapped: keep the frames, give up the range */
 		for (i = 0; i < t->nr; i++)
 			a->frames[handle_idx(t->h[i])].flags |= FRAME_STUCK;
-		a->vmm->release(a, t->va, t->va_size);
+		if (t->va_size)
+			a->vmm->release(a, t->va, t->va_size);
 	} else {
-		kva_resv_put(a, t->va, t->va_size);
+		if (t->va_size)
+			kva_resv_put(a, t->va, t->va_size);
 		kva_frames_put(a, t->h, t->nr);
 	}
 	a->td_pending--;

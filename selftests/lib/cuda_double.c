@@ -75,7 +75,7 @@ static CUresult enter(const char *fn, uint64_t a, uint64_t b, uint64_t c)
 {
 	if (nr_calls < MAX_LOG)
 		calls[nr_calls++] = (struct cuda_double_call){
-			fn, a, b, c, 0, (unsigned long)pthread_self() };
+			fn, a, b, c, 0, (unsigned long)pthread_self(), 0 };
 	if (fail_fn && !strcmp(fail_fn, fn) && !--fail_nth) {
 		fail_fn = NULL;
 		return fail_err;
@@ -482,6 +482,69 @@ CUresult cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t n)
 }
 
 /*
+ * Copies queued on a stream run when the stream gets to them: at once,
+ * or, while the stream is held, at the release, in order.  The memory
+ * must still be mapped then, as on a device; a copy that finds it gone
+ * is counted (cuda_double_faults()) and not made.
+ */
+struct queued_copy {
+	uint64_t dst, src;
+	size_t n;
+};
+
+static struct queued_copy queued[64];
+static unsigned int nr_queued, nr_faults;
+static unsigned int held;
+
+CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n,
+			   CUstream stream)
+{
+	ENTER(dst, src, n);
+	calls[nr_calls - 1].stream = (uintptr_t)stream;
+	if (!ctx_depth)
+		return leave(CUDA_ERROR_INVALID_CONTEXT);
+	if (!covered(dst, n, true) || !covered(src, n, true))
+		return leave(CUDA_ERROR_INVALID_VALUE);
+	if (!held) {
+		memmove((void *)(uintptr_t)dst, (void *)(uintptr_t)src, n);
+		return leave(CUDA_SUCCESS);
+	}
+	if (nr_queued == 64)
+		return leave(CUDA_ERROR_OUT_OF_MEMORY);
+	queued[nr_queued++] = (struct queued_copy){ dst, src, n };
+	return leave(CUDA_SUCCESS);
+}
+
+/* Lock held: the stream gets to the queued copies. */
+static void run_queued(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < nr_queued; i++) {
+		struct queued_copy *q = &queued[i];
+
+		if (!covered(q->dst, q->n, true) ||
+		    !covered(q->src, q->n, true)) {
+			nr_faults++;
+			continue;
+		}
+		memmove((void *)(uintptr_t)q->dst, (void *)(uintptr_t)q->src,
+			q->n);
+	}
+	nr_queued = 0;
+}
+
+unsigned int cuda_double_faults(void)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&lock);
+	n = nr_faults;
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+/*
  * Events: an event records the stream's hold generation; it is reached
  * once that hold is released (or at once if none was on).
  */
@@ -491,7 +554,7 @@ struct event {
 };
 
 static struct event events[64];
-static unsigned int hold_gen, held;
+static unsigned int hold_gen;
 static pthread_cond_t released = PTHREAD_COND_INITIALIZER;
 
 CUresult cuEventCreate(CUevent *ev, unsigned int flags)
@@ -570,6 +633,7 @@ void cuda_double_stream_release(void)
 {
 	pthread_mutex_lock(&lock);
 	held = 0;
+	run_queued();
 	pthread_cond_broadcast(&released);
 	pthread_mutex_unlock(&lock);
 }

@@ -22,6 +22,7 @@ struct cuda_double_call {
 	uint64_t a, b, c;
 	int res;
 	unsigned long thread;		/* pthread_self() of the caller */
+	uint64_t stream;		/* the stream of a stream's call */
 };
 
 struct cuda_double_live {
@@ -33,10 +34,14 @@ struct cuda_double_live {
 
 /*
  * Streams: while held, the device has not reached any event recorded
- * since, and cuEventSynchronize() on one waits until the release.
+ * since, and cuEventSynchronize() on one waits until the release; copies
+ * queued with cuMemcpyDtoDAsync() run at the release.  (One stream: the
+ * stream argument is recorded, not told apart.)
  */
 void cuda_double_stream_hold(void);
 void cuda_double_stream_release(void);
+/* Queued copies that found their memory unmapped when they ran. */
+unsigned int cuda_double_faults(void);
 /* Clear the call log and any armed failure; live state is kept. */
 void cuda_double_reset(void);
 /* The @nth next call of @fn (its exported name) returns @err. */

@@ -466,31 +466,169 @@ TEST_F(cuda, grow_into_a_full_arena_waits_for_pending_frees)
 
 /*
  * A frame a fork shares stays mapped in a freed sequence until its
- * stream-ordered teardown is through: the other sequence's shrink must
- * not return it to the arena before then.
+ * stream-ordered teardown is through: the other sequence's shrink, also
+ * stream-ordered, must not return it to the arena before then.  The
+ * worker takes teardowns in order, so the parent's unmaps come first.
  */
-TEST_F(cuda, shrink_of_a_fork_waits_for_its_parents_pending_free)
+TEST_F(cuda, shrink_of_a_fork_returns_shared_frames_after_its_parents_unmap)
 {
 	unsigned long me = (unsigned long)pthread_self();
+	const struct cuda_double_call *u;
 	struct kva_seq *p, *c;
-	unsigned int i, theirs = 0;
-	pthread_t th;
+	struct kva_stat st;
+	uint64_t pbase;
+	unsigned int i;
 
 	ASSERT_EQ(0, kva_arena_set_stream(self->a, NULL));
 	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 4 * TPF, &p));
 	ASSERT_EQ(0, kva_seq_grow(p, TPF + 5));
 	ASSERT_EQ(0, kva_seq_fork(p, &c));
+	pbase = p->base;
 	cuda_double_stream_hold();
 	cuda_double_reset();
 	kva_seq_free(p);		/* both frames still c's too */
-	ASSERT_EQ(0, pthread_create(&th, NULL, release_later, NULL));
 	ASSERT_EQ(0, kva_seq_shrink(c, 0));
-	/* by now the parent's two frames were unmapped, on the arena's thread */
-	for (i = 0; i < cuda_double_count("cuMemUnmap"); i++)
-		theirs += cuda_double_find("cuMemUnmap", i)->thread != me;
-	EXPECT_EQ(2, theirs);
-	pthread_join(th, NULL);
+	EXPECT_EQ(0, cuda_double_count("cuMemUnmap"));
+	ASSERT_EQ(0, kva_stat(self->a, &st));
+	EXPECT_EQ(30, st.nr_free);
+	cuda_double_stream_release();
+	ASSERT_EQ(0, kva_arena_sync(self->a));
+	/* the parent's two frames, then the fork's two, on the arena's thread */
+	ASSERT_EQ(4, cuda_double_count("cuMemUnmap"));
+	for (i = 0; i < 4; i++) {
+		u = cuda_double_find("cuMemUnmap", i);
+		EXPECT_NE(me, u->thread);
+		EXPECT_EQ((i < 2 ? pbase : c->base) + (i % 2) * FS, u->a);
+	}
+	ASSERT_EQ(0, kva_stat(self->a, &st));
+	EXPECT_EQ(32, st.nr_free);
 	kva_seq_free(c);
+}
+
+/*
+ * kva_seq_shrink() in a decode step, the stream named: the tail is
+ * unmapped by the arena's thread once the stream has passed the shrink,
+ * and only then are its frames free; the engine's thread records an
+ * event and nothing else.
+ */
+TEST_F(cuda, shrink_with_a_stream_never_waits_on_the_driver)
+{
+	unsigned long me = (unsigned long)pthread_self();
+	void *stream = (void *)(uintptr_t)0x7;
+	const struct cuda_double_call *c;
+	struct kva_stat st;
+	struct kva_seq *s;
+	unsigned int i;
+
+	ASSERT_EQ(0, kva_arena_set_stream(self->a, stream));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 8 * TPF, &s));
+	ASSERT_EQ(0, kva_seq_grow(s, 3 * TPF));
+	fill_tokens(s, 6, 0, 3 * TPF);
+	cuda_double_stream_hold();
+	cuda_double_reset();
+	ASSERT_EQ(0, kva_seq_shrink(s, TPF - 1));
+	EXPECT_STREQ("cuCtxPushCurrent_v2 cuEventCreate cuEventRecord "
+		     "cuCtxPopCurrent_v2", cuda_double_trace());
+	c = cuda_double_find("cuEventRecord", 0);
+	ASSERT_NE(NULL, c);
+	EXPECT_EQ((uintptr_t)stream, c->b);
+	EXPECT_EQ(TPF - 1, s->tokens);
+	EXPECT_EQ(TPF, s->room);
+	/* held until the stream gets there */
+	ASSERT_EQ(0, kva_stat(self->a, &st));
+	EXPECT_EQ(29, st.nr_free);
+
+	cuda_double_stream_release();
+	ASSERT_EQ(0, kva_arena_sync(self->a));
+	ASSERT_EQ(2, cuda_double_count("cuMemUnmap"));
+	for (i = 0; i < 2; i++) {
+		EXPECT_NE(me, cuda_double_find("cuMemUnmap", i)->thread);
+		EXPECT_EQ(s->base + (1 + i) * FS,
+			  cuda_double_find("cuMemUnmap", i)->a);
+	}
+	ASSERT_EQ(0, kva_stat(self->a, &st));
+	EXPECT_EQ(31, st.nr_free);
+	EXPECT_EQ(0, check_tokens(s, 6, 0, TPF - 1));
+	kva_seq_free(s);
+}
+
+/*
+ * The range a stream-ordered shrink dropped stays the sequence's, still
+ * mapped until the worker gets to it: growing back into it waits for
+ * that (the double refuses a map over a mapping), and does not fail.
+ */
+TEST_F(cuda, grow_back_after_a_shrink_with_a_stream_waits_for_its_unmap)
+{
+	struct kva_seq *s;
+	pthread_t th;
+
+	ASSERT_EQ(0, kva_arena_set_stream(self->a, NULL));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 8 * TPF, &s));
+	ASSERT_EQ(0, kva_seq_grow(s, 3 * TPF));
+	cuda_double_stream_hold();
+	ASSERT_EQ(0, kva_seq_shrink(s, TPF));
+	ASSERT_EQ(0, pthread_create(&th, NULL, release_later, NULL));
+	EXPECT_EQ(0, kva_seq_grow(s, 2 * TPF));	/* back to three frames */
+	pthread_join(th, NULL);
+	fill_tokens(s, 7, 0, 3 * TPF);
+	EXPECT_EQ(0, check_tokens(s, 7, 0, 3 * TPF));
+	kva_seq_free(s);
+}
+
+/*
+ * Copy-on-write in a decode step, the stream named: the copy is queued
+ * on that stream (no cuStreamSynchronize, nothing else waited for) from
+ * a range of its own, which the arena's thread unmaps once the stream
+ * has passed the copy.  The double runs queued copies only at the
+ * release, and counts one that finds its memory gone.
+ */
+TEST_F(cuda, copy_on_write_with_a_stream_queues_the_copy)
+{
+	unsigned long me = (unsigned long)pthread_self();
+	void *stream = (void *)(uintptr_t)0x9;
+	const struct cuda_double_call *cp;
+	struct kva_seq *p, *c;
+	unsigned int i;
+
+	ASSERT_EQ(0, kva_arena_set_stream(self->a, stream));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 10 * TPF, &p));
+	ASSERT_EQ(0, kva_seq_grow(p, TPF + 10));
+	fill_tokens(p, 3, 0, TPF + 10);
+	ASSERT_EQ(0, kva_seq_fork(p, &c));
+	cuda_double_stream_hold();
+	cuda_double_reset();
+	ASSERT_EQ(0, kva_seq_grow(c, 1));	/* into the shared frame */
+	EXPECT_EQ(0, cuda_double_count("cuStreamSynchronize"));
+	EXPECT_EQ(0, cuda_double_count("cuEventSynchronize"));
+	EXPECT_EQ(0, cuda_double_count("cuMemcpyDtoD_v2"));
+	ASSERT_EQ(1, cuda_double_count("cuMemcpyDtoDAsync_v2"));
+	cp = cuda_double_find("cuMemcpyDtoDAsync_v2", 0);
+	EXPECT_EQ((uintptr_t)stream, cp->stream);
+	EXPECT_EQ(FS, cp->c);
+	EXPECT_EQ(cp->a + FS, cp->b);	/* new frame, then the shared one */
+	/* the one unmap here is the slot's, the swap's */
+	ASSERT_EQ(1, cuda_double_count("cuMemUnmap"));
+	EXPECT_EQ(c->base + FS, cuda_double_find("cuMemUnmap", 0)->a);
+	EXPECT_EQ(3, held_frames(self->a));
+
+	cuda_double_stream_release();
+	ASSERT_EQ(0, kva_arena_sync(self->a));
+	EXPECT_EQ(0, cuda_double_faults());
+	/* the copy's range, unmapped after it, on the arena's thread */
+	ASSERT_EQ(3, cuda_double_count("cuMemUnmap"));
+	for (i = 1; i < 3; i++) {
+		EXPECT_NE(me, cuda_double_find("cuMemUnmap", i)->thread);
+		EXPECT_EQ(cp->a + (i - 1) * FS,
+			  cuda_double_find("cuMemUnmap", i)->a);
+	}
+	fill_tokens(c, 4, TPF + 10, TPF + 11);
+	EXPECT_EQ(0, check_tokens(p, 3, 0, TPF + 10));
+	EXPECT_EQ(0, check_tokens(c, 3, 0, TPF + 10));
+	EXPECT_EQ(0, check_tokens(c, 4, TPF + 10, TPF + 11));
+	kva_seq_free(p);
+	kva_seq_free(c);
+	ASSERT_EQ(0, kva_arena_sync(self->a));
+	EXPECT_EQ(0, held_frames(self->a));
 }
 
 TEST_F(cuda, free_unmaps_frame_by_frame_and_close_releases_everything)
