@@ -631,6 +631,51 @@ TEST_F(cuda, copy_on_write_with_a_stream_queues_the_copy)
 	EXPECT_EQ(0, held_frames(self->a));
 }
 
+/*
+ * The same failures with the stream named: the queued path unwinds as
+ * the waiting one does, and the copy's range goes (no mapping left over,
+ * no copy run into unmapped memory).
+ */
+TEST_F(cuda, failed_copy_on_write_with_a_stream_leaves_both_sequences_as_they_were)
+{
+	static const char *const fn[] = {
+		"cuMemcpyDtoDAsync_v2", "cuEventRecord", "cuMemMap",
+		"cuMemSetAccess",
+	};
+	/* two maps of the copy's range, then the swap's; the same for
+	 * access: one over the copy's range, then the swap's */
+	static const unsigned int nth[] = { 1, 1, 3, 2 };
+	struct cuda_double_live l;
+	struct kva_seq *p, *c;
+	uint64_t hp[2], hc[2];
+	unsigned int i;
+
+	ASSERT_EQ(0, kva_arena_set_stream(self->a, NULL));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 10 * TPF, &p));
+	ASSERT_EQ(0, kva_seq_grow(p, TPF + 10));
+	fill_tokens(p, 5, 0, TPF + 10);
+	ASSERT_EQ(0, kva_seq_fork(p, &c));
+	for (i = 0; i < 4; i++) {
+		cuda_double_reset();
+		cuda_double_fail(fn[i], nth[i], CUDA_ERROR_UNKNOWN);
+		EXPECT_EQ(-EIO, kva_seq_grow(c, 1));
+		ASSERT_EQ(0, kva_arena_sync(self->a));
+		EXPECT_EQ(TPF + 10, c->tokens);
+		EXPECT_EQ(TPF + 10, c->room);
+		EXPECT_EQ(2, held_frames(self->a));
+		ASSERT_EQ(2, kva_seq_handles(p, hp, 2));
+		ASSERT_EQ(2, kva_seq_handles(c, hc, 2));
+		EXPECT_EQ(0, memcmp(hp, hc, sizeof(hp)));
+		EXPECT_EQ(0, check_tokens(c, 5, 0, TPF + 10));
+		cuda_double_live(&l);
+		EXPECT_EQ(4, l.mappings);
+	}
+	EXPECT_EQ(0, cuda_double_faults());
+	ASSERT_EQ(0, kva_seq_grow(c, 1));
+	kva_seq_free(p);
+	kva_seq_free(c);
+}
+
 TEST_F(cuda, free_unmaps_frame_by_frame_and_close_releases_everything)
 {
 	struct kva_seq *s;
