@@ -735,8 +735,13 @@ void kva_seq_destroy_locked(struct kva_seq_impl *s)
 	bool stuck = false;
 	uint32_t from, n;
 
-	/* stream-ordered: the worker unmaps and returns them (teardown.c) */
-	t = kva_teardown_new(a, s->pub.base, s->va_size, s->nr_mapped);
+	/*
+	 * stream-ordered: the worker unmaps and returns them (teardown.c);
+	 * with nothing mapped, still through the worker if a shrink's
+	 * unmap is queued, so that the range goes back after it
+	 */
+	t = s->nr_mapped || s->unmapping ?
+	    kva_teardown_new(a, s->pub.base, s->va_size, s->nr_mapped) : NULL;
 	if (t) {
 		list_del(&s->link);
 		a->nr_seqs--;
@@ -747,8 +752,11 @@ void kva_seq_destroy_locked(struct kva_seq_impl *s)
 		free(s);
 		return;
 	}
-	/* as in kva_seq_shrink(): shared frames wait for pending teardowns */
-	if (a->td_pending && s->nr_cow)
+	/*
+	 * as in kva_seq_shrink(): shared frames wait for pending teardowns,
+	 * and so does a range a shrink's teardown still unmaps
+	 */
+	if (a->td_pending && (s->nr_cow || s->unmapping))
 		kva_teardown_wait_locked(a);
 	if (s->nr_mapped && a->vmm->unmap(a, s->pub.base, s->nr_mapped)) {
 		/* Still mapped: keep the frames, give up the range. */

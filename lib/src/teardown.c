@@ -140,7 +140,7 @@ struct kva_teardown *kva_teardown_new(struct kva_arena *a, uint64_t va,
 {
 	struct kva_teardown *t;
 
-	if (!a->td_on || a->closing || !nr_mapped)
+	if (!a->td_on || a->closing)
 		return NULL;
 	t = calloc(1, sizeof(*t) + nr_mapped * sizeof(t->h[0]));
 	if (!t)

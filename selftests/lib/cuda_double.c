@@ -715,7 +715,8 @@ const struct cuda_double_call *cuda_double_find(const char *fn,
 	return c;
 }
 
-const char *cuda_double_trace(void)
+/* The calls of @thread (0: of every thread), names separated by spaces. */
+static const char *trace_of(unsigned long thread)
 {
 	size_t len = 0;
 	unsigned int i;
@@ -723,10 +724,22 @@ const char *cuda_double_trace(void)
 	pthread_mutex_lock(&lock);
 	trace[0] = 0;
 	for (i = 0; i < nr_calls && len + 48 < sizeof(trace); i++)
-		len += (size_t)snprintf(trace + len, sizeof(trace) - len,
-					"%s%s", i ? " " : "", calls[i].fn);
+		if (!thread || calls[i].thread == thread)
+			len += (size_t)snprintf(trace + len,
+						sizeof(trace) - len, "%s%s",
+						len ? " " : "", calls[i].fn);
 	pthread_mutex_unlock(&lock);
 	return trace;
+}
+
+const char *cuda_double_trace(void)
+{
+	return trace_of(0);
+}
+
+const char *cuda_double_trace_mine(void)
+{
+	return trace_of((unsigned long)pthread_self());
 }
 
 int cuda_double_ctx_depth(void)

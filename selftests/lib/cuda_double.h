@@ -53,6 +53,9 @@ const struct cuda_double_call *cuda_double_find(const char *fn,
 						unsigned int i);
 /* Every call since the last reset, names separated by spaces. */
 const char *cuda_double_trace(void);
+/* The same, of the calling thread only (another may be waiting on an
+ * event meanwhile: the arena's teardown thread). */
+const char *cuda_double_trace_mine(void);
 /* Contexts pushed and not popped on this thread. */
 int cuda_double_ctx_depth(void);
 void cuda_double_live(struct cuda_double_live *live);
