@@ -367,7 +367,8 @@ void kva_seq_destroy_locked(struct kva_seq_impl *s);
 /* teardown.c */
 struct kva_teardown;
 struct kva_teardown *kva_teardown_new(struct kva_arena *a, uint64_t va,
-				      uint64_t va_size, uint32_t nr_mapped);
+				      uint64_t va_size, uint32_t nr_mapped,
+				      uint32_t room);
 uint64_t *kva_teardown_handles(struct kva_teardown *t);
 void kva_teardown_queue(struct kva_arena *a, struct kva_teardown *t,
 			uint32_t nr);

@@ -249,6 +249,11 @@ int kva_seq_attach_prefix(struct kva_seq *seq, const struct kva_key *keys,
 	ret = -EINVAL;
 	if (s->pub.tokens || s->nr_mapped)
 		goto out_unlock;
+	/* a stream-ordered shrink may still unmap the range (seq.c) */
+	if (s->unmapping) {
+		kva_teardown_wait_locked(a);
+		s->unmapping = false;
+	}
 	ret = 0;
 	if (!nr)
 		goto out_unlock;

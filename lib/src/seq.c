@@ -289,7 +289,7 @@ static int cow_copy_queued(struct kva_arena *a, struct grow_plan *p,
 		goto err_put;
 	ret = a->vmm->copy_async(a, va, va + fs, &p->s->pub.geo,
 				 p->cow_tokens, a->td_stream);
-	t = ret ? NULL : kva_teardown_new(a, va, got, 2);
+	t = ret ? NULL : kva_teardown_new(a, va, got, 2, 0);
 	if (!t) {
 		/* no event to wait for: unmapping waits for the device */
 		if (a->vmm->unmap(a, va, 2)) {
@@ -517,12 +517,25 @@ static int grow_batch_once(struct kva_arena *a, const struct kva_grow *reqs,
 	}
 	for (i = 0; i < nr; i++)
 		grow_commit(a, &p[i], idx);
-	/* Published frames every sharer copied go back to the arena. */
+	/*
+	 * Published frames every sharer copied go back to the arena; one a
+	 * queued copy still reads (mapped in that copy's range) goes
+	 * through the worker, after the range's unmap.
+	 */
 	for (i = 0; i < nr; i++) {
 		if (p[i].cow_drop != UINT32_MAX) {
 			uint64_t drop = a->frames[p[i].cow_drop].handle;
+			struct kva_teardown *t = p[i].cow_queued ?
+				kva_teardown_new(a, 0, 0, 0, 1) : NULL;
 
-			kva_frames_put(a, &drop, 1);
+			if (p[i].cow_queued && !t)
+				kva_teardown_wait_locked(a);
+			if (t) {
+				kva_teardown_handles(t)[0] = drop;
+				kva_teardown_queue(a, t, 1);
+			} else {
+				kva_frames_put(a, &drop, 1);
+			}
 		}
 	}
 	goto out_free;
@@ -622,7 +635,8 @@ int kva_seq_shrink(struct kva_seq *seq, uint64_t tokens)
 	 * passed this point and only then returns its frames; the range
 	 * stays this sequence's, and a grow waits before mapping there.
 	 */
-	t = drop ? kva_teardown_new(a, slot_va(s, keep), 0, drop) : NULL;
+	t = drop ? kva_teardown_new(a, slot_va(s, keep), 0, drop, drop) :
+	    NULL;
 	if (t) {
 		n = drop_slots(s, keep, kva_teardown_handles(t), false);
 		kva_teardown_queue(a, t, n);
@@ -741,7 +755,8 @@ void kva_seq_destroy_locked(struct kva_seq_impl *s)
 	 * unmap is queued, so that the range goes back after it
 	 */
 	t = s->nr_mapped || s->unmapping ?
-	    kva_teardown_new(a, s->pub.base, s->va_size, s->nr_mapped) : NULL;
+	    kva_teardown_new(a, s->pub.base, s->va_size, s->nr_mapped,
+			     s->nr_mapped) : NULL;
 	if (t) {
 		list_del(&s->link);
 		a->nr_seqs--;

@@ -90,7 +90,7 @@ static void *worker(void *arg)
 		 * failed wait means a broken context: unmap all the same.
 		 */
 		a->vmm->fence_wait(a, t->fence);
-		ret = a->vmm->unmap(a, t->va, t->nr_mapped);
+		ret = t->nr_mapped ? a->vmm->unmap(a, t->va, t->nr_mapped) : 0;
 		finish(a, t, ret);
 		kva_lock(a);
 	}
@@ -130,19 +130,21 @@ int kva_arena_sync(struct kva_arena *a)
 }
 
 /*
- * Lock held.  Take sequence @s's range and frames for the worker: returns
- * a teardown to fill and queue (kva_teardown_queue()), or NULL when
- * teardown is not stream-ordered (or the event could not be recorded:
- * the caller then tears down at once, as without a stream).
+ * Lock held.  A teardown of @nr_mapped frames mapped at @va (a range of
+ * @va_size bytes to give back, or 0) with room for @room frames to
+ * return: to fill and queue (kva_teardown_queue()), or NULL when teardown
+ * is not stream-ordered (or the event could not be recorded: the caller
+ * then tears down at once, as without a stream).
  */
 struct kva_teardown *kva_teardown_new(struct kva_arena *a, uint64_t va,
-				      uint64_t va_size, uint32_t nr_mapped)
+				      uint64_t va_size, uint32_t nr_mapped,
+				      uint32_t room)
 {
 	struct kva_teardown *t;
 
 	if (!a->td_on || a->closing)
 		return NULL;
-	t = calloc(1, sizeof(*t) + nr_mapped * sizeof(t->h[0]));
+	t = calloc(1, sizeof(*t) + room * sizeof(t->h[0]));
 	if (!t)
 		return NULL;
 	if (a->vmm->fence(a, a->td_stream, &t->fence)) {
@@ -155,7 +157,7 @@ struct kva_teardown *kva_teardown_new(struct kva_arena *a, uint64_t va,
 	return t;
 }
 
-/* Room for the handles of the frames to return: nr_mapped of them. */
+/* Room for the handles of the frames to return: @room of them. */
 uint64_t *kva_teardown_handles(struct kva_teardown *t)
 {
 	return t->h;

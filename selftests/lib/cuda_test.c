@@ -792,4 +792,78 @@ TEST_F(cuda, attached_prefix_frames_are_read_only_and_copied_before_a_write)
 	kva_seq_free(b);
 }
 
+/*
+ * The last user of a published frame copies it before a write, and the
+ * frame goes back to the arena's cache: with the stream named, only
+ * once the queued copy that reads it has run and its range is unmapped.
+ */
+TEST_F(cuda, published_frame_copied_with_a_stream_is_cached_after_the_copy)
+{
+	struct kva_seq *a, *b;
+	struct kva_key k[2];
+	uint32_t t[2 * TPF];
+	struct kva_stat st;
+	int i;
+
+	for (i = 0; i < (int)(2 * TPF); i++)
+		t[i] = (uint32_t)i;
+	ASSERT_EQ(2, kva_prefix_keys(&self->g, "m", 1, t, 2 * TPF, k, 2));
+	ASSERT_EQ(0, kva_arena_set_stream(self->a, NULL));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 4 * TPF, &a));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 4 * TPF, &b));
+	ASSERT_EQ(0, kva_seq_grow(a, 2 * TPF));
+	fill_tokens(a, 3, 0, 2 * TPF);
+	ASSERT_EQ(2, kva_seq_publish(a, k, 2));
+	kva_seq_free(a);
+	ASSERT_EQ(0, kva_arena_sync(self->a));
+	ASSERT_EQ(2, kva_seq_attach_prefix(b, k, 2));
+	ASSERT_EQ(0, kva_seq_shrink(b, 2 * TPF - 1));
+	cuda_double_stream_hold();
+	ASSERT_EQ(0, kva_seq_grow(b, 1));	/* copies frame 1 */
+	ASSERT_EQ(0, kva_stat(self->a, &st));
+	EXPECT_EQ(0, st.nr_cached);		/* the copy still reads it */
+	cuda_double_stream_release();
+	ASSERT_EQ(0, kva_arena_sync(self->a));
+	EXPECT_EQ(0, cuda_double_faults());
+	ASSERT_EQ(0, kva_stat(self->a, &st));
+	EXPECT_EQ(1, st.nr_cached);
+	fill_tokens(b, 4, 2 * TPF - 1, 2 * TPF);
+	EXPECT_EQ(0, check_tokens(b, 3, 0, 2 * TPF - 1));
+	EXPECT_EQ(0, check_tokens(b, 4, 2 * TPF - 1, 2 * TPF));
+	kva_seq_free(b);
+}
+
+/*
+ * Attaching a prefix to a sequence shrunk to nothing maps at the start
+ * of its range, which the shrink's queued unmap may still hold: it
+ * waits for that, and does not fail.
+ */
+TEST_F(cuda, attach_after_a_shrink_with_a_stream_waits_for_its_unmap)
+{
+	struct kva_seq *a, *b;
+	struct kva_key k[2];
+	uint32_t t[2 * TPF];
+	pthread_t th;
+	int i;
+
+	for (i = 0; i < (int)(2 * TPF); i++)
+		t[i] = (uint32_t)i;
+	ASSERT_EQ(2, kva_prefix_keys(&self->g, "m", 1, t, 2 * TPF, k, 2));
+	ASSERT_EQ(0, kva_arena_set_stream(self->a, NULL));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 4 * TPF, &a));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 4 * TPF, &b));
+	ASSERT_EQ(0, kva_seq_grow(a, 2 * TPF));
+	fill_tokens(a, 3, 0, 2 * TPF);
+	ASSERT_EQ(2, kva_seq_publish(a, k, 2));
+	kva_seq_free(a);
+	ASSERT_EQ(0, kva_seq_grow(b, 2 * TPF));
+	cuda_double_stream_hold();
+	ASSERT_EQ(0, kva_seq_shrink(b, 0));
+	ASSERT_EQ(0, pthread_create(&th, NULL, release_later, NULL));
+	EXPECT_EQ(2, kva_seq_attach_prefix(b, k, 2));
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, check_tokens(b, 3, 0, 2 * TPF));
+	kva_seq_free(b);
+}
+
 TEST_HARNESS_MAIN
