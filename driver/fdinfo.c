@@ -19,6 +19,10 @@
  *				found with LOOKUP)
  *   kvarena-memory-filled:	what it reported filled (SET_USAGE)
  *   kvarena-tokens-filled:	tokens it reported (SET_USAGE)
+ *   kvarena-evicted:		1, only once an administrator evicted the
+ *				client (EVICT): the file holds nothing and
+ *				every command on it fails with ESHUTDOWN, but
+ *				it keeps the module loaded until closed
  *
  * Sizes are bytes, or KiB or MiB with the unit when they divide evenly,
  * as DRM prints its drm-memory- keys.
@@ -62,6 +66,7 @@ void kva_show_fdinfo(struct seq_file *m, struct file *file)
 	struct kva_arena *a = smp_load_acquire(&cl->arena);
 	u64 filled_bytes, filled_tokens;
 	u32 held, shared;
+	bool evicted;
 
 	if (!a)
 		return;
@@ -70,6 +75,7 @@ void kva_show_fdinfo(struct seq_file *m, struct file *file)
 	shared = cl->core.shared;
 	filled_bytes = cl->filled_bytes;
 	filled_tokens = cl->filled_tokens;
+	evicted = cl->evicted;
 	mutex_unlock(&a->lock);
 
 	/* The name, id and label are constant once attached. */
@@ -81,4 +87,6 @@ void kva_show_fdinfo(struct seq_file *m, struct file *file)
 	kva_fdinfo_size(m, "memory-shared", (u64)shared * a->frame_size);
 	kva_fdinfo_size(m, "memory-filled", filled_bytes);
 	seq_printf(m, "kvarena-tokens-filled:\t%llu\n", filled_tokens);
+	if (evicted)
+		seq_puts(m, "kvarena-evicted:\t1\n");
 }

@@ -1467,6 +1467,13 @@ TEST(fdinfo_names_the_arena_the_client_and_its_memory)
 			       "kvarena-memory-filled:\t1000\n"));
 	/* A file not attached shows nothing of ours. */
 	EXPECT_EQ(NULL, strstr(fdinfo(getpid(), free_fd), "kvarena-"));
+	/* Evicted: it holds nothing and says so. */
+	CTL(&r, "evict", "fdi", "--id", "1");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	info = fdinfo(getpid(), fd);
+	EXPECT_NE(NULL, strstr(info, "\nkvarena-frames-held:\t0\n")) TH_LOG("%s", info);
+	EXPECT_TRUE(ends(info, "kvarena-tokens-filled:\t0\nkvarena-evicted:\t1\n"))
+		TH_LOG("%s", info);
 	close(fd);
 	close(free_fd);
 	EXPECT_EQ(0, destroy("fdi"));
@@ -1656,14 +1663,38 @@ TEST(evict_takes_a_stopped_clients_frames_and_its_holder_lives_on)
 	ASSERT_EQ(0, stat_of("ev", &s));
 	EXPECT_EQ(0, s.nr_held);
 	EXPECT_EQ(0, s.nr_clients);
-	/* The process still holds the file: it lives on, the arena goes. */
+	/* The process still holds the file: it lives on. */
 	EXPECT_EQ('T', proc_state(holder));
 	CTL(&r, "evict", "ev", "stuck");
 	EXPECT_EQ(1, r.rc);
 	EXPECT_STREQ("kvarenactl: evict: arena \"ev\" has no client labelled \"stuck\" (see kvarenactl clients ev)\n",
 		     r.err);
+	/* Out of the table, but its open file is named, and how to end it. */
+	CTL(&r, "clients", "ev");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_TRUE(ends(r.out, fmt("evicted client 1 (stuck) of arena \"ev\" is still open in %d: kvarenactl kill ev --id 1\n",
+				    (int)holder)))
+		TH_LOG("%s", r.out);
+	CTL(&r, "kill", "ev", "--id", "1", "-s", "KILL");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_STREQ(fmt("evicted client 1 (stuck) of arena \"ev\" is held by 1 process\n"
+			 "  sent SIGKILL to %d (%s)\n", (int)holder, my_comm()),
+		     r.out);
+	for (int i = 0; i < 500 && kill(holder, 0) == 0 &&
+			proc_state(holder) != 'Z'; i++)
+		usleep(10000);
+	CTL(&r, "clients", "ev");
+	EXPECT_EQ(NULL, strstr(r.out, "evicted")) TH_LOG("%s", r.out);
+	/* By label too, while one evicted file alone has it. */
+	ASSERT_EQ(0, forked_client("ev", "stuck", 2, 1, &holder));
+	CTL(&r, "evict", "ev", "stuck");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	CTL(&r, "kill", "ev", "stuck", "-s", "KILL");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_STREQ(fmt("evicted client 2 (stuck) of arena \"ev\" is held by 1 process\n"
+			 "  sent SIGKILL to %d (%s)\n", (int)holder, my_comm()),
+		     r.out);
 	EXPECT_EQ(0, destroy("ev"));
-	kill(holder, SIGKILL);
 }
 
 TEST(evict_refuses_a_cuda_arena_and_says_why)

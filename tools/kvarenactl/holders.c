@@ -8,7 +8,9 @@
  * nvtop find a GPU's clients: every /proc/PID/fd/N that is our device
  * (same st_rdev as the node kvarenactl opened), and its
  * /proc/PID/fdinfo/N, where the module writes the arena and client id
- * (driver/fdinfo.c).  Reading another user's fds needs root; what could
+ * (driver/fdinfo.c), and whether an administrator evicted the client: its
+ * file holds nothing then, but keeps the arena until it is closed, and
+ * the client is no longer in the arena's table.  Reading another user's fds needs root; what could
  * not be read is counted, so that "nobody holds it" is never said when
  * the truth is "kvarenactl could not look".
  *
@@ -47,12 +49,20 @@ static bool all_digits(const char *s)
 	return true;
 }
 
+/* What fdinfo says of a client file. */
+struct fd_info {
+	char arena[KVARENA_NAME_LEN];
+	uint32_t id;
+	bool evicted;
+	char label[4 * KVARENA_LABEL_LEN];
+};
+
 /*
  * The client fd @fd of process @pid (its directory @piddir) is: the
- * arena and client id from its fdinfo.  Returns true if it is attached.
+ * arena, client id, label and eviction from its fdinfo.  Returns true if
+ * it is attached.
  */
-static bool fd_client(int piddir, const char *fd, char arena[KVARENA_NAME_LEN],
-		      uint32_t *id)
+static bool fd_client(int piddir, const char *fd, struct fd_info *fi)
 {
 	char path[300], line[256];
 	bool have_arena = false, have_id = false;
@@ -69,19 +79,25 @@ static bool fd_client(int piddir, const char *fd, char arena[KVARENA_NAME_LEN],
 		close(ffd);
 		return false;
 	}
+	memset(fi, 0, sizeof(*fi));
 	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, "kvarena-arena:\t", 15)) {
-			size_t n = strcspn(line + 15, "\n");
+		size_t n = strcspn(line, "\n");
 
-			if (n && n < KVARENA_NAME_LEN) {
-				memcpy(arena, line + 15, n);
-				arena[n] = '\0';
+		line[n] = '\0';
+		if (!strncmp(line, "kvarena-arena:\t", 15)) {
+			if (n > 15 && n - 15 < KVARENA_NAME_LEN) {
+				memcpy(fi->arena, line + 15, n - 15 + 1);
 				have_arena = true;
 			}
 		} else if (sscanf(line, "kvarena-client-id:\t%lu", &v) == 1 &&
 			   v <= UINT32_MAX) {
-			*id = (uint32_t)v;
+			fi->id = (uint32_t)v;
 			have_id = true;
+		} else if (!strncmp(line, "kvarena-label:\t", 15)) {
+			/* Escaped by the module: printable already. */
+			snprintf(fi->label, sizeof(fi->label), "%s", line + 15);
+		} else if (!strcmp(line, "kvarena-evicted:\t1")) {
+			fi->evicted = true;
 		}
 	}
 	fclose(f);
@@ -124,9 +140,9 @@ static void add_pid(struct kvactl_hold *c, pid_t pid)
 static int scan_pid(struct kvactl_holders *h, int proc, const char *pid,
 		    dev_t rdev)
 {
-	char arena[KVARENA_NAME_LEN];
+	struct kvactl_hold *hold;
+	struct fd_info fi;
 	struct dirent *e;
-	uint32_t id = 0;
 	int piddir, fddir;
 	DIR *d;
 
@@ -149,9 +165,12 @@ static int scan_pid(struct kvactl_holders *h, int proc, const char *pid,
 		if (!all_digits(e->d_name) ||
 		    fstatat(fddir, e->d_name, &st, 0) ||
 		    !S_ISCHR(st.st_mode) || st.st_rdev != rdev ||
-		    !fd_client(piddir, e->d_name, arena, &id))
+		    !fd_client(piddir, e->d_name, &fi))
 			continue;
-		add_pid(hold_of(h, arena, id, true), (pid_t)atol(pid));
+		hold = hold_of(h, fi.arena, fi.id, true);
+		hold->evicted |= fi.evicted;
+		memcpy(hold->label, fi.label, sizeof(hold->label));
+		add_pid(hold, (pid_t)atol(pid));
 	}
 	closedir(d);
 	close(piddir);
@@ -209,6 +228,15 @@ const struct kvactl_hold *kvactl_holders_find(const struct kvactl_holders *h,
 					      const char *arena, uint32_t id)
 {
 	return hold_of((struct kvactl_holders *)h, arena, id, false);
+}
+
+const struct kvactl_hold *kvactl_holders_evicted(const struct kvactl_holders *h,
+						const char *arena, size_t i)
+{
+	for (size_t k = 0; k < h->n; k++)
+		if (h->v[k].evicted && !strcmp(h->v[k].arena, arena) && !i--)
+			return &h->v[k];
+	return NULL;
 }
 
 void kvactl_holders_free(struct kvactl_holders *h)
@@ -341,51 +369,99 @@ static int signal_holder(pid_t pid, int sig, const char *arena, uint32_t id,
 	return err;
 }
 
+/* Is the client @o names (by label, or by id) in @a's table? */
+static bool client_listed(const struct kvactl_arena *a,
+			  const struct kvactl_opts *o)
+{
+	const char *client = o->nargs > 1 ? o->args[1] : NULL;
+
+	for (uint32_t i = 0; i < a->nr_clients; i++)
+		if (client ? !strncmp(a->clients[i].label, client,
+				      KVARENA_LABEL_LEN) :
+			     a->clients[i].client_id == o->client_id)
+			return true;
+	return false;
+}
+
+/*
+ * The evicted client that @o names, among the files still open: evicted
+ * clients are out of the arena's table, so only their files know them.
+ * By label only if one alone has it.
+ */
+static const struct kvactl_hold *evicted_named(const struct kvactl_holders *h,
+					       const char *arena,
+					       const struct kvactl_opts *o)
+{
+	const char *client = o->nargs > 1 ? o->args[1] : NULL;
+	const struct kvactl_hold *e, *hit = NULL;
+
+	for (size_t i = 0; (e = kvactl_holders_evicted(h, arena, i)); i++) {
+		if (client ? strcmp(e->label, client) : e->id != o->client_id)
+			continue;
+		if (hit)
+			return NULL;
+		hit = e;
+	}
+	return hit;
+}
+
 int kvactl_cmd_kill(const struct kvactl_opts *o)
 {
 	const char *name = o->args[0];
-	const struct kvarena_client_info *c;
 	const struct kvactl_hold *hold;
 	struct kvactl_holders h;
 	struct kvactl_snap snap;
 	char sn[KVACTL_NUM_LEN], label[4 * KVARENA_LABEL_LEN], comm[64];
+	const char *what = "";
 	struct stat st;
 	int fd, err, ret = KVACTL_FAIL, failed = 0;
+	uint32_t id;
 
 	fd = kvactl_open(false, o->cmd);
 	if (fd < 0)
 		return KVACTL_FAIL;
 	if (kvactl_snap_read(fd, o->cmd, name, true, &snap))
 		goto out_close;
-	c = kvactl_find_client(&snap.arenas[0], o);
-	if (!c)
-		goto out_snap;
 	err = fstat(fd, &st) ? -errno : kvactl_holders_scan(&h, fd);
 	if (err) {
 		kvactl_err("kill: reading /proc: %s", strerror(-err));
 		goto out_snap;
 	}
-	kvactl_fmt_label(label, sizeof(label), c->label);
-	hold = kvactl_holders_find(&h, name, c->client_id);
-	if (hold)
-		printf("client %u (%s) of arena \"%s\" is held by %zu %s\n",
-		       c->client_id, label, name, hold->n,
-		       hold->n == 1 ? "process" : "processes");
+	hold = client_listed(&snap.arenas[0], o) ? NULL :
+	       evicted_named(&h, name, o);
+	if (hold) {
+		/* Evicted: holds nothing, but keeps the arena while open. */
+		id = hold->id;
+		snprintf(label, sizeof(label), "%s", hold->label);
+		what = "evicted ";
+	} else {
+		const struct kvarena_client_info *c =
+			kvactl_find_client(&snap.arenas[0], o);
+
+		if (!c)
+			goto out_holders;
+		id = c->client_id;
+		kvactl_fmt_label(label, sizeof(label), c->label);
+		hold = kvactl_holders_find(&h, name, id);
+	}
 	if (!hold) {
 		kvactl_err("kill: found no process that holds client %u (%s) of arena \"%s\"%s",
-			   c->client_id, label, name,
+			   id, label, name,
 			   h.other_pidns ? " in this pid namespace (processes outside it are not visible here)" :
 			   h.unreadable ? " among those whose files this user can read (root can read all)" :
 			   ": its file is held without a descriptor (io_uring, or in flight in a socket)");
 		goto out_holders;
 	}
+	printf("%sclient %u (%s) of arena \"%s\" is held by %zu %s\n",
+	       what, id, label, name, hold->n,
+	       hold->n == 1 ? "process" : "processes");
 	for (size_t i = 0; i < hold->n; i++) {
 		pid_t pid = hold->pids[i];
 		bool cont;
 
 		comm_of(pid, comm, sizeof(comm));
-		err = signal_holder(pid, o->signal, name, c->client_id,
-				    st.st_rdev, &cont);
+		err = signal_holder(pid, o->signal, name, id, st.st_rdev,
+				    &cont);
 		if (err == -ESRCH) {
 			printf("  %d (%s) no longer holds it: not signalled\n",
 			       (int)pid, comm);

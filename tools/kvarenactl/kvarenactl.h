@@ -325,6 +325,8 @@ void kvactl_json_stat(struct kvactl_json *j, const struct kvactl_arena *a);
 struct kvactl_hold {
 	char arena[KVARENA_NAME_LEN];
 	uint32_t id;
+	bool evicted;			/* fdinfo's kvarena-evicted */
+	char label[4 * KVARENA_LABEL_LEN];	/* as fdinfo escapes it */
 	pid_t *pids;			/* in the order /proc lists them */
 	size_t n;
 };
@@ -345,6 +347,12 @@ int kvactl_holders_scan(struct kvactl_holders *h, int devfd);
 const struct kvactl_hold *kvactl_holders_find(const struct kvactl_holders *h,
 					      const char *arena, uint32_t id);
 void kvactl_holders_free(struct kvactl_holders *h);
+/*
+ * The files of evicted clients of @arena still open (@i-th, from 0), for
+ * `clients` to name them and `kill` to end them; NULL after the last.
+ */
+const struct kvactl_hold *kvactl_holders_evicted(const struct kvactl_holders *h,
+						const char *arena, size_t i);
 int kvactl_parse_signal(const char *arg, int *sig);
 
 /* ---- CUDA frames (cuda.c) --------------------------------------------------------- */

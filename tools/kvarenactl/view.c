@@ -389,6 +389,33 @@ static void pids_cell(struct kvactl_table *t, const struct kvactl_holders *h,
 }
 
 /*
+ * Evicted clients are out of the table, but their files may still be
+ * open: they hold nothing, yet keep the module loaded until closed.
+ */
+static void print_evicted(FILE *f, const struct kvactl_snap *snap,
+			  const struct kvactl_holders *h)
+{
+	const struct kvactl_hold *e;
+
+	for (size_t i = 0; i < snap->nr; i++) {
+		const char *arena = snap->arenas[i].st.name;
+
+		for (size_t k = 0; (e = kvactl_holders_evicted(h, arena, k));
+		     k++) {
+			fprintf(f, "evicted client %u (%s) of arena \"%s\" is still open in ",
+				e->id, e->label, arena);
+			for (size_t p = 0; p < e->n && p < PIDS_SHOWN; p++)
+				fprintf(f, "%s%d", p ? "," : "",
+					(int)e->pids[p]);
+			if (e->n > PIDS_SHOWN)
+				fprintf(f, ",+%zu", e->n - PIDS_SHOWN);
+			fprintf(f, ": kvarenactl kill %s --id %u\n", arena,
+				e->id);
+		}
+	}
+}
+
+/*
  * The clients table, in @cols columns when that is not 0 (top): the
  * columns an operator can best do without are left out first, and the
  * table says which.
@@ -547,6 +574,7 @@ int kvactl_cmd_clients(const struct kvactl_opts *o)
 		kvactl_json_done(&j);
 	} else {
 		print_clients(stdout, &snap, &h, o->exact_bytes, 0);
+		print_evicted(stdout, &snap, &h);
 	}
 	kvactl_holders_free(&h);
 	kvactl_snap_free(&snap);
