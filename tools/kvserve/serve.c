@@ -64,11 +64,9 @@ struct server {
 	/* scratch, one entry per sequence of a step */
 	struct kva_grow *grow;
 	uint64_t *base, *from, *to;
-#ifdef KVA_KEY_LEN
 	uint32_t *tok;			/* a prompt's token ids */
 	struct kva_key *keys;		/* its frames' keys */
 	uint64_t uid;			/* this process's own text */
-#endif
 
 	/* figures */
 	double t0;
@@ -145,8 +143,6 @@ static void waiting_pop(struct server *sv, uint32_t k)
  * the longest run of them the arena has (kva_seq_attach_prefix()), and
  * after prefill they are published (kva_seq_publish()) for everyone else.
  */
-#ifdef KVA_KEY_LEN
-#define PREFIX_SHARING	1
 #define PREFIX_NS	"kvserve: random weights"
 
 static uint64_t mix64(uint64_t x)
@@ -245,27 +241,6 @@ static void prefix_fini(struct server *sv)
 	free(sv->tok);
 	free(sv->keys);
 }
-#else /* a libkvarena without prefix sharing */
-#define PREFIX_SHARING	0
-
-static uint32_t prefix_attach(struct server *sv, struct sreq *s)
-{
-	return 0;
-}
-
-static void prefix_publish(struct server *sv, struct sreq *s)
-{
-}
-
-static int prefix_init(struct server *sv)
-{
-	return 0;
-}
-
-static void prefix_fini(struct server *sv)
-{
-}
-#endif
 
 /* ---- the step ----------------------------------------------------------- */
 
@@ -521,7 +496,7 @@ static void report(struct server *sv, double secs, bool progress)
 		       share, sv->peak_held,
 		       (unsigned long long)sv->info.frame_size,
 		       o->g.tokens_per_frame);
-		printf(",\"prefix_sharing\":%s", PREFIX_SHARING ? "true" : "false");
+		printf(",\"prefix_sharing\":true");
 		printf(",\"prefix_hit_tokens\":%llu,\"prefix_hit_share\":%.6f,\"pressure_steps\":%llu}\n",
 		       (unsigned long long)sv->hit_tokens, hits,
 		       (unsigned long long)sv->pressure_steps);
@@ -548,10 +523,9 @@ static void report(struct server *sv, double secs, bool progress)
 	       pct_ms(sv->ttft, sv->nr_ttft, 0.99));
 	printf("  memory         token share %.4f, peak %u frames held; %llu steps under pressure\n",
 	       share, sv->peak_held, (unsigned long long)sv->pressure_steps);
-	printf("  prefix hits    %llu of %llu prompt tokens (%.4f)%s\n",
+	printf("  prefix hits    %llu of %llu prompt tokens (%.4f)\n",
 	       (unsigned long long)sv->hit_tokens,
-	       (unsigned long long)sv->first_prompt_tokens, hits,
-	       PREFIX_SHARING ? "" : "; this libkvarena has no prefix sharing");
+	       (unsigned long long)sv->first_prompt_tokens, hits);
 }
 
 /* ---- set-up and the loop ------------------------------------------------ */

@@ -13,8 +13,7 @@
  * an allocation reclaims it.  The core holds a frame once per client, as
  * the module does per open file; like libkvarena, this adapter counts the
  * engine's sequences that map each frame and lets the core's hold go with
- * the last of them.  A core without the prefix cache (no KVA_KEY_LEN)
- * gives a kvarena policy without one.
+ * the last of them.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -33,10 +32,8 @@ struct arena {
 						 * mapping each frame */
 	uint64_t *batch;			/* frames to let go of */
 	uint32_t batch_cap;
-#ifdef KVA_KEY_LEN
 	struct kva_core_prefix *chain;
 	uint32_t chain_cap;
-#endif
 };
 
 static struct arena *arena(struct pool *p)
@@ -99,7 +96,6 @@ static void arena_put(struct pool *p, int eng, const uint64_t *ids,
 		core_bug("to free frames", ret);
 }
 
-#ifdef KVA_KEY_LEN
 static uint64_t mix(uint64_t x)
 {
 	x ^= x >> 30;
@@ -175,7 +171,6 @@ static void arena_publish(struct pool *p, int eng, const uint64_t *keys,
 	if (ret < 0)
 		core_bug("to publish frames", ret);
 }
-#endif /* KVA_KEY_LEN */
 
 static void arena_fini(struct pool *p)
 {
@@ -190,9 +185,7 @@ static void arena_fini(struct pool *p)
 	}
 	kva_core_fini(&a->core);
 	free(a->batch);
-#ifdef KVA_KEY_LEN
 	free(a->chain);
-#endif
 	free(a);
 	p->priv = NULL;
 }
@@ -200,21 +193,10 @@ static void arena_fini(struct pool *p)
 static const struct bpool_ops arena_ops = {
 	.alloc = arena_alloc,
 	.put = arena_put,
-#ifdef KVA_KEY_LEN
 	.lookup = arena_lookup,
 	.publish = arena_publish,
-#endif
 	.fini = arena_fini,
 };
-
-bool arena_has_prefix_cache(void)
-{
-#ifdef KVA_KEY_LEN
-	return true;
-#else
-	return false;
-#endif
-}
 
 /*
  * arena_pool_init() - an arena of p->bytes / frame_size frames with

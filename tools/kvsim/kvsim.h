@@ -287,7 +287,6 @@ uint32_t seq_prompt_keys(const struct seq *s, uint32_t block_tokens,
 /* arena.c */
 int arena_pool_init(struct pool *p, const struct config *cfg,
 		    int nr_engines, uint32_t min_frames, uint32_t max_frames);
-bool arena_has_prefix_cache(void);
 
 /* keys.c */
 void keys_chain(struct req *r);

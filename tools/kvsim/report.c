@@ -96,8 +96,7 @@ static void json_obj(const struct run *r, const struct stats *st, int engine,
 	printf(",\"admit_p50_ms\":%.3f,\"admit_p99_ms\":%.3f,\"prefix_hit_share\":%.6f",
 	       st->admit_p50_ms, st->admit_p99_ms, st->prefix_hit_share);
 	printf(",\"prefix_cache\":%s",
-	       r->pol->kind == POL_PAGED ||
-	       (r->pol->kind == POL_KVARENA && arena_has_prefix_cache()) ?
+	       r->pol->kind == POL_PAGED || r->pol->kind == POL_KVARENA ?
 	       "true" : "false");
 	printf(",\"prompt_tokens\":%llu,\"hit_tokens\":%llu",
 	       (unsigned long long)st->prompt_tokens,
