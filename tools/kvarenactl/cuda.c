@@ -148,7 +148,12 @@ static int load(struct kvactl_cuda *cu)
 	};
 	size_t i;
 
-	cu->lib = dlopen(library(), RTLD_NOW | RTLD_LOCAL);
+	/*
+	 * RTLD_NODELETE: after cuInit() the driver has threads and handlers
+	 * that must not outlive its code, so a dlclose() must not unmap it
+	 * (as libkvarena's cuda_load.c does).
+	 */
+	cu->lib = dlopen(library(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
 	if (!cu->lib) {
 		kvactl_err("cuda backend: %s not found: %s", library(),
 			   dlerror());
