@@ -57,6 +57,27 @@ static inline struct kvarena_stat module_stat(const char *name)
 	return module_stat_err(name, &err);
 }
 
+/*
+ * The clients of arena @name, once there are @n or fewer, waiting up to
+ * 10 s.  A process that used the io_uring transport may leave its client
+ * for a moment after it was reaped: requests that io_uring's workers ran
+ * are freed by task work, which an exiting process hands to a kernel work
+ * item, and each holds the client's file until then.
+ */
+static inline uint32_t module_wait_clients(const char *name, uint32_t n)
+{
+	struct kvarena_stat s;
+	int err, i;
+
+	for (i = 0; i < 2000; i++) {
+		s = module_stat_err(name, &err);
+		if (err || s.nr_clients <= n)
+			break;
+		usleep(5000);
+	}
+	return s.nr_clients;
+}
+
 /* The CLIENTS row of client @id of arena @name. */
 static inline int module_client(const char *name, uint32_t id,
 				struct kvarena_client_info *row)

@@ -83,6 +83,7 @@ static int prompt_keys(const struct kva_geometry *g, uint64_t n,
 static int publish_and_exit(const char *name, uint32_t transport,
 			    uint32_t tag, uint64_t tokens)
 {
+	uint32_t clients = module_stat(name).nr_clients;
 	int status;
 	pid_t pid = fork();
 
@@ -107,6 +108,9 @@ static int publish_and_exit(const char *name, uint32_t transport,
 	}
 	if (waitpid(pid, &status, 0) != pid)
 		return -1;
+	/* Its client goes with it, io_uring's hold on the file too. */
+	if (module_wait_clients(name, clients) != clients)
+		return 129;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
@@ -318,7 +322,9 @@ TEST_F(dev, two_processes_hold_one_prefix_and_append_apart)
 	EXPECT_EQ(1, row.charged);
 	ASSERT_EQ(1, write(go[1], "c", 1));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(1, module_wait_clients(self->name, 1));
 	EXPECT_EQ(0, check_tokens(s, 25, 0, 4 * TPF));
 	EXPECT_EQ(0, check_tokens(s, 27, 4 * TPF, 4 * TPF + 10));
 	kva_close(a);

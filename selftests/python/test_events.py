@@ -62,6 +62,19 @@ def in_child(fn):
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
+def wait_clients(name, n):
+    """The arena's clients once there are n or fewer (waits up to 10 s):
+    a process that used io_uring, the default transport, may leave its
+    client for a moment after it was reaped, until io_uring lets go of
+    the file."""
+    for _ in range(2000):
+        st = kvarena.arena_stat(name)
+        if st.nr_clients <= n:
+            break
+        time.sleep(0.005)
+    return st.nr_clients
+
+
 def wait_for_events_fd(proc, timeout=60):
     """Until @proc has an events descriptor open (it is reading)."""
     deadline = time.monotonic() + timeout
@@ -227,6 +240,7 @@ def workload(name, keys, toks):
         eq(s.publish(keys, tokens=toks), 3)
         os._exit(0)
     eq(in_child(publisher), 0)
+    eq(wait_clients(name, 0), 0)
     with kvarena.open(name, mode="device", label="ev-main") as a:
         s = a.seq(GEO, max_tokens=4096)
         eq(s.attach_prefix(keys), 3)
