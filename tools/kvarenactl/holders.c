@@ -95,7 +95,10 @@ static bool fd_client(int piddir, const char *fd, struct fd_info *fi)
 			have_id = true;
 		} else if (!strncmp(line, "kvarena-label:\t", 15)) {
 			/* Escaped by the module: printable already. */
-			snprintf(fi->label, sizeof(fi->label), "%s", line + 15);
+			size_t l = strnlen(line + 15, sizeof(fi->label) - 1);
+
+			memcpy(fi->label, line + 15, l);
+			fi->label[l] = '\0';
 		} else if (!strcmp(line, "kvarena-evicted:\t1")) {
 			fi->evicted = true;
 		}
