@@ -1,0 +1,446 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kill_storm - SIGKILL at random moments, many times over, and not one
+ * frame lost.
+ *
+ * Runs as root in the VM with kvarena.ko loaded.  Workers, each in a
+ * process group of its own, do what serving processes do, in loops:
+ *
+ *   ioctl     ALLOC and FREE batches, FRAME_FD and mmap of the frames,
+ *             writes into them, SET_USAGE, fork() of a child that goes on
+ *             with the same client (the file is shared across the fork)
+ *   uring     rings of ALLOC/FREE/SET_USAGE SQEs submitted and left in
+ *             flight (some forced to io_uring's workers with IOSQE_ASYNC),
+ *             reaped only now and then
+ *   runtime   libkvarena: sequences created, grown (frames mapped),
+ *             forked (frames shared), written, shrunk and freed, over
+ *             ioctl or io_uring
+ *
+ * The driver keeps a few workers alive and kills one process group every
+ * few milliseconds with SIGKILL, after a random delay (sometimes none:
+ * killed while attaching), and starts another.  After every kill it checks
+ * the counts that hold at any moment; at the end it kills the rest, waits
+ * for every client to be gone (a killed process's io_uring is torn down by
+ * a kernel worker, after the process is reaped) and checks every arena:
+ * nothing held, reserved or filled, free + cached = capacity,
+ * frames_allocated - frames_freed = held.  The kernel log is checked by
+ * the VM runner.
+ *
+ *   kill_storm [--kills N] [--workers N] [--delay-ms N] [--seed S]
+ *
+ * Prints "kill storm: N kills, M frames lost" (M must be 0).
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+
+#include <kvarena.h>
+
+#include "faults.h"
+
+#define FS		(64u << 10)	/* frame size */
+#define NR_HOST		96u		/* frames of the mapped arena */
+#define NR_ACCT		512u		/* frames of the accounting arena */
+#define MAX_WORKERS	16
+
+static const char *const arena_host = "storm-host";
+static const char *const arena_acct = "storm-acct";
+
+enum { W_IOCTL, W_URING, W_RUNTIME, W_KINDS };
+
+static int dev_open(void)
+{
+	int fd = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		_exit(100);
+	return fd;
+}
+
+static int attach(int fd, const char *name, uint32_t min, uint32_t max)
+{
+	struct kvarena_attach a = { .min_frames = min, .max_frames = max };
+
+	fz_name(a.name, "%s", name);
+	fz_name(a.label, "storm-%d", getpid());
+	return fz_ioctl(fd, KVARENA_IOC_ATTACH, &a);
+}
+
+/* ---- the ioctl worker ------------------------------------------------- */
+
+#define HELD_MAX 64
+
+static void worker_ioctl(struct fz_rng *r)
+{
+	bool host = fz_one_in(r, 2);
+	const char *name = host ? arena_host : arena_acct;
+	uint32_t nr = host ? NR_HOST : NR_ACCT;
+	uint64_t held[HELD_MAX];
+	unsigned int n = 0, forks = 0;
+	int fd = dev_open();
+	void *map = NULL;
+
+	/* Guarantees too, so that release must give back a reservation. */
+	if (attach(fd, name, fz_below(r, 3), fz_one_in(r, 2) ? 0 : nr / 3))
+		_exit(101);
+	for (;;) {
+		uint32_t want = 1 + fz_below(r, 8);
+		struct kvarena_frames f = {
+			.handles = (uintptr_t)(held + n),
+			.count = want, .flags = KVARENA_ALLOC_PARTIAL,
+		};
+
+		if (n + want <= HELD_MAX &&
+		    !fz_ioctl(fd, KVARENA_IOC_ALLOC, &f))
+			n += f.nr_done;
+		if (host && n && fz_one_in(r, 2)) {
+			struct kvarena_frame_fd ff = {
+				.handle = held[fz_below(r, n)] };
+
+			if (!fz_ioctl(fd, KVARENA_IOC_FRAME_FD, &ff)) {
+				map = mmap(NULL, ff.size, PROT_READ | PROT_WRITE,
+					   MAP_SHARED, ff.fd, ff.offset);
+				if (map != MAP_FAILED)
+					memset(map, 0x5a, 4096);
+				close(ff.fd);
+				/* Left mapped: release must zap it. */
+			}
+		}
+		if (n) {
+			struct kvarena_usage u = {
+				.filled_tokens = n * 16,
+				.filled_bytes = (uint64_t)n * FS / 2 };
+
+			fz_ioctl(fd, KVARENA_IOC_SET_USAGE, &u);
+		}
+		if (n && fz_one_in(r, 2)) {
+			uint32_t k = 1 + fz_below(r, n);
+			struct kvarena_frames fr = {
+				.handles = (uintptr_t)(held + n - k), .count = k };
+
+			if (!fz_ioctl(fd, KVARENA_IOC_FREE, &fr))
+				n -= k;
+		}
+		/*
+		 * A child that goes on with the same client: the file is
+		 * shared, so both now allocate and free through it.  Few, so
+		 * that the group stays small.
+		 */
+		if (forks < 2 && fz_one_in(r, 64)) {
+			pid_t pid = fork();
+
+			if (pid == 0) {
+				fz_seed(r, fz_next(r) ^ (uint64_t)getpid());
+				n = 0;
+				forks = 2;
+			} else if (pid > 0) {
+				forks++;
+			}
+		}
+	}
+}
+
+/* ---- the io_uring worker ---------------------------------------------- */
+
+#define RING	64
+#define SLOTS	RING
+
+struct slot {
+	struct kvarena_frames f;
+	struct kvarena_usage u;
+	uint64_t h[8];
+	bool busy, alloc;
+};
+
+static void queue(struct io_uring *ring, int fd, uint32_t cmd, void *arg,
+		  uint64_t tag, bool async)
+{
+	struct kvarena_uring_cmd uc = { .arg = (uintptr_t)arg };
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+
+	if (!sqe)
+		return;
+	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fd, NULL, 0, 0);
+	sqe->cmd_op = cmd;
+	memcpy(sqe->cmd, &uc, sizeof(uc));
+	sqe->user_data = tag;
+	if (async)
+		sqe->flags |= IOSQE_ASYNC;
+}
+
+static void worker_uring(struct fz_rng *r)
+{
+	static struct slot slots[SLOTS];
+	uint64_t held[256];
+	unsigned int n = 0, i;
+	struct io_uring ring;
+	int fd = dev_open();
+
+	if (attach(fd, arena_acct, fz_below(r, 4), 0))
+		_exit(101);
+	if (io_uring_queue_init(RING, &ring, 0))
+		_exit(102);
+	for (;;) {
+		unsigned int q = 1 + fz_below(r, 16);
+		struct io_uring_cqe *cqe;
+
+		for (i = 0; i < SLOTS && q; i++) {
+			struct slot *s = &slots[i];
+			bool async = fz_one_in(r, 4);
+
+			if (s->busy)
+				continue;
+			q--;
+			s->busy = true;
+			memset(&s->f, 0, sizeof(s->f));
+			s->f.handles = (uintptr_t)s->h;
+			if (n >= 8 && fz_one_in(r, 2)) {
+				unsigned int k = 1 + fz_below(r, 8);
+
+				/* Off our list now: a handle is freed once. */
+				n -= k;
+				memcpy(s->h, held + n, k * sizeof(*s->h));
+				s->f.count = k;
+				s->alloc = false;
+				queue(&ring, fd, KVARENA_IOC_FREE, &s->f, i, async);
+			} else if (fz_one_in(r, 8)) {
+				s->u.filled_tokens = fz_below(r, 1000);
+				s->u.filled_bytes = 0;
+				s->alloc = false;
+				queue(&ring, fd, KVARENA_IOC_SET_USAGE, &s->u, i,
+				      async);
+			} else {
+				s->f.count = 1 + fz_below(r, 8);
+				s->f.flags = KVARENA_ALLOC_PARTIAL;
+				s->alloc = true;
+				queue(&ring, fd, KVARENA_IOC_ALLOC, &s->f, i, async);
+			}
+		}
+		/* Submitted, not waited for: these are in flight. */
+		io_uring_submit(&ring);
+		if (!fz_one_in(r, 3))
+			continue;
+		while (!io_uring_peek_cqe(&ring, &cqe)) {
+			struct slot *s = &slots[cqe->user_data];
+
+			if (s->alloc && cqe->res == 0 &&
+			    n + s->f.nr_done <= 256) {
+				memcpy(held + n, s->h,
+				       s->f.nr_done * sizeof(*s->h));
+				n += s->f.nr_done;
+			}
+			s->busy = false;
+			io_uring_cqe_seen(&ring, cqe);
+		}
+	}
+}
+
+/* ---- the runtime worker (libkvarena) ---------------------------------- */
+
+static void worker_runtime(struct fz_rng *r)
+{
+	struct kva_geometry g = { .layers = 2, .kv_heads = 2, .head_dim = 16,
+				  .dtype = KVA_DTYPE_FP16, .frame_size = FS };
+	struct kva_open_opts o = {
+		.mode = KVA_MODE_DEVICE, .name = arena_host,
+		.label = "storm-runtime",
+		.transport = fz_one_in(r, 2) ? KVA_TRANSPORT_URING :
+					      KVA_TRANSPORT_IOCTL,
+	};
+	struct kva_seq *seq[4] = { 0 };
+	struct kva_arena *a;
+
+	if (kva_geometry_init(&g) || kva_open(&o, &a))
+		_exit(103);
+	for (;;) {
+		unsigned int i = fz_below(r, 4);
+		struct kva_seq *s = seq[i];
+
+		if (!s) {
+			kva_seq_create(a, &g, 16 * g.tokens_per_frame, &seq[i]);
+			continue;
+		}
+		switch (fz_below(r, 5)) {
+		case 0:
+		case 1: {	/* grow, and write the new tokens */
+			uint64_t t = s->tokens, add = 1 + fz_below(r, 300);
+
+			if (t + add > s->max_tokens ||
+			    kva_seq_grow(s, add))
+				break;
+			memset(kva_seq_kv_ptr(s, 0, KVA_K, 0, t), 0x33,
+			       g.head_dim * 2);
+			break;
+		}
+		case 2: {	/* fork into a free place */
+			unsigned int j = fz_below(r, 4);
+
+			if (!seq[j])
+				kva_seq_fork(s, &seq[j]);
+			break;
+		}
+		case 3:
+			kva_seq_shrink(s, s->tokens / 2);
+			break;
+		case 4:
+			kva_seq_free(s);
+			seq[i] = NULL;
+			break;
+		}
+	}
+}
+
+/* ---- the driver --------------------------------------------------------- */
+
+struct worker {
+	pid_t pid;
+	int kind;
+};
+
+static pid_t spawn(int kind, uint64_t seed)
+{
+	pid_t pid = fork();
+	struct fz_rng r;
+
+	if (pid)
+		return pid;
+	setpgid(0, 0);
+	/* Should the driver die, so do its workers. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	fz_seed(&r, seed);
+	switch (kind) {
+	case W_IOCTL:
+		worker_ioctl(&r);
+		break;
+	case W_URING:
+		worker_uring(&r);
+		break;
+	default:
+		worker_runtime(&r);
+		break;
+	}
+	_exit(0);
+}
+
+/* Kill a worker's whole group (its forked children too) and reap it. */
+static void kill_worker(struct worker *w)
+{
+	int status;
+
+	kill(-w->pid, SIGKILL);
+	kill(w->pid, SIGKILL);
+	waitpid(w->pid, &status, 0);
+	w->pid = 0;
+}
+
+static void reap_orphans(void)
+{
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
+static int check_now(int fd, const char *name)
+{
+	struct kvarena_stat s;
+
+	if (fz_stat(fd, name, &s)) {
+		printf("# %s: STAT failed\n", name);
+		return 1;
+	}
+	return fz_check_counts(name, &s);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "kills", 1, NULL, 'k' }, { "workers", 1, NULL, 'w' },
+		{ "delay-ms", 1, NULL, 'd' }, { "seed", 1, NULL, 's' },
+		{ NULL, 0, NULL, 0 },
+	};
+	unsigned long kills = 1000, nworkers = 6, delay_ms = 8, done = 0;
+	unsigned long by_kind[W_KINDS] = { 0 };
+	struct worker w[MAX_WORKERS] = { 0 };
+	uint64_t seed = fz_clock_seed();
+	uint32_t lost_host = 0, lost_acct = 0;
+	double t0, settle_host, settle_acct;
+	int fd, c, failures = 0;
+	struct fz_rng r;
+	unsigned long i;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'k': kills = strtoul(optarg, NULL, 0); break;
+		case 'w': nworkers = strtoul(optarg, NULL, 0); break;
+		case 'd': delay_ms = strtoul(optarg, NULL, 0); break;
+		case 's': seed = strtoull(optarg, NULL, 0); break;
+		default:
+			fprintf(stderr, "usage: kill_storm [--kills N] [--workers N] [--delay-ms N] [--seed S]\n");
+			return 2;
+		}
+	}
+	if (!nworkers || nworkers > MAX_WORKERS)
+		nworkers = MAX_WORKERS;
+	printf("TAP version 13\n1..1\n");
+	printf("# kill storm: seed 0x%016" PRIx64 ", %lu kills, %lu workers, "
+	       "delays up to %lu ms\n", seed, kills, nworkers, delay_ms);
+	fflush(stdout);
+	fz_seed(&r, seed);
+
+	fd = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
+	if (fd < 0 || fz_arena_create(fd, arena_host, NR_HOST, FS, true) ||
+	    fz_arena_create(fd, arena_acct, NR_ACCT, FS, false)) {
+		printf("# cannot set up the arenas: %s\n", strerror(errno));
+		fz_ktap_result("kill_storm", 1);
+		return 1;
+	}
+
+	t0 = fz_now();
+	for (i = 0; i < nworkers; i++) {
+		w[i].kind = fz_below(&r, W_KINDS);
+		w[i].pid = spawn(w[i].kind, fz_next(&r));
+	}
+	while (done < kills) {
+		struct worker *v = &w[fz_below(&r, nworkers)];
+
+		/* Now and then at once: killed while attaching. */
+		if (!fz_one_in(&r, 8))
+			usleep(fz_below(&r, delay_ms * 1000 + 1));
+		kill_worker(v);
+		by_kind[v->kind]++;
+		done++;
+		reap_orphans();
+		failures += check_now(fd, arena_host);
+		failures += check_now(fd, arena_acct);
+		if (failures)
+			break;
+		v->kind = fz_below(&r, W_KINDS);
+		v->pid = spawn(v->kind, fz_next(&r));
+	}
+	for (i = 0; i < nworkers; i++)
+		if (w[i].pid)
+			kill_worker(&w[i]);
+	reap_orphans();
+
+	settle_host = fz_wait_no_clients(fd, arena_host, 60);
+	settle_acct = fz_wait_no_clients(fd, arena_acct, 60);
+	failures += settle_host < 0 || settle_acct < 0;
+	failures += fz_check_quiet(fd, arena_host, &lost_host);
+	failures += fz_check_quiet(fd, arena_acct, &lost_acct);
+	if (fz_arena_destroy(fd, arena_host) || fz_arena_destroy(fd, arena_acct)) {
+		printf("# destroying the arenas failed: %s\n", strerror(errno));
+		failures++;
+	}
+	close(fd);
+
+	printf("# kills by worker: ioctl %lu, uring %lu, runtime %lu; "
+	       "%.1f s; clients gone %.2f s after the last kill\n",
+	       by_kind[W_IOCTL], by_kind[W_URING], by_kind[W_RUNTIME],
+	       fz_now() - t0, settle_host > settle_acct ? settle_host :
+	       settle_acct);
+	printf("kill storm: %lu kills, %u frames lost\n", done,
+	       lost_host + lost_acct);
+	fz_ktap_result("kill_storm", failures || lost_host || lost_acct ||
+			done < kills);
+	return failures || lost_host || lost_acct || done < kills;
+}

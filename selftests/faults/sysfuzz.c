@@ -1,0 +1,1260 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sysfuzz - random and mutated kvarena commands, over ioctl() and
+ * IORING_OP_URING_CMD, from several processes at once, seeded and
+ * reproducible.
+ *
+ * Runs as root in the VM with kvarena.ko loaded.  Each process gets its
+ * own seed, derived from the run's seed and its index, and makes its
+ * calls from it alone, so a process's sequence of calls is the same on
+ * every run with that seed: `sysfuzz --seed S --procs 1` replays process
+ * 0 of run S call by call, without the other processes' interleaving
+ * (`--only P` replays process P).  The last process drops to uid 65534
+ * after opening its files, so the unprivileged paths are fuzzed too.
+ *
+ * Each call is a command built from what the process knows (its arenas,
+ * clients, held, freed and other processes' handles, a pool of files of
+ * every kind for SET_BACKING), then, often, broken: unknown numbers,
+ * wrong sizes or directions in the command number, bad, unaligned,
+ * read-only, straddling and kernel pointers, zero and huge counts,
+ * non-zero reserved fields and flags, stale, foreign, forged and repeated
+ * handles, double frees, names and labels without a NUL.
+ *
+ * What is checked, call by call:
+ *   - the result is 0 or an errno the command's table in the uapi header
+ *     allows (unknown commands: -ENOTTY; -EAGAIN never reaches a caller);
+ *   - a command with a non-zero reserved field or an unknown flag never
+ *     succeeds;
+ *   - FREE of a batch holding another process's, a forged, a freed or a
+ *     repeated handle never succeeds;
+ *   - what the process holds, by the module's CLIENTS table, is what its
+ *     own successful ALLOCs and FREEs say (checked every few calls);
+ * and at the end, once every process is gone, every arena is quiet
+ * (nothing held, counts add up) and every arena the fuzzer made is gone.
+ * The kernel log is checked by the VM runner.
+ *
+ *   sysfuzz [--calls N] [--procs N] [--seed S] [--only P] [--verbose]
+ *
+ * Prints "sysfuzz: N calls ... seed S ... F failures, L frames lost".
+ */
+#include <getopt.h>
+#include <stddef.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+
+#include "faults.h"
+
+#define FS		(64u << 10)
+#define NR_SHARED	256u
+#define NR_OWN		64u
+#define MAX_PROCS	16
+#define NFD		6	/* /dev/kvarena files per process */
+#define HELD		256	/* handles remembered per file */
+#define POOL		128	/* stale and foreign handles remembered */
+#define MAX_ARENAS	4	/* arenas a process made, alive at once */
+#define SLOT		4096	/* bytes of one argument buffer */
+
+static const char *const shared_name = "fz-shared";
+
+/* ---- what every process sees: other processes' handles ---------------- */
+
+struct shared {
+	uint64_t foreign[MAX_PROCS][POOL];	/* handles of fz-shared */
+	unsigned long calls[MAX_PROCS], urings[MAX_PROCS];
+};
+
+static struct shared *shm;
+
+/* ---- one process's state ---------------------------------------------- */
+
+struct kfile {
+	int fd;
+	bool rdonly;
+	bool attached;
+	bool desync;		/* our picture of it went wrong: stop checking */
+	char arena[KVARENA_NAME_LEN];
+	uint32_t tag;		/* which arena, which incarnation: arena_tag() */
+	uint32_t client_id;
+	uint64_t held[HELD];
+	unsigned int n;
+	uint64_t alloc_calls, free_calls;	/* not used for checks */
+};
+
+struct proc {
+	struct fz_rng r;
+	int idx;
+	bool admin;
+	bool verbose;
+	struct kfile f[NFD];
+	char arenas[MAX_ARENAS][KVARENA_NAME_LEN];
+	unsigned int arena_seq;
+	uint64_t stale[POOL];
+	uint32_t stale_tag[POOL];	/* the arena each came from */
+	unsigned int nstale;
+	uint32_t incarnation[8];	/* of our arenas fz<idx>-0..7 */
+	struct io_uring ring;
+	/* pointers of every kind */
+	uint8_t *buf;		/* SLOT-byte argument buffers, read-write */
+	uint64_t *hbuf;		/* room for KVARENA_MAX_BATCH handles */
+	uint8_t *ro;		/* a read-only page */
+	uint8_t *hole;		/* an unmapped page */
+	uint8_t *edge;		/* the last page before an unmapped one */
+	/* files for SET_BACKING */
+	int fdpool[12];
+	unsigned int nfdpool;
+	/* results */
+	unsigned long calls, ioctls, urings, failures;
+	unsigned long by_errno[140];
+};
+
+/* How a call was built: what the oracle needs to know. */
+struct call {
+	uint32_t cmd;
+	int known;		/* index into cmds[], or -1 */
+	bool uring;
+	bool must_fail;		/* a mutation no command may accept */
+	const char *why;	/* ... and which */
+	void *arg;
+	struct kfile *kf;
+	/* ALLOC/FREE: where the handles were */
+	uint64_t *handles;
+	uint32_t count;
+	bool valid_handles_ptr;
+	uint64_t uring_reserved;	/* struct kvarena_uring_cmd.reserved */
+};
+
+/* ---- the command table: who, how big, which errors -------------------- */
+
+#define E(x) ((unsigned __int128)1 << (x))
+#define E_ANY (E(EINVAL) | E(EFAULT))
+
+struct cmd_desc {
+	const char *name;
+	uint32_t cmd;
+	size_t size;
+	unsigned __int128 errs;	/* errnos the uapi header allows */
+	unsigned int weight;
+	void (*build)(struct proc *p, struct call *c);
+};
+
+static void build_version(struct proc *p, struct call *c);
+static void build_create(struct proc *p, struct call *c);
+static void build_destroy(struct proc *p, struct call *c);
+static void build_backing(struct proc *p, struct call *c);
+static void build_attach(struct proc *p, struct call *c);
+static void build_alloc(struct proc *p, struct call *c);
+static void build_free(struct proc *p, struct call *c);
+static void build_frame_fd(struct proc *p, struct call *c);
+static void build_usage(struct proc *p, struct call *c);
+static void build_stat(struct proc *p, struct call *c);
+static void build_clients(struct proc *p, struct call *c);
+static void build_limits(struct proc *p, struct call *c);
+static void build_policy(struct proc *p, struct call *c);
+
+#define ADMIN_ERRS (E_ANY | E(EPERM) | E(EBADF) | E(ENOENT) | E(ENOMEM))
+#define CLIENT_ERRS (E_ANY | E(EBADF) | E(ENOTCONN) | E(ENOMEM))
+
+static const struct cmd_desc cmds[] = {
+	{ "VERSION", KVARENA_IOC_VERSION, sizeof(struct kvarena_version),
+	  E_ANY, 1, build_version },
+	{ "ARENA_CREATE", KVARENA_IOC_ARENA_CREATE,
+	  sizeof(struct kvarena_arena_create),
+	  ADMIN_ERRS | E(EEXIST), 3, build_create },
+	{ "ARENA_DESTROY", KVARENA_IOC_ARENA_DESTROY,
+	  sizeof(struct kvarena_arena_destroy),
+	  ADMIN_ERRS | E(EBUSY), 2, build_destroy },
+	{ "ARENA_SET_BACKING", KVARENA_IOC_ARENA_SET_BACKING,
+	  sizeof(struct kvarena_set_backing),
+	  ADMIN_ERRS | E(EBUSY), 3, build_backing },
+	{ "ATTACH", KVARENA_IOC_ATTACH, sizeof(struct kvarena_attach),
+	  E_ANY | E(EBADF) | E(ENOENT) | E(EACCES) | E(EPERM) | E(EBUSY) |
+	  E(ENOSPC) | E(ENODATA) | E(ENOMEM), 3, build_attach },
+	{ "ALLOC", KVARENA_IOC_ALLOC, sizeof(struct kvarena_frames),
+	  CLIENT_ERRS | E(ENOSPC), 10, build_alloc },
+	{ "FREE", KVARENA_IOC_FREE, sizeof(struct kvarena_frames),
+	  CLIENT_ERRS | E(ESTALE) | E(EPERM) | E(ENOENT), 10, build_free },
+	{ "FRAME_FD", KVARENA_IOC_FRAME_FD, sizeof(struct kvarena_frame_fd),
+	  CLIENT_ERRS | E(ESTALE) | E(EPERM) | E(ENOENT) | E(ENODATA) |
+	  E(EMFILE), 4, build_frame_fd },
+	{ "SET_USAGE", KVARENA_IOC_SET_USAGE, sizeof(struct kvarena_usage),
+	  CLIENT_ERRS, 3, build_usage },
+	{ "STAT", KVARENA_IOC_STAT, sizeof(struct kvarena_stat),
+	  E_ANY | E(ENOENT) | E(EACCES), 3, build_stat },
+	{ "CLIENTS", KVARENA_IOC_CLIENTS, sizeof(struct kvarena_clients),
+	  E_ANY | E(ENOENT) | E(EACCES) | E(ENOMEM), 3, build_clients },
+	{ "SET_LIMITS", KVARENA_IOC_SET_LIMITS, sizeof(struct kvarena_limits),
+	  ADMIN_ERRS | E(ENOSPC), 3, build_limits },
+	{ "ARENA_SET_POLICY", KVARENA_IOC_ARENA_SET_POLICY,
+	  sizeof(struct kvarena_arena_policy), ADMIN_ERRS, 2, build_policy },
+};
+#define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
+
+/* ---- pieces of arguments ------------------------------------------------ */
+
+static void fail(struct proc *p, const struct call *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	p->failures++;
+	printf("# sysfuzz: process %d call %lu: %s 0x%08x over %s: ", p->idx,
+	       p->calls, c->known >= 0 ? cmds[c->known].name : "unknown",
+	       c->cmd, c->uring ? "io_uring" : "ioctl");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+static struct kfile *pick_file(struct proc *p)
+{
+	return &p->f[fz_below(&p->r, NFD)];
+}
+
+static struct kfile *attached_file(struct proc *p)
+{
+	unsigned int i, k = fz_below(&p->r, NFD);
+
+	for (i = 0; i < NFD; i++) {
+		struct kfile *f = &p->f[(k + i) % NFD];
+
+		if (f->attached && f->fd >= 0)
+			return f;
+	}
+	return pick_file(p);
+}
+
+/* An arena name: our own, the shared one, a plausible one, or junk. */
+static void pick_name(struct proc *p, char *name)
+{
+	unsigned int i;
+
+	switch (fz_below(&p->r, 10)) {
+	case 0: case 1: case 2: case 3:
+		i = fz_below(&p->r, MAX_ARENAS);
+		if (p->arenas[i][0]) {
+			memcpy(name, p->arenas[i], KVARENA_NAME_LEN);
+			return;
+		}
+		/* fall through */
+	case 4: case 5:
+		fz_name(name, "%s", shared_name);
+		return;
+	case 6:
+		fz_name(name, "fz%d-%u", p->idx, fz_below(&p->r, 8));
+		return;
+	case 7:		/* 32 characters, no NUL */
+		memset(name, 'a' + fz_below(&p->r, 26), KVARENA_NAME_LEN);
+		return;
+	case 8:		/* empty, or a dot first, or a bad character */
+		fz_name(name, "%s", (const char *[]){ "", ".x", "a/b", "a b",
+			"..", "\xff" }[fz_below(&p->r, 6)]);
+		return;
+	default:	/* random bytes */
+		for (i = 0; i < KVARENA_NAME_LEN; i++)
+			name[i] = (char)fz_next(&p->r);
+		return;
+	}
+}
+
+static uint32_t pick_count(struct proc *p, uint32_t room)
+{
+	switch (fz_below(&p->r, 12)) {
+	case 0: return 0;
+	case 1: return KVARENA_MAX_BATCH;
+	case 2: return KVARENA_MAX_BATCH + 1;
+	case 3: return (uint32_t)fz_next(&p->r);
+	default: return 1 + fz_below(&p->r, room ? room : 1);
+	}
+}
+
+/* A handle and what it is: ours (index into held), stale, foreign, forged. */
+enum { H_OURS, H_STALE, H_FOREIGN, H_FORGED, H_ZERO, H_OTHER };
+
+static uint64_t pick_handle(struct proc *p, struct kfile *f, int *kind,
+			    int *ours_idx)
+{
+	unsigned int k;
+	uint64_t h;
+	int o;
+
+	*ours_idx = -1;
+	switch (fz_below(&p->r, 10)) {
+	case 0: case 1: case 2: case 3: case 4:
+		if (f->n) {
+			*ours_idx = fz_below(&p->r, f->n);
+			*kind = H_OURS;
+			return f->held[*ours_idx];
+		}
+		/* fall through */
+	case 5: case 6:
+		if (p->nstale) {
+			k = fz_below(&p->r, p->nstale < POOL ? p->nstale : POOL);
+			/*
+			 * Stale only in the arena it came from: elsewhere
+			 * (another arena, or the same name made anew) the
+			 * same numbers may name a frame we hold.
+			 */
+			*kind = p->stale_tag[k] == f->tag && f->attached ?
+				H_STALE : H_OTHER;
+			return p->stale[k];
+		}
+		/* fall through */
+	case 7:
+		o = fz_below(&p->r, MAX_PROCS);
+		h = shm->foreign[o][fz_below(&p->r, POOL)];
+		if (o != p->idx && h) {
+			*kind = f->attached && f->tag == 0 ? H_FOREIGN : H_OTHER;
+			return h;
+		}
+		/* fall through */
+	case 8:
+		/* Generations never reach 2^31 here; indices past any arena. */
+		*kind = H_FORGED;
+		if (fz_one_in(&p->r, 2))
+			return KVARENA_HANDLE(0x80000000u | (uint32_t)fz_next(&p->r),
+					      fz_below(&p->r, NR_SHARED));
+		return KVARENA_HANDLE(1 + fz_below(&p->r, 4),
+				      KVARENA_MAX_FRAMES + fz_below(&p->r, 1u << 20));
+	default:
+		*kind = H_ZERO;
+		return 0;
+	}
+}
+
+/*
+ * Where the command's struct (or an array it points to) goes: mostly a
+ * good buffer, else NULL, a hole, read-only memory (the command's output
+ * cannot be written), a struct that runs off the end of the mapping,
+ * an odd address, or the kernel's half of the address space.
+ */
+enum { PTR_GOOD, PTR_RO, PTR_EDGE, PTR_BAD };
+
+static void *pick_ptr(struct proc *p, void *good, size_t size, int *kind)
+{
+	*kind = PTR_BAD;
+	switch (fz_below(&p->r, 40)) {
+	case 0: return NULL;
+	case 1: return p->hole + fz_below(&p->r, 4096);
+	case 2:
+		/* Reads as zeros; nothing can be written back. */
+		*kind = PTR_RO;
+		return p->ro;
+	case 3:
+		/* Its first half is good memory, the rest is not. */
+		*kind = PTR_EDGE;
+		return p->edge + 4096 - (size > 8 ? size / 2 : 4);
+	case 4: return (void *)(uintptr_t)0xffff888000000000ull;
+	case 5: return (void *)(uintptr_t)(fz_next(&p->r) | 1);
+	case 6:
+		*kind = PTR_GOOD;
+		memmove((uint8_t *)good + 1, good, size);
+		return (uint8_t *)good + 1;
+	default:
+		*kind = PTR_GOOD;
+		return good;
+	}
+}
+
+static void *slot(struct proc *p, int i)
+{
+	return p->buf + i * SLOT;
+}
+
+/*
+ * Break a command's struct now and then: non-zero reserved bytes or an
+ * unknown flag (must_fail), or a random byte anywhere (no promise).
+ */
+static void mutate(struct proc *p, struct call *c, void *arg, size_t off,
+		   size_t len, const char *what)
+{
+	if (len && fz_one_in(&p->r, 12)) {
+		uint8_t *b = (uint8_t *)arg + off + fz_below(&p->r, len);
+
+		*b |= (uint8_t)(1u << fz_below(&p->r, 8));
+		c->must_fail = true;
+		c->why = what;
+	}
+}
+
+static void scribble(struct proc *p, void *arg, size_t size)
+{
+	if (fz_one_in(&p->r, 16))
+		((uint8_t *)arg)[fz_below(&p->r, size)] = (uint8_t)fz_next(&p->r);
+}
+
+#define MUTATE_FIELD(p, c, s, field) \
+	mutate(p, c, s, (uint8_t *)&(s)->field - (uint8_t *)(s), \
+	       sizeof((s)->field), #field)
+
+/* ---- builders, one per command ----------------------------------------- */
+
+static void build_version(struct proc *p, struct call *c)
+{
+	struct kvarena_version *v = slot(p, 0);
+
+	memset(v, 0, sizeof(*v));
+	MUTATE_FIELD(p, c, v, reserved0);
+	MUTATE_FIELD(p, c, v, reserved);
+}
+
+static void build_create(struct proc *p, struct call *c)
+{
+	static const uint64_t sizes[] = { 4096, 65536, 2u << 20, 1u << 30,
+					  4095, 8192 + 4096, 0, 1ull << 31,
+					  1ull << 40 };
+	struct kvarena_arena_create *a = slot(p, 0);
+	unsigned int i;
+
+	memset(a, 0, sizeof(*a));
+	i = fz_below(&p->r, MAX_ARENAS);
+	if (!p->arenas[i][0] || fz_one_in(&p->r, 4))
+		fz_name(a->name, "fz%d-%u", p->idx, p->arena_seq++ % 8);
+	else
+		pick_name(p, a->name);
+	a->frame_size = fz_one_in(&p->r, 2) ? FS :
+			sizes[fz_below(&p->r, sizeof(sizes) / sizeof(sizes[0]))];
+	switch (fz_below(&p->r, 8)) {
+	case 0: a->nr_frames = 0; break;
+	case 1: a->nr_frames = KVARENA_MAX_FRAMES + 1; break;
+	case 2: a->nr_frames = (uint32_t)fz_next(&p->r); break;
+	/* Large, but not so large that a 1 GiB VM goes short. */
+	case 3: a->nr_frames = 1 + fz_below(&p->r, 65536); break;
+	default: a->nr_frames = 1 + fz_below(&p->r, NR_OWN); break;
+	}
+	a->mem_kind = fz_one_in(&p->r, 8) ? fz_below(&p->r, 4) :
+					     KVARENA_MEM_HOST;
+	a->low_watermark = fz_below(&p->r, 8);
+	a->flags = fz_one_in(&p->r, 2) ? KVARENA_CREATE_NO_BACKING : 0;
+	if (fz_one_in(&p->r, 4)) {
+		a->flags |= KVARENA_CREATE_ACCESS;
+		a->owner_uid = fz_one_in(&p->r, 2) ? 0 : 65534;
+		a->owner_gid = fz_one_in(&p->r, 2) ? 0 : (uint32_t)fz_next(&p->r);
+		a->mode = fz_one_in(&p->r, 4) ? (uint32_t)fz_next(&p->r) : 0640;
+		a->client_min_limit = fz_below(&p->r, 4);
+		a->client_max_limit = fz_below(&p->r, 8);
+		a->client_max_default = fz_below(&p->r, 8);
+	}
+	if (fz_one_in(&p->r, 16))
+		a->mem_uuid[fz_below(&p->r, 16)] = 1;
+	if (fz_one_in(&p->r, 16)) {
+		a->flags |= 1u << (2 + fz_below(&p->r, 30));
+		c->must_fail = true;
+		c->why = "an unknown create flag";
+	}
+	MUTATE_FIELD(p, c, a, reserved0);
+	MUTATE_FIELD(p, c, a, reserved);
+	scribble(p, a, sizeof(*a));
+}
+
+static void build_destroy(struct proc *p, struct call *c)
+{
+	struct kvarena_arena_destroy *d = slot(p, 0);
+
+	memset(d, 0, sizeof(*d));
+	pick_name(p, d->name);
+	/* The shared arena stays, so that its handles mean one thing. */
+	if (!strcmp(d->name, shared_name))
+		d->name[0] = 'x';
+	MUTATE_FIELD(p, c, d, flags);
+	MUTATE_FIELD(p, c, d, reserved0);
+	MUTATE_FIELD(p, c, d, reserved);
+}
+
+static void build_backing(struct proc *p, struct call *c)
+{
+	struct kvarena_set_backing *b = slot(p, 0);
+
+	memset(b, 0, sizeof(*b));
+	pick_name(p, b->name);
+	b->first_frame = fz_one_in(&p->r, 4) ? (uint32_t)fz_next(&p->r) :
+			 fz_below(&p->r, NR_OWN);
+	b->nr_frames = fz_one_in(&p->r, 4) ? (uint32_t)fz_next(&p->r) :
+		       fz_below(&p->r, NR_OWN + 1);
+	switch (fz_below(&p->r, 6)) {
+	case 0: b->fd = -1; break;
+	case 1: b->fd = 1000 + fz_below(&p->r, 100); break;
+	case 2: b->fd = pick_file(p)->fd; break;
+	default: b->fd = p->fdpool[fz_below(&p->r, p->nfdpool)]; break;
+	}
+	b->offset = fz_one_in(&p->r, 2) ? 0 :
+		    fz_one_in(&p->r, 2) ? (uint64_t)fz_below(&p->r, 64) * 4096 :
+					   fz_next(&p->r);
+	MUTATE_FIELD(p, c, b, flags);
+	MUTATE_FIELD(p, c, b, reserved);
+}
+
+static void build_attach(struct proc *p, struct call *c)
+{
+	struct kvarena_attach *a = slot(p, 0);
+
+	memset(a, 0, sizeof(*a));
+	c->kf = pick_file(p);
+	pick_name(p, a->name);
+	if (fz_one_in(&p->r, 8))
+		memset(a->label, 'l', KVARENA_LABEL_LEN);	/* no NUL */
+	else
+		fz_name(a->label, "fz%d", p->idx);
+	a->min_frames = fz_one_in(&p->r, 4) ? fz_below(&p->r, 8) :
+			fz_one_in(&p->r, 8) ? (uint32_t)fz_next(&p->r) : 0;
+	a->max_frames = fz_one_in(&p->r, 2) ? 0 :
+			fz_one_in(&p->r, 8) ? (uint32_t)fz_next(&p->r) :
+					      fz_below(&p->r, NR_SHARED);
+	/* Outputs are ignored on input. */
+	a->client_id = (uint32_t)fz_next(&p->r);
+	MUTATE_FIELD(p, c, a, flags);
+	MUTATE_FIELD(p, c, a, reserved);
+}
+
+static void build_alloc(struct proc *p, struct call *c)
+{
+	struct kvarena_frames *f = slot(p, 0);
+	uint64_t *h = p->hbuf;
+	int kind;
+
+	memset(f, 0, sizeof(*f));
+	c->kf = attached_file(p);
+	f->count = pick_count(p, 16);
+	f->flags = fz_one_in(&p->r, 2) ? KVARENA_ALLOC_PARTIAL : 0;
+	c->handles = pick_ptr(p, h, f->count <= 16 ? f->count * 8 : 8, &kind);
+	/* A partial ALLOC may take few enough to fit before the edge. */
+	c->valid_handles_ptr = kind == PTR_GOOD || kind == PTR_EDGE;
+	if (kind != PTR_GOOD &&
+	    !(kind == PTR_EDGE && (f->flags & KVARENA_ALLOC_PARTIAL))) {
+		/* The handles cannot be written: nothing may be taken. */
+		c->must_fail = true;
+		c->why = "handles that cannot be written";
+	}
+	c->count = f->count;
+	f->handles = (uintptr_t)c->handles;
+	if (fz_one_in(&p->r, 16)) {
+		f->flags |= 1u << (1 + fz_below(&p->r, 31));
+		c->must_fail = true;
+		c->why = "an unknown alloc flag";
+	}
+	MUTATE_FIELD(p, c, f, reserved0);
+	MUTATE_FIELD(p, c, f, reserved);
+}
+
+static void build_free(struct proc *p, struct call *c)
+{
+	struct kvarena_frames *f = slot(p, 0);
+	uint64_t *h = p->hbuf;
+	unsigned int n, i;
+	int kind;
+
+	memset(f, 0, sizeof(*f));
+	c->kf = attached_file(p);
+	n = fz_one_in(&p->r, 16) ? pick_count(p, 16) : 1 + fz_below(&p->r, 8);
+	for (i = 0; i < n && i < 64; i++) {
+		int hkind, idx;
+
+		h[i] = pick_handle(p, c->kf, &hkind, &idx);
+		if (hkind != H_OURS && hkind != H_OTHER) {
+			c->must_fail = true;
+			c->why = "a handle not ours";
+		}
+		/* The same handle twice in one batch. */
+		if (i && fz_one_in(&p->r, 16)) {
+			h[i] = h[fz_below(&p->r, i)];
+			c->must_fail = true;
+			c->why = "a handle twice";
+		}
+	}
+	/* Our own handles, but none twice: a batch that must work. */
+	if (!c->must_fail && n <= c->kf->n && fz_one_in(&p->r, 2)) {
+		unsigned int first = fz_below(&p->r, c->kf->n - n + 1);
+
+		memcpy(h, c->kf->held + first, n * sizeof(*h));
+	}
+	f->count = n;
+	c->count = n;
+	c->handles = pick_ptr(p, h, n <= 64 ? n * 8 : 8, &kind);
+	c->valid_handles_ptr = kind == PTR_GOOD && n <= 64;
+	if (kind != PTR_GOOD) {
+		/* Unreadable, or zeros (handle 0 is never valid). */
+		c->must_fail = true;
+		c->why = "handles that cannot be read";
+	}
+	f->handles = (uintptr_t)c->handles;
+	if (fz_one_in(&p->r, 16)) {
+		f->flags = 1u << fz_below(&p->r, 32);
+		c->must_fail = true;
+		c->why = "a free flag";
+	}
+	MUTATE_FIELD(p, c, f, reserved0);
+	MUTATE_FIELD(p, c, f, reserved);
+}
+
+static void build_frame_fd(struct proc *p, struct call *c)
+{
+	struct kvarena_frame_fd *ff = slot(p, 0);
+	int kind, idx;
+
+	memset(ff, 0, sizeof(*ff));
+	c->kf = attached_file(p);
+	ff->handle = pick_handle(p, c->kf, &kind, &idx);
+	if (kind != H_OURS && kind != H_OTHER) {
+		c->must_fail = true;
+		c->why = "a handle not ours";
+	}
+	MUTATE_FIELD(p, c, ff, flags);
+	MUTATE_FIELD(p, c, ff, access);
+	MUTATE_FIELD(p, c, ff, reserved0);
+	MUTATE_FIELD(p, c, ff, reserved);
+}
+
+static void build_usage(struct proc *p, struct call *c)
+{
+	struct kvarena_usage *u = slot(p, 0);
+
+	memset(u, 0, sizeof(*u));
+	c->kf = attached_file(p);
+	u->filled_tokens = fz_one_in(&p->r, 4) ? fz_next(&p->r) :
+			   fz_below(&p->r, 10000);
+	u->filled_bytes = fz_one_in(&p->r, 4) ? fz_next(&p->r) :
+			  (uint64_t)fz_below(&p->r, c->kf->n + 1) * FS;
+	MUTATE_FIELD(p, c, u, flags);
+	MUTATE_FIELD(p, c, u, reserved0);
+	MUTATE_FIELD(p, c, u, reserved);
+}
+
+static void build_stat(struct proc *p, struct call *c)
+{
+	struct kvarena_stat *s = slot(p, 0);
+
+	memset(s, 0, sizeof(*s));
+	if (fz_one_in(&p->r, 3)) {
+		s->flags = KVARENA_STAT_BY_INDEX;
+		s->index = fz_one_in(&p->r, 4) ? (uint32_t)fz_next(&p->r) :
+			   fz_below(&p->r, 8);
+	} else {
+		pick_name(p, s->name);
+	}
+	/* Outputs are ignored on input. */
+	s->nr_free = (uint32_t)fz_next(&p->r);
+	MUTATE_FIELD(p, c, s, reserved);
+}
+
+static void build_clients(struct proc *p, struct call *c)
+{
+	struct kvarena_clients *cl = slot(p, 0);
+	int kind;
+
+	memset(cl, 0, sizeof(*cl));
+	pick_name(p, cl->name);
+	cl->count = fz_one_in(&p->r, 8) ? (uint32_t)fz_next(&p->r) :
+		    fz_below(&p->r, 20);
+	cl->clients = (uintptr_t)pick_ptr(p, slot(p, 1),
+					  sizeof(struct kvarena_client_info),
+					  &kind);
+	if (cl->count > SLOT / sizeof(struct kvarena_client_info) &&
+	    cl->clients == (uintptr_t)slot(p, 1))
+		cl->count = SLOT / sizeof(struct kvarena_client_info);
+	MUTATE_FIELD(p, c, cl, flags);
+	MUTATE_FIELD(p, c, cl, reserved0);
+	MUTATE_FIELD(p, c, cl, reserved);
+}
+
+static void build_limits(struct proc *p, struct call *c)
+{
+	struct kvarena_limits *l = slot(p, 0);
+	struct kfile *f = attached_file(p);
+
+	memset(l, 0, sizeof(*l));
+	if (f->attached && fz_one_in(&p->r, 2)) {
+		memcpy(l->name, f->arena, KVARENA_NAME_LEN);
+		l->client_id = f->client_id;
+	} else {
+		pick_name(p, l->name);
+		l->client_id = fz_one_in(&p->r, 2) ? fz_below(&p->r, 64) :
+						      (uint32_t)fz_next(&p->r);
+	}
+	l->min_frames = fz_one_in(&p->r, 2) ? 0 : fz_below(&p->r, 16);
+	l->max_frames = fz_one_in(&p->r, 3) ? 0 :
+			fz_one_in(&p->r, 8) ? (uint32_t)fz_next(&p->r) :
+					      fz_below(&p->r, NR_SHARED + 2);
+	MUTATE_FIELD(p, c, l, flags);
+	MUTATE_FIELD(p, c, l, reserved);
+}
+
+static void build_policy(struct proc *p, struct call *c)
+{
+	struct kvarena_arena_policy *a = slot(p, 0);
+
+	memset(a, 0, sizeof(*a));
+	pick_name(p, a->name);
+	/* Never lock the shared arena against the unprivileged process. */
+	if (!strcmp(a->name, shared_name))
+		a->name[0] = 'x';
+	a->owner_uid = fz_one_in(&p->r, 4) ? (uint32_t)fz_next(&p->r) : 0;
+	a->owner_gid = fz_one_in(&p->r, 4) ? (uint32_t)fz_next(&p->r) : 0;
+	a->mode = fz_one_in(&p->r, 4) ? (uint32_t)fz_next(&p->r) : 0666;
+	a->client_min_limit = fz_below(&p->r, 70);
+	a->client_max_default = fz_below(&p->r, 70);
+	a->client_max_limit = fz_below(&p->r, 70);
+	MUTATE_FIELD(p, c, a, flags);
+	MUTATE_FIELD(p, c, a, reserved0);
+	MUTATE_FIELD(p, c, a, reserved);
+}
+
+/* ---- one call ------------------------------------------------------------ */
+
+static int pick_cmd(struct proc *p)
+{
+	unsigned int total = 0, i, x;
+
+	for (i = 0; i < NCMDS; i++)
+		total += cmds[i].weight;
+	x = fz_below(&p->r, total);
+	for (i = 0; i < NCMDS; i++) {
+		if (x < cmds[i].weight)
+			return i;
+		x -= cmds[i].weight;
+	}
+	return 0;
+}
+
+static bool is_known(uint32_t cmd)
+{
+	unsigned int i;
+
+	for (i = 0; i < NCMDS; i++)
+		if (cmds[i].cmd == cmd)
+			return true;
+	return false;
+}
+
+/* A command number no command has: another size, direction, type or nr. */
+static uint32_t break_cmd(struct proc *p, uint32_t cmd)
+{
+	switch (fz_below(&p->r, 5)) {
+	case 0:
+		return _IOC(_IOC_DIR(cmd), _IOC_TYPE(cmd), _IOC_NR(cmd),
+			    (_IOC_SIZE(cmd) + 8 * (1 + fz_below(&p->r, 8))) &
+			    _IOC_SIZEMASK);
+	case 1:
+		return _IOC(fz_below(&p->r, 3), _IOC_TYPE(cmd), _IOC_NR(cmd),
+			    _IOC_SIZE(cmd));
+	case 2:
+		return _IOC(_IOC_DIR(cmd), 'K' + 1 + fz_below(&p->r, 8),
+			    _IOC_NR(cmd), _IOC_SIZE(cmd));
+	case 3:
+		return _IOC(_IOC_DIR(cmd), _IOC_TYPE(cmd),
+			    0x0f + fz_below(&p->r, 0x30), _IOC_SIZE(cmd));
+	default:
+		return (uint32_t)fz_next(&p->r);
+	}
+}
+
+static int run_call(struct proc *p, struct call *c, int fd)
+{
+	int ret;
+
+	if (c->uring) {
+		p->urings++;
+		ret = fz_uring(&p->ring, fd, c->cmd, c->arg, c->uring_reserved);
+	} else {
+		p->ioctls++;
+		ret = fz_ioctl(fd, c->cmd, c->arg);
+	}
+	p->calls++;
+	return ret;
+}
+
+static void stale_add(struct proc *p, const struct kfile *f, uint64_t h)
+{
+	p->stale_tag[p->nstale % POOL] = f->tag;
+	p->stale[p->nstale++ % POOL] = h;
+}
+
+/*
+ * Which arena a file is attached to, as far as handles go: 0 for the
+ * shared one (never destroyed while the fuzzer runs), else one of our own
+ * names and how many times we made it.  0xffffffff: none we know.
+ */
+static uint32_t arena_tag(struct proc *p, const char *name)
+{
+	char own[KVARENA_NAME_LEN];
+	unsigned int s;
+
+	if (!strncmp(name, shared_name, KVARENA_NAME_LEN))
+		return 0;
+	for (s = 0; s < 8; s++) {
+		fz_name(own, "fz%d-%u", p->idx, s);
+		if (!strncmp(name, own, KVARENA_NAME_LEN))
+			return 1 + s + 8 * p->incarnation[s];
+	}
+	return 0xffffffffu;
+}
+
+static void held_remove(struct kfile *f, uint64_t h)
+{
+	unsigned int i;
+
+	for (i = 0; i < f->n; i++) {
+		if (f->held[i] == h) {
+			f->held[i] = f->held[--f->n];
+			return;
+		}
+	}
+}
+
+static void publish_foreign(struct proc *p, struct kfile *f)
+{
+	if (f->n && f->tag == 0)
+		shm->foreign[p->idx][fz_below(&p->r, POOL)] =
+			f->held[fz_below(&p->r, f->n)];
+}
+
+/* What a successful call changed, in the process's own picture. */
+static void account(struct proc *p, struct call *c, int ret)
+{
+	const struct cmd_desc *d = &cmds[c->known];
+	unsigned int i;
+
+	if (ret)
+		return;
+	if (d->cmd == KVARENA_IOC_ATTACH) {
+		const struct kvarena_attach *a = c->arg;
+
+		c->kf->attached = true;
+		memcpy(c->kf->arena, a->name, KVARENA_NAME_LEN);
+		c->kf->client_id = a->client_id;
+		c->kf->tag = arena_tag(p, a->name);
+	} else if (d->cmd == KVARENA_IOC_ALLOC) {
+		const struct kvarena_frames *f = c->arg;
+		uint32_t n = f->nr_done;
+
+		if (n > c->count || !c->valid_handles_ptr) {
+			fail(p, c, "ALLOC took %u of %u, from %s", n, c->count,
+			     c->valid_handles_ptr ? "a good buffer" :
+						    "a bad buffer");
+			return;
+		}
+		for (i = 0; i < n && c->kf->n < HELD; i++)
+			memcpy(&c->kf->held[c->kf->n++],
+			       (uint8_t *)c->handles + i * 8, 8);
+		if (i < n) {
+			/* Too many to remember: give the rest back now. */
+			struct kvarena_frames fr = {
+				.handles = (uintptr_t)c->handles + i * 8,
+				.count = n - i };
+			uint64_t h;
+
+			if (fz_ioctl(c->kf->fd, KVARENA_IOC_FREE, &fr))
+				fail(p, c, "FREE of fresh handles failed");
+			for (; i < n; i++) {
+				memcpy(&h, (uint8_t *)c->handles + i * 8, 8);
+				stale_add(p, c->kf, h);
+			}
+		}
+		publish_foreign(p, c->kf);
+	} else if (d->cmd == KVARENA_IOC_FREE) {
+		for (i = 0; i < c->count; i++) {
+			uint64_t h;
+
+			memcpy(&h, (uint8_t *)c->handles + i * 8, 8);
+			held_remove(c->kf, h);
+			stale_add(p, c->kf, h);
+		}
+	} else if (d->cmd == KVARENA_IOC_FRAME_FD) {
+		const struct kvarena_frame_fd *ff = c->arg;
+
+		if (ff->fd >= 0) {
+			/* Map it, touch it, and let it go. */
+			void *m = mmap(NULL, ff->size, PROT_READ | PROT_WRITE,
+				       MAP_SHARED, ff->fd, ff->offset);
+
+			if (m != MAP_FAILED) {
+				((volatile uint8_t *)m)[0] = 1;
+				munmap(m, ff->size);
+			}
+			close(ff->fd);
+		}
+	} else if (d->cmd == KVARENA_IOC_ARENA_CREATE) {
+		const struct kvarena_arena_create *a = c->arg;
+
+		uint32_t t = arena_tag(p, a->name);
+
+		if (t && t != 0xffffffffu)
+			p->incarnation[(t - 1) % 8]++;
+		i = fz_below(&p->r, MAX_ARENAS);
+		/* A name we forget now is destroyed at the end by pattern. */
+		memcpy(p->arenas[i], a->name, KVARENA_NAME_LEN);
+	} else if (d->cmd == KVARENA_IOC_ARENA_DESTROY) {
+		const struct kvarena_arena_destroy *a = c->arg;
+
+		for (i = 0; i < MAX_ARENAS; i++)
+			if (!memcmp(p->arenas[i], a->name, KVARENA_NAME_LEN))
+				p->arenas[i][0] = 0;
+	}
+}
+
+static void one_call(struct proc *p)
+{
+	struct call c = { .known = -1 };
+	struct kfile *kf;
+	int ret, e, kind;
+
+	c.known = pick_cmd(p);
+	c.cmd = cmds[c.known].cmd;
+	cmds[c.known].build(p, &c);
+	kf = c.kf ? c.kf : pick_file(p);
+	c.kf = kf;
+	c.uring = fz_one_in(&p->r, 3);
+	if (fz_one_in(&p->r, 16)) {
+		c.cmd = break_cmd(p, c.cmd);
+		if (!is_known(c.cmd))
+			c.known = -1;
+	}
+	c.arg = pick_ptr(p, slot(p, 0), c.known >= 0 ?
+			 cmds[c.known].size : 64, &kind);
+	if (kind == PTR_BAD || kind == PTR_EDGE) {
+		c.must_fail = true;
+		c.why = "a bad pointer";
+	} else if (kind == PTR_RO) {
+		/* The module reads zeros there, not what we built. */
+		c.must_fail = false;
+	}
+	/* The io_uring command area's own reserved field. */
+	c.uring_reserved = c.uring && fz_one_in(&p->r, 32) ? fz_next(&p->r) | 1 : 0;
+
+	ret = run_call(p, &c, kf->fd);
+	e = ret < 0 ? -ret : 0;
+	if (e < 140)
+		p->by_errno[e]++;
+	if (p->verbose)
+		printf("# %d.%lu %s%s cmd 0x%08x fd %d -> %d\n", p->idx,
+		       p->calls, c.uring ? "uring " : "", c.known >= 0 ?
+		       cmds[c.known].name : "?", c.cmd, kf->fd, ret);
+
+	if (c.uring_reserved) {
+		if (ret != -EINVAL)
+			fail(p, &c, "a non-zero reserved field in the SQE gave %d", ret);
+		return;
+	}
+	if (c.known < 0) {
+		if (ret != -ENOTTY)
+			fail(p, &c, "unknown command gave %d, not -ENOTTY", ret);
+		return;
+	}
+	if (ret > 0 || (ret < 0 && (e >= 128 ||
+				    !(cmds[c.known].errs & E(e))))) {
+		fail(p, &c, "returned %d (%s), not in its table", ret,
+		     ret < 0 ? strerror(e) : "positive");
+		return;
+	}
+	if (!ret && c.must_fail) {
+		fail(p, &c, "succeeded with %s", c.why);
+		/* Learn what it did anyway, to stay in step. */
+	}
+	if (kf->rdonly && !ret && c.cmd != KVARENA_IOC_VERSION &&
+	    c.cmd != KVARENA_IOC_STAT && c.cmd != KVARENA_IOC_CLIENTS)
+		fail(p, &c, "a read-only file was let mutate");
+	/* Read-only memory reads as zeros: not the struct we built. */
+	if (kind == PTR_GOOD)
+		account(p, &c, ret);
+}
+
+/* ---- checks against the module's own picture ---------------------------- */
+
+static void check_held(struct proc *p)
+{
+	struct kvarena_client_info *rows = slot(p, 2);
+	unsigned int i, j;
+
+	for (i = 0; i < NFD; i++) {
+		struct kfile *f = &p->f[i];
+		struct kvarena_clients c = { .clients = (uintptr_t)rows,
+					     .count = SLOT / sizeof(*rows) };
+		bool found = false;
+
+		if (!f->attached || f->fd < 0 || f->desync)
+			continue;
+		memcpy(c.name, f->arena, KVARENA_NAME_LEN);
+		if (fz_ioctl(f->fd, KVARENA_IOC_CLIENTS, &c))
+			continue;	/* a policy change may hide it */
+		for (j = 0; j < c.nr_clients && j < c.count; j++) {
+			if (rows[j].client_id != f->client_id)
+				continue;
+			found = true;
+			if (rows[j].held != f->n) {
+				p->failures++;
+				printf("# sysfuzz: process %d after call %lu: "
+				       "client %u of %s holds %u, its calls say %u\n",
+				       p->idx, p->calls, f->client_id, f->arena,
+				       rows[j].held, f->n);
+				/* Reported once; churn() puts it right. */
+				f->desync = true;
+				return;
+			}
+		}
+		if (!found && c.nr_clients <= c.count) {
+			p->failures++;
+			printf("# sysfuzz: process %d: client %u missing from %s\n",
+			       p->idx, f->client_id, f->arena);
+		}
+	}
+}
+
+/* Close one file (its client is released: its handles go stale), reopen. */
+static void churn(struct proc *p)
+{
+	struct kfile *f = &p->f[1 + fz_below(&p->r, NFD - 1)];
+	unsigned int i;
+
+	if (!p->admin || f->rdonly) {
+		if (f->desync)
+			f->attached = false;	/* no more checks */
+		return;
+	}
+	for (i = 0; i < f->n; i++)
+		stale_add(p, f, f->held[i]);
+	close(f->fd);
+	memset(f, 0, sizeof(*f));
+	f->fd = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
+}
+
+/* ---- a process ----------------------------------------------------------- */
+
+static void setup_fdpool(struct proc *p)
+{
+	int sv[2], pp[2], m;
+
+	p->fdpool[p->nfdpool++] = fz_memfd(NR_OWN * FS);	/* good */
+	p->fdpool[p->nfdpool++] = fz_memfd(4 * FS);		/* short */
+	m = memfd_create("unsealed", MFD_CLOEXEC);
+	if (m >= 0 && ftruncate(m, NR_OWN * FS))
+		m = -1;
+	p->fdpool[p->nfdpool++] = m;
+	m = fz_memfd(NR_OWN * FS);
+	if (m >= 0) {		/* read-only */
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", m);
+		p->fdpool[p->nfdpool++] = open(path, O_RDONLY | O_CLOEXEC);
+		close(m);
+	}
+	if (!pipe2(pp, O_CLOEXEC)) {
+		p->fdpool[p->nfdpool++] = pp[0];
+		p->fdpool[p->nfdpool++] = pp[1];
+	}
+	if (!socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		p->fdpool[p->nfdpool++] = sv[0];
+	p->fdpool[p->nfdpool++] = eventfd(0, EFD_CLOEXEC);
+	p->fdpool[p->nfdpool++] = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	p->fdpool[p->nfdpool++] = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	p->fdpool[p->nfdpool++] = p->ring.ring_fd;
+}
+
+static int proc_main(int idx, uint64_t seed, unsigned long calls,
+		     bool drop, bool verbose)
+{
+	struct proc *p = calloc(1, sizeof(*p));
+	struct kvarena_attach at = { 0 };
+	unsigned long i;
+	int fd;
+
+	p->idx = idx;
+	p->verbose = verbose;
+	p->admin = !drop;
+	fz_seed(&p->r, seed);
+	/*
+	 * The kernel writes as much as it is asked to: each buffer is
+	 * followed by a page nobody can touch, so that a long write stops
+	 * there and does not run into other memory of ours.
+	 */
+	p->buf = mmap(NULL, 4 * SLOT + 4096, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p->hbuf = mmap(NULL, KVARENA_MAX_BATCH * 8 + 4096,
+		       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p->buf == MAP_FAILED || p->hbuf == MAP_FAILED ||
+	    mprotect(p->buf + 4 * SLOT, 4096, PROT_NONE) ||
+	    mprotect((uint8_t *)p->hbuf + KVARENA_MAX_BATCH * 8, 4096,
+		     PROT_NONE))
+		return 100;
+	p->ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p->edge = mmap(NULL, 8192, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p->buf == MAP_FAILED || p->ro == MAP_FAILED || p->edge == MAP_FAILED ||
+	    io_uring_queue_init(8, &p->ring, 0))
+		return 100;
+	/* Inaccessible, but kept: nothing else may be mapped there. */
+	p->hole = p->edge + 4096;
+	if (mprotect(p->hole, 4096, PROT_NONE))
+		return 100;
+	setup_fdpool(p);
+
+	/* Files: unattached, attached to the shared arena, one read-only. */
+	for (i = 0; i < NFD; i++) {
+		struct kfile *f = &p->f[i];
+
+		f->rdonly = i == NFD - 1;
+		f->fd = open(KVARENA_DEVICE, (f->rdonly ? O_RDONLY : O_RDWR) |
+			     O_CLOEXEC);
+		if (f->fd < 0)
+			return 101;
+	}
+	fz_name(at.name, "%s", shared_name);
+	fz_name(at.label, "fz%d", idx);
+	fd = p->f[1].fd;
+	if (fz_ioctl(fd, KVARENA_IOC_ATTACH, &at))
+		return 102;
+	p->f[1].attached = true;
+	memcpy(p->f[1].arena, at.name, KVARENA_NAME_LEN);
+	p->f[1].client_id = at.client_id;
+	p->f[1].tag = 0;
+
+	if (drop && setresuid(65534, 65534, 65534))
+		return 103;
+
+	for (i = 0; i < calls; i++) {
+		one_call(p);
+		if (!(i % 64))
+			check_held(p);
+		if (!(i % 512))
+			churn(p);
+		if (p->failures > 20)
+			break;
+	}
+	check_held(p);
+	shm->calls[idx] = p->calls;
+	shm->urings[idx] = p->urings;
+
+	printf("# sysfuzz: process %d%s: %lu calls (%lu ioctl, %lu io_uring), "
+	       "%lu failures; results:", idx, drop ? " (uid 65534)" : "",
+	       p->calls, p->ioctls, p->urings, p->failures);
+	for (i = 0; i < 140; i++)
+		if (p->by_errno[i])
+			printf(" %s %lu", i ? strerrorname_np(i) : "0",
+			       p->by_errno[i]);
+	printf("\n");
+	fflush(stdout);
+	return p->failures ? 1 : 0;
+}
+
+/* ---- the parent ------------------------------------------------------------ */
+
+/* Destroy what the fuzzer made and check every arena it leaves. */
+static int cleanup_and_check(int fd, int *lost_total)
+{
+	struct kvarena_stat s;
+	int failures = 0, idx = 0;
+	uint32_t lost = 0;
+
+	for (;;) {
+		memset(&s, 0, sizeof(s));
+		s.flags = KVARENA_STAT_BY_INDEX;
+		s.index = idx;
+		if (fz_ioctl(fd, KVARENA_IOC_STAT, &s))
+			break;
+		if (strncmp(s.name, "fz", 2)) {
+			idx++;
+			continue;
+		}
+		if (fz_wait_no_clients(fd, s.name, 30) < 0)
+			failures++;
+		failures += fz_check_quiet(fd, s.name, &lost);
+		*lost_total += lost;
+		if (fz_arena_destroy(fd, s.name)) {
+			printf("# sysfuzz: cannot destroy %s: %s\n", s.name,
+			       strerror(errno));
+			failures++;
+			idx++;
+		}
+	}
+	return failures;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "calls", 1, NULL, 'c' }, { "procs", 1, NULL, 'p' },
+		{ "seed", 1, NULL, 's' }, { "only", 1, NULL, 'o' },
+		{ "verbose", 0, NULL, 'v' }, { NULL, 0, NULL, 0 },
+	};
+	unsigned long calls = 200000, nprocs = 4, done = 0, urings = 0;
+	uint64_t seed = fz_clock_seed();
+	int only = -1, c, i, fd, failures = 0, lost = 0, status;
+	bool verbose = false;
+	pid_t pids[MAX_PROCS];
+	double t0;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': calls = strtoul(optarg, NULL, 0); break;
+		case 'p': nprocs = strtoul(optarg, NULL, 0); break;
+		case 's': seed = strtoull(optarg, NULL, 0); break;
+		case 'o': only = atoi(optarg); break;
+		case 'v': verbose = true; break;
+		default:
+			fprintf(stderr, "usage: sysfuzz [--calls N] [--procs N] [--seed S] [--only P] [--verbose]\n");
+			return 2;
+		}
+	}
+	if (!nprocs || nprocs > MAX_PROCS)
+		nprocs = MAX_PROCS;
+	printf("TAP version 13\n1..1\n");
+	printf("# sysfuzz: seed 0x%016" PRIx64 ", %lu calls over %lu processes "
+	       "(replay: sysfuzz --seed 0x%016" PRIx64 " --procs %lu)\n", seed,
+	       calls, nprocs, seed, nprocs);
+	fflush(stdout);
+
+	shm = mmap(NULL, sizeof(*shm), PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	fd = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
+	if (shm == MAP_FAILED || fd < 0 ||
+	    fz_arena_create(fd, shared_name, NR_SHARED, FS, true)) {
+		printf("# cannot set up: %s\n", strerror(errno));
+		fz_ktap_result("sysfuzz", 1);
+		return 1;
+	}
+
+	t0 = fz_now();
+	for (i = 0; i < (int)nprocs; i++) {
+		uint64_t x = seed + i;
+		uint64_t pseed = fz_splitmix(&x);
+
+		pids[i] = 0;
+		if (only >= 0 && i != only)
+			continue;
+		pids[i] = fork();
+		if (pids[i] == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			/* The last of several drops its privileges. */
+			_exit(proc_main(i, pseed, calls / nprocs,
+					nprocs > 1 && i == (int)nprocs - 1,
+					verbose));
+		}
+	}
+	for (i = 0; i < (int)nprocs; i++) {
+		if (!pids[i])
+			continue;
+		waitpid(pids[i], &status, 0);
+		if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+			printf("# sysfuzz: process %d %s %d\n", i,
+			       WIFEXITED(status) ? "exited" : "killed by signal",
+			       WIFEXITED(status) ? WEXITSTATUS(status) :
+						   WTERMSIG(status));
+			failures++;
+		}
+	}
+	failures += cleanup_and_check(fd, &lost);
+	close(fd);
+	for (i = 0; i < (int)nprocs; i++) {
+			done += shm->calls[i];
+		urings += shm->urings[i];
+	}
+	printf("sysfuzz: %lu calls (%lu over io_uring), %lu processes, seed "
+	       "0x%016" PRIx64 ", %.1f s, %d failures, %d frames lost\n",
+	       done, urings, only >= 0 ? 1 : nprocs, seed, fz_now() - t0,
+	       failures, lost);
+	/* Too few calls made is a failure too: a process gave up early. */
+	if (done < (only >= 0 ? calls / nprocs : calls) - nprocs)
+		failures++;
+	fz_ktap_result("sysfuzz", failures || lost);
+	return failures || lost;
+}
