@@ -3,7 +3,6 @@
  * kvarena.ko: arenas - create, destroy, backing, lookup and STAT.
  */
 #include <linux/cred.h>
-#include <linux/ctype.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/magic.h>
@@ -17,30 +16,6 @@
 
 DEFINE_MUTEX(kva_arenas_lock);
 static LIST_HEAD(kva_arenas);	/* protected by kva_arenas_lock */
-
-/**
- * kva_name_valid() - check an arena name from userspace.
- * @name:	KVARENA_NAME_LEN bytes.
- *
- * Valid names are 1-31 characters of [A-Za-z0-9_.-], NUL-terminated
- * within KVARENA_NAME_LEN, not starting with '.'.
- *
- * Return: 0 or -EINVAL.
- */
-int kva_name_valid(const char *name)
-{
-	size_t len = strnlen(name, KVARENA_NAME_LEN), i;
-
-	if (!len || len == KVARENA_NAME_LEN || name[0] == '.')
-		return -EINVAL;
-	for (i = 0; i < len; i++) {
-		char c = name[i];
-
-		if (!isalnum(c) && c != '_' && c != '.' && c != '-')
-			return -EINVAL;
-	}
-	return 0;
-}
 
 static struct kva_arena *kva_arena_find(const char *name)
 {
@@ -143,15 +118,13 @@ int kva_policy_from_user(struct kva_policy *p, u32 uid, u32 gid, u32 mode,
 			 u32 nr_frames)
 {
 	struct user_namespace *ns = current_user_ns();
-	u32 max = max_limit ? max_limit : nr_frames;
 
 	p->uid = make_kuid(ns, uid);
 	p->gid = make_kgid(ns, gid);
-	if (!uid_valid(p->uid) || !gid_valid(p->gid) ||
-	    (mode & ~KVARENA_MODE_MASK))
+	if (!uid_valid(p->uid) || !gid_valid(p->gid))
 		return -EINVAL;
-	if (max_limit > nr_frames || min_limit > max ||
-	    max_default > max)
+	if (kva_check_policy_values(mode, min_limit, max_default, max_limit,
+				    nr_frames))
 		return -EINVAL;
 	p->mode = mode;
 	p->client_min_limit = min_limit;
@@ -192,32 +165,6 @@ bool kva_arena_permits(struct kva_arena *a, u32 acc, unsigned int how)
 	return (mode & acc) || kva_admin(how);
 }
 
-static int check_create(const struct kvarena_arena_create *c)
-{
-	if ((c->flags & ~(KVARENA_CREATE_NO_BACKING | KVARENA_CREATE_ACCESS)) ||
-	    c->reserved0 || !kva_all_zero(c->reserved, sizeof(c->reserved)))
-		return -EINVAL;
-	if (!(c->flags & KVARENA_CREATE_ACCESS) &&
-	    (c->owner_uid || c->owner_gid || c->mode))
-		return -EINVAL;
-	if (kva_name_valid(c->name))
-		return -EINVAL;
-	if (!is_power_of_2(c->frame_size) || c->frame_size < PAGE_SIZE ||
-	    c->frame_size < KVARENA_MIN_FRAME_SIZE ||
-	    c->frame_size > KVARENA_MAX_FRAME_SIZE)
-		return -EINVAL;
-	if (!c->nr_frames || c->nr_frames > KVARENA_MAX_FRAMES)
-		return -EINVAL;
-	if (c->mem_kind != KVARENA_MEM_HOST && c->mem_kind != KVARENA_MEM_CUDA)
-		return -EINVAL;
-	if (c->mem_kind == KVARENA_MEM_HOST &&
-	    (c->mem_dev || !kva_all_zero(c->mem_uuid, sizeof(c->mem_uuid))))
-		return -EINVAL;
-	if (c->low_watermark > c->nr_frames)
-		return -EINVAL;
-	return 0;
-}
-
 long kva_ioc_arena_create(void __user *argp)
 {
 	struct kvarena_arena_create c;
@@ -226,7 +173,7 @@ long kva_ioc_arena_create(void __user *argp)
 
 	if (copy_from_user(&c, argp, sizeof(c)))
 		return -EFAULT;
-	ret = check_create(&c);
+	ret = kva_check_create(&c);
 	if (ret)
 		return ret;
 	if (!(c.flags & KVARENA_CREATE_ACCESS)) {
@@ -347,9 +294,7 @@ long kva_ioc_arena_destroy(void __user *argp)
 
 	if (copy_from_user(&d, argp, sizeof(d)))
 		return -EFAULT;
-	if (d.flags || d.reserved0 ||
-	    !kva_all_zero(d.reserved, sizeof(d.reserved)) ||
-	    kva_name_valid(d.name))
+	if (kva_check_destroy(&d))
 		return -EINVAL;
 
 	mutex_lock(&kva_arenas_lock);
@@ -425,8 +370,7 @@ long kva_ioc_set_backing(void __user *argp)
 
 	if (copy_from_user(&b, argp, sizeof(b)))
 		return -EFAULT;
-	if (b.flags || !kva_all_zero(b.reserved, sizeof(b.reserved)) ||
-	    kva_name_valid(b.name) || !b.nr_frames || !PAGE_ALIGNED(b.offset))
+	if (kva_check_set_backing(&b))
 		return -EINVAL;
 
 	a = kva_arena_get(b.name);
@@ -505,9 +449,7 @@ long kva_ioc_set_policy(void __user *argp)
 
 	if (copy_from_user(&p, argp, sizeof(p)))
 		return -EFAULT;
-	if (p.flags || p.reserved0 ||
-	    !kva_all_zero(p.reserved, sizeof(p.reserved)) ||
-	    kva_name_valid(p.name))
+	if (kva_check_policy(&p))
 		return -EINVAL;
 	a = kva_arena_get(p.name);
 	if (!a)
@@ -563,11 +505,7 @@ long kva_ioc_stat(void __user *argp, unsigned int how)
 
 	if (copy_from_user(&s, argp, sizeof(s)))
 		return -EFAULT;
-	if ((s.flags & ~KVARENA_STAT_BY_INDEX) || s.reserved1 ||
-	    !kva_all_zero(s.reserved, sizeof(s.reserved)))
-		return -EINVAL;
-	if (!(s.flags & KVARENA_STAT_BY_INDEX) &&
-	    (s.index || kva_name_valid(s.name)))
+	if (kva_check_stat(&s))
 		return -EINVAL;
 
 	a = kva_arena_get_stat(&s, how);

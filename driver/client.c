@@ -127,9 +127,7 @@ long kva_ioc_attach(struct kva_client *cl, void __user *argp,
 
 	if (copy_from_user(&at, argp, sizeof(at)))
 		return -EFAULT;
-	if (at.flags || !kva_all_zero(at.reserved, sizeof(at.reserved)) ||
-	    kva_name_valid(at.name) ||
-	    strnlen(at.label, KVARENA_LABEL_LEN) == KVARENA_LABEL_LEN)
+	if (kva_check_attach(&at))
 		return -EINVAL;
 
 	/*
@@ -218,16 +216,6 @@ out_unlock:
 	return ret;
 }
 
-static int check_frames(const struct kvarena_frames *f, u32 flags_ok)
-{
-	if ((f->flags & ~flags_ok) || f->reserved0 ||
-	    !kva_all_zero(f->reserved, sizeof(f->reserved)))
-		return -EINVAL;
-	if (!f->count || f->count > KVARENA_MAX_BATCH)
-		return -EINVAL;
-	return 0;
-}
-
 /*
  * A buffer for @count handles: @small for a few, else from the allocator
  * (without sleeping under io_uring's non-blocking issue: NULL then, and
@@ -285,7 +273,7 @@ long kva_ioc_alloc(struct kva_client *cl, void __user *argp,
 	ret = kva_copy_in(&f, argp, sizeof(f), how);
 	if (ret)
 		return ret;
-	ret = check_frames(&f, KVARENA_ALLOC_PARTIAL);
+	ret = kva_check_frames(&f, KVARENA_ALLOC_PARTIAL);
 	if (ret)
 		return ret;
 	buf = handles_buf(small, f.count, how);
@@ -349,7 +337,7 @@ long kva_ioc_free(struct kva_client *cl, void __user *argp,
 	ret = kva_copy_in(&f, argp, sizeof(f), how);
 	if (ret)
 		return ret;
-	ret = check_frames(&f, 0);
+	ret = kva_check_frames(&f, 0);
 	if (ret)
 		return ret;
 	buf = handles_buf(small, f.count, how);
@@ -405,8 +393,7 @@ long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp)
 
 	if (copy_from_user(&ff, argp, sizeof(ff)))
 		return -EFAULT;
-	if (ff.flags || ff.access || ff.reserved0 ||
-	    !kva_all_zero(ff.reserved, sizeof(ff.reserved)))
+	if (kva_check_frame_fd(&ff))
 		return -EINVAL;
 
 	ret = kva_client_lock(cl, 0);
@@ -467,9 +454,9 @@ long kva_ioc_set_usage(struct kva_client *cl, void __user *argp,
 	ret = kva_copy_in(&u, argp, sizeof(u), how);
 	if (ret)
 		return ret;
-	if (u.flags || u.reserved0 ||
-	    !kva_all_zero(u.reserved, sizeof(u.reserved)))
-		return -EINVAL;
+	ret = kva_check_usage(&u);
+	if (ret)
+		return ret;
 
 	ret = kva_client_lock(cl, how);
 	if (ret)
@@ -533,9 +520,7 @@ long kva_ioc_clients(void __user *argp, unsigned int how)
 
 	if (copy_from_user(&c, argp, sizeof(c)))
 		return -EFAULT;
-	if (c.flags || c.reserved0 ||
-	    !kva_all_zero(c.reserved, sizeof(c.reserved)) ||
-	    kva_name_valid(c.name) || c.count > KVA_CLIENTS_MAX)
+	if (kva_check_clients(&c, KVA_CLIENTS_MAX))
 		return -EINVAL;
 
 	a = kva_arena_get(c.name);
@@ -595,9 +580,7 @@ long kva_ioc_evict(void __user *argp)
 
 	if (copy_from_user(&e, argp, sizeof(e)))
 		return -EFAULT;
-	if (e.flags || e.reserved0 ||
-	    !kva_all_zero(e.reserved, sizeof(e.reserved)) ||
-	    kva_name_valid(e.name))
+	if (kva_check_evict(&e))
 		return -EINVAL;
 	a = kva_arena_get(e.name);
 	if (!a)
@@ -647,8 +630,7 @@ long kva_ioc_set_limits(void __user *argp)
 
 	if (copy_from_user(&l, argp, sizeof(l)))
 		return -EFAULT;
-	if (l.flags || !kva_all_zero(l.reserved, sizeof(l.reserved)) ||
-	    kva_name_valid(l.name))
+	if (kva_check_limits(&l))
 		return -EINVAL;
 
 	a = kva_arena_get(l.name);

@@ -495,9 +495,7 @@ long kva_ioc_events_fd(void __user *argp, unsigned int how)
 
 	if (copy_from_user(&e, argp, sizeof(e)))
 		return -EFAULT;
-	if ((e.flags & ~(KVARENA_EVENTS_OLDEST | KVARENA_EVENTS_NONBLOCK)) ||
-	    !kva_all_zero(e.reserved, sizeof(e.reserved)) ||
-	    kva_name_valid(e.name))
+	if (kva_check_events_fd(&e))
 		return -EINVAL;
 	a = kva_arena_get(e.name);
 	if (!a)

@@ -28,6 +28,7 @@
 #include <linux/wait.h>
 #include <linux/kvarena.h>
 
+#include "check.h"
 #include "core.h"
 
 /* The pseudo filesystem of the frames files (frames.c). */
@@ -143,7 +144,6 @@ void kva_arena_free(struct kva_arena *a);
 void kva_arena_update_pressure(struct kva_arena *a);
 bool kva_arena_permits(struct kva_arena *a, u32 acc, unsigned int how);
 void kva_arenas_destroy_all(void);
-int kva_name_valid(const char *name);
 int kva_policy_from_user(struct kva_policy *p, u32 uid, u32 gid, u32 mode,
 			 u32 min_limit, u32 max_default, u32 max_limit,
 			 u32 nr_frames);
@@ -217,11 +217,5 @@ extern const struct kobj_type kva_arena_ktype;
 
 /* uring.c */
 int kva_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
-
-/* True if every byte of @p (@size bytes) is zero. */
-static inline bool kva_all_zero(const void *p, size_t size)
-{
-	return !memchr_inv(p, 0, size);
-}
 
 #endif /* KVA_DRV_H */

@@ -84,8 +84,9 @@ static long kva_ioc_version(void __user *argp, unsigned int how)
 	ret = kva_copy_in(&v, argp, sizeof(v), how);
 	if (ret)
 		return ret;
-	if (v.reserved0 || !kva_all_zero(v.reserved, sizeof(v.reserved)))
-		return -EINVAL;
+	ret = kva_check_version(&v);
+	if (ret)
+		return ret;
 	v.abi_version = KVARENA_ABI_VERSION;
 	v.features = KVARENA_FEAT_POLL | KVARENA_FEAT_SYSFS |
 		     KVARENA_FEAT_PREFIX | KVARENA_FEAT_EVENTS;
@@ -93,64 +94,6 @@ static long kva_ioc_version(void __user *argp, unsigned int how)
 	v.features |= KVARENA_FEAT_URING_CMD;
 #endif
 	return kva_copy_out(argp, &v, sizeof(v), how);
-}
-
-/* Who may run a command: the table of uapi/linux/kvarena.h. */
-enum kva_need {
-	KVA_ANYONE,		/* read-only opens too */
-	KVA_WRITER,		/* file open for writing */
-	KVA_ADMIN,		/* writer with CAP_SYS_ADMIN */
-	KVA_CLIENT,		/* writer attached to an arena */
-};
-
-static int kva_cmd_need(unsigned int cmd)
-{
-	switch (cmd) {
-	case KVARENA_IOC_VERSION:
-	case KVARENA_IOC_STAT:
-	case KVARENA_IOC_CLIENTS:
-	case KVARENA_IOC_EVENTS_FD:
-		return KVA_ANYONE;
-	case KVARENA_IOC_ATTACH:
-		return KVA_WRITER;
-	case KVARENA_IOC_ARENA_CREATE:
-	case KVARENA_IOC_ARENA_DESTROY:
-	case KVARENA_IOC_ARENA_SET_BACKING:
-	case KVARENA_IOC_ARENA_SET_POLICY:
-	case KVARENA_IOC_SET_LIMITS:
-	case KVARENA_IOC_EVICT:
-		return KVA_ADMIN;
-	case KVARENA_IOC_ALLOC:
-	case KVARENA_IOC_FREE:
-	case KVARENA_IOC_FRAME_FD:
-	case KVARENA_IOC_SET_USAGE:
-	case KVARENA_IOC_PUBLISH:
-	case KVARENA_IOC_LOOKUP:
-		return KVA_CLIENT;
-	default:
-		return -ENOTTY;
-	}
-}
-
-/*
- * Commands that may run under io_uring's non-blocking issue: the hot ones,
- * written to take no sleeping lock, allocate nothing that sleeps and touch
- * user memory only with page faults disabled.  The others sleep (an fd to
- * install, a table to allocate, kva_arenas_lock) and go to io_uring's
- * worker at once.
- */
-static bool kva_cmd_nonblock(unsigned int cmd)
-{
-	switch (cmd) {
-	case KVARENA_IOC_VERSION:
-	case KVARENA_IOC_ALLOC:
-	case KVARENA_IOC_FREE:
-	case KVARENA_IOC_SET_USAGE:
-	case KVARENA_IOC_PUBLISH:
-	case KVARENA_IOC_LOOKUP:
-		return true;
-	}
-	return false;
 }
 
 /*

@@ -77,12 +77,7 @@ static int chain_get(struct kva_chain *ch, void __user *argp, u32 flags,
 	ret = kva_copy_in(p, argp, sizeof(*p), how);
 	if (ret)
 		return ret;
-	if ((p->flags & ~flags) ||
-	    !kva_all_zero(p->reserved, sizeof(p->reserved)) ||
-	    !p->count || p->count > KVARENA_MAX_BATCH)
-		return -EINVAL;
-	if (!(flags & KVARENA_PUBLISH_TOKENS) &&
-	    (p->tokens_per_entry || p->tokens))
+	if (kva_check_prefix(p, flags))
 		return -EINVAL;
 	if (p->count > KVA_SMALL_CHAIN) {
 		ch->e = chain_alloc(p->count * sizeof(*ch->e), how);
