@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libFuzzer target for the argument checks of every command
+ * (driver/check.c, the very file kvarena.ko is built from) and for the
+ * table of who may run which command.
+ *
+ * The input picks a command and gives its struct's bytes.  The struct
+ * lies in a heap block of exactly its size, so ASan catches any read past
+ * it (a name or label without a NUL, say).  The result must be what the
+ * uapi header (include/uapi/linux/kvarena.h, the spec) says, restated
+ * here field by field from the header's words: every reserved field zero,
+ * only the flags it defines, names of 1-31 characters of [A-Za-z0-9_.-]
+ * not starting with '.', labels NUL-terminated, counts and sizes in their
+ * ranges - 0 when all hold, -EINVAL when any does not.  For command
+ * numbers: every number the header defines has the struct size, type and
+ * direction it should and the permission the header's table gives it,
+ * every other number is -ENOTTY, and only the hot commands may run under
+ * io_uring's non-blocking issue.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+#define CLIENTS_MAX	65536u		/* any value: it is passed in */
+
+#define FAIL(...) do {							\
+	fprintf(stderr, "fuzz_args: " __VA_ARGS__);			\
+	fprintf(stderr, "\n");						\
+	abort();							\
+} while (0)
+
+/* ---- the spec: reading of the uapi header -------------------------------- */
+
+static bool zero(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	while (n--)
+		if (*b++)
+			return false;
+	return true;
+}
+
+/* "1-31 characters of [A-Za-z0-9_.-]" (+ kvarena.rst: not starting with .) */
+static bool spec_name(const char *n)
+{
+	size_t i;
+
+	for (i = 0; i < KVARENA_NAME_LEN && n[i]; i++) {
+		unsigned char c = (unsigned char)n[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+		      (c == '.' && i)))
+			return false;
+	}
+	return i >= 1 && i <= KVARENA_NAME_LEN - 1;
+}
+
+/* "NUL-terminated within their fixed-size arrays" */
+static bool spec_label(const char *l)
+{
+	return memchr(l, 0, KVARENA_LABEL_LEN) != NULL;
+}
+
+#define RSV(s, f)	zero(&(s)->f, sizeof((s)->f))
+
+static bool spec_version(const struct kvarena_version *v)
+{
+	return RSV(v, reserved0) && RSV(v, reserved);
+}
+
+static bool spec_create(const struct kvarena_arena_create *c)
+{
+	uint64_t fs = c->frame_size;
+	bool access = c->flags & KVARENA_CREATE_ACCESS;
+
+	return RSV(c, reserved0) && RSV(c, reserved) &&
+	       !(c->flags & ~(KVARENA_CREATE_NO_BACKING | KVARENA_CREATE_ACCESS)) &&
+	       spec_name(c->name) &&
+	       /* a power of two, at least max(4096, PAGE_SIZE), at most 1 GiB */
+	       fs && !(fs & (fs - 1)) && fs >= KVARENA_MIN_FRAME_SIZE &&
+	       fs >= KVA_CHECK_PAGE_SIZE && fs <= KVARENA_MAX_FRAME_SIZE &&
+	       c->nr_frames >= 1 && c->nr_frames <= KVARENA_MAX_FRAMES &&
+	       (c->mem_kind == KVARENA_MEM_HOST ||
+		c->mem_kind == KVARENA_MEM_CUDA) &&
+	       /* "0 for host", "zero for host arenas" */
+	       (c->mem_kind != KVARENA_MEM_HOST ||
+		(!c->mem_dev && RSV(c, mem_uuid))) &&
+	       c->low_watermark <= c->nr_frames &&
+	       /* owner and mode only "with KVARENA_CREATE_ACCESS" */
+	       (access || (!c->owner_uid && !c->owner_gid && !c->mode));
+}
+
+static bool spec_destroy(const struct kvarena_arena_destroy *d)
+{
+	return !d->flags && RSV(d, reserved0) && RSV(d, reserved) &&
+	       spec_name(d->name);
+}
+
+static bool spec_backing(const struct kvarena_set_backing *b)
+{
+	return !b->flags && RSV(b, reserved) && spec_name(b->name) &&
+	       b->nr_frames >= 1 && b->offset % KVA_CHECK_PAGE_SIZE == 0;
+}
+
+static bool spec_policy(const struct kvarena_arena_policy *p)
+{
+	return !p->flags && RSV(p, reserved0) && RSV(p, reserved) &&
+	       spec_name(p->name);
+}
+
+static bool spec_attach(const struct kvarena_attach *a)
+{
+	/* Outputs (client_id, nr_frames, ...) are not looked at. */
+	return !a->flags && RSV(a, reserved) && spec_name(a->name) &&
+	       spec_label(a->label);
+}
+
+static bool spec_frames(const struct kvarena_frames *f, uint32_t flags_ok)
+{
+	return !(f->flags & ~flags_ok) && RSV(f, reserved0) &&
+	       RSV(f, reserved) && f->count >= 1 &&
+	       f->count <= KVARENA_MAX_BATCH;
+}
+
+static bool spec_frame_fd(const struct kvarena_frame_fd *ff)
+{
+	/* "@access ... Must be zero on input." */
+	return !ff->flags && !ff->access && RSV(ff, reserved0) &&
+	       RSV(ff, reserved);
+}
+
+static bool spec_usage(const struct kvarena_usage *u)
+{
+	return !u->flags && RSV(u, reserved0) && RSV(u, reserved);
+}
+
+static bool spec_stat(const struct kvarena_stat *s)
+{
+	if (s->flags & ~KVARENA_STAT_BY_INDEX || !RSV(s, reserved))
+		return false;
+	/* "@index: in: with KVARENA_STAT_BY_INDEX"; the name otherwise. */
+	if (s->flags & KVARENA_STAT_BY_INDEX)
+		return true;
+	return !s->index && spec_name(s->name);
+}
+
+static bool spec_clients(const struct kvarena_clients *c)
+{
+	return !c->flags && RSV(c, reserved0) && RSV(c, reserved) &&
+	       spec_name(c->name) && c->count <= CLIENTS_MAX;
+}
+
+static bool spec_limits(const struct kvarena_limits *l)
+{
+	return !l->flags && RSV(l, reserved) && spec_name(l->name);
+}
+
+/* ---- commands --------------------------------------------------------- */
+
+struct cmd {
+	const char *name;
+	uint32_t nr;
+	size_t size;
+	int need;
+	bool nonblock;
+	int (*check)(const void *arg);
+	bool (*spec)(const void *arg);
+};
+
+/* Adapters: each check and spec takes the struct as void *. */
+#define ADAPT(name, type, call, spec_call)				\
+static int chk_##name(const void *a) { return call((const type *)a); } \
+static bool spc_##name(const void *a) { return spec_call((const type *)a); }
+
+static int check_alloc(const struct kvarena_frames *f)
+{
+	return kva_check_frames(f, KVARENA_ALLOC_PARTIAL);
+}
+
+static int check_free(const struct kvarena_frames *f)
+{
+	return kva_check_frames(f, 0);
+}
+
+static bool spec_alloc(const struct kvarena_frames *f)
+{
+	return spec_frames(f, KVARENA_ALLOC_PARTIAL);
+}
+
+static bool spec_free(const struct kvarena_frames *f)
+{
+	return spec_frames(f, 0);
+}
+
+static int check_clients(const struct kvarena_clients *c)
+{
+	return kva_check_clients(c, CLIENTS_MAX);
+}
+
+ADAPT(version, struct kvarena_version, kva_check_version, spec_version)
+ADAPT(create, struct kvarena_arena_create, kva_check_create, spec_create)
+ADAPT(destroy, struct kvarena_arena_destroy, kva_check_destroy, spec_destroy)
+ADAPT(backing, struct kvarena_set_backing, kva_check_set_backing, spec_backing)
+ADAPT(attach, struct kvarena_attach, kva_check_attach, spec_attach)
+ADAPT(alloc, struct kvarena_frames, check_alloc, spec_alloc)
+ADAPT(free, struct kvarena_frames, check_free, spec_free)
+ADAPT(frame_fd, struct kvarena_frame_fd, kva_check_frame_fd, spec_frame_fd)
+ADAPT(usage, struct kvarena_usage, kva_check_usage, spec_usage)
+ADAPT(stat, struct kvarena_stat, kva_check_stat, spec_stat)
+ADAPT(clients, struct kvarena_clients, check_clients, spec_clients)
+ADAPT(limits, struct kvarena_limits, kva_check_limits, spec_limits)
+ADAPT(policy, struct kvarena_arena_policy, kva_check_policy, spec_policy)
+
+#define CMD(n, NR, type, need, nb) \
+	{ #n, NR, sizeof(type), need, nb, chk_##n, spc_##n }
+
+/* The header's "Who may do what", command by command. */
+static const struct cmd cmds[] = {
+	CMD(version, KVARENA_IOC_VERSION, struct kvarena_version, KVA_ANYONE, true),
+	CMD(create, KVARENA_IOC_ARENA_CREATE, struct kvarena_arena_create, KVA_ADMIN, false),
+	CMD(destroy, KVARENA_IOC_ARENA_DESTROY, struct kvarena_arena_destroy, KVA_ADMIN, false),
+	CMD(backing, KVARENA_IOC_ARENA_SET_BACKING, struct kvarena_set_backing, KVA_ADMIN, false),
+	CMD(attach, KVARENA_IOC_ATTACH, struct kvarena_attach, KVA_WRITER, false),
+	CMD(alloc, KVARENA_IOC_ALLOC, struct kvarena_frames, KVA_CLIENT, true),
+	CMD(free, KVARENA_IOC_FREE, struct kvarena_frames, KVA_CLIENT, true),
+	CMD(frame_fd, KVARENA_IOC_FRAME_FD, struct kvarena_frame_fd, KVA_CLIENT, false),
+	CMD(usage, KVARENA_IOC_SET_USAGE, struct kvarena_usage, KVA_CLIENT, true),
+	CMD(stat, KVARENA_IOC_STAT, struct kvarena_stat, KVA_ANYONE, false),
+	CMD(clients, KVARENA_IOC_CLIENTS, struct kvarena_clients, KVA_ANYONE, false),
+	CMD(limits, KVARENA_IOC_SET_LIMITS, struct kvarena_limits, KVA_ADMIN, false),
+	CMD(policy, KVARENA_IOC_ARENA_SET_POLICY, struct kvarena_arena_policy, KVA_ADMIN, false),
+};
+#define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
+
+static void check_struct(const struct cmd *c, const uint8_t *data, size_t size)
+{
+	/* Exactly the struct's size: a read past it is ASan's to catch. */
+	void *arg = malloc(c->size);
+	bool want;
+	int ret;
+
+	memset(arg, 0, c->size);
+	memcpy(arg, data, size < c->size ? size : c->size);
+	ret = c->check(arg);
+	want = c->spec(arg);
+	if (ret != (want ? 0 : -EINVAL))
+		FAIL("%s: the check says %d, the header %s", c->name, ret,
+		     want ? "0" : "-EINVAL");
+	free(arg);
+}
+
+static void check_number(uint32_t nr)
+{
+	const struct cmd *c = NULL;
+	unsigned int i;
+	int need;
+
+	for (i = 0; i < NCMDS; i++)
+		if (cmds[i].nr == nr)
+			c = &cmds[i];
+	need = kva_cmd_need(nr);
+	if (!c) {
+		if (need != -ENOTTY || kva_cmd_nonblock(nr))
+			FAIL("0x%08x is no command, yet need %d nonblock %d", nr,
+			     need, kva_cmd_nonblock(nr));
+		return;
+	}
+	if (need != c->need || kva_cmd_nonblock(nr) != c->nonblock)
+		FAIL("%s: need %d nonblock %d, the header says %d %d", c->name,
+		     need, kva_cmd_nonblock(nr), c->need, c->nonblock);
+	if (_IOC_TYPE(nr) != KVARENA_IOC_MAGIC || _IOC_SIZE(nr) != c->size ||
+	    _IOC_DIR(nr) != (_IOC_READ | _IOC_WRITE))
+		FAIL("%s: the number 0x%08x does not encode its struct", c->name,
+		     nr);
+	/* Nothing that sleeps unconditionally, no admin, inline. */
+	if (c->nonblock && c->need == KVA_ADMIN)
+		FAIL("%s: an admin command would run inline", c->name);
+}
+
+static void check_policy_values(const uint8_t *d, size_t size)
+{
+	uint32_t v[5] = { 0 }, max;
+	bool want;
+	int ret;
+
+	memcpy(v, d, size < sizeof(v) ? size : sizeof(v));
+	/* Small arenas too, so that the orderings come up. */
+	if (v[4] & 0x80000000u)
+		v[4] &= 0xff;
+	ret = kva_check_policy_values(v[0], v[1], v[2], v[3], v[4]);
+	/* "0: the arena's size"; limits no larger than it, and in order. */
+	max = v[3] ? v[3] : v[4];
+	want = !(v[0] & ~KVARENA_MODE_MASK) && v[3] <= v[4] && v[1] <= max &&
+	       v[2] <= max;
+	if (ret != (want ? 0 : -EINVAL))
+		FAIL("policy values mode 0%o min %u default %u limit %u of %u: "
+		     "%d", v[0], v[1], v[2], v[3], v[4], ret);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	uint32_t nr;
+	uint8_t sel;
+
+	if (size < 1)
+		return 0;
+	sel = data[0];
+	data++;
+	size--;
+	if (sel < 0xe0) {
+		check_struct(&cmds[sel % NCMDS], data, size);
+	} else if (sel < 0xf0) {
+		/* A command number: raw, or a known one with one part changed. */
+		memcpy(&nr, data, size < 4 ? size : 4);
+		if (size < 4)
+			nr = cmds[nr % NCMDS].nr;
+		check_number(nr);
+		check_number(cmds[sel % NCMDS].nr ^ (nr & 0xffff0000u));
+	} else {
+		check_policy_values(data, size);
+	}
+	return 0;
+}
