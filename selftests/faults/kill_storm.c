@@ -47,7 +47,11 @@
 static const char *const arena_host = "storm-host";
 static const char *const arena_acct = "storm-acct";
 
+#ifdef KVARENA_IOC_PUBLISH
+enum { W_IOCTL, W_URING, W_RUNTIME, W_PREFIX, W_KINDS };
+#else
 enum { W_IOCTL, W_URING, W_RUNTIME, W_KINDS };
+#endif
 
 static int dev_open(void)
 {
@@ -291,6 +295,64 @@ static void worker_runtime(struct fz_rng *r)
 	}
 }
 
+#ifdef KVARENA_IOC_PUBLISH
+/* ---- the prefix worker: publish and look up chains of keys ------------ */
+
+static void prefix_key(uint8_t *key, unsigned int k)
+{
+	memset(key, 0, KVARENA_KEY_LEN);
+	key[0] = 1 + k;
+	memcpy(key + 1, "storm", 5);
+}
+
+static void worker_prefix(struct fz_rng *r)
+{
+	struct kvarena_prefix_entry e[8];
+	uint64_t held[HELD_MAX];
+	unsigned int n = 0, i;
+	int fd = dev_open();
+
+	if (attach(fd, arena_host, 0, NR_HOST / 2))
+		_exit(101);
+	for (;;) {
+		unsigned int len = 1 + fz_below(r, 8), first = fz_below(r, 24);
+		struct kvarena_prefix x = { .entries = (uintptr_t)e,
+					    .count = len };
+
+		memset(e, 0, sizeof(e));
+		for (i = 0; i < len; i++)
+			prefix_key(e[i].key, first + i);
+		if (fz_one_in(r, 2)) {
+			/* Look the chain up: new holds come back. */
+			if (!fz_ioctl(fd, KVARENA_IOC_LOOKUP, &x))
+				for (i = 0; i < x.nr_done; i++)
+					if (!(e[i].flags & KVARENA_PREFIX_HELD) &&
+					    n < HELD_MAX)
+						held[n++] = e[i].handle;
+		} else if (n + len <= HELD_MAX) {
+			/* Fill frames of our own and publish them as the chain. */
+			struct kvarena_frames f = { .handles = (uintptr_t)(held + n),
+						    .count = len };
+
+			if (!fz_ioctl(fd, KVARENA_IOC_ALLOC, &f)) {
+				for (i = 0; i < len; i++)
+					e[i].handle = held[n + i];
+				n += len;
+				fz_ioctl(fd, KVARENA_IOC_PUBLISH, &x);
+			}
+		}
+		if (n && fz_one_in(r, 3)) {
+			uint32_t k = 1 + fz_below(r, n);
+			struct kvarena_frames fr = {
+				.handles = (uintptr_t)(held + n - k), .count = k };
+
+			if (!fz_ioctl(fd, KVARENA_IOC_FREE, &fr))
+				n -= k;
+		}
+	}
+}
+#endif
+
 /* ---- the driver --------------------------------------------------------- */
 
 struct worker {
@@ -316,6 +378,11 @@ static pid_t spawn(int kind, uint64_t seed)
 	case W_URING:
 		worker_uring(&r);
 		break;
+#ifdef KVARENA_IOC_PUBLISH
+	case W_PREFIX:
+		worker_prefix(&r);
+		break;
+#endif
 	default:
 		worker_runtime(&r);
 		break;
@@ -433,9 +500,12 @@ int main(int argc, char **argv)
 	}
 	close(fd);
 
-	printf("# kills by worker: ioctl %lu, uring %lu, runtime %lu; "
-	       "%.1f s; clients gone %.2f s after the last kill\n",
-	       by_kind[W_IOCTL], by_kind[W_URING], by_kind[W_RUNTIME],
+	printf("# kills by worker: ioctl %lu, uring %lu, runtime %lu",
+	       by_kind[W_IOCTL], by_kind[W_URING], by_kind[W_RUNTIME]);
+#ifdef KVARENA_IOC_PUBLISH
+	printf(", prefix %lu", by_kind[W_PREFIX]);
+#endif
+	printf("; %.1f s; clients gone %.2f s after the last kill\n",
 	       fz_now() - t0, settle_host > settle_acct ? settle_host :
 	       settle_acct);
 	printf("kill storm: %lu kills, %u frames lost\n", done,

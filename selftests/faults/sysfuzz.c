@@ -152,6 +152,10 @@ static void build_stat(struct proc *p, struct call *c);
 static void build_clients(struct proc *p, struct call *c);
 static void build_limits(struct proc *p, struct call *c);
 static void build_policy(struct proc *p, struct call *c);
+#ifdef KVARENA_IOC_PUBLISH
+static void build_publish(struct proc *p, struct call *c);
+static void build_lookup(struct proc *p, struct call *c);
+#endif
 
 #define ADMIN_ERRS (E_ANY | E(EPERM) | E(EBADF) | E(ENOENT) | E(ENOMEM))
 #define CLIENT_ERRS (E_ANY | E(EBADF) | E(ENOTCONN) | E(ENOMEM))
@@ -188,6 +192,13 @@ static const struct cmd_desc cmds[] = {
 	  ADMIN_ERRS | E(ENOSPC), 3, build_limits },
 	{ "ARENA_SET_POLICY", KVARENA_IOC_ARENA_SET_POLICY,
 	  sizeof(struct kvarena_arena_policy), ADMIN_ERRS, 2, build_policy },
+#ifdef KVARENA_IOC_PUBLISH
+	{ "PUBLISH", KVARENA_IOC_PUBLISH, sizeof(struct kvarena_prefix),
+	  CLIENT_ERRS | E(ESTALE) | E(EPERM) | E(ENOENT) | E(EBUSY), 5,
+	  build_publish },
+	{ "LOOKUP", KVARENA_IOC_LOOKUP, sizeof(struct kvarena_prefix),
+	  CLIENT_ERRS | E(ENOSPC), 5, build_lookup },
+#endif
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -273,8 +284,35 @@ static uint32_t pick_count(struct proc *p, uint32_t room)
 /* A handle and what it is: ours (index into held), stale, foreign, forged. */
 enum { H_OURS, H_STALE, H_FOREIGN, H_FORGED, H_ZERO, H_OTHER };
 
+static bool held_by(const struct kfile *f, uint64_t h)
+{
+	unsigned int i;
+
+	for (i = 0; i < f->n; i++)
+		if (f->held[i] == h)
+			return true;
+	return false;
+}
+
+static uint64_t pick_handle_any(struct proc *p, struct kfile *f, int *kind,
+				int *ours_idx);
+
+/*
+ * A handle this file's client may hold after all (a shared frame keeps
+ * its handle for every holder) counts as ours.
+ */
 static uint64_t pick_handle(struct proc *p, struct kfile *f, int *kind,
 			    int *ours_idx)
+{
+	uint64_t h = pick_handle_any(p, f, kind, ours_idx);
+
+	if (*kind != H_OURS && held_by(f, h))
+		*kind = H_OURS;
+	return h;
+}
+
+static uint64_t pick_handle_any(struct proc *p, struct kfile *f, int *kind,
+				int *ours_idx)
 {
 	unsigned int k;
 	uint64_t h;
@@ -700,6 +738,95 @@ static void build_policy(struct proc *p, struct call *c)
 	MUTATE_FIELD(p, c, a, reserved);
 }
 
+#ifdef KVARENA_IOC_PUBLISH
+/*
+ * Prefix keys from a small space that every process shares, so that
+ * lookups find what others published; now and then junk, or the all-zero
+ * key that no entry may have.
+ */
+static void pick_key(struct proc *p, uint8_t *key, struct call *c)
+{
+	unsigned int i;
+
+	memset(key, 0, KVARENA_KEY_LEN);
+	switch (fz_below(&p->r, 16)) {
+	case 0:
+		c->must_fail = true;
+		c->why = "an all-zero key";
+		return;
+	case 1:
+		for (i = 0; i < KVARENA_KEY_LEN; i++)
+			key[i] = (uint8_t)fz_next(&p->r);
+		return;
+	default:
+		key[0] = 1 + fz_below(&p->r, 48);
+		memcpy(key + 1, "fz-prefix", 9);
+		return;
+	}
+}
+
+static void build_prefix(struct proc *p, struct call *c, bool publish)
+{
+	struct kvarena_prefix *x = slot(p, 0);
+	struct kvarena_prefix_entry *e = (void *)p->hbuf;
+	unsigned int n, i, j;
+	int kind, idx;
+
+	memset(x, 0, sizeof(*x));
+	c->kf = attached_file(p);
+	n = fz_one_in(&p->r, 16) ? pick_count(p, 8) : 1 + fz_below(&p->r, 8);
+	for (i = 0; i < n && i < 64; i++) {
+		memset(&e[i], 0, sizeof(e[i]));
+		pick_key(p, e[i].key, c);
+		/* Outputs are ignored on input. */
+		e[i].flags = (uint32_t)fz_next(&p->r);
+		if (!publish) {
+			e[i].handle = fz_next(&p->r);
+			continue;
+		}
+		e[i].handle = pick_handle(p, c->kf, &kind, &idx);
+		if (kind != H_OURS && kind != H_OTHER) {
+			c->must_fail = true;
+			c->why = "a handle not ours";
+		}
+		for (j = 0; j < i; j++) {
+			if (e[j].handle == e[i].handle) {
+				c->must_fail = true;
+				c->why = "a frame twice";
+			}
+		}
+		if (fz_one_in(&p->r, 32)) {
+			e[i].reserved = 1u << fz_below(&p->r, 32);
+			c->must_fail = true;
+			c->why = "an entry's reserved field";
+		}
+	}
+	x->count = n;
+	c->count = n;
+	x->entries = (uintptr_t)pick_ptr(p, e, n <= 64 ? n * sizeof(*e) :
+					 sizeof(*e), &kind);
+	c->handles = (uint64_t *)(uintptr_t)x->entries;
+	c->valid_handles_ptr = kind == PTR_GOOD && n <= 64;
+	if (kind != PTR_GOOD) {
+		c->must_fail = true;
+		c->why = "entries that cannot be read";
+	}
+	MUTATE_FIELD(p, c, x, flags);
+	MUTATE_FIELD(p, c, x, reserved0);
+	MUTATE_FIELD(p, c, x, reserved);
+}
+
+static void build_publish(struct proc *p, struct call *c)
+{
+	build_prefix(p, c, true);
+}
+
+static void build_lookup(struct proc *p, struct call *c)
+{
+	build_prefix(p, c, false);
+}
+#endif
+
 /* ---- one call ------------------------------------------------------------ */
 
 static int pick_cmd(struct proc *p)
@@ -874,6 +1001,29 @@ static void account(struct proc *p, struct call *c, int ret)
 			}
 			close(ff->fd);
 		}
+#ifdef KVARENA_IOC_LOOKUP
+	} else if (d->cmd == KVARENA_IOC_LOOKUP) {
+		/* New holds, on frames that keep their handles. */
+		const struct kvarena_prefix *x = c->arg;
+		const struct kvarena_prefix_entry *e = (const void *)c->handles;
+
+		if (x->nr_done > c->count || !c->valid_handles_ptr) {
+			fail(p, c, "LOOKUP found %u of %u", x->nr_done, c->count);
+			return;
+		}
+		for (i = 0; i < x->nr_done; i++) {
+			struct kvarena_frames fr = {
+				.handles = (uintptr_t)&e[i].handle, .count = 1 };
+
+			if (e[i].flags & KVARENA_PREFIX_HELD)
+				continue;
+			if (c->kf->n < HELD) {
+				c->kf->held[c->kf->n++] = e[i].handle;
+			} else if (fz_ioctl(c->kf->fd, KVARENA_IOC_FREE, &fr)) {
+				fail(p, c, "FREE of a looked-up frame failed");
+			}
+		}
+#endif
 	} else if (d->cmd == KVARENA_IOC_ARENA_CREATE) {
 		const struct kvarena_arena_create *a = c->arg;
 
