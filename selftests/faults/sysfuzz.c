@@ -457,7 +457,15 @@ static void build_create(struct proc *p, struct call *c)
 	switch (fz_below(&p->r, 8)) {
 	case 0: a->nr_frames = 0; break;
 	case 1: a->nr_frames = KVARENA_MAX_FRAMES + 1; break;
-	case 2: a->nr_frames = (uint32_t)fz_next(&p->r); break;
+	/*
+	 * Random, but past the limit: a valid arena of millions of frames
+	 * is hundreds of MiB of tables, which a 1 GiB VM cannot spare for
+	 * four processes at once.
+	 */
+	case 2:
+		a->nr_frames = KVARENA_MAX_FRAMES + 1 +
+			       fz_below(&p->r, 0xffffffffu - KVARENA_MAX_FRAMES);
+		break;
 	/* Large, but not so large that a 1 GiB VM goes short. */
 	case 3: a->nr_frames = 1 + fz_below(&p->r, 65536); break;
 	default: a->nr_frames = 1 + fz_below(&p->r, NR_OWN); break;
