@@ -134,11 +134,12 @@ $(DEBUG_IMAGE): $(FLT_SRC)/debug-kernel.config $(FLT_SRC)/debug-kernel.sh
 	$(Q)$(FLT_SRC)/debug-kernel.sh $(KSRC_TAR) $(B)/debug-kernel $(DEBUG_KERNEL_JOBS)
 
 .SECONDEXPANSION:
-check-debug: $(DEBUG_IMAGE) $$(VM_TESTS) $(FLT_SRC)/check-debug.sh
+check-debug: $(DEBUG_IMAGE) $$(VM_TESTS) $$(VM_TESTS_LAST) $(FLT_SRC)/check-debug.sh
 	$(Q)$(MAKE) --no-print-directory KDIR=$(abspath $(DEBUG_KDIR)) module
-	@{ echo 'TESTS="$(notdir $(VM_TESTS))"'; cat $(FLT_SRC)/check-debug.sh; } \
+	@{ echo 'TESTS="$(notdir $(VM_TESTS) $(VM_TESTS_LAST))"'; \
+	  cat $(FLT_SRC)/check-debug.sh; } \
 		> $(FLT)/check-debug-vm.sh
 	$(Q)$(VM_RUN) --timeout 5400 --mem 2048 --script $(FLT)/check-debug-vm.sh \
 		--kernel $(DEBUG_IMAGE) \
 		--module $(B)/kmod/$$(cat $(DEBUG_KDIR)/include/config/kernel.release)/kvarena.ko \
-		$(VM_TESTS)
+		$(VM_TESTS) $(VM_TESTS_LAST)

@@ -147,25 +147,29 @@ TEST(unload_is_refused_while_a_frames_file_or_its_mapping_lives)
 	m = map_frame(fd, h, &ffd);
 	ASSERT_NE(MAP_FAILED, m);
 	m[0] = 7;
-	/* The client is released: its mapping is zapped, the file stays. */
+	/*
+	 * The client is released (its mapping is zapped) and the arena
+	 * destroyed: the frames file stays, and holds the module.
+	 */
 	close(fd);
 	EXPECT_TRUE(touch_bus(m));
+	fd = dev();
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, fz_arena_destroy(fd, name));
+	close(fd);
 	EXPECT_EQ(-EWOULDBLOCK, unload());
 	close(ffd);
 	/* The mapping alone holds the frames file, and so the module. */
 	EXPECT_EQ(-EWOULDBLOCK, unload());
 	munmap(m, FS);
-	fd = dev();
-	ASSERT_LE(0, fd);
-	EXPECT_EQ(0, fz_arena_destroy(fd, name));
-	close(fd);
 }
 
 /*
- * With nothing open the module unloads, arenas and all (pinned backing
- * pages, sysfs directories, one of them held open), and loads again.
+ * An arena holds the module: unload is refused until every arena is
+ * destroyed (pinned backing pages, sysfs directories, one of them held
+ * open), then the module unloads and loads again.
  */
-TEST(unload_with_arenas_left_frees_them_and_the_module_loads_again)
+TEST(unload_waits_for_every_arena_and_the_module_loads_again)
 {
 	char path[128], buf[32];
 	struct stat st;
@@ -193,13 +197,24 @@ TEST(unload_with_arenas_left_frees_them_and_the_module_loads_again)
 	ASSERT_EQ(2, pread(sfd, buf, sizeof(buf), 0));
 	EXPECT_EQ(0, memcmp(buf, "4\n", 2));
 	close(fd);
+	/* Arenas left, no file open: still refused. */
+	EXPECT_EQ(-EWOULDBLOCK, unload());
+	fd = dev();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fz_arena_destroy(fd, "lc-unload-host"));
+	for (i = 0; i < 8; i++) {
+		snprintf(path, sizeof(path), "lc-unload-acct%d", i);
+		ASSERT_EQ(0, fz_arena_destroy(fd, path));
+	}
+	close(fd);
+	/* A sysfs file open across the destroy reads nothing, safely. */
+	EXPECT_EQ(-1, pread(sfd, buf, sizeof(buf), 0));
+	EXPECT_EQ(ENODEV, errno);
 
 	ASSERT_EQ(0, unload());
 	EXPECT_EQ(-1, stat(KVARENA_DEVICE, &st));
 	EXPECT_EQ(-1, access(SYSFS_ARENAS, F_OK));
-	/* A sysfs file open across the unload reads nothing, safely. */
 	EXPECT_EQ(-1, pread(sfd, buf, sizeof(buf), 0));
-	EXPECT_EQ(ENODEV, errno);
 	close(sfd);
 	/*
 	 * DEBUG_KOBJECT_RELEASE delays the last kobject_put()'s release by
