@@ -11,11 +11,19 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
+#include <linux/wait_bit.h>
 
 #include "kva.h"
 
 DEFINE_MUTEX(kva_arenas_lock);
 static LIST_HEAD(kva_arenas);	/* protected by kva_arenas_lock */
+/*
+ * Arenas not yet released.  The release (kva_arena_free()) is module code
+ * and may come after ARENA_DESTROY has dropped the arena's module
+ * reference - seconds after, under DEBUG_KOBJECT_RELEASE - so the module's
+ * exit waits for every one (kva_arenas_wait_released()).
+ */
+static atomic_t kva_nr_arenas = ATOMIC_INIT(0);
 
 static struct kva_arena *kva_arena_find(const char *name)
 {
@@ -74,6 +82,14 @@ void kva_arena_free(struct kva_arena *a)
 	kvfree(a->pages);
 	kvfree(a->backing);
 	kfree(a);
+	if (atomic_dec_and_test(&kva_nr_arenas))
+		wake_up_var(&kva_nr_arenas);
+}
+
+/* The module is going: wait until every arena's release has run. */
+void kva_arenas_wait_released(void)
+{
+	wait_var_event(&kva_nr_arenas, !atomic_read(&kva_nr_arenas));
 }
 
 /**
@@ -225,6 +241,7 @@ long kva_ioc_arena_create(void __user *argp)
 			goto err_free_backing;
 	}
 	kobject_init(&a->kobj, &kva_arena_ktype);
+	atomic_inc(&kva_nr_arenas);
 	/* From here on the kobject release frees the arena. */
 	ret = kva_events_init(a);
 	if (ret) {

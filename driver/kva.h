@@ -144,6 +144,7 @@ void kva_arena_free(struct kva_arena *a);
 void kva_arena_update_pressure(struct kva_arena *a);
 bool kva_arena_permits(struct kva_arena *a, u32 acc, unsigned int how);
 void kva_arenas_destroy_all(void);
+void kva_arenas_wait_released(void);
 int kva_policy_from_user(struct kva_policy *p, u32 uid, u32 gid, u32 mode,
 			 u32 min_limit, u32 max_default, u32 max_limit,
 			 u32 nr_frames);

@@ -294,6 +294,7 @@ static void __exit kva_exit(void)
 {
 	misc_deregister(&kva_misc);
 	kva_arenas_destroy_all();
+	kva_arenas_wait_released();
 	kva_sysfs_exit();
 	kva_frames_exit();
 }
