@@ -162,6 +162,13 @@ static bool spec_limits(const struct kvarena_limits *l)
 	return !l->flags && RSV(l, reserved) && spec_name(l->name);
 }
 
+static bool spec_evict(const struct kvarena_evict *e)
+{
+	/* Any client id; nr_frames is an output. */
+	return !e->flags && RSV(e, reserved0) && RSV(e, reserved) &&
+	       spec_name(e->name);
+}
+
 /* ---- commands --------------------------------------------------------- */
 
 struct cmd {
@@ -217,6 +224,7 @@ ADAPT(stat, struct kvarena_stat, kva_check_stat, spec_stat)
 ADAPT(clients, struct kvarena_clients, check_clients, spec_clients)
 ADAPT(limits, struct kvarena_limits, kva_check_limits, spec_limits)
 ADAPT(policy, struct kvarena_arena_policy, kva_check_policy, spec_policy)
+ADAPT(evict, struct kvarena_evict, kva_check_evict, spec_evict)
 
 #define CMD(n, NR, type, need, nb) \
 	{ #n, NR, sizeof(type), need, nb, chk_##n, spc_##n }
@@ -236,6 +244,7 @@ static const struct cmd cmds[] = {
 	CMD(clients, KVARENA_IOC_CLIENTS, struct kvarena_clients, KVA_ANYONE, false),
 	CMD(limits, KVARENA_IOC_SET_LIMITS, struct kvarena_limits, KVA_ADMIN, false),
 	CMD(policy, KVARENA_IOC_ARENA_SET_POLICY, struct kvarena_arena_policy, KVA_ADMIN, false),
+	CMD(evict, KVARENA_IOC_EVICT, struct kvarena_evict, KVA_ADMIN, false),
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
