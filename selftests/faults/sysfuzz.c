@@ -27,6 +27,9 @@
  *     succeeds;
  *   - FREE of a batch holding another process's, a forged, a freed or a
  *     repeated handle never succeeds;
+ *   - EVICT of one of its own clients returns the frames it held, and
+ *     every client command on that client's file then fails with
+ *     -ESHUTDOWN (and on no other file);
  *   - what the process holds, by the module's CLIENTS table, is what its
  *     own successful ALLOCs and FREEs say (checked every few calls);
  * and at the end, once every process is gone, every arena is quiet
@@ -74,6 +77,7 @@ struct kfile {
 	bool rdonly;
 	bool attached;
 	bool desync;		/* our picture of it went wrong: stop checking */
+	bool evicted;		/* its client was evicted (by us) */
 	char arena[KVARENA_NAME_LEN];
 	uint32_t tag;		/* which arena, which incarnation: arena_tag() */
 	uint32_t client_id;
@@ -152,13 +156,16 @@ static void build_stat(struct proc *p, struct call *c);
 static void build_clients(struct proc *p, struct call *c);
 static void build_limits(struct proc *p, struct call *c);
 static void build_policy(struct proc *p, struct call *c);
+static void build_evict(struct proc *p, struct call *c);
+static uint32_t arena_tag(struct proc *p, const char *name);
 #ifdef KVARENA_IOC_PUBLISH
 static void build_publish(struct proc *p, struct call *c);
 static void build_lookup(struct proc *p, struct call *c);
 #endif
 
 #define ADMIN_ERRS (E_ANY | E(EPERM) | E(EBADF) | E(ENOENT) | E(ENOMEM))
-#define CLIENT_ERRS (E_ANY | E(EBADF) | E(ENOTCONN) | E(ENOMEM))
+/* Client commands: ENOTCONN marks them (see one_call()). */
+#define CLIENT_ERRS (E_ANY | E(EBADF) | E(ENOTCONN) | E(ESHUTDOWN) | E(ENOMEM))
 
 static const struct cmd_desc cmds[] = {
 	{ "VERSION", KVARENA_IOC_VERSION, sizeof(struct kvarena_version),
@@ -192,6 +199,8 @@ static const struct cmd_desc cmds[] = {
 	  ADMIN_ERRS | E(ENOSPC), 3, build_limits },
 	{ "ARENA_SET_POLICY", KVARENA_IOC_ARENA_SET_POLICY,
 	  sizeof(struct kvarena_arena_policy), ADMIN_ERRS, 2, build_policy },
+	{ "EVICT", KVARENA_IOC_EVICT, sizeof(struct kvarena_evict),
+	  ADMIN_ERRS | E(EOPNOTSUPP), 1, build_evict },
 #ifdef KVARENA_IOC_PUBLISH
 	{ "PUBLISH", KVARENA_IOC_PUBLISH, sizeof(struct kvarena_prefix),
 	  CLIENT_ERRS | E(ESTALE) | E(EPERM) | E(ENOENT) | E(EBUSY), 5,
@@ -231,7 +240,8 @@ static struct kfile *attached_file(struct proc *p)
 	for (i = 0; i < NFD; i++) {
 		struct kfile *f = &p->f[(k + i) % NFD];
 
-		if (f->attached && f->fd >= 0)
+		/* An evicted one too, until it is reopened. */
+		if ((f->attached || f->evicted) && f->fd >= 0)
 			return f;
 	}
 	return pick_file(p);
@@ -746,6 +756,36 @@ static void build_policy(struct proc *p, struct call *c)
 	MUTATE_FIELD(p, c, a, reserved);
 }
 
+/*
+ * EVICT: of one of our own clients, which then answers every client
+ * command with ESHUTDOWN; else of a client that is not there, by name
+ * and id: small ids only in arenas of ours, which only we attach to, so
+ * that no other process's client goes (its picture would go wrong).
+ */
+static void build_evict(struct proc *p, struct call *c)
+{
+	struct kvarena_evict *e = slot(p, 0);
+	struct kfile *f = attached_file(p);
+	uint32_t t;
+
+	memset(e, 0, sizeof(*e));
+	if (f->attached && fz_one_in(&p->r, 3)) {
+		memcpy(e->name, f->arena, KVARENA_NAME_LEN);
+		e->client_id = f->client_id;
+	} else {
+		pick_name(p, e->name);
+		t = arena_tag(p, e->name);
+		e->client_id = t && t != 0xffffffffu && fz_one_in(&p->r, 2) ?
+			       fz_below(&p->r, 64) :
+			       0x80000000u | (uint32_t)fz_next(&p->r);
+	}
+	/* Outputs are ignored on input. */
+	e->nr_frames = (uint32_t)fz_next(&p->r);
+	MUTATE_FIELD(p, c, e, flags);
+	MUTATE_FIELD(p, c, e, reserved0);
+	MUTATE_FIELD(p, c, e, reserved);
+}
+
 #ifdef KVARENA_IOC_PUBLISH
 /*
  * Prefix keys from a small space that every process shares, so that
@@ -878,10 +918,20 @@ static uint32_t break_cmd(struct proc *p, uint32_t cmd)
 			    _IOC_NR(cmd), _IOC_SIZE(cmd));
 	case 3:
 		return _IOC(_IOC_DIR(cmd), _IOC_TYPE(cmd),
-			    0x0f + fz_below(&p->r, 0x30), _IOC_SIZE(cmd));
+			    0x0c + fz_below(&p->r, 0x30), _IOC_SIZE(cmd));
 	default:
 		return (uint32_t)fz_next(&p->r);
 	}
+}
+
+static uint32_t unknown_cmd(struct proc *p, uint32_t cmd)
+{
+	uint32_t n;
+
+	do
+		n = break_cmd(p, cmd);
+	while (is_known(n));
+	return n;
 }
 
 static int run_call(struct proc *p, struct call *c, int fd)
@@ -942,6 +992,32 @@ static void publish_foreign(struct proc *p, struct kfile *f)
 	if (f->n && f->tag == 0)
 		shm->foreign[p->idx][fz_below(&p->r, POOL)] =
 			f->held[fz_below(&p->r, f->n)];
+}
+
+/* Our client @e named is gone: its frames went back to the arena. */
+static void account_evict(struct proc *p, const struct call *c,
+			  const struct kvarena_evict *e)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < NFD; i++) {
+		struct kfile *f = &p->f[i];
+
+		if (!f->attached || f->client_id != e->client_id ||
+		    strncmp(f->arena, e->name, KVARENA_NAME_LEN))
+			continue;
+		if (!f->desync && e->nr_frames != f->n)
+			fail(p, c, "EVICT returned %u frames, the client held %u",
+			     e->nr_frames, f->n);
+		for (j = 0; j < f->n; j++)
+			stale_add(p, f, f->held[j]);
+		f->n = 0;
+		f->attached = false;
+		f->evicted = true;
+		return;
+	}
+	fail(p, c, "EVICT of client %u of %.32s, none of ours", e->client_id,
+	     e->name);
 }
 
 /* What a successful call changed, in the process's own picture. */
@@ -1042,6 +1118,8 @@ static void account(struct proc *p, struct call *c, int ret)
 		i = fz_below(&p->r, MAX_ARENAS);
 		/* A name we forget now is destroyed at the end by pattern. */
 		memcpy(p->arenas[i], a->name, KVARENA_NAME_LEN);
+	} else if (d->cmd == KVARENA_IOC_EVICT) {
+		account_evict(p, c, c->arg);
 	} else if (d->cmd == KVARENA_IOC_ARENA_DESTROY) {
 		const struct kvarena_arena_destroy *a = c->arg;
 
@@ -1064,9 +1142,8 @@ static void one_call(struct proc *p)
 	c.kf = kf;
 	c.uring = fz_one_in(&p->r, 3);
 	if (fz_one_in(&p->r, 16)) {
-		c.cmd = break_cmd(p, c.cmd);
-		if (!is_known(c.cmd))
-			c.known = -1;
+		c.cmd = unknown_cmd(p, c.cmd);
+		c.known = -1;
 	}
 	c.arg = pick_ptr(p, slot(p, 0), c.known >= 0 ?
 			 cmds[c.known].size : 64, &kind);
@@ -1103,6 +1180,13 @@ static void one_call(struct proc *p)
 				    !(cmds[c.known].errs & E(e))))) {
 		fail(p, &c, "returned %d (%s), not in its table", ret,
 		     ret < 0 ? strerror(e) : "positive");
+		return;
+	}
+	/* An evicted client's file answers client commands with ESHUTDOWN. */
+	if ((cmds[c.known].errs & E(ENOTCONN)) &&
+	    kf->evicted != (ret == -ESHUTDOWN)) {
+		fail(p, &c, "%s client's file gave %d", kf->evicted ?
+		     "an evicted" : "a", ret);
 		return;
 	}
 	if (!ret && c.must_fail) {
@@ -1158,22 +1242,38 @@ static void check_held(struct proc *p)
 	}
 }
 
-/* Close one file (its client is released: its handles go stale), reopen. */
+/* Close a file (its client is released: its handles go stale), reopen. */
+static void reopen(struct proc *p, struct kfile *f)
+{
+	unsigned int i;
+
+	for (i = 0; i < f->n; i++)
+		stale_add(p, f, f->held[i]);
+	close(f->fd);
+	memset(f, 0, sizeof(*f));
+	f->fd = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
+}
+
 static void churn(struct proc *p)
 {
 	struct kfile *f = &p->f[1 + fz_below(&p->r, NFD - 1)];
-	unsigned int i;
 
 	if (!p->admin || f->rdonly) {
 		if (f->desync)
 			f->attached = false;	/* no more checks */
 		return;
 	}
-	for (i = 0; i < f->n; i++)
-		stale_add(p, f, f->held[i]);
-	close(f->fd);
-	memset(f, 0, sizeof(*f));
-	f->fd = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
+	reopen(p, f);
+}
+
+/* As a serving process would: an evicted client's file is closed. */
+static void reopen_evicted(struct proc *p)
+{
+	unsigned int i;
+
+	for (i = 0; i < NFD; i++)
+		if (p->f[i].evicted)
+			reopen(p, &p->f[i]);
 }
 
 /* ---- a process ----------------------------------------------------------- */
@@ -1271,8 +1371,10 @@ static int proc_main(int idx, uint64_t seed, unsigned long calls,
 
 	for (i = 0; i < calls; i++) {
 		one_call(p);
-		if (!(i % 64))
+		if (!(i % 64)) {
 			check_held(p);
+			reopen_evicted(p);
+		}
 		if (!(i % 512))
 			churn(p);
 		if (p->failures > 20)
@@ -1403,7 +1505,7 @@ int main(int argc, char **argv)
 	failures += cleanup_and_check(fd, &lost);
 	close(fd);
 	for (i = 0; i < (int)nprocs; i++) {
-			done += shm->calls[i];
+		done += shm->calls[i];
 		urings += shm->urings[i];
 	}
 	printf("sysfuzz: %lu calls (%lu over io_uring), %lu processes, seed "
