@@ -18,17 +18,23 @@
  *
  * The driver keeps a few workers alive and kills one process group every
  * few milliseconds with SIGKILL, after a random delay (sometimes none:
- * killed while attaching), and starts another.  After every kill it checks
- * the counts that hold at any moment; at the end it kills the rest, waits
+ * killed while attaching), and starts another.  Now and then, as an
+ * administrator would, it EVICTs a random client instead, whatever it is
+ * doing: its frames go back, its mappings are zapped, its commands fail
+ * with ESHUTDOWN (and a worker that sees that exits, or dies of SIGBUS
+ * touching a revoked mapping, and is replaced).  After every kill and
+ * every eviction it checks the counts that hold at any moment; at the end
+ * it kills the rest, waits
  * for every client to be gone (a killed process's io_uring is torn down by
  * a kernel worker, after the process is reaped) and checks every arena:
  * nothing held, reserved or filled, free + cached = capacity,
  * frames_allocated - frames_freed = held.  The kernel log is checked by
  * the VM runner.
  *
- *   kill_storm [--kills N] [--workers N] [--delay-ms N] [--seed S]
+ *   kill_storm [--kills N] [--workers N] [--delay-ms N] [--evict-every N]
+ *              [--seed S]
  *
- * Prints "kill storm: N kills, M frames lost" (M must be 0).
+ * Prints "kill storm: N kills, E evictions, M frames lost" (M must be 0).
  */
 #include <getopt.h>
 #include <signal.h>
@@ -60,6 +66,19 @@ static int dev_open(void)
 	if (fd < 0)
 		_exit(100);
 	return fd;
+}
+
+/*
+ * A worker's command: an evicted client's commands fail with ESHUTDOWN
+ * from then on, and the worker gives up, as a serving process would.
+ */
+static int wcall(int fd, unsigned long cmd, void *arg)
+{
+	int ret = fz_ioctl(fd, cmd, arg);
+
+	if (ret == -ESHUTDOWN)
+		_exit(0);
+	return ret;
 }
 
 static int attach(int fd, const char *name, uint32_t min, uint32_t max)
@@ -96,13 +115,13 @@ static void worker_ioctl(struct fz_rng *r)
 		};
 
 		if (n + want <= HELD_MAX &&
-		    !fz_ioctl(fd, KVARENA_IOC_ALLOC, &f))
+		    !wcall(fd, KVARENA_IOC_ALLOC, &f))
 			n += f.nr_done;
 		if (host && n && fz_one_in(r, 2)) {
 			struct kvarena_frame_fd ff = {
 				.handle = held[fz_below(r, n)] };
 
-			if (!fz_ioctl(fd, KVARENA_IOC_FRAME_FD, &ff)) {
+			if (!wcall(fd, KVARENA_IOC_FRAME_FD, &ff)) {
 				map = mmap(NULL, ff.size, PROT_READ | PROT_WRITE,
 					   MAP_SHARED, ff.fd, ff.offset);
 				if (map != MAP_FAILED)
@@ -116,14 +135,14 @@ static void worker_ioctl(struct fz_rng *r)
 				.filled_tokens = n * 16,
 				.filled_bytes = (uint64_t)n * FS / 2 };
 
-			fz_ioctl(fd, KVARENA_IOC_SET_USAGE, &u);
+			wcall(fd, KVARENA_IOC_SET_USAGE, &u);
 		}
 		if (n && fz_one_in(r, 2)) {
 			uint32_t k = 1 + fz_below(r, n);
 			struct kvarena_frames fr = {
 				.handles = (uintptr_t)(held + n - k), .count = k };
 
-			if (!fz_ioctl(fd, KVARENA_IOC_FREE, &fr))
+			if (!wcall(fd, KVARENA_IOC_FREE, &fr))
 				n -= k;
 		}
 		/*
@@ -228,6 +247,8 @@ static void worker_uring(struct fz_rng *r)
 		while (!io_uring_peek_cqe(&ring, &cqe)) {
 			struct slot *s = &slots[cqe->user_data];
 
+			if (cqe->res == -ESHUTDOWN)
+				_exit(0);
 			if (s->alloc && cqe->res == 0 &&
 			    n + s->f.nr_done <= 256) {
 				memcpy(held + n, s->h,
@@ -241,6 +262,14 @@ static void worker_uring(struct fz_rng *r)
 }
 
 /* ---- the runtime worker (libkvarena) ---------------------------------- */
+
+/* The library passes the module's ESHUTDOWN on: evicted, give up. */
+static int gone(int ret)
+{
+	if (ret == -ESHUTDOWN)
+		_exit(0);
+	return ret;
+}
 
 static void worker_runtime(struct fz_rng *r)
 {
@@ -262,7 +291,8 @@ static void worker_runtime(struct fz_rng *r)
 		struct kva_seq *s = seq[i];
 
 		if (!s) {
-			kva_seq_create(a, &g, 16 * g.tokens_per_frame, &seq[i]);
+			gone(kva_seq_create(a, &g, 16 * g.tokens_per_frame,
+					    &seq[i]));
 			continue;
 		}
 		switch (fz_below(r, 5)) {
@@ -271,7 +301,7 @@ static void worker_runtime(struct fz_rng *r)
 			uint64_t t = s->tokens, add = 1 + fz_below(r, 300);
 
 			if (t + add > s->max_tokens ||
-			    kva_seq_grow(s, add))
+			    gone(kva_seq_grow(s, add)))
 				break;
 			memset(kva_seq_kv_ptr(s, 0, KVA_K, 0, t), 0x33,
 			       g.head_dim * 2);
@@ -281,7 +311,7 @@ static void worker_runtime(struct fz_rng *r)
 			unsigned int j = fz_below(r, 4);
 
 			if (!seq[j])
-				kva_seq_fork(s, &seq[j]);
+				gone(kva_seq_fork(s, &seq[j]));
 			break;
 		}
 		case 3:
@@ -324,7 +354,7 @@ static void worker_prefix(struct fz_rng *r)
 			prefix_key(e[i].key, first + i);
 		if (fz_one_in(r, 2)) {
 			/* Look the chain up: new holds come back. */
-			if (!fz_ioctl(fd, KVARENA_IOC_LOOKUP, &x))
+			if (!wcall(fd, KVARENA_IOC_LOOKUP, &x))
 				for (i = 0; i < x.nr_done; i++)
 					if (!(e[i].flags & KVARENA_PREFIX_HELD) &&
 					    n < HELD_MAX)
@@ -334,11 +364,11 @@ static void worker_prefix(struct fz_rng *r)
 			struct kvarena_frames f = { .handles = (uintptr_t)(held + n),
 						    .count = len };
 
-			if (!fz_ioctl(fd, KVARENA_IOC_ALLOC, &f)) {
+			if (!wcall(fd, KVARENA_IOC_ALLOC, &f)) {
 				for (i = 0; i < len; i++)
 					e[i].handle = held[n + i];
 				n += len;
-				fz_ioctl(fd, KVARENA_IOC_PUBLISH, &x);
+				wcall(fd, KVARENA_IOC_PUBLISH, &x);
 			}
 		}
 		if (n && fz_one_in(r, 3)) {
@@ -346,7 +376,7 @@ static void worker_prefix(struct fz_rng *r)
 			struct kvarena_frames fr = {
 				.handles = (uintptr_t)(held + n - k), .count = k };
 
-			if (!fz_ioctl(fd, KVARENA_IOC_FREE, &fr))
+			if (!wcall(fd, KVARENA_IOC_FREE, &fr))
 				n -= k;
 		}
 	}
@@ -358,6 +388,7 @@ static void worker_prefix(struct fz_rng *r)
 struct worker {
 	pid_t pid;
 	int kind;
+	bool evicted;		/* its client was: it may exit by itself */
 };
 
 static pid_t spawn(int kind, uint64_t seed)
@@ -390,15 +421,121 @@ static pid_t spawn(int kind, uint64_t seed)
 	_exit(0);
 }
 
-/* Kill a worker's whole group (its forked children too) and reap it. */
-static void kill_worker(struct worker *w)
+struct evictions {
+	unsigned long done, raced, frames;	/* raced: it left first */
+	unsigned long gave_up, sigbus;		/* how its worker ended */
+};
+
+/*
+ * A worker was reaped with @status: 1 if our SIGKILL ended it, 0 if it
+ * ended by itself as only an evicted one may (it gives up on ESHUTDOWN,
+ * or dies of SIGBUS touching a revoked mapping), -1 otherwise.
+ */
+static int ended(struct worker *w, int status, struct evictions *ev)
 {
-	int status;
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+		return 1;
+	if (w->evicted && WIFEXITED(status) && !WEXITSTATUS(status)) {
+		ev->gave_up++;
+		return 0;
+	}
+	if (w->evicted && WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS) {
+		ev->sigbus++;
+		return 0;
+	}
+	printf("# worker %d (kind %d, %s) ended by itself: %s %d\n", w->pid,
+	       w->kind, w->evicted ? "evicted" : "not evicted",
+	       WIFEXITED(status) ? "exit" : "signal",
+	       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	return -1;
+}
+
+/*
+ * Kill a worker's whole group (its forked children too) and reap it.
+ * Returns what ended() says.
+ */
+static int kill_worker(struct worker *w, struct evictions *ev)
+{
+	int status, ret;
 
 	kill(-w->pid, SIGKILL);
 	kill(w->pid, SIGKILL);
 	waitpid(w->pid, &status, 0);
+	ret = ended(w, status, ev);
 	w->pid = 0;
+	w->evicted = false;
+	return ret;
+}
+
+/*
+ * EVICT a random client of @name, whatever it is doing, as an
+ * administrator would, and mark its worker.  Returns 0, or 1 for an
+ * error no eviction may give.
+ */
+static int evict_one(int fd, const char *name, struct worker *w,
+		     unsigned long nworkers, struct fz_rng *r,
+		     struct evictions *ev)
+{
+	static struct kvarena_client_info rows[64];
+	struct kvarena_clients c = { .clients = (uintptr_t)rows, .count = 64 };
+	struct kvarena_evict e = { 0 };
+	unsigned long i;
+	uint32_t n;
+	int ret;
+	pid_t pid;
+
+	fz_name(c.name, "%s", name);
+	ret = fz_ioctl(fd, KVARENA_IOC_CLIENTS, &c);
+	if (ret) {
+		printf("# %s: CLIENTS: %s\n", name, strerror(-ret));
+		return 1;
+	}
+	n = c.nr_clients < c.count ? c.nr_clients : c.count;
+	if (!n)
+		return 0;
+	i = fz_below(r, n);
+	fz_name(e.name, "%s", name);
+	e.client_id = rows[i].client_id;
+	pid = rows[i].pid;
+	ret = fz_ioctl(fd, KVARENA_IOC_EVICT, &e);
+	if (ret == -ENOENT) {
+		ev->raced++;
+		return 0;
+	}
+	if (ret) {
+		printf("# %s: EVICT of client %u: %s\n", name, e.client_id,
+		       strerror(-ret));
+		return 1;
+	}
+	ev->done++;
+	ev->frames += e.nr_frames;
+	for (i = 0; i < nworkers; i++)
+		if (pid && w[i].pid == pid)
+			w[i].evicted = true;
+	return 0;
+}
+
+/*
+ * Replace the workers that ended by themselves.  Returns the number that
+ * should not have.
+ */
+static int replace_ended(struct worker *w, unsigned long nworkers,
+			 struct fz_rng *r, struct evictions *ev)
+{
+	unsigned long i;
+	int status, bad = 0;
+
+	for (i = 0; i < nworkers; i++) {
+		if (waitpid(w[i].pid, &status, WNOHANG) != w[i].pid)
+			continue;
+		/* Its forked children, if any are left. */
+		kill(-w[i].pid, SIGKILL);
+		bad += ended(&w[i], status, ev) != 0;
+		w[i].kind = fz_below(r, W_KINDS);
+		w[i].pid = spawn(w[i].kind, fz_next(r));
+		w[i].evicted = false;
+	}
+	return bad;
 }
 
 static void reap_orphans(void)
@@ -423,9 +560,12 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "kills", 1, NULL, 'k' }, { "workers", 1, NULL, 'w' },
 		{ "delay-ms", 1, NULL, 'd' }, { "seed", 1, NULL, 's' },
+		{ "evict-every", 1, NULL, 'e' },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned long kills = 1000, nworkers = 6, delay_ms = 8, done = 0;
+	unsigned long evict_every = 4;
+	struct evictions ev = { 0 };
 	unsigned long by_kind[W_KINDS] = { 0 };
 	struct worker w[MAX_WORKERS] = { 0 };
 	uint64_t seed = fz_clock_seed();
@@ -441,8 +581,9 @@ int main(int argc, char **argv)
 		case 'w': nworkers = strtoul(optarg, NULL, 0); break;
 		case 'd': delay_ms = strtoul(optarg, NULL, 0); break;
 		case 's': seed = strtoull(optarg, NULL, 0); break;
+		case 'e': evict_every = strtoul(optarg, NULL, 0); break;
 		default:
-			fprintf(stderr, "usage: kill_storm [--kills N] [--workers N] [--delay-ms N] [--seed S]\n");
+			fprintf(stderr, "usage: kill_storm [--kills N] [--workers N] [--delay-ms N] [--evict-every N] [--seed S]\n");
 			return 2;
 		}
 	}
@@ -450,7 +591,8 @@ int main(int argc, char **argv)
 		nworkers = MAX_WORKERS;
 	printf("TAP version 13\n1..1\n");
 	printf("# kill storm: seed 0x%016" PRIx64 ", %lu kills, %lu workers, "
-	       "delays up to %lu ms\n", seed, kills, nworkers, delay_ms);
+	       "delays up to %lu ms, an eviction every %lu kills or so\n",
+	       seed, kills, nworkers, delay_ms, evict_every);
 	fflush(stdout);
 	fz_seed(&r, seed);
 
@@ -467,26 +609,37 @@ int main(int argc, char **argv)
 		w[i].kind = fz_below(&r, W_KINDS);
 		w[i].pid = spawn(w[i].kind, fz_next(&r));
 	}
-	while (done < kills) {
-		struct worker *v = &w[fz_below(&r, nworkers)];
+	while (done < kills && !failures) {
+		struct worker *v;
+		int k;
 
+		failures += replace_ended(w, nworkers, &r, &ev);
+		v = &w[fz_below(&r, nworkers)];
 		/* Now and then at once: killed while attaching. */
 		if (!fz_one_in(&r, 8))
 			usleep(fz_below(&r, delay_ms * 1000 + 1));
-		kill_worker(v);
-		by_kind[v->kind]++;
-		done++;
-		reap_orphans();
+		if (evict_every && fz_one_in(&r, evict_every)) {
+			const char *name = fz_one_in(&r, 2) ? arena_host :
+							      arena_acct;
+
+			failures += evict_one(fd, name, w, nworkers, &r, &ev);
+			failures += check_now(fd, name);
+		}
+		/* Only a kill of a live worker counts: it may be evicted and gone. */
+		k = kill_worker(v, &ev);
+		if (k > 0) {
+			by_kind[v->kind]++;
+			done++;
+		}
+		failures += k < 0;
 		failures += check_now(fd, arena_host);
 		failures += check_now(fd, arena_acct);
-		if (failures)
-			break;
 		v->kind = fz_below(&r, W_KINDS);
 		v->pid = spawn(v->kind, fz_next(&r));
 	}
 	for (i = 0; i < nworkers; i++)
 		if (w[i].pid)
-			kill_worker(&w[i]);
+			failures += kill_worker(&w[i], &ev) < 0;
 	reap_orphans();
 
 	settle_host = fz_wait_no_clients(fd, arena_host, 60);
@@ -508,8 +661,12 @@ int main(int argc, char **argv)
 	printf("; %.1f s; clients gone %.2f s after the last kill\n",
 	       fz_now() - t0, settle_host > settle_acct ? settle_host :
 	       settle_acct);
-	printf("kill storm: %lu kills, %u frames lost\n", done,
-	       lost_host + lost_acct);
+	printf("# evictions: %lu (%lu frames taken back; %lu clients left "
+	       "first); evicted workers that gave up on ESHUTDOWN %lu, died of "
+	       "SIGBUS %lu\n", ev.done, ev.frames, ev.raced, ev.gave_up,
+	       ev.sigbus);
+	printf("kill storm: %lu kills, %lu evictions, %u frames lost\n", done,
+	       ev.done, lost_host + lost_acct);
 	fz_ktap_result("kill_storm", failures || lost_host || lost_acct ||
 			done < kills);
 	return failures || lost_host || lost_acct || done < kills;
