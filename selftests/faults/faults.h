@@ -260,6 +260,46 @@ static inline double fz_wait_no_clients(int fd, const char *name,
 }
 
 /*
+ * References to kvarena.ko (/sys/module/kvarena/refcnt): one per open
+ * /dev/kvarena file, frames file and arena.  -1 where it cannot be read.
+ */
+static inline int fz_module_refs(void)
+{
+	FILE *f = fopen("/sys/module/kvarena/refcnt", "r");
+	int n = -1;
+
+	if (f) {
+		if (fscanf(f, "%d", &n) != 1)
+			n = -1;
+		fclose(f);
+	}
+	return n;
+}
+
+/*
+ * Wait (up to @timeout_s) until the module's references are down to
+ * @refs again: every file the program's children opened is closed, those
+ * an io_uring instance keeps past its process's end included.  An evicted
+ * client is no longer counted among an arena's clients, yet its file may
+ * be open still.  Returns the seconds it took, or -1.
+ */
+static inline double fz_wait_module_refs(int refs, double timeout_s)
+{
+	double t0 = fz_now();
+	int n;
+
+	while ((n = fz_module_refs()) != refs) {
+		if (fz_now() - t0 > timeout_s) {
+			printf("# %d references to kvarena.ko after %.0f s, %d "
+			       "before\n", n, timeout_s, refs);
+			return -1;
+		}
+		usleep(10 * 1000);
+	}
+	return fz_now() - t0;
+}
+
+/*
  * The arena once every client is gone: nothing held, nothing reserved,
  * nothing filled, every frame free (or cached), and the counters add up.
  * Returns the frames lost (capacity less free and cached) in @lost and

@@ -81,13 +81,29 @@ static int wcall(int fd, unsigned long cmd, void *arg)
 	return ret;
 }
 
-static int attach(int fd, const char *name, uint32_t min, uint32_t max)
+/*
+ * ATTACH, with a guarantee of @min frames if the arena can give it now:
+ * when every frame is held (ENOSPC), without one, as a serving process
+ * would start.  Any other error ends the worker, which fails the run.
+ */
+static void attach(int fd, const char *name, uint32_t min, uint32_t max)
 {
 	struct kvarena_attach a = { .min_frames = min, .max_frames = max };
+	int ret;
 
 	fz_name(a.name, "%s", name);
 	fz_name(a.label, "storm-%d", getpid());
-	return fz_ioctl(fd, KVARENA_IOC_ATTACH, &a);
+	ret = fz_ioctl(fd, KVARENA_IOC_ATTACH, &a);
+	if (ret == -ENOSPC && min) {
+		a.min_frames = 0;
+		ret = fz_ioctl(fd, KVARENA_IOC_ATTACH, &a);
+	}
+	if (ret) {
+		/* Not printf(): the driver's buffer would come along. */
+		dprintf(1, "# worker %d: ATTACH to %s (min %u max %u): %s\n",
+			getpid(), name, a.min_frames, max, strerror(-ret));
+		_exit(101);
+	}
 }
 
 /* ---- the ioctl worker ------------------------------------------------- */
@@ -105,8 +121,7 @@ static void worker_ioctl(struct fz_rng *r)
 	void *map = NULL;
 
 	/* Guarantees too, so that release must give back a reservation. */
-	if (attach(fd, name, fz_below(r, 3), fz_one_in(r, 2) ? 0 : nr / 3))
-		_exit(101);
+	attach(fd, name, fz_below(r, 3), fz_one_in(r, 2) ? 0 : nr / 3);
 	for (;;) {
 		uint32_t want = 1 + fz_below(r, 8);
 		struct kvarena_frames f = {
@@ -200,8 +215,7 @@ static void worker_uring(struct fz_rng *r)
 	struct io_uring ring;
 	int fd = dev_open();
 
-	if (attach(fd, arena_acct, fz_below(r, 4), 0))
-		_exit(101);
+	attach(fd, arena_acct, fz_below(r, 4), 0);
 	if (io_uring_queue_init(RING, &ring, 0))
 		_exit(102);
 	for (;;) {
@@ -283,9 +297,16 @@ static void worker_runtime(struct fz_rng *r)
 	};
 	struct kva_seq *seq[4] = { 0 };
 	struct kva_arena *a;
+	int ret;
 
-	if (kva_geometry_init(&g) || kva_open(&o, &a))
+	ret = kva_geometry_init(&g);
+	if (!ret)
+		ret = kva_open(&o, &a);
+	if (ret) {
+		dprintf(1, "# worker %d: kva_open: %s\n", getpid(),
+			strerror(-ret));
 		_exit(103);
+	}
 	for (;;) {
 		unsigned int i = fz_below(r, 4);
 		struct kva_seq *s = seq[i];
@@ -342,8 +363,7 @@ static void worker_prefix(struct fz_rng *r)
 	unsigned int n = 0, i;
 	int fd = dev_open();
 
-	if (attach(fd, arena_host, 0, NR_HOST / 2))
-		_exit(101);
+	attach(fd, arena_host, 0, NR_HOST / 2);
 	for (;;) {
 		unsigned int len = 1 + fz_below(r, 8), first = fz_below(r, 24);
 		struct kvarena_prefix x = { .entries = (uintptr_t)e,
@@ -571,7 +591,7 @@ int main(int argc, char **argv)
 	uint64_t seed = fz_clock_seed();
 	uint32_t lost_host = 0, lost_acct = 0;
 	double t0, settle_host, settle_acct;
-	int fd, c, failures = 0;
+	int fd, c, failures = 0, refs;
 	struct fz_rng r;
 	unsigned long i;
 
@@ -597,6 +617,7 @@ int main(int argc, char **argv)
 	fz_seed(&r, seed);
 
 	fd = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
+	refs = fz_module_refs();
 	if (fd < 0 || fz_arena_create(fd, arena_host, NR_HOST, FS, true) ||
 	    fz_arena_create(fd, arena_acct, NR_ACCT, FS, false)) {
 		printf("# cannot set up the arenas: %s\n", strerror(errno));
@@ -651,6 +672,9 @@ int main(int argc, char **argv)
 		printf("# destroying the arenas failed: %s\n", strerror(errno));
 		failures++;
 	}
+	/* Every worker's file closed, an evicted one's too: nothing left. */
+	if (refs >= 0)
+		failures += fz_wait_module_refs(refs, 60) < 0;
 	close(fd);
 
 	printf("# kills by worker: ioctl %lu, uring %lu, runtime %lu",
