@@ -21,6 +21,15 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
+
+/*
+ * On the debug kernel of make check-debug (KASAN, lockdep, kmemleak, and
+ * DEBUG_KOBJECT_RELEASE delaying each release by up to 4 s, which an
+ * unload waits for) the unload test takes about the harness's default 30
+ * s, and was cut short there.  TEST() reads the value where it expands.
+ */
+#undef TEST_TIMEOUT_DEFAULT
+#define TEST_TIMEOUT_DEFAULT 180
 #include "faults.h"
 
 #define FS	(64u << 10)
