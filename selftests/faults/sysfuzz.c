@@ -1398,23 +1398,56 @@ static int proc_main(int idx, uint64_t seed, unsigned long calls,
 
 /* ---- the parent ------------------------------------------------------------ */
 
-/* Destroy what the fuzzer made and check every arena it leaves. */
+/* The arenas there before the run, which the fuzzer leaves alone. */
+#define MAX_BEFORE	64
+static char before[MAX_BEFORE][KVARENA_NAME_LEN];
+static unsigned int nbefore;
+
+static bool arena_by_index(int fd, uint32_t idx, struct kvarena_stat *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->flags = KVARENA_STAT_BY_INDEX;
+	s->index = idx;
+	return !fz_ioctl(fd, KVARENA_IOC_STAT, s);
+}
+
+static void note_arenas_before(int fd)
+{
+	struct kvarena_stat s;
+
+	while (nbefore < MAX_BEFORE && arena_by_index(fd, nbefore, &s))
+		memcpy(before[nbefore++], s.name, KVARENA_NAME_LEN);
+}
+
+static bool was_there_before(const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < nbefore; i++)
+		if (!strncmp(before[i], name, KVARENA_NAME_LEN))
+			return true;
+	return false;
+}
+
+/*
+ * Destroy what the fuzzer made and check every arena it leaves: its
+ * own, and any a random name made (a valid name of random bytes turns
+ * up now and then), which would hold the module after the run.
+ */
 static int cleanup_and_check(int fd, int *lost_total)
 {
 	struct kvarena_stat s;
 	int failures = 0, idx = 0;
 	uint32_t lost = 0;
 
-	for (;;) {
-		memset(&s, 0, sizeof(s));
-		s.flags = KVARENA_STAT_BY_INDEX;
-		s.index = idx;
-		if (fz_ioctl(fd, KVARENA_IOC_STAT, &s))
-			break;
-		if (strncmp(s.name, "fz", 2)) {
+	while (arena_by_index(fd, idx, &s)) {
+		if (was_there_before(s.name)) {
 			idx++;
 			continue;
 		}
+		if (strncmp(s.name, "fz", 2))
+			printf("# sysfuzz: arena \"%.32s\", made from a random "
+			       "name, checked and destroyed\n", s.name);
 		if (fz_wait_no_clients(fd, s.name, 30) < 0)
 			failures++;
 		failures += fz_check_quiet(fd, s.name, &lost);
@@ -1438,7 +1471,7 @@ int main(int argc, char **argv)
 	};
 	unsigned long calls = 200000, nprocs = 4, done = 0, urings = 0;
 	uint64_t seed = fz_clock_seed();
-	int only = -1, c, i, fd, failures = 0, lost = 0, status;
+	int only = -1, c, i, fd, failures = 0, lost = 0, status, refs;
 	bool verbose = false;
 	pid_t pids[MAX_PROCS];
 	double t0;
@@ -1466,6 +1499,9 @@ int main(int argc, char **argv)
 	shm = mmap(NULL, sizeof(*shm), PROT_READ | PROT_WRITE,
 		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	fd = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
+	refs = fz_module_refs();
+	if (fd >= 0)
+		note_arenas_before(fd);
 	if (shm == MAP_FAILED || fd < 0 ||
 	    fz_arena_create(fd, shared_name, NR_SHARED, FS, true)) {
 		printf("# cannot set up: %s\n", strerror(errno));
@@ -1503,6 +1539,9 @@ int main(int argc, char **argv)
 		}
 	}
 	failures += cleanup_and_check(fd, &lost);
+	/* Nothing left behind: no arena, no file, no reference. */
+	if (refs >= 0 && fz_wait_module_refs(refs, 30) < 0)
+		failures++;
 	close(fd);
 	for (i = 0; i < (int)nprocs; i++) {
 		done += shm->calls[i];
