@@ -63,7 +63,8 @@ static void chain_put(struct kva_chain *ch)
 
 /*
  * Copy in and check the command and its entries; @flags are the ones it
- * takes.  (PUBLISH's token fields are kva_publish_tokens_get()'s.)
+ * takes (kva_check_prefix()).  PUBLISH's token ids themselves are
+ * kva_publish_tokens_get()'s.
  */
 static int chain_get(struct kva_chain *ch, void __user *argp, u32 flags,
 		     unsigned int how)

@@ -143,7 +143,8 @@ static bool spec_usage(const struct kvarena_usage *u)
 
 static bool spec_stat(const struct kvarena_stat *s)
 {
-	if (s->flags & ~KVARENA_STAT_BY_INDEX || !RSV(s, reserved))
+	if (s->flags & ~KVARENA_STAT_BY_INDEX || s->reserved1 ||
+	    !RSV(s, reserved))
 		return false;
 	/* "@index: in: with KVARENA_STAT_BY_INDEX"; the name otherwise. */
 	if (s->flags & KVARENA_STAT_BY_INDEX)
@@ -160,6 +161,43 @@ static bool spec_clients(const struct kvarena_clients *c)
 static bool spec_limits(const struct kvarena_limits *l)
 {
 	return !l->flags && RSV(l, reserved) && spec_name(l->name);
+}
+
+/*
+ * "@flags: PUBLISH: KVARENA_PUBLISH_TOKENS, or zero.  LOOKUP: must be
+ * zero."  "@tokens_per_entry: with KVARENA_PUBLISH_TOKENS: token ids per
+ * entry, 1..KVARENA_EVENT_MAX_TOKENS, at most KVARENA_PUBLISH_MAX_TOKENS
+ * in all; otherwise zero."  "@tokens: ... otherwise zero."
+ */
+static bool spec_prefix(const struct kvarena_prefix *p, uint32_t flags_ok)
+{
+	uint64_t ids = (uint64_t)p->count * p->tokens_per_entry;
+
+	if ((p->flags & ~flags_ok) || !RSV(p, reserved) || p->count < 1 ||
+	    p->count > KVARENA_MAX_BATCH)
+		return false;
+	if (!(p->flags & KVARENA_PUBLISH_TOKENS))
+		return !p->tokens_per_entry && !p->tokens;
+	return p->tokens_per_entry >= 1 &&
+	       p->tokens_per_entry <= KVARENA_EVENT_MAX_TOKENS &&
+	       ids <= KVARENA_PUBLISH_MAX_TOKENS;
+}
+
+static bool spec_publish(const struct kvarena_prefix *p)
+{
+	return spec_prefix(p, KVARENA_PUBLISH_TOKENS);
+}
+
+static bool spec_lookup(const struct kvarena_prefix *p)
+{
+	return spec_prefix(p, 0);
+}
+
+static bool spec_events_fd(const struct kvarena_events_fd *e)
+{
+	/* @fd is an output. */
+	return !(e->flags & ~(KVARENA_EVENTS_OLDEST | KVARENA_EVENTS_NONBLOCK)) &&
+	       RSV(e, reserved) && spec_name(e->name);
 }
 
 static bool spec_evict(const struct kvarena_evict *e)
@@ -206,6 +244,16 @@ static bool spec_free(const struct kvarena_frames *f)
 	return spec_frames(f, 0);
 }
 
+static int check_publish(const struct kvarena_prefix *p)
+{
+	return kva_check_prefix(p, KVARENA_PUBLISH_TOKENS);
+}
+
+static int check_lookup(const struct kvarena_prefix *p)
+{
+	return kva_check_prefix(p, 0);
+}
+
 static int check_clients(const struct kvarena_clients *c)
 {
 	return kva_check_clients(c, CLIENTS_MAX);
@@ -225,6 +273,9 @@ ADAPT(clients, struct kvarena_clients, check_clients, spec_clients)
 ADAPT(limits, struct kvarena_limits, kva_check_limits, spec_limits)
 ADAPT(policy, struct kvarena_arena_policy, kva_check_policy, spec_policy)
 ADAPT(evict, struct kvarena_evict, kva_check_evict, spec_evict)
+ADAPT(publish, struct kvarena_prefix, check_publish, spec_publish)
+ADAPT(lookup, struct kvarena_prefix, check_lookup, spec_lookup)
+ADAPT(events_fd, struct kvarena_events_fd, kva_check_events_fd, spec_events_fd)
 
 #define CMD(n, NR, type, need, nb) \
 	{ #n, NR, sizeof(type), need, nb, chk_##n, spc_##n }
@@ -245,6 +296,9 @@ static const struct cmd cmds[] = {
 	CMD(limits, KVARENA_IOC_SET_LIMITS, struct kvarena_limits, KVA_ADMIN, false),
 	CMD(policy, KVARENA_IOC_ARENA_SET_POLICY, struct kvarena_arena_policy, KVA_ADMIN, false),
 	CMD(evict, KVARENA_IOC_EVICT, struct kvarena_evict, KVA_ADMIN, false),
+	CMD(publish, KVARENA_IOC_PUBLISH, struct kvarena_prefix, KVA_CLIENT, true),
+	CMD(lookup, KVARENA_IOC_LOOKUP, struct kvarena_prefix, KVA_CLIENT, true),
+	CMD(events_fd, KVARENA_IOC_EVENTS_FD, struct kvarena_events_fd, KVA_ANYONE, false),
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
