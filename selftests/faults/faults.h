@@ -230,6 +230,12 @@ static inline int fz_check_counts(const char *who, const struct kvarena_stat *s)
 		       (uint64_t)s->frames_freed, s->nr_held, s->nr_cached);
 		bad = 1;
 	}
+	/* Every cached frame keeps its key (held ones may have one too). */
+	if (s->nr_published < s->nr_cached) {
+		printf("# %s: %s: %u frames cached, only %u keys published\n",
+		       who, s->name, s->nr_cached, s->nr_published);
+		bad = 1;
+	}
 	return bad;
 }
 
@@ -316,14 +322,12 @@ static inline int fz_check_quiet(int fd, const char *name, uint32_t *lost)
 	}
 	*lost = s.nr_frames - s.nr_free - s.nr_cached;
 	bad = fz_check_counts(name, &s);
-#ifdef KVARENA_IOC_PUBLISH
 	/* Nobody holds anything: every published frame is cached, under one key. */
 	if (s.nr_published != s.nr_cached) {
 		printf("# %s: %u frames cached, %u keys published\n", name,
 		       s.nr_cached, s.nr_published);
 		bad++;
 	}
-#endif
 	if (s.nr_clients || s.nr_held || s.nr_reserved || s.filled_bytes ||
 	    s.filled_tokens) {
 		printf("# %s: quiet arena has clients %u held %u reserved %u "

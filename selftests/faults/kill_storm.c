@@ -53,11 +53,7 @@
 static const char *const arena_host = "storm-host";
 static const char *const arena_acct = "storm-acct";
 
-#ifdef KVARENA_IOC_PUBLISH
 enum { W_IOCTL, W_URING, W_RUNTIME, W_PREFIX, W_KINDS };
-#else
-enum { W_IOCTL, W_URING, W_RUNTIME, W_KINDS };
-#endif
 
 static int dev_open(void)
 {
@@ -346,7 +342,6 @@ static void worker_runtime(struct fz_rng *r)
 	}
 }
 
-#ifdef KVARENA_IOC_PUBLISH
 /* ---- the prefix worker: publish and look up chains of keys ------------ */
 
 static void prefix_key(uint8_t *key, unsigned int k)
@@ -401,7 +396,6 @@ static void worker_prefix(struct fz_rng *r)
 		}
 	}
 }
-#endif
 
 /* ---- the driver --------------------------------------------------------- */
 
@@ -429,11 +423,9 @@ static pid_t spawn(int kind, uint64_t seed)
 	case W_URING:
 		worker_uring(&r);
 		break;
-#ifdef KVARENA_IOC_PUBLISH
 	case W_PREFIX:
 		worker_prefix(&r);
 		break;
-#endif
 	default:
 		worker_runtime(&r);
 		break;
@@ -679,9 +671,7 @@ int main(int argc, char **argv)
 
 	printf("# kills by worker: ioctl %lu, uring %lu, runtime %lu",
 	       by_kind[W_IOCTL], by_kind[W_URING], by_kind[W_RUNTIME]);
-#ifdef KVARENA_IOC_PUBLISH
 	printf(", prefix %lu", by_kind[W_PREFIX]);
-#endif
 	printf("; %.1f s; clients gone %.2f s after the last kill\n",
 	       fz_now() - t0, settle_host > settle_acct ? settle_host :
 	       settle_acct);

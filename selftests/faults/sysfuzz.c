@@ -157,11 +157,10 @@ static void build_clients(struct proc *p, struct call *c);
 static void build_limits(struct proc *p, struct call *c);
 static void build_policy(struct proc *p, struct call *c);
 static void build_evict(struct proc *p, struct call *c);
+static void build_events_fd(struct proc *p, struct call *c);
 static uint32_t arena_tag(struct proc *p, const char *name);
-#ifdef KVARENA_IOC_PUBLISH
 static void build_publish(struct proc *p, struct call *c);
 static void build_lookup(struct proc *p, struct call *c);
-#endif
 
 #define ADMIN_ERRS (E_ANY | E(EPERM) | E(EBADF) | E(ENOENT) | E(ENOMEM))
 /* Client commands: ENOTCONN marks them (see one_call()). */
@@ -201,13 +200,14 @@ static const struct cmd_desc cmds[] = {
 	  sizeof(struct kvarena_arena_policy), ADMIN_ERRS, 2, build_policy },
 	{ "EVICT", KVARENA_IOC_EVICT, sizeof(struct kvarena_evict),
 	  ADMIN_ERRS | E(EOPNOTSUPP), 1, build_evict },
-#ifdef KVARENA_IOC_PUBLISH
+	{ "EVENTS_FD", KVARENA_IOC_EVENTS_FD, sizeof(struct kvarena_events_fd),
+	  E_ANY | E(ENOENT) | E(EACCES) | E(EOPNOTSUPP) | E(EMFILE) |
+	  E(ENOMEM), 1, build_events_fd },
 	{ "PUBLISH", KVARENA_IOC_PUBLISH, sizeof(struct kvarena_prefix),
 	  CLIENT_ERRS | E(ESTALE) | E(EPERM) | E(ENOENT) | E(EBUSY), 5,
 	  build_publish },
 	{ "LOOKUP", KVARENA_IOC_LOOKUP, sizeof(struct kvarena_prefix),
 	  CLIENT_ERRS | E(ENOSPC), 5, build_lookup },
-#endif
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -786,7 +786,24 @@ static void build_evict(struct proc *p, struct call *c)
 	MUTATE_FIELD(p, c, e, reserved);
 }
 
-#ifdef KVARENA_IOC_PUBLISH
+/* EVENTS_FD: an arena's events; read (if it cannot block) and closed. */
+static void build_events_fd(struct proc *p, struct call *c)
+{
+	struct kvarena_events_fd *e = slot(p, 0);
+
+	memset(e, 0, sizeof(*e));
+	pick_name(p, e->name);
+	e->flags = fz_below(&p->r, 4);	/* OLDEST, NONBLOCK */
+	/* Outputs are ignored on input. */
+	e->fd = (int32_t)fz_next(&p->r);
+	if (fz_one_in(&p->r, 12)) {
+		e->flags |= 1u << (2 + fz_below(&p->r, 30));
+		c->must_fail = true;
+		c->why = "an unknown events flag";
+	}
+	MUTATE_FIELD(p, c, e, reserved);
+}
+
 /*
  * Prefix keys from a small space that every process shares, so that
  * lookups find what others published; now and then junk, or the all-zero
@@ -860,20 +877,48 @@ static void build_prefix(struct proc *p, struct call *c, bool publish)
 		c->why = "entries that cannot be read";
 	}
 	MUTATE_FIELD(p, c, x, flags);
-	MUTATE_FIELD(p, c, x, reserved0);
 	MUTATE_FIELD(p, c, x, reserved);
+	if (fz_one_in(&p->r, 32)) {
+		/* Token fields without KVARENA_PUBLISH_TOKENS. */
+		x->tokens_per_entry = 1 + fz_below(&p->r, 4);
+		c->must_fail = true;
+		c->why = "token ids without the flag";
+	}
 }
 
 static void build_publish(struct proc *p, struct call *c)
 {
+	struct kvarena_prefix *x = slot(p, 0);
+	uint32_t *ids = slot(p, 3);
+	unsigned int i;
+
 	build_prefix(p, c, true);
+	if (x->flags || x->tokens_per_entry || !fz_one_in(&p->r, 4))
+		return;
+	/* Token ids for the events: in range, or not. */
+	x->flags = KVARENA_PUBLISH_TOKENS;
+	x->tokens_per_entry = fz_one_in(&p->r, 8) ?
+			      (fz_one_in(&p->r, 2) ? 0 : KVARENA_EVENT_MAX_TOKENS + 1) :
+			      1 + fz_below(&p->r, 16);
+	if (!x->tokens_per_entry ||
+	    x->tokens_per_entry > KVARENA_EVENT_MAX_TOKENS) {
+		c->must_fail = true;
+		c->why = "token ids per entry out of range";
+	}
+	for (i = 0; i < SLOT / sizeof(*ids); i++)
+		ids[i] = (uint32_t)fz_next(&p->r);
+	x->tokens = (uintptr_t)ids;
+	if (fz_one_in(&p->r, 16)) {
+		x->tokens = (uintptr_t)p->hole;
+		c->must_fail = true;
+		c->why = "token ids that cannot be read";
+	}
 }
 
 static void build_lookup(struct proc *p, struct call *c)
 {
 	build_prefix(p, c, false);
 }
-#endif
 
 /* ---- one call ------------------------------------------------------------ */
 
@@ -1075,17 +1120,24 @@ static void account(struct proc *p, struct call *c, int ret)
 		const struct kvarena_frame_fd *ff = c->arg;
 
 		if (ff->fd >= 0) {
-			/* Map it, touch it, and let it go. */
-			void *m = mmap(NULL, ff->size, PROT_READ | PROT_WRITE,
-				       MAP_SHARED, ff->fd, ff->offset);
+			/*
+			 * Map it, touch it, and let it go: written only if
+			 * it is ours to write (not published).
+			 */
+			bool w = ff->access & KVARENA_ACCESS_WRITE;
+			volatile uint8_t *m = mmap(NULL, ff->size, PROT_READ |
+						   (w ? PROT_WRITE : 0),
+						   MAP_SHARED, ff->fd, ff->offset);
 
 			if (m != MAP_FAILED) {
-				((volatile uint8_t *)m)[0] = 1;
-				munmap(m, ff->size);
+				if (w)
+					m[0] = 1;
+				else
+					(void)m[0];
+				munmap((void *)m, ff->size);
 			}
 			close(ff->fd);
 		}
-#ifdef KVARENA_IOC_LOOKUP
 	} else if (d->cmd == KVARENA_IOC_LOOKUP) {
 		/* New holds, on frames that keep their handles. */
 		const struct kvarena_prefix *x = c->arg;
@@ -1107,7 +1159,6 @@ static void account(struct proc *p, struct call *c, int ret)
 				fail(p, c, "FREE of a looked-up frame failed");
 			}
 		}
-#endif
 	} else if (d->cmd == KVARENA_IOC_ARENA_CREATE) {
 		const struct kvarena_arena_create *a = c->arg;
 
@@ -1118,6 +1169,17 @@ static void account(struct proc *p, struct call *c, int ret)
 		i = fz_below(&p->r, MAX_ARENAS);
 		/* A name we forget now is destroyed at the end by pattern. */
 		memcpy(p->arenas[i], a->name, KVARENA_NAME_LEN);
+	} else if (d->cmd == KVARENA_IOC_EVENTS_FD) {
+		const struct kvarena_events_fd *e = c->arg;
+		ssize_t n;
+
+		if (e->flags & KVARENA_EVENTS_NONBLOCK) {
+			n = read(e->fd, slot(p, 3), SLOT);
+			if (n < 0 && errno != EAGAIN)
+				fail(p, c, "read of an events fd: %s",
+				     strerror(errno));
+		}
+		close(e->fd);
 	} else if (d->cmd == KVARENA_IOC_EVICT) {
 		account_evict(p, c, c->arg);
 	} else if (d->cmd == KVARENA_IOC_ARENA_DESTROY) {
@@ -1194,7 +1256,8 @@ static void one_call(struct proc *p)
 		/* Learn what it did anyway, to stay in step. */
 	}
 	if (kf->rdonly && !ret && c.cmd != KVARENA_IOC_VERSION &&
-	    c.cmd != KVARENA_IOC_STAT && c.cmd != KVARENA_IOC_CLIENTS)
+	    c.cmd != KVARENA_IOC_STAT && c.cmd != KVARENA_IOC_CLIENTS &&
+	    c.cmd != KVARENA_IOC_EVENTS_FD)
 		fail(p, &c, "a read-only file was let mutate");
 	/* Read-only memory reads as zeros: not the struct we built. */
 	if (kind == PTR_GOOD)
