@@ -15,6 +15,8 @@
  *   runtime   libkvarena: sequences created, grown (frames mapped),
  *             forked (frames shared), written, shrunk and freed, over
  *             ioctl or io_uring
+ *   prefix    chains of keys PUBLISHed over frames it allocates, chains
+ *             LOOKUPed (the frames found held, freed now and then)
  *
  * The driver keeps a few workers alive and kills one process group every
  * few milliseconds with SIGKILL, after a random delay (sometimes none:
@@ -27,8 +29,9 @@
  * it kills the rest, waits
  * for every client to be gone (a killed process's io_uring is torn down by
  * a kernel worker, after the process is reaped) and checks every arena:
- * nothing held, reserved or filled, free + cached = capacity,
- * frames_allocated - frames_freed = held.  The kernel log is checked by
+ * nothing held, reserved or filled, free + cached = capacity, as many
+ * keys published as frames cached, frames_allocated - frames_freed =
+ * held + cached.  The kernel log is checked by
  * the VM runner.
  *
  *   kill_storm [--kills N] [--workers N] [--delay-ms N] [--evict-every N]
