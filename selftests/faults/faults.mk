@@ -4,7 +4,7 @@
 #
 # In the VM, on every kernel (VM_TESTS, CI counts):
 #   kill_storm      1,000 SIGKILLs of processes busy with the arena
-#   sysfuzz         100,000 random and broken commands, 4 processes
+#   sysfuzz         200,000 random and broken commands, 4 processes
 #   stress          threads of several processes on one arena, limits
 #                   changed and clients dying under them; exact counters
 #   lifecycle_test  unload, destroy, backing and sysfs lifetimes
