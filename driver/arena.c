@@ -25,6 +25,33 @@ static LIST_HEAD(kva_arenas);	/* protected by kva_arenas_lock */
  */
 static atomic_t kva_nr_arenas = ATOMIC_INIT(0);
 
+/*
+ * Bytes of arena tables that exist (kva_arena_table_bytes() of each arena
+ * not yet released), at most an eighth of the machine's RAM.  Real arenas
+ * need far less - about 100 bytes a frame, some 200 MiB for the 2.2 M frames of
+ * 64 KiB in a 141 GB GPU - so more means a wrong size, and the rest of the
+ * machine needs its memory.
+ */
+static atomic64_t kva_table_bytes = ATOMIC64_INIT(0);
+
+static bool kva_table_reserve(u64 bytes)
+{
+	u64 budget = ((u64)totalram_pages() << PAGE_SHIFT) / 8;
+
+	if (bytes > budget)
+		return false;
+	if ((u64)atomic64_add_return(bytes, &kva_table_bytes) > budget) {
+		atomic64_sub(bytes, &kva_table_bytes);
+		return false;
+	}
+	return true;
+}
+
+static void kva_table_unreserve(u64 bytes)
+{
+	atomic64_sub(bytes, &kva_table_bytes);
+}
+
 static struct kva_arena *kva_arena_find(const char *name)
 {
 	struct kva_arena *a;
@@ -81,6 +108,7 @@ void kva_arena_free(struct kva_arena *a)
 	kva_core_fini(&a->core);
 	kvfree(a->pages);
 	kvfree(a->backing);
+	kva_table_unreserve(a->table_bytes);
 	kfree(a);
 	if (atomic_dec_and_test(&kva_nr_arenas))
 		wake_up_var(&kva_nr_arenas);
@@ -181,10 +209,36 @@ bool kva_arena_permits(struct kva_arena *a, u32 acc, unsigned int how)
 	return (mode & acc) || kva_admin(how);
 }
 
+/*
+ * The tables of an arena sized by its frames are allocated with this: if
+ * the machine cannot spare them, ARENA_CREATE fails with ENOMEM rather
+ * than have the OOM killer take serving processes for an administrator's
+ * typo.
+ */
+#define KVA_GFP_TABLE	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
+
+/*
+ * Bytes of the tables that an arena of @c->nr_frames frames allocates at
+ * ARENA_CREATE: the core's (frame table, key slots, key index), each
+ * frame's backing and, for host memory, a page pointer per page.
+ */
+static u64 kva_arena_table_bytes(const struct kvarena_arena_create *c)
+{
+	u64 bytes = kva_core_table_bytes(c->nr_frames) +
+		    (u64)c->nr_frames * sizeof(struct kva_backing);
+
+	if (c->mem_kind == KVARENA_MEM_HOST &&
+	    !(c->flags & KVARENA_CREATE_NO_BACKING))
+		bytes += (u64)c->nr_frames * (c->frame_size >> PAGE_SHIFT) *
+			 sizeof(struct page *);
+	return bytes;
+}
+
 long kva_ioc_arena_create(void __user *argp)
 {
 	struct kvarena_arena_create c;
 	struct kva_arena *a;
+	u64 table_bytes;
 	int ret;
 
 	if (copy_from_user(&c, argp, sizeof(c)))
@@ -198,9 +252,15 @@ long kva_ioc_arena_create(void __user *argp)
 		c.mode = KVARENA_MODE_DEFAULT;
 	}
 
-	a = kzalloc(sizeof(*a), GFP_KERNEL);
-	if (!a)
+	table_bytes = kva_arena_table_bytes(&c);
+	if (!kva_table_reserve(table_bytes))
 		return -ENOMEM;
+	a = kzalloc(sizeof(*a), GFP_KERNEL);
+	if (!a) {
+		kva_table_unreserve(table_bytes);
+		return -ENOMEM;
+	}
+	a->table_bytes = table_bytes;
 	ret = kva_policy_from_user(&a->policy, c.owner_uid, c.owner_gid, c.mode,
 				   c.client_min_limit, c.client_max_default,
 				   c.client_max_limit, c.nr_frames);
@@ -221,8 +281,7 @@ long kva_ioc_arena_create(void __user *argp)
 	ret = kva_core_init(&a->core, c.nr_frames);
 	if (ret)
 		goto err_free_arena;
-	a->backing = kvcalloc(c.nr_frames, sizeof(*a->backing),
-			      GFP_KERNEL_ACCOUNT);
+	a->backing = kvcalloc(c.nr_frames, sizeof(*a->backing), KVA_GFP_TABLE);
 	if (!a->backing) {
 		ret = -ENOMEM;
 		goto err_fini_core;
@@ -235,8 +294,7 @@ long kva_ioc_arena_create(void __user *argp)
 		ret = -ENOMEM;
 		if (pages > totalram_pages())
 			goto err_free_backing;
-		a->pages = kvcalloc(pages, sizeof(*a->pages),
-				    GFP_KERNEL_ACCOUNT);
+		a->pages = kvcalloc(pages, sizeof(*a->pages), KVA_GFP_TABLE);
 		if (!a->pages)
 			goto err_free_backing;
 	}
@@ -271,6 +329,7 @@ err_fini_core:
 	kva_core_fini(&a->core);
 err_free_arena:
 	kfree(a);
+	kva_table_unreserve(table_bytes);
 	return ret;
 }
 

@@ -100,6 +100,32 @@ static void index_del(struct kva_core *c, u32 idx)
 
 /* ---- init ------------------------------------------------------------------ */
 
+/* Buckets of the key index: one per frame, rounded up to a power of 2. */
+static u32 nr_buckets(u32 nr_frames)
+{
+	u32 nb = 1;
+
+	while (nb < nr_frames && nb < (1u << 31))
+		nb <<= 1;
+	return nb;
+}
+
+/**
+ * kva_core_table_bytes() - what kva_core_init() allocates for @nr_frames.
+ * @nr_frames:	the capacity asked for, not trusted.
+ *
+ * The frame table, the key slots and the key index (the hold records
+ * come later, as shares need them), so that a caller can refuse a size
+ * the machine cannot spare before anything is allocated.
+ *
+ * Return: bytes.
+ */
+u64 kva_core_table_bytes(u32 nr_frames)
+{
+	return (u64)nr_frames * (sizeof(struct kva_frame) + KVA_KEY_LEN) +
+	       (u64)nr_buckets(nr_frames) * sizeof(u32);
+}
+
 /**
  * kva_core_init() - set up @c with @nr_frames free frames and an empty
  * prefix cache.
@@ -114,13 +140,12 @@ static void index_del(struct kva_core *c, u32 idx)
  */
 int kva_core_init(struct kva_core *c, u32 nr_frames)
 {
-	u32 i, nb = 1;
+	u32 i, nb;
 
 	*c = (struct kva_core){ 0 };
 	if (!nr_frames || nr_frames == KVA_NIL)
 		return -EINVAL;
-	while (nb < nr_frames && nb < (1u << 31))
-		nb <<= 1;
+	nb = nr_buckets(nr_frames);
 	c->frames = kva_shim_calloc(nr_frames, sizeof(*c->frames));
 	c->keys = kva_shim_calloc(nr_frames, sizeof(*c->keys));
 	c->buckets = kva_shim_calloc(nb, sizeof(*c->buckets));

@@ -290,6 +290,7 @@ struct kva_core {
 };
 
 int kva_core_init(struct kva_core *c, u32 nr_frames);
+u64 kva_core_table_bytes(u32 nr_frames);
 void kva_core_fini(struct kva_core *c);
 
 int kva_core_attach(struct kva_core *c, struct kva_core_client *cl,

@@ -20,7 +20,12 @@
 #include <linux/sched.h>
 
 /* The frame table is the arena's memory: charge it to the creator's cgroup. */
-#define kva_shim_calloc(n, size) kvcalloc(n, size, GFP_KERNEL_ACCOUNT)
+/*
+ * Tables sized by an arena's frames: a size the machine cannot spare is
+ * ENOMEM to the caller, never the OOM killer's business.
+ */
+#define kva_shim_calloc(n, size) \
+	kvcalloc(n, size, GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
 #define kva_shim_free(p)	kvfree(p)
 #define kva_shim_random_u64()	get_random_u64()
 #define KVA_WARN_ON(cond)	WARN_ON(cond)

@@ -57,6 +57,7 @@ struct kva_arena {
 	/* Set at create, constant after. */
 	char name[KVARENA_NAME_LEN];
 	u64 frame_size;
+	u64 table_bytes;		/* kva_arena_table_bytes() */
 	u64 bytes_per_token;
 	u32 mem_kind;
 	u32 mem_dev;
