@@ -708,6 +708,9 @@ TEST_F(iso, evicted_client_loses_its_mappings_and_frames_and_gets_eshutdown)
 		CHECK_EQ(-ESHUTDOWN, kva_ioctl(a, KVARENA_IOC_FREE, &f));
 		CHECK_EQ(-ESHUTDOWN, kva_frame_fd(a, h[0], &ff));
 		CHECK_EQ(-ESHUTDOWN, kva_ioctl(a, KVARENA_IOC_SET_USAGE, &u));
+		/* Its fdinfo says so, to its own unprivileged reader. */
+		CHECK(kva_fdinfo_has(a, "\nkvarena-frames-held:\t0\n"));
+		CHECK(kva_fdinfo_has(a, "\nkvarena-evicted:\t1\n"));
 		/* Not a client any more, and it cannot become one again. */
 		CHECK_EQ(-EBUSY, kva_attach(a, self->name, "again", 0, 0, NULL));
 		close(a);

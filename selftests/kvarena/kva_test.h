@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +155,25 @@ static inline int kva_frame_fd(int fd, __u64 handle,
 	if (out)
 		*out = f;
 	return ret;
+}
+
+/* Whether /proc/self/fdinfo/@fd has @line. */
+static inline bool kva_fdinfo_has(int fd, const char *line)
+{
+	char path[64], buf[2048];
+	ssize_t n;
+	int f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = open(path, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return false;
+	n = read(f, buf, sizeof(buf) - 1);
+	close(f);
+	if (n < 0)
+		return false;
+	buf[n] = '\0';
+	return strstr(buf, line) != NULL;
 }
 
 /*

@@ -179,25 +179,6 @@ static int client_row(int fd, const char *name, __u32 id,
 	return -ENOENT;
 }
 
-/* Whether /proc/self/fdinfo/@fd has @line. */
-static bool fdinfo_has(int fd, const char *line)
-{
-	char path[64], buf[2048];
-	ssize_t n;
-	int f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = open(path, O_RDONLY | O_CLOEXEC);
-	if (f < 0)
-		return false;
-	n = read(f, buf, sizeof(buf) - 1);
-	close(f);
-	if (n < 0)
-		return false;
-	buf[n] = '\0';
-	return strstr(buf, line) != NULL;
-}
-
 FIXTURE(prefix) {
 	int admin;
 	char name[32];
@@ -322,8 +303,8 @@ TEST_F(prefix, two_clients_hold_one_prefix_charged_once_and_append_apart)
 	EXPECT_EQ(4, rb.shared);
 	EXPECT_EQ(0, rb.charged);
 	/* Four frames of 64 KiB, for procfs readers too. */
-	EXPECT_TRUE(fdinfo_has(self->b, "kvarena-memory-shared:\t256 KiB\n"));
-	EXPECT_TRUE(fdinfo_has(self->a, "kvarena-memory-shared:\t256 KiB\n"));
+	EXPECT_TRUE(kva_fdinfo_has(self->b, "kvarena-memory-shared:\t256 KiB\n"));
+	EXPECT_TRUE(kva_fdinfo_has(self->a, "kvarena-memory-shared:\t256 KiB\n"));
 
 	/* Each appends into a frame of its own: neither sees the other's. */
 	ASSERT_EQ(1, kva_alloc(self->a, &own_a, 1, 0));
