@@ -210,14 +210,6 @@ bool kva_arena_permits(struct kva_arena *a, u32 acc, unsigned int how)
 }
 
 /*
- * The tables of an arena sized by its frames are allocated with this: if
- * the machine cannot spare them, ARENA_CREATE fails with ENOMEM rather
- * than have the OOM killer take serving processes for an administrator's
- * typo.
- */
-#define KVA_GFP_TABLE	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
-
-/*
  * Bytes of the tables that an arena of @c->nr_frames frames allocates at
  * ARENA_CREATE: the core's (frame table, key slots, key index), each
  * frame's backing and, for host memory, a page pointer per page.

@@ -19,13 +19,13 @@
 
 #include <linux/sched.h>
 
-/* The frame table is the arena's memory: charge it to the creator's cgroup. */
 /*
- * Tables sized by an arena's frames: a size the machine cannot spare is
- * ENOMEM to the caller, never the OOM killer's business.
+ * Tables sized by an arena's frames (here and in arena.c) are the arena's
+ * memory, charged to the creator's cgroup; a size the machine cannot
+ * spare is ENOMEM to the caller, never the OOM killer's business.
  */
-#define kva_shim_calloc(n, size) \
-	kvcalloc(n, size, GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
+#define KVA_GFP_TABLE	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | __GFP_NOWARN)
+#define kva_shim_calloc(n, size) kvcalloc(n, size, KVA_GFP_TABLE)
 #define kva_shim_free(p)	kvfree(p)
 #define kva_shim_random_u64()	get_random_u64()
 #define KVA_WARN_ON(cond)	WARN_ON(cond)
