@@ -24,6 +24,7 @@
 #include "kselftest_harness.h"
 
 #include "common.h"
+#include "module.h"
 
 #define FS	(64u << 10)
 #define TPF	256u		/* small_geometry in 64 KiB */
@@ -355,16 +356,8 @@ TEST_F(vm, killed_process_returns_all_frames)
 	ASSERT_EQ(0, kill(pid, SIGKILL));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFSIGNALED(status));
-	/*
-	 * Over io_uring (the default transport) the client may outlive the
-	 * reaped process for a moment: io_uring lets go of the file later.
-	 */
-	for (int i = 0; i < 2000; i++) {
-		st = arena_stat(self->name, &err);
-		if (err || st.nr_clients <= 1)
-			break;
-		usleep(5000);
-	}
+	/* Over io_uring, the default, its client may outlive it a moment. */
+	module_wait_clients(self->name, 1);
 	st = arena_stat(self->name, &err);
 	EXPECT_EQ(0, st.nr_held);
 	EXPECT_EQ(1, st.nr_clients);

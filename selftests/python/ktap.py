@@ -16,6 +16,7 @@ reason the environment decides, never to hide a failure).
 
 import os
 import sys
+import time
 import traceback
 
 
@@ -37,6 +38,21 @@ def expect_error(errno_, fn, *args, **kw):
 def eq(a, b, what=""):
     if a != b:
         raise AssertionError("%s%r != %r" % (what + ": " if what else "", a, b))
+
+
+def wait_clients(name, n):
+    """The arena's clients once there are n or fewer (waits up to 10 s):
+    a process that used io_uring, the default transport, may leave its
+    client for a moment after it was reaped, until io_uring lets go of
+    the file."""
+    import kvarena
+
+    for _ in range(2000):
+        st = kvarena.arena_stat(name)
+        if st.nr_clients <= n:
+            break
+        time.sleep(0.005)
+    return st.nr_clients
 
 
 class Suite:

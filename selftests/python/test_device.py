@@ -13,13 +13,12 @@ import errno
 import grp
 import hashlib
 import os
-import time
 
 import numpy as np
 
 import kvarena
 import ktap
-from ktap import eq, expect_error
+from ktap import eq, expect_error, wait_clients
 
 suite = ktap.Suite("python_device")
 MiB = 1 << 20
@@ -45,19 +44,6 @@ def in_child(fn):
         finally:
             os._exit(code)
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-
-
-def wait_clients(name, n):
-    """The arena's clients once there are n or fewer (waits up to 10 s):
-    a process that used io_uring, the default transport, may leave its
-    client for a moment after it was reaped, until io_uring lets go of
-    the file."""
-    for _ in range(2000):
-        st = kvarena.arena_stat(name)
-        if st.nr_clients <= n:
-            break
-        time.sleep(0.005)
-    return st.nr_clients
 
 
 @suite.test

@@ -22,7 +22,7 @@ IMPORT_S = time.monotonic() - t0
 
 import kvarena  # noqa: E402
 import ktap  # noqa: E402
-from ktap import eq  # noqa: E402
+from ktap import eq, wait_clients  # noqa: E402
 
 suite = ktap.Suite("python_prefix_torch")
 MiB = 1 << 20
@@ -120,10 +120,7 @@ def two_processes_sharing_a_prefix_see_the_same_bytes_through_torch():
         q.free()
     # Over io_uring, the default, the publisher's client may outlive its
     # reaped process for a moment, until io_uring lets go of the file.
-    for _ in range(2000):
-        if kvarena.arena_stat(ARENA).nr_clients == 0:
-            break
-        time.sleep(0.005)
+    wait_clients(ARENA, 0)
     kvarena.destroy_arena(ARENA)
 
 
