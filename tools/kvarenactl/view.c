@@ -359,6 +359,22 @@ static uint64_t client_held_bytes(const struct kvactl_arena *a,
 /* At most this many PIDs in a table cell; JSON has them all. */
 #define PIDS_SHOWN 4
 
+#define PIDS_LEN (PIDS_SHOWN * 12 + 16)
+
+/* "1181,1207", or the first PIDS_SHOWN and ",+N" for the rest. */
+static const char *pids_str(char buf[PIDS_LEN], const struct kvactl_hold *hold)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < hold->n && i < PIDS_SHOWN; i++)
+		o += (size_t)snprintf(buf + o, PIDS_LEN - o, "%s%d",
+				      i ? "," : "", (int)hold->pids[i]);
+	if (hold->n > PIDS_SHOWN)
+		snprintf(buf + o, PIDS_LEN - o, ",+%zu", hold->n - PIDS_SHOWN);
+	return buf;
+}
+
 /*
  * The PIDS cell: the processes holding the client's file, "-" where none
  * does by a descriptor, "?" where kvarenactl could not read every
@@ -368,8 +384,7 @@ static void pids_cell(struct kvactl_table *t, const struct kvactl_holders *h,
 		      const char *arena, uint32_t id, bool *unknown)
 {
 	const struct kvactl_hold *hold = kvactl_holders_find(h, arena, id);
-	char buf[PIDS_SHOWN * 12 + 16];
-	size_t o = 0;
+	char buf[PIDS_LEN];
 
 	if (!hold) {
 		bool maybe = h->unreadable || h->other_pidns;
@@ -378,14 +393,7 @@ static void pids_cell(struct kvactl_table *t, const struct kvactl_holders *h,
 		kvactl_table_add(t, "%s", maybe ? "?" : "-");
 		return;
 	}
-	buf[0] = '\0';
-	for (size_t i = 0; i < hold->n && i < PIDS_SHOWN; i++)
-		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%d",
-				      i ? "," : "", (int)hold->pids[i]);
-	if (hold->n > PIDS_SHOWN)
-		snprintf(buf + o, sizeof(buf) - o, ",+%zu",
-			 hold->n - PIDS_SHOWN);
-	kvactl_table_add(t, "%s", buf);
+	kvactl_table_add(t, "%s", pids_str(buf, hold));
 }
 
 /*
@@ -396,22 +404,16 @@ static void print_evicted(FILE *f, const struct kvactl_snap *snap,
 			  const struct kvactl_holders *h)
 {
 	const struct kvactl_hold *e;
+	char buf[PIDS_LEN];
 
 	for (size_t i = 0; i < snap->nr; i++) {
 		const char *arena = snap->arenas[i].st.name;
 
 		for (size_t k = 0; (e = kvactl_holders_evicted(h, arena, k));
-		     k++) {
-			fprintf(f, "evicted client %u (%s) of arena \"%s\" is still open in ",
-				e->id, e->label, arena);
-			for (size_t p = 0; p < e->n && p < PIDS_SHOWN; p++)
-				fprintf(f, "%s%d", p ? "," : "",
-					(int)e->pids[p]);
-			if (e->n > PIDS_SHOWN)
-				fprintf(f, ",+%zu", e->n - PIDS_SHOWN);
-			fprintf(f, ": kvarenactl kill %s --id %u\n", arena,
-				e->id);
-		}
+		     k++)
+			fprintf(f, "evicted client %u (%s) of arena \"%s\" is still open in %s: kvarenactl kill %s --id %u\n",
+				e->id, e->label, arena, pids_str(buf, e),
+				arena, e->id);
 	}
 }
 
