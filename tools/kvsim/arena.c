@@ -201,28 +201,50 @@ static const struct bpool_ops arena_ops = {
 /*
  * arena_pool_init() - an arena of p->bytes / frame_size frames with
  * @nr_engines clients, each guaranteed @min_frames and limited to
- * @max_frames (0: the arena).
+ * @max_frames (0: the arena), client i serving the requests of @w[i].
+ *
+ * The core is made with no more frames than those requests could make it
+ * use, so that a memory far beyond the trace costs what the trace does:
+ * what they hold at their full lengths (pool_reach()), and the engines'
+ * minimums, which the core keeps from the others until they are used.
+ * Then no allocation and no lookup fails for want of frames, and the core
+ * pops from its free list the same frames, in the same order, as it would
+ * in the whole arena, and never reclaims.  A limit below the requests'
+ * reach can preempt a sequence, which then allocates again: what is not
+ * free is then at most what the sequences hold plus one cached frame per
+ * key, so the keyed prompt frames are added too.
  */
 int arena_pool_init(struct pool *p, const struct config *cfg,
-		    int nr_engines, uint32_t min_frames, uint32_t max_frames)
+		    int nr_engines, uint32_t min_frames, uint32_t max_frames,
+		    const struct workload *w)
 {
-	uint64_t nr = p->bytes / cfg->g.frame_size;
+	uint64_t nr = p->bytes / cfg->g.frame_size, keyed, reach;
 	struct arena *a;
+	uint32_t nt;
 	int i, err;
 
 	if (!nr)
 		return -ENOSPC;
 	if (nr >= KVA_NIL)
 		return -EFBIG;
+	reach = pool_reach(w, nr_engines, cfg->g.tokens_per_frame, &keyed);
+	if (max_frames && max_frames < reach)
+		reach += keyed;
+	reach += (uint64_t)min_frames * nr_engines;
+	nt = reach < nr ? (reach ? (uint32_t)reach : 1) : (uint32_t)nr;
+	/* A limit the trace cannot reach is no limit; one past nr is refused. */
+	if (max_frames > nt && max_frames <= nr)
+		max_frames = nt;
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return -ENOMEM;
 	p->priv = a;
 	p->ops = &arena_ops;
 	p->nr_blocks = (uint32_t)nr;
+	p->nr_tracked = nt;
 	p->block_tokens = cfg->g.tokens_per_frame;
 	p->block_bytes = cfg->g.frame_size;
-	err = kva_core_init(&a->core, (uint32_t)nr);
+	err = kva_core_init(&a->core, nt);
 	if (err) {
 		free(a);
 		p->priv = NULL;
@@ -234,7 +256,7 @@ int arena_pool_init(struct pool *p, const struct config *cfg,
 		if (err)
 			return err;
 		a->nr_clients++;
-		a->uses[i] = calloc(nr, sizeof(*a->uses[i]));
+		a->uses[i] = calloc(nt, sizeof(*a->uses[i]));
 		if (!a->uses[i])
 			return -ENOMEM;
 	}

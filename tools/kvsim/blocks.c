@@ -210,10 +210,54 @@ const struct pol_ops blocks_ops = {
 	.release = blk_release,
 };
 
+/**
+ * pool_reach() - the blocks a pool's requests could ever make it use.
+ * @w:		the workloads of the engines drawing on the pool.
+ * @nr_w:	how many.
+ * @block_tokens: tokens per block.
+ * @keyed:	if not NULL, set to the full prompt blocks that have keys:
+ *		at least as many as the distinct keys a prefix cache could
+ *		ever keep.
+ *
+ * Every request at its full length (prompt and output), all of them at
+ * once.  A pool that hands out untouched blocks only when no block was
+ * given back, and evicts a cached block only when none is free, never
+ * goes past this many while no allocation fails: each block it has
+ * touched was taken by one allocation of a request, and a request that
+ * is never preempted takes each of its blocks once at most.  A larger
+ * pool hands out the same blocks, so a pool of this many stands for any
+ * larger one (arena_pool_init() adds what the core's minimums and limits
+ * need).
+ *
+ * Return: the sum over the requests of their blocks.
+ */
+uint64_t pool_reach(const struct workload *w, int nr_w,
+		    uint32_t block_tokens, uint64_t *keyed)
+{
+	uint64_t n = 0, k = 0;
+	uint32_t i;
+	int j;
+
+	for (j = 0; j < nr_w; j++) {
+		for (i = 0; i < w[j].nr; i++) {
+			const struct req *q = &w[j].req[i];
+			uint64_t len = (uint64_t)q->prompt + q->output;
+
+			n += (len + block_tokens - 1) / block_tokens;
+			if (q->nr_hash)
+				k += q->prompt / block_tokens;
+		}
+	}
+	if (keyed)
+		*keyed = k;
+	return n;
+}
+
+/* The per-block tables of a block policy's pool, for p->nr_tracked. */
 int bpool_common_init(struct pool *p)
 {
-	p->refs = calloc(p->nr_blocks, sizeof(*p->refs));
-	p->fill = calloc(p->nr_blocks, sizeof(*p->fill));
+	p->refs = calloc(p->nr_tracked, sizeof(*p->refs));
+	p->fill = calloc(p->nr_tracked, sizeof(*p->fill));
 	return p->refs && p->fill ? 0 : -ENOMEM;
 }
 
@@ -420,17 +464,26 @@ static const struct bpool_ops paged_ops = {
 	.fini = paged_fini,
 };
 
-int paged_pool_init(struct pool *p, const struct config *cfg, uint32_t B)
+/*
+ * paged_pool_init() - a pool of p->bytes in blocks of @B tokens for the
+ * requests of @w[0..@nr_w): blocks are made only as far as they reach
+ * (pool_reach()), the rest of a larger memory could never be used.
+ */
+int paged_pool_init(struct pool *p, const struct config *cfg, uint32_t B,
+		    const struct workload *w, int nr_w)
 {
 	struct paged *pg;
 	uint64_t nb = p->bytes / (B * cfg->g.bytes_per_token), slots = 2;
-	uint32_t i;
+	uint64_t reach = pool_reach(w, nr_w, B, NULL);
+	uint32_t i, nt;
 
 	if (!nb)
 		return -ENOSPC;
 	if (nb >= NONE)
 		return -EFBIG;
+	nt = reach < nb ? (reach ? (uint32_t)reach : 1) : (uint32_t)nb;
 	p->nr_blocks = (uint32_t)nb;
+	p->nr_tracked = nt;
 	p->block_tokens = B;
 	p->block_bytes = B * cfg->g.bytes_per_token;
 	p->ops = &paged_ops;
@@ -438,23 +491,23 @@ int paged_pool_init(struct pool *p, const struct config *cfg, uint32_t B)
 	if (!pg)
 		return -ENOMEM;
 	p->priv = pg;
-	while (slots < 2 * nb)
+	while (slots < 2ull * nt)
 		slots *= 2;
 	pg->mask = slots - 1;
-	pg->users = calloc(nb, sizeof(*pg->users));
-	pg->key = calloc(nb, sizeof(*pg->key));
-	pg->keyed = calloc(nb, 1);
-	pg->lru_prev = calloc(nb, sizeof(*pg->lru_prev));
-	pg->lru_next = calloc(nb, sizeof(*pg->lru_next));
-	pg->free = calloc(nb, sizeof(*pg->free));
+	pg->users = calloc(nt, sizeof(*pg->users));
+	pg->key = calloc(nt, sizeof(*pg->key));
+	pg->keyed = calloc(nt, 1);
+	pg->lru_prev = calloc(nt, sizeof(*pg->lru_prev));
+	pg->lru_next = calloc(nt, sizeof(*pg->lru_next));
+	pg->free = calloc(nt, sizeof(*pg->free));
 	pg->table = calloc(slots, sizeof(*pg->table));
 	if (!pg->users || !pg->key || !pg->keyed || !pg->lru_prev ||
 	    !pg->lru_next || !pg->free || !pg->table)
 		return -ENOMEM;
 	pg->lru_head = pg->lru_tail = NONE;
 	/* Block 0 goes out first. */
-	for (i = 0; i < nb; i++)
-		pg->free[i] = (uint32_t)(nb - 1 - i);
-	pg->nr_free = (uint32_t)nb;
+	for (i = 0; i < nt; i++)
+		pg->free[i] = nt - 1 - i;
+	pg->nr_free = nt;
 	return bpool_common_init(p);
 }

@@ -152,6 +152,10 @@ struct bpool_ops {
  * @cap_tokens:	token policies: tokens it holds.
  * @used_tokens: token policies: tokens reserved.
  * @nr_blocks:	block policies: blocks (frames) in it.
+ * @nr_tracked:	block policies: the blocks the allocator and the
+ *		per-block tables are made for: @nr_blocks, or fewer where
+ *		the trace could never use them all (see pool_reach());
+ *		block indices stay below it.
  * @block_tokens: tokens per block (T_f for kvarena).
  * @block_bytes: bytes per block.
  * @ops:	block policies: the allocator.
@@ -168,6 +172,7 @@ struct pool {
 	uint64_t cap_tokens;
 	uint64_t used_tokens;
 	uint32_t nr_blocks;
+	uint32_t nr_tracked;
 	uint32_t block_tokens;
 	uint64_t block_bytes;
 	const struct bpool_ops *ops;
@@ -278,7 +283,10 @@ int tokens_pool_init(struct pool *p, const struct config *cfg);
 
 /* blocks.c */
 extern const struct pol_ops blocks_ops;
-int paged_pool_init(struct pool *p, const struct config *cfg, uint32_t B);
+int paged_pool_init(struct pool *p, const struct config *cfg, uint32_t B,
+		    const struct workload *w, int nr_w);
+uint64_t pool_reach(const struct workload *w, int nr_w,
+		    uint32_t block_tokens, uint64_t *keyed);
 int bpool_common_init(struct pool *p);
 void bpool_common_fini(struct pool *p);
 uint32_t seq_prompt_keys(const struct seq *s, uint32_t block_tokens,
@@ -286,7 +294,8 @@ uint32_t seq_prompt_keys(const struct seq *s, uint32_t block_tokens,
 
 /* arena.c */
 int arena_pool_init(struct pool *p, const struct config *cfg,
-		    int nr_engines, uint32_t min_frames, uint32_t max_frames);
+		    int nr_engines, uint32_t min_frames, uint32_t max_frames,
+		    const struct workload *w);
 
 /* keys.c */
 void keys_chain(struct req *r);

@@ -47,8 +47,8 @@ static void help(FILE *f)
 "      --json              one JSON object per line, per policy (and engine)\n"
 "      --svg FILE          running sequences and memory over time, as SVG\n"
 "  -h, --help\n"
-"Exit status: 0 ok, 1 the memory cannot hold one block, 2 usage error or\n"
-"unreadable trace.\n",
+"Exit status: 0 ok; 1 the memory cannot hold one block; 2 usage error,\n"
+"unreadable trace, or a memory of 2^32 - 1 blocks or more.\n",
 	      f);
 }
 
@@ -88,6 +88,7 @@ struct args {
 	uint64_t frame_size;
 	uint64_t kv_fx, kv_bytes, emin_fx, emax_fx;
 	int kv_set, emax_set;
+	const char *kv_opt, *kv_arg;	/* the memory as given */
 	uint64_t max_len;
 	uint64_t step_fx;
 	uint64_t prefill, max_seqs, requests;
@@ -206,6 +207,8 @@ static int parse_args(struct args *a, int argc, char **argv)
 				err = kvt_bad("--kv-gib", "above 0", optarg);
 			a->kv_set = 1;
 			a->kv_bytes = 0;
+			a->kv_opt = "--kv-gib";
+			a->kv_arg = optarg;
 			break;
 		case OPT_KV_BYTES:
 			if (kvt_parse_size(optarg, &a->kv_bytes) ||
@@ -215,6 +218,8 @@ static int parse_args(struct args *a, int argc, char **argv)
 					      optarg);
 			a->kv_set = 1;
 			a->kv_fx = 0;
+			a->kv_opt = "--kv-bytes";
+			a->kv_arg = optarg;
 			break;
 		case OPT_MAXLEN:
 			err = get_count("--max-model-len", optarg, 1, LEN_MAX,
@@ -387,25 +392,29 @@ static void free_workload(struct workload *w)
 
 /* ---- runs ------------------------------------------------------------ */
 
+/* Pool @p for the @nr_engines engines serving @w[0..@nr_engines). */
 static int pool_init(struct pool *p, const struct policy *pol,
 		     const struct config *cfg, int nr_engines,
-		     uint32_t min_frames, uint32_t max_frames)
+		     uint32_t min_frames, uint32_t max_frames,
+		     const struct workload *w)
 {
 	p->pol = pol;
 	p->nr_engines = nr_engines;
 	switch (pol->kind) {
 	case POL_PAGED:
-		return paged_pool_init(p, cfg, pol->block_tokens);
+		return paged_pool_init(p, cfg, pol->block_tokens, w,
+				       nr_engines);
 	case POL_KVARENA:
 		return arena_pool_init(p, cfg, nr_engines, min_frames,
-				       max_frames);
+				       max_frames, w);
 	default:
 		return tokens_pool_init(p, cfg);
 	}
 }
 
 static int setup_run(struct run *r, const struct policy *pol,
-		     enum layout lay, const struct config *cfg, int n)
+		     enum layout lay, const struct config *cfg, int n,
+		     const struct workload *w)
 {
 	uint32_t min_frames = 0, max_frames = 0;
 	int i, err;
@@ -423,7 +432,7 @@ static int setup_run(struct run *r, const struct policy *pol,
 		r->pools[i].bytes = cfg->kv_bytes / (uint64_t)r->nr_pools;
 		err = pool_init(&r->pools[i], pol, cfg,
 				lay == LAYOUT_SHARED ? n : 1, min_frames,
-				max_frames);
+				max_frames, &w[i]);
 		if (err)
 			return err;
 	}
@@ -439,7 +448,7 @@ static int setup_run(struct run *r, const struct policy *pol,
 		e->max_blocks = max_frames && max_frames < p->nr_blocks ?
 				max_frames : p->nr_blocks;
 		if (p->ops) {
-			e->refs = calloc(p->nr_blocks, sizeof(*e->refs));
+			e->refs = calloc(p->nr_tracked, sizeof(*e->refs));
 			if (!e->refs)
 				return -ENOMEM;
 		}
@@ -447,9 +456,13 @@ static int setup_run(struct run *r, const struct policy *pol,
 	return 0;
 }
 
-static int pool_error(const struct run *r, int err)
+/*
+ * Why @r's pools could not be made: a memory past what kvsim models (a
+ * usage error), one that holds no block, minimums beyond the arena.
+ */
+static int pool_error(const struct args *a, const struct run *r, int err)
 {
-	char kv[32], unit[32];
+	char kv[32], unit[32], most[32];
 	const struct config *cfg = r->cfg;
 	uint64_t unit_bytes = r->pol->kind == POL_KVARENA ? cfg->g.frame_size :
 			      r->pol->kind == POL_PAGED ?
@@ -462,10 +475,19 @@ static int pool_error(const struct run *r, int err)
 	}
 	kvt_fmt_bytes(kv, sizeof(kv), r->pools[0].bytes);
 	kvt_fmt_bytes(unit, sizeof(unit), unit_bytes);
-	if (err == -EFBIG)
-		fprintf(stderr, "%s: %s: %s is more than 2^32 blocks of %s\n",
-			kvt_prog, r->pol->name, kv, unit);
-	else if (err == -ENOSPC && r->layout == LAYOUT_SHARED)
+	if (err == -EFBIG) {
+		/* Block indices are 32 bits; the core's KVA_NIL ends lists. */
+		kvt_fmt_bytes(most, sizeof(most), 0xffffffffull * unit_bytes *
+			      (uint64_t)r->nr_pools);
+		fprintf(stderr, "%s: %s: %s %s is %llu %s of %s%s; kvsim models fewer than 2^32 - 1 (%s under %s)\n",
+			kvt_prog, r->pol->name, a->kv_opt, a->kv_arg,
+			(unsigned long long)(r->pools[0].bytes / unit_bytes),
+			r->pol->kind == POL_KVARENA ? "frames" : "blocks", unit,
+			r->nr_pools > 1 ? " per engine" : "", a->kv_opt, most);
+		kvt_usage_hint();
+		return KVT_EXIT_USAGE;
+	}
+	if (err == -ENOSPC && r->layout == LAYOUT_SHARED)
 		fprintf(stderr, "%s: %s: the engines' minimums exceed the arena\n",
 			kvt_prog, r->pol->name);
 	else
@@ -646,9 +668,9 @@ int main(int argc, char **argv)
 			struct run *r = &runs[nr_runs++];
 
 			err = setup_run(r, &a.pol[k], lays[l], &cfg,
-					(int)a.engines);
+					(int)a.engines, w);
 			if (err) {
-				ret = pool_error(r, err);
+				ret = pool_error(&a, r, err);
 				goto out;
 			}
 		}
