@@ -123,21 +123,28 @@ void kva_arenas_wait_released(void)
 /**
  * kva_arena_update_pressure() - recompute the pressure state after the
  * frames a client could get changed (ALLOC, FREE, LOOKUP, ATTACH,
- * SET_LIMITS, release), and wake poll() waiters when it flips.
+ * SET_LIMITS, release), and wake poll() waiters when it flips or when
+ * frames came back.
  * @a:	the arena, locked.
  *
  * What counts is what a client without a guarantee could still get: the
  * free and cached frames less those reserved for other clients' unmet
- * minimums.
+ * minimums.  When that rises, a client waiting for EPOLLOUT after an
+ * ALLOC refused with -ENOSPC may now get its frames: the waiters look
+ * again (a frame a guaranteed client frees below its minimum stays its
+ * own, and the measure does not move).
  */
 void kva_arena_update_pressure(struct kva_arena *a)
 {
-	bool p;
+	u32 h = kva_core_headroom(&a->core);
+	bool p = h < a->low_watermark, rose = h > a->headroom;
 
 	lockdep_assert_held(&a->lock);
-	p = kva_core_headroom(&a->core) < a->low_watermark;
+	a->headroom = h;
 	if (p != a->pressure) {
 		WRITE_ONCE(a->pressure, p);
+		wake_up_interruptible_all(&a->pressure_wq);
+	} else if (rose && wq_has_sleeper(&a->pressure_wq)) {
 		wake_up_interruptible_all(&a->pressure_wq);
 	}
 }

@@ -284,6 +284,9 @@ long kva_ioc_alloc(struct kva_client *cl, void __user *argp,
 		goto out_free;
 	n = kva_core_alloc(&a->core, &cl->core, buf, f.count,
 			   f.flags & KVARENA_ALLOC_PARTIAL);
+	/* What EPOLLOUT waits for; read without the lock by kva_poll(). */
+	WRITE_ONCE(cl->want, n != -ENOSPC ? 0 :
+		   f.flags & KVARENA_ALLOC_PARTIAL ? 1 : f.count);
 	if (n < 0) {
 		mutex_unlock(&a->lock);
 		ret = n;
@@ -606,6 +609,8 @@ long kva_ioc_evict(void __user *argp)
 		held = cl->core.held;
 		kva_client_detach(a, cl);
 		WRITE_ONCE(cl->evicted, true);
+		/* A poll() of its own wakes to EPOLLERR. */
+		wake_up_interruptible_all(&a->pressure_wq);
 		ret = 0;
 	}
 	mutex_unlock(&a->lock);
@@ -643,8 +648,11 @@ long kva_ioc_set_limits(void __user *argp)
 					  l.max_frames);
 	else
 		ret = -ENOENT;
-	if (!ret)
+	if (!ret) {
 		kva_arena_update_pressure(a);
+		/* Its own room moved: a waiter of its may go on. */
+		wake_up_interruptible_all(&a->pressure_wq);
+	}
 	mutex_unlock(&a->lock);
 	kva_arena_put(a);
 	return ret;

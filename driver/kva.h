@@ -84,6 +84,7 @@ struct kva_arena {
 	u64 filled_tokens;
 	bool dead;			/* destroyed: no new clients */
 	bool pressure;			/* READ_ONCE() without the lock */
+	u32 headroom;			/* at the last pressure update */
 	/* The token ids of the PUBLISH running, for its events (events.c). */
 	const struct kva_publish_tokens *publishing;
 
@@ -116,6 +117,11 @@ struct kva_client {
 	struct kva_core_client core;
 	u64 filled_bytes;
 	u64 filled_tokens;
+	/*
+	 * Frames of the last ALLOC refused with -ENOSPC, 0 once one
+	 * succeeds: poll() reports EPOLLOUT when they could be had.
+	 */
+	u32 want;
 };
 
 /* How a command reached kva_dispatch(). */

@@ -88,7 +88,8 @@ static long kva_ioc_version(void __user *argp, unsigned int how)
 	if (ret)
 		return ret;
 	v.abi_version = KVARENA_ABI_VERSION;
-	v.features = KVARENA_FEAT_POLL | KVARENA_FEAT_SYSFS |
+	v.features = KVARENA_FEAT_POLL | KVARENA_FEAT_POLLOUT |
+		     KVARENA_FEAT_SYSFS |
 		     KVARENA_FEAT_PREFIX | KVARENA_FEAT_EVENTS;
 #ifdef KVA_URING_CMD
 	v.features |= KVARENA_FEAT_URING_CMD;
@@ -214,14 +215,25 @@ static int kva_release(struct inode *inode, struct file *file)
 
 /*
  * EPOLLPRI while the client's arena is under pressure (what a client
- * without a guarantee could get is below the low watermark).  A file not
- * attached yet has nothing to report and waits: its ATTACH wakes it, and
- * the next poll() waits on the arena.
+ * without a guarantee could get is below the low watermark).  EPOLLOUT
+ * once the frames of the client's last ALLOC refused with -ENOSPC could be
+ * had, and while no ALLOC has been refused since one succeeded.  EPOLLERR
+ * once an administrator evicted the client.  A file not attached yet has
+ * nothing to report and waits: its ATTACH wakes it, and the next poll()
+ * waits on the arena.
+ *
+ * Lockless, as poll() must not sleep for io_uring: the figures may be
+ * read mid-update, and a wrong answer is corrected by the wakeup that
+ * kva_arena_update_pressure() gives after the update (this waiter is on
+ * the queue before it reads).  A reader may see EPOLLOUT and still get
+ * -ENOSPC, as another client can take the frames first: it polls again.
  */
 static __poll_t kva_poll(struct file *file, poll_table *wait)
 {
 	struct kva_client *cl = file->private_data;
 	struct kva_arena *a;
+	__poll_t mask = 0;
+	u32 want;
 
 	poll_wait(file, &cl->attach_wq, wait);
 	/* Pairs with smp_store_release() in kva_ioc_attach(). */
@@ -229,7 +241,15 @@ static __poll_t kva_poll(struct file *file, poll_table *wait)
 	if (!a)
 		return 0;
 	poll_wait(file, &a->pressure_wq, wait);
-	return READ_ONCE(a->pressure) ? EPOLLPRI : 0;
+	if (READ_ONCE(cl->evicted))
+		return EPOLLERR;
+	if (READ_ONCE(a->pressure))
+		mask |= EPOLLPRI;
+	want = READ_ONCE(cl->want);
+	/* Racy on purpose (see above): the next wakeup corrects it. */
+	if (!want || data_race(kva_core_available(&a->core, &cl->core)) >= want)
+		mask |= EPOLLOUT | EPOLLWRNORM;
+	return mask;
 }
 
 const struct file_operations kva_fops = {

@@ -339,7 +339,11 @@ int kva_sync_usage(struct kva_arena *arena);
  * kva_poll_fd() - a file descriptor to watch for memory pressure: poll()
  * reports POLLPRI on it while the arena's free and reclaimable frames are
  * below its low watermark (kva_arena_params.low_watermark), so that a
- * scheduler can stop admitting before an allocation fails.  Use it with
+ * scheduler can stop admitting before an allocation fails.  After a call
+ * failed with -ENOSPC, poll() for POLLOUT sleeps until the frames that
+ * the refused allocation asked for could be had (the module reports
+ * POLLOUT at all other times): retry then, and wait again if another
+ * process took them first.  Use it with
  * poll(), select() or epoll only: it belongs to @arena and stays open
  * until kva_close(); never read, write or close it.  Thread-safe.
  *

@@ -1238,6 +1238,86 @@ TEST_F(iso, poll_before_attach_waits_and_attach_wakes_it)
 	close(holder);
 }
 
+/*
+ * A tenant refused frames sleeps in poll() until another tenant's frames
+ * come back - here when that tenant, of another uid, is killed - and an
+ * evicted waiter wakes with POLLERR rather than sleeping on.
+ */
+TEST_F(iso, a_refused_tenant_sleeps_until_another_uids_frames_come_back)
+{
+	int ready[2], go[2], all;
+	pid_t holder, waiter, late;
+	__u64 h[NR];
+	__u32 id = 0, nr;
+	char b;
+
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(go));
+	holder = fork();
+	ASSERT_LE(0, holder);
+	if (holder == 0) {
+		int a;
+
+		drop_to(1001);
+		a = kva_open(O_RDWR);
+		CHECK_EQ(0, kva_attach(a, self->name, "holder", 0, 0, NULL));
+		CHECK_EQ(NR, kva_alloc(a, h, NR, 0));
+		CHECK(write(ready[1], "h", 1) == 1);
+		pause();
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(ready[0], &b, 1));
+	waiter = fork();
+	ASSERT_LE(0, waiter);
+	if (waiter == 0) {
+		struct pollfd p = { .events = POLLOUT };
+
+		drop_to(NOBODY);
+		p.fd = kva_open(O_RDWR);
+		CHECK_EQ(0, kva_attach(p.fd, self->name, "waiter", 0, 0, NULL));
+		CHECK_EQ(-ENOSPC, kva_alloc(p.fd, h, NR, 0));
+		CHECK_EQ(0, poll(&p, 1, 0));
+		CHECK(write(ready[1], "w", 1) == 1);
+		CHECK_EQ(1, poll(&p, 1, 20000));
+		CHECK_EQ(POLLOUT, p.revents);
+		CHECK_EQ(NR, kva_alloc(p.fd, h, NR, 0));
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(ready[0], &b, 1));
+	usleep(100 * 1000);
+	EXPECT_EQ(0, waitpid(waiter, NULL, WNOHANG));	/* still asleep */
+	ASSERT_EQ(0, kill(holder, SIGKILL));
+	EXPECT_EQ(1000 + SIGKILL, reap(holder));
+	EXPECT_EQ(0, reap(waiter));
+
+	/* Refused, asleep, evicted: poll() returns POLLERR. */
+	ASSERT_EQ(0, kva_wait_no_clients(self->admin, self->name));
+	all = kva_open(O_RDWR);
+	ASSERT_EQ(0, kva_attach(all, self->name, "all", 0, 0, NULL));
+	ASSERT_EQ(NR, kva_alloc(all, h, NR, 0));
+	late = fork();
+	ASSERT_LE(0, late);
+	if (late == 0) {
+		struct pollfd p = { .events = POLLOUT };
+		struct kvarena_attach at;
+
+		drop_to(NOBODY);
+		p.fd = kva_open(O_RDWR);
+		CHECK_EQ(0, kva_attach(p.fd, self->name, "late", 0, 0, &at));
+		CHECK_EQ(-ENOSPC, kva_alloc(p.fd, h, 1, 0));
+		CHECK(write(go[1], &at.client_id, sizeof(at.client_id)) ==
+		      sizeof(at.client_id));
+		CHECK_EQ(1, poll(&p, 1, 20000));
+		CHECK_EQ(POLLERR, p.revents);
+		_exit(0);
+	}
+	ASSERT_EQ(sizeof(id), read(go[0], &id, sizeof(id)));
+	usleep(100 * 1000);
+	EXPECT_EQ(0, evict(self->admin, self->name, id, &nr));
+	EXPECT_EQ(0, reap(late));
+	close(all);
+}
+
 TEST_F(iso, client_ids_are_never_reused)
 {
 	struct kvarena_attach at;

@@ -94,8 +94,8 @@ TEST(version_reports_abi_and_features)
 	ASSERT_EQ(0, kva_ioctl(fd, KVARENA_IOC_VERSION, &v));
 	EXPECT_EQ(KVARENA_ABI_VERSION, v.abi_version);
 	EXPECT_EQ(KVARENA_FEAT_URING_CMD | KVARENA_FEAT_POLL |
-		  KVARENA_FEAT_SYSFS | KVARENA_FEAT_PREFIX | KVARENA_FEAT_EVENTS,
-		  v.features);
+		  KVARENA_FEAT_SYSFS | KVARENA_FEAT_PREFIX | KVARENA_FEAT_EVENTS |
+		  KVARENA_FEAT_POLLOUT, v.features);
 	v.reserved[1] = 1;
 	EXPECT_EQ(-EINVAL, kva_ioctl(fd, KVARENA_IOC_VERSION, &v));
 	close(fd);
@@ -1133,6 +1133,99 @@ TEST_F(arena, poll_wakes_a_waiter_when_pressure_starts)
 	ASSERT_EQ(NR - 3, kva_alloc(self->fd, self->h, NR - 3, 0));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_EQ(0, kva_exited(status));
+}
+
+static short poll_out(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+	return poll(&p, 1, ms) == 1 ? p.revents : 0;
+}
+
+TEST_F(arena, pollout_after_enospc_waits_for_as_many_frames_as_were_asked)
+{
+	/* Nothing refused yet: room to grow. */
+	EXPECT_EQ(POLLOUT, poll_out(self->fd2, 0));
+	ASSERT_EQ(NR, kva_alloc(self->fd, self->h, NR, 0));
+	EXPECT_EQ(-ENOSPC, kva_alloc(self->fd2, self->h + NR, 3, 0));
+	EXPECT_EQ(0, poll_out(self->fd2, 0));
+	/* The other client is not the one waiting. */
+	EXPECT_EQ(POLLOUT, poll_out(self->fd, 0));
+	ASSERT_EQ(0, kva_free(self->fd, self->h, 2));
+	EXPECT_EQ(0, poll_out(self->fd2, 0));	/* 2 of the 3 */
+	ASSERT_EQ(0, kva_free(self->fd, self->h + 2, 1));
+	EXPECT_EQ(POLLOUT, poll_out(self->fd2, 0));
+	/* A smaller refusal asks for less: one frame gone again is enough. */
+	ASSERT_EQ(3, kva_alloc(self->fd, self->h, 3, 0));
+	EXPECT_EQ(-ENOSPC, kva_alloc(self->fd2, self->h + NR, 1,
+				     KVARENA_ALLOC_PARTIAL));
+	EXPECT_EQ(0, poll_out(self->fd2, 0));
+	ASSERT_EQ(0, kva_free(self->fd, self->h, 1));
+	EXPECT_EQ(POLLOUT, poll_out(self->fd2, 0));
+	/* Success clears the wait. */
+	ASSERT_EQ(1, kva_alloc(self->fd2, self->h + NR, 1, 0));
+	EXPECT_EQ(POLLOUT, poll_out(self->fd2, 0));
+	ASSERT_EQ(0, kva_free(self->fd, self->h + 1, NR - 1));
+	ASSERT_EQ(0, kva_free(self->fd2, self->h + NR, 1));
+}
+
+TEST_F(arena, pollout_counts_the_waiters_limit_and_others_guarantees)
+{
+	int admin = kva_open(O_RDWR);
+
+	ASSERT_LE(0, admin);
+	/* b may hold 2: a refusal of 3 never becomes possible by frees. */
+	ASSERT_EQ(0, kva_set_limits(admin, self->name, self->id2, 0, 2));
+	EXPECT_EQ(-ENOSPC, kva_alloc(self->fd2, self->h + NR, 3, 0));
+	EXPECT_EQ(0, poll_out(self->fd2, 0));
+	/* Raising the limit is what it waits for. */
+	ASSERT_EQ(0, kva_set_limits(admin, self->name, self->id2, 0, NR));
+	EXPECT_EQ(POLLOUT, poll_out(self->fd2, 0));
+	/* Frames a guaranteed client frees below its min stay its own. */
+	ASSERT_EQ(0, kva_set_limits(admin, self->name, self->id, NR - 2, NR));
+	ASSERT_EQ(NR - 2, kva_alloc(self->fd, self->h, NR - 2, 0));
+	EXPECT_EQ(-ENOSPC, kva_alloc(self->fd2, self->h + NR, 3, 0));
+	ASSERT_EQ(0, kva_free(self->fd, self->h, 4));
+	EXPECT_EQ(0, poll_out(self->fd2, 0));
+	/* Its guarantee dropped, they are anyone's. */
+	ASSERT_EQ(0, kva_set_limits(admin, self->name, self->id, 0, NR));
+	EXPECT_EQ(POLLOUT, poll_out(self->fd2, 0));
+	ASSERT_EQ(0, kva_free(self->fd, self->h + 4, NR - 6));
+	close(admin);
+}
+
+TEST_F(arena, pollout_wakes_a_sleeping_waiter_when_frames_come_back)
+{
+	int p[2], status;
+	pid_t pid;
+	char b;
+
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_EQ(NR, kva_alloc(self->fd, self->h, NR, 0));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		__u64 h[4];
+
+		if (kva_alloc(self->fd2, h, 4, 0) != -ENOSPC)
+			_exit(1);
+		if (write(p[1], "w", 1) != 1)
+			_exit(2);
+		/* Sleeps until the parent frees enough. */
+		if (poll_out(self->fd2, 20000) != POLLOUT)
+			_exit(3);
+		_exit(kva_alloc(self->fd2, h, 4, 0) == 4 ? 0 : 4);
+	}
+	ASSERT_EQ(1, read(p[0], &b, 1));
+	usleep(100 * 1000);
+	ASSERT_EQ(0, kva_free(self->fd, self->h, 2));
+	usleep(100 * 1000);
+	/* Two frames back are not four: still asleep. */
+	EXPECT_EQ(0, waitpid(pid, &status, WNOHANG));
+	ASSERT_EQ(0, kva_free(self->fd, self->h + 2, 2));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, kva_exited(status));
+	ASSERT_EQ(0, kva_free(self->fd, self->h + 4, NR - 4));
 }
 
 /* ---- io_uring ------------------------------------------------------------- */

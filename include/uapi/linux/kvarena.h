@@ -111,6 +111,7 @@ enum kvarena_mem {
 #define KVARENA_FEAT_SYSFS	((__u64)1 << 2)	/* /sys/class/misc/kvarena/arenas */
 #define KVARENA_FEAT_PREFIX	((__u64)1 << 3)	/* PUBLISH and LOOKUP */
 #define KVARENA_FEAT_EVENTS	((__u64)1 << 4)	/* EVENTS_FD */
+#define KVARENA_FEAT_POLLOUT	((__u64)1 << 5)	/* EPOLLOUT after -ENOSPC */
 
 /**
  * struct kvarena_version - KVARENA_IOC_VERSION, anyone.
@@ -313,6 +314,11 @@ struct kvarena_attach {
  * ALLOC is all-or-nothing: @count frames or -ENOSPC and none.  With
  * KVARENA_ALLOC_PARTIAL it takes as many as it can (at least one, else
  * -ENOSPC) and returns the number taken in @nr_done.
+ *
+ * A client whose ALLOC got -ENOSPC need not retry in a loop: poll() on
+ * its descriptor reports EPOLLOUT once that many frames (one, for
+ * KVARENA_ALLOC_PARTIAL) could be had, and sleeps until then (see
+ * KVARENA_FEAT_POLLOUT in Documentation/kvarena.rst).
  *
  * FREE is all-or-nothing too: every handle is checked first (-ESTALE,
  * -EPERM, -ENOENT, or -EINVAL for one handle given twice), and only when
