@@ -8,3 +8,7 @@ KVT_COMMON_SRCS   := $(addprefix $(SRC)/tools/common/,num.c model.c trace.c)
 KVT_COMMON_HDRS   := $(SRC)/tools/common/kvtools.h \
 		     $(SRC)/include/kvarena/layout.h
 KVT_COMMON_CFLAGS := -I$(SRC)/tools/common
+
+# svg.c: the pictures (kvsim --svg, the main job's run.svg).
+KVT_SVG_SRCS := $(SRC)/tools/common/svg.c
+KVT_SVG_HDRS := $(SRC)/tools/common/svg.h

@@ -7,9 +7,10 @@
 #   $(B)/tools/kvsim-san    the same under ASan/UBSan, for the tests
 
 KVSIM_SRCS := $(addprefix $(SRC)/tools/kvsim/,main.c sim.c tokens.c \
-		blocks.c arena.c keys.c report.c) \
+		blocks.c arena.c keys.c report.c) $(KVT_SVG_SRCS) \
 	      $(KVT_COMMON_SRCS) $(SRC)/driver/core.c
 KVSIM_DEPS := $(KVSIM_SRCS) $(SRC)/tools/kvsim/kvsim.h $(KVT_COMMON_HDRS) \
+	      $(KVT_SVG_HDRS) \
 	      $(SRC)/driver/core.h $(SRC)/driver/core_shim.h
 KVSIM_CFLAGS = $(KVA_CFLAGS) $(KVT_COMMON_CFLAGS) -I$(SRC)/driver
 

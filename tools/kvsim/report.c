@@ -4,11 +4,11 @@
  * sequences and memory over time.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "kvsim.h"
+#include "svg.h"
 
 static const char *layout_word(enum layout l)
 {
@@ -129,78 +129,32 @@ void report_json(const struct run *runs, int nr, int per_engine)
 #define PLOT_R		220
 #define PANEL_H		210
 
-static const char *const colors[] = {
-	"#d62728", "#ff7f0e", "#9467bd", "#1f77b4", "#2ca02c", "#8c564b",
-	"#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
-};
-
-/* A round tick step giving about five ticks up to @max. */
-static double tick_step(double max)
-{
-	double raw = max / 5, p, m;
-
-	if (raw <= 0)
-		return 1;
-	p = pow(10, floor(log10(raw)));
-	m = raw / p;
-	return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
-}
-
-static void axis(FILE *f, int top, double ymax, const char *ylabel,
-		 double xmax_s, double xtick)
-{
-	double ytick = tick_step(ymax), v;
-	int x1 = SVG_W - PLOT_R, bottom = top + PANEL_H;
-
-	fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333\"/>\n",
-		PLOT_L, top, x1 - PLOT_L, PANEL_H);
-	for (v = 0; v <= ymax * 1.0001; v += ytick) {
-		double y = bottom - v / ymax * PANEL_H;
-
-		fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n",
-			PLOT_L, y, x1, y);
-		fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
-			PLOT_L - 6, y + 4, v);
-	}
-	for (v = 0; v <= xmax_s * 1.0001; v += xtick) {
-		double x = PLOT_L + v / xmax_s * (x1 - PLOT_L);
-
-		fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#333\"/>\n",
-			x, bottom, x, bottom + 4);
-		fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
-			x, bottom + 17, v);
-	}
-	fprintf(f, "<text x=\"%d\" y=\"%d\" transform=\"rotate(-90 %d %d)\" text-anchor=\"middle\">%s</text>\n",
-		18, top + PANEL_H / 2, 18, top + PANEL_H / 2, ylabel);
-}
-
-static void series(FILE *f, const struct run *r, int top, double ymax,
-		   double xmax_s, int which, const char *color,
-		   const char *dash)
+static void series(FILE *f, const struct run *r, const struct svg_panel *p,
+		   int which, const char *color, const char *dash)
 {
 	double bucket_s = (double)r->cfg->bucket_us / 1e6;
-	int x1 = SVG_W - PLOT_R, bottom = top + PANEL_H;
 	uint32_t i;
 
-	fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.3\"%s points=\"",
-		color, dash);
+	svg_polyline_begin(f, color, 1.3, dash);
 	for (i = 0; i < r->nr_samples; i++) {
 		const struct sample *s = &r->samples[i];
 		double v = which == 0 ? s->running :
 			   which == 1 ? s->held_gib : s->filled_gib;
-		double x = PLOT_L + (i + 0.5) * bucket_s / xmax_s * (x1 - PLOT_L);
-		double y = bottom - v / ymax * PANEL_H;
 
-		fprintf(f, "%s%.1f,%.1f", i ? " " : "", x, y);
+		svg_point(f, p, (i + 0.5) * bucket_s, v, !i);
 	}
-	fprintf(f, "\"/>\n");
+	svg_polyline_end(f);
 }
 
 int report_svg(const char *path, const struct run *runs, int nr,
 	       const char *title)
 {
 	double run_max = 1, mem_max = 0.001, xmax_s = 1;
-	int top1 = 60, top2 = 60 + PANEL_H + 60, i;
+	struct svg_panel top = { .left = PLOT_L, .top = 60,
+				 .width = SVG_W - PLOT_R - PLOT_L,
+				 .height = PANEL_H };
+	struct svg_panel bottom = top;
+	int i;
 	uint32_t j;
 	FILE *f;
 
@@ -217,55 +171,45 @@ int report_svg(const char *path, const struct run *runs, int nr,
 				mem_max = r->samples[j].held_gib;
 		}
 	}
-	run_max = ceil(run_max / tick_step(run_max)) * tick_step(run_max);
-	mem_max = ceil(mem_max / tick_step(mem_max)) * tick_step(mem_max);
+	top.xmax = bottom.xmax = xmax_s;
+	top.ymax = svg_round_up(run_max);
+	bottom.ymax = svg_round_up(mem_max);
+	bottom.top = top.top + PANEL_H + 60;
 
 	f = fopen(path, "w");
 	if (!f) {
 		fprintf(stderr, "%s: %s: %s\n", kvt_prog, path, strerror(errno));
 		return -errno;
 	}
-	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n",
-		SVG_W, SVG_H, SVG_W, SVG_H);
-	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+	svg_begin(f, SVG_W, SVG_H);
 	fprintf(f, "<text x=\"%d\" y=\"24\" font-size=\"15\">kvsim: ", PLOT_L);
-	for (; *title; title++) {
-		if (*title == '<')
-			fputs("&lt;", f);
-		else if (*title == '&')
-			fputs("&amp;", f);
-		else
-			fputc(*title, f);
-	}
+	svg_escape(f, title);
 	fprintf(f, "</text>\n");
 	fprintf(f, "<text x=\"%d\" y=\"%d\">running sequences</text>\n",
-		PLOT_L, top1 - 8);
+		PLOT_L, top.top - 8);
 	fprintf(f, "<text x=\"%d\" y=\"%d\">KV memory, GiB: held by sequences (solid), holding tokens (dashed)</text>\n",
-		PLOT_L, top2 - 8);
-	axis(f, top1, run_max, "sequences", xmax_s, tick_step(xmax_s));
-	axis(f, top2, mem_max, "GiB", xmax_s, tick_step(xmax_s));
+		PLOT_L, bottom.top - 8);
+	svg_axes(f, &top, "sequences", svg_tick(xmax_s));
+	svg_axes(f, &bottom, "GiB", svg_tick(xmax_s));
 	fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">time, s</text>\n",
-		(SVG_W - PLOT_R + PLOT_L) / 2, top2 + PANEL_H + 36);
+		(SVG_W - PLOT_R + PLOT_L) / 2, bottom.top + PANEL_H + 36);
 	for (i = 0; i < nr; i++) {
-		const char *c = colors[i % 10];
+		const char *c = svg_colors[i % SVG_NR_COLORS];
 		char label[64];
 
-		series(f, &runs[i], top1, run_max, xmax_s, 0, c, "");
-		series(f, &runs[i], top2, mem_max, xmax_s, 1, c, "");
-		series(f, &runs[i], top2, mem_max, xmax_s, 2, c,
+		series(f, &runs[i], &top, 0, c, "");
+		series(f, &runs[i], &bottom, 1, c, "");
+		series(f, &runs[i], &bottom, 2, c,
 		       " stroke-dasharray=\"4 3\"");
 		if (runs[i].layout == LAYOUT_SINGLE)
 			snprintf(label, sizeof(label), "%s", runs[i].pol->name);
 		else
 			snprintf(label, sizeof(label), "%s %s",
 				 runs[i].pol->name, layout_word(runs[i].layout));
-		fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"3\"/>\n",
-			SVG_W - PLOT_R + 16, top1 + 10 + 20 * i,
-			SVG_W - PLOT_R + 40, top1 + 10 + 20 * i, c);
-		fprintf(f, "<text x=\"%d\" y=\"%d\">%s</text>\n",
-			SVG_W - PLOT_R + 46, top1 + 14 + 20 * i, label);
+		svg_legend(f, SVG_W - PLOT_R + 16, top.top + 10 + 20 * i, c, "",
+			   label);
 	}
-	fprintf(f, "</svg>\n");
+	svg_end(f);
 	if (fclose(f)) {
 		fprintf(stderr, "%s: %s: %s\n", kvt_prog, path, strerror(errno));
 		return -EIO;
