@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * kva_poll_fd() against the real kvarena.ko, in the VM (static, KTAP):
- * the pressure kvserve watches before admitting.  An arena of 16 frames
+ * the pressure kvserve watches before admitting, and the POLLOUT it
+ * sleeps on when it was refused frames.  An arena of 16 frames
  * with a low watermark of 4: POLLPRI while fewer than 4 frames are free,
  * seen by every client of the arena, and gone when frames come back.
  *
  * Needs: root, kvarena.ko loaded, /dev/kvarena.
  */
+#include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -108,6 +110,31 @@ TEST_F(press, a_closed_client_takes_the_pressure_with_it)
 	kva_close(self->b);
 	self->b = NULL;
 	EXPECT_EQ(0, pressure(self->a));
+}
+
+/*
+ * The wait kvserve does with nothing to run: a refused kva_alloc(), then
+ * poll() for POLLOUT on kva_poll_fd(), which sleeps until the other
+ * client has freed enough, and not before.
+ */
+TEST_F(press, pollout_sleeps_after_enospc_until_enough_frames_come_back)
+{
+	struct pollfd p = { .fd = kva_poll_fd(self->b), .events = POLLOUT };
+	uint64_t h[NR], g[4];
+
+	ASSERT_LE(0, p.fd);
+	EXPECT_EQ(1, poll(&p, 1, 0));		/* nothing refused yet */
+	ASSERT_EQ(NR, kva_alloc(self->a, h, NR, 0));
+	ASSERT_EQ(-ENOSPC, kva_alloc(self->b, g, 4, 0));
+	EXPECT_EQ(0, poll(&p, 1, 0));
+	ASSERT_EQ(0, kva_free(self->a, h, 3));
+	EXPECT_EQ(0, poll(&p, 1, 50));		/* 3 of the 4 */
+	ASSERT_EQ(0, kva_free(self->a, h + 3, 1));
+	EXPECT_EQ(1, poll(&p, 1, 0));
+	EXPECT_EQ(POLLOUT, p.revents & POLLOUT);
+	ASSERT_EQ(4, kva_alloc(self->b, g, 4, 0));
+	ASSERT_EQ(0, kva_free(self->b, g, 4));
+	ASSERT_EQ(0, kva_free(self->a, h + 4, NR - 4));
 }
 
 TEST(embedded_arena_has_no_pressure_fd)

@@ -11,14 +11,22 @@
  *     by layer.  When the batch cannot get its frames, the newest running
  *     sequence is preempted (its sequence freed, the request put back at
  *     the front of the queue for recompute) and the batch retried;
- *  2. admission, unless this step preempted or the arena is under
- *     pressure (poll() on kva_poll_fd() reports POLLPRI): requests from
- *     the front of the queue, first come first served, get a sequence
- *     reserved for their whole length, their prompt's cached prefix
- *     attached, and the rest of the prompt (plus what they had generated
- *     before a preemption) in one more grow batch, then prefill attention;
- *     their prompts' full frames are published;
+ *  2. admission, unless this step preempted: requests from the front of
+ *     the queue, first come first served, get a sequence reserved for
+ *     their whole length, their prompt's cached prefix attached, and the
+ *     rest of the prompt (plus what they had generated before a
+ *     preemption) in one more grow batch, then prefill attention; their
+ *     prompts' full frames are published.  While the arena is under
+ *     pressure (poll() on kva_poll_fd() reports POLLPRI) only what fits in
+ *     this client's guarantee (--min-frames) is admitted - and, when
+ *     nothing runs, the request at the front, so that no process starves;
  *  3. the filled tokens are reported to the module (kva_sync_usage()).
+ *
+ * A process with nothing to run and no frames to be had sleeps: in poll()
+ * for POLLOUT, which the module reports once the frames of the refused
+ * allocation could be had, or until the next request arrives.  It never
+ * spins; the JSON's "steps" counts the steps that did work, "waits" the
+ * sleeps.
  *
  * Nothing is simulated: frames come from the arena, K/V is written into
  * them and attention reads it back.  Only the model's weights are left
@@ -70,7 +78,8 @@ struct server {
 
 	/* figures */
 	double t0;
-	uint64_t steps, pressure_steps;
+	uint64_t steps, pressure_steps, waits;
+	bool starved;			/* the last admission got -ENOSPC */
 	uint32_t completed, preemptions;
 	uint32_t limit;			/* frames this client may hold */
 	uint32_t too_long;		/* requests refused for it */
@@ -330,19 +339,42 @@ static int decode(struct server *sv)
 	return preempted;
 }
 
+/*
+ * Frames admission may take now: any while the arena is not under
+ * pressure; under it, what is left of this client's guarantee - or, when
+ * nothing runs, as many as the request at the front needs.
+ */
+static uint64_t admit_room(struct server *sv)
+{
+	const struct sreq *front = waiting_at(sv, 0);
+	uint64_t room = 0, need;
+	uint32_t min = sv->o->min_frames;
+	struct kva_stat st;
+
+	if (!under_pressure(sv))
+		return UINT64_MAX;
+	sv->pressure_steps++;
+	if (min && !kva_stat(sv->a, &st) && st.held < min)
+		room = min - st.held;
+	need = kva_frames_for(&sv->o->g, (uint64_t)front->r->prompt +
+			      front->generated);
+	if (!sv->nr_running && need > room)
+		room = need;
+	return room;
+}
+
+/* Returns the number of requests admitted, or a negative errno. */
 static int admit(struct server *sv)
 {
 	const struct options *o = sv->o;
-	uint64_t used = 0;
+	uint64_t used = 0, room, frames = 0;
 	uint32_t k = 0, i;
 	int ret;
 
+	sv->starved = false;
 	if (!sv->nr_waiting)
 		return 0;
-	if (under_pressure(sv)) {
-		sv->pressure_steps++;
-		return 0;
-	}
+	room = admit_room(sv);
 	while (k < sv->nr_waiting &&
 	       (!o->max_seqs || sv->nr_running + k < o->max_seqs)) {
 		struct sreq *s = waiting_at(sv, k);
@@ -350,6 +382,9 @@ static int admit(struct server *sv)
 
 		if (o->prefill_budget && used &&
 		    used + need > o->prefill_budget)
+			break;
+		frames += kva_frames_for(&o->g, need);
+		if (frames > room)
 			break;
 		ret = kva_seq_create(sv->a, &o->g,
 				     (uint64_t)s->r->prompt + s->r->output,
@@ -370,6 +405,7 @@ static int admit(struct server *sv)
 		ret = kva_seq_grow_batch(sv->a, sv->grow, k);
 		if (ret != -ENOSPC)
 			break;
+		sv->starved = true;
 		/* The last one waits: it goes back as it was. */
 		k--;
 		kva_seq_free(waiting_at(sv, k)->seq);
@@ -409,7 +445,7 @@ static int admit(struct server *sv)
 			sv->running[sv->nr_running++] = s;
 	}
 	waiting_pop(sv, k);
-	return 0;
+	return (int)k;
 }
 
 static void account(struct server *sv)
@@ -485,8 +521,9 @@ static void report(struct server *sv, double secs, bool progress)
 		       (unsigned long long)sv->output_tokens,
 		       (unsigned long long)sv->prompt_tokens,
 		       (unsigned long long)sv->recomputed_tokens);
-		printf(",\"seconds\":%.3f,\"steps\":%llu,\"tokens_per_s\":%.1f",
-		       secs, (unsigned long long)sv->steps, tps);
+		printf(",\"seconds\":%.3f,\"steps\":%llu,\"waits\":%llu,\"tokens_per_s\":%.1f",
+		       secs, (unsigned long long)sv->steps,
+		       (unsigned long long)sv->waits, tps);
 		printf(",\"tpot_p50_ms\":%.3f,\"tpot_p99_ms\":%.3f,\"ttft_p50_ms\":%.3f,\"ttft_p99_ms\":%.3f",
 		       pct_ms(sv->tpot, sv->nr_tpot, 0.5),
 		       pct_ms(sv->tpot, sv->nr_tpot, 0.99),
@@ -604,11 +641,40 @@ static void free_server(struct server *sv)
 	free(sv->ttft);
 }
 
+/*
+ * Nothing runs and nothing could be admitted: sleep until the frames the
+ * module refused could be had (POLLOUT), the next request arrives, or a
+ * second has passed (for the progress line and --max-seconds).  A refusal
+ * that was not for frames (an embedded arena, a reservation that failed)
+ * waits a little, never spins.
+ */
+static void wait_for_frames(struct server *sv, double t)
+{
+	const struct options *o = sv->o;
+	struct pollfd p = { .fd = sv->pfd, .events = POLLOUT };
+	double wait = 1;
+	int ms;
+
+	if (sv->next < o->nr_req && o->req[sv->next].arrival_s - t < wait)
+		wait = o->req[sv->next].arrival_s - t;
+	if (o->max_seconds && o->max_seconds - t < wait)
+		wait = o->max_seconds - t;
+	if (!sv->starved || sv->pfd < 0)
+		wait = wait < 0.01 ? wait : 0.01;
+	ms = wait > 0 ? (int)(wait * 1000) + 1 : 0;
+	sv->waits++;
+	if (sv->starved && sv->pfd >= 0)
+		poll(&p, 1, ms);
+	else if (ms)
+		usleep((useconds_t)ms * 1000);
+}
+
 int serve(const struct options *o)
 {
 	struct server sv = { .o = o, .pfd = -1 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	double last_report = 0;
+	uint32_t worked;
 	int ret;
 
 	sv.cops = o->backend == COMPUTE_CUDA ? compute_cuda_ops :
@@ -662,6 +728,7 @@ int serve(const struct options *o)
 			nanosleep(&ts, NULL);
 			continue;
 		}
+		worked = sv.nr_running;
 		ret = decode(&sv);
 		if (ret < 0)
 			goto out_fini;
@@ -669,10 +736,15 @@ int serve(const struct options *o)
 			ret = admit(&sv);
 			if (ret < 0)
 				goto out_fini;
+			worked += (uint32_t)ret;
 		}
-		kva_sync_usage(sv.a);
-		account(&sv);
-		sv.steps++;
+		if (worked) {
+			kva_sync_usage(sv.a);
+			account(&sv);
+			sv.steps++;
+		} else {
+			wait_for_frames(&sv, t);
+		}
 		if (o->report_every && t - last_report >= o->report_every) {
 			last_report = t;
 			report(&sv, t, true);
