@@ -39,7 +39,8 @@ ALL             :=
 CHECK_NATIVE    :=
 INSTALL_TARGETS :=
 
-.PHONY: all check check-native check-vm run install uninstall clean \
+.PHONY: all check check-native check-vm run check-run check-run-short \
+	install uninstall clean \
 	module module-all-kernels
 .DEFAULT_GOAL := all
 
@@ -52,7 +53,7 @@ include mk/docs.mk
 
 all: module $(ALL)
 
-check: check-native check-vm
+check: check-native check-vm check-run-short
 
 # Everything builds (the CUDA code included, wherever nvcc is), then the
 # native tests run.

@@ -5,7 +5,7 @@
 #
 #   run.sh --kernel VMLINUZ --module KVARENA.KO [--timeout SECONDS]
 #          [--mem MIB] [--smp N] [--keep DIR] [--script FILE] [--root DIR]
-#          [--data FILE]... PROGRAM...
+#          [--data FILE]... [--out DIR] [--append ARGS] PROGRAM...
 #
 # Builds an initramfs holding busybox-static, the module and the given
 # statically linked PROGRAMs (kselftest binaries printing KTAP, or tools),
@@ -15,6 +15,9 @@
 # /bin.  Each --data FILE is copied to /data in the VM.  --root DIR lays
 # the tree DIR over the initramfs first (an install staged with DESTDIR,
 # dynamically linked programs and their libraries gathered by carry.sh).
+# With --out DIR, what the programs or the script leave in /out comes back
+# into DIR (over a second serial port, as a base64 tar stream).  --append
+# adds to the kernel command line (maxcpus=1, say).
 #
 # Prints the programs' output, then one totals line over every KTAP
 # "# Totals:" line seen, and exits non-zero when any program failed, the
@@ -26,6 +29,7 @@ set -eu
 die() { echo "run.sh: $*" >&2; exit 2; }
 
 kernel= module= timeout=600 mem=1024 smp=2 keep= script= data= overlay=
+out= append=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel)  kernel=$2; shift 2 ;;
@@ -39,6 +43,8 @@ while [ $# -gt 0 ]; do
 		   data="$data
 $2"; shift 2 ;;
 	--root)    overlay=$2; shift 2 ;;
+	--out)     out=$2; shift 2 ;;
+	--append)  append=$2; shift 2 ;;
 	--) shift; break ;;
 	-*) die "unknown option $1" ;;
 	*) break ;;
@@ -65,7 +71,7 @@ else
 fi
 root=$work/root
 mkdir -p "$root/bin" "$root/dev" "$root/proc" "$root/sys" "$root/tmp" \
-	 "$root/tests" "$root/data"
+	 "$root/tests" "$root/data" "$root/out"
 [ -z "$overlay" ] || cp -a "$overlay/." "$root/"
 cp "$busybox" "$root/bin/busybox"
 cp "$module" "$root/kvarena.ko"
@@ -110,6 +116,10 @@ else
 		echo "KVA-VM: result \$t \$?"
 	done
 fi
+# /out goes back to the host over the second serial port (ttyS1).
+if [ -n "\$(ls /out)" ]; then
+	tar -c -C /out . | base64 > /dev/ttyS1
+fi
 echo "KVA-VM: dmesg begin"
 dmesg
 echo "KVA-VM: dmesg end"
@@ -125,11 +135,17 @@ start=$(date +%s)
 set +e
 timeout --foreground -k 5 "$timeout" "$qemu" -M pc -accel "$accel" \
 	-m "$mem" -smp "$smp" -nographic -no-reboot \
+	-serial mon:stdio -serial file:"$work/out.b64" \
 	-kernel "$kernel" -initrd "$work/initramfs.cpio" \
-	-append "console=ttyS0 loglevel=4 panic=-1 oops=panic" \
+	-append "console=ttyS0 loglevel=4 panic=-1 oops=panic $append" \
 	</dev/null >"$log" 2>&1
 qrc=$?
 set -e
+if [ -n "$out" ] && [ -s "$work/out.b64" ]; then
+	mkdir -p "$out"
+	tr -d '\r' < "$work/out.b64" | base64 -d | tar -x -C "$out" ||
+		echo "run.sh: what the VM left in /out did not come back whole" >&2
+fi
 secs=$(( $(date +%s) - start ))
 tr -d '\r' < "$log" > "$log.clean"
 log=$log.clean

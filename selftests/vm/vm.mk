@@ -24,20 +24,54 @@ check-vm: $$(VM_TESTS) $$(VM_TESTS_LAST)
 
 # The main job: boot the newest kernel, create a host arena with
 # kvarenactl, serve slices of the Azure traces with three kvserve
-# processes, kill one halfway, and check that every frame it held came
-# back (selftests/vm/main-job.sh).  KVA_TRACES names the traces'
-# directory (selftests/kvsim/kvsim.mk finds ../shared/data/traces).
+# processes, kill one mid-flight, and check that every frame it held came
+# back (selftests/vm/main-job.sh); the results, with a picture of the run
+# (run.svg), go into a folder of RUN_RESULTS that it names at the end
+# (selftests/vm/run-job.sh).  KVA_TRACES names the traces' directory
+# (selftests/kvsim/kvsim.mk finds ../shared/data/traces).
+#
+# check-run-short, part of make check: the same job with 12 requests a
+# process.  check-run: the whole job three times, as it is, with the VM
+# on one virtual CPU, and with a busy loop on every host CPU beside it.
 RUN_KERNEL ?= $(lastword $(VM_KERNELS))
 RUN_TRACES = $(addprefix $(KVA_TRACES)/,AzureLLMInferenceTrace_conv.csv \
 		AzureLLMInferenceTrace_code.csv)
+RUN_RESULTS ?= $(B)/run
+RUN_TIMEOUT ?= 1500
+RUN_PLOT := $(B)/selftests/vm/runplot
 
-.PHONY: run
-run: $(B)/tools/kvserve-static $(B)/tools/kvarenactl-static
-	@test -n "$(RUN_KERNEL)" || { echo "kvarena: no kernel with both /boot/vmlinuz-* and headers" >&2; exit 1; }
-	@for f in $(RUN_TRACES); do test -r "$$f" || { echo "kvarena: $$f: not found; set KVA_TRACES to the directory of the Azure traces" >&2; exit 1; }; done
-	$(Q)$(MAKE) --no-print-directory KDIR=/lib/modules/$(RUN_KERNEL)/build module
-	$(Q)$(VM_RUN) --timeout $(VM_TIMEOUT) --script $(SRC)/selftests/vm/main-job.sh \
+$(RUN_PLOT): $(SRC)/selftests/vm/runplot.c $(KVT_SVG_SRCS) $(KVT_SVG_HDRS)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(KVT_COMMON_CFLAGS) -o $@ \
+		$(SRC)/selftests/vm/runplot.c $(KVT_SVG_SRCS) -lm
+
+RUN_DEPS := $(B)/tools/kvserve-static $(B)/tools/kvarenactl-static $(RUN_PLOT)
+# run_job CONDITIONS: the main job under run-job.sh's CONDITIONS.
+run_job = $(SRC)/selftests/vm/run-job.sh --results $(RUN_RESULTS) \
+		--plot $(RUN_PLOT) $(1) -- $(VM_RUN) --timeout $(RUN_TIMEOUT) \
+		--script $(SRC)/selftests/vm/main-job.sh \
 		--kernel /boot/vmlinuz-$(RUN_KERNEL) \
 		--module $(B)/kmod/$(RUN_KERNEL)/kvarena.ko \
 		$(addprefix --data ,$(RUN_TRACES)) \
 		$(B)/tools/kvserve-static $(B)/tools/kvarenactl-static
+
+.PHONY: run check-run check-run-short run-prereqs
+run-prereqs: $(RUN_DEPS)
+	@test -n "$(RUN_KERNEL)" || { echo "kvarena: no kernel with both /boot/vmlinuz-* and headers" >&2; exit 1; }
+	@for f in $(RUN_TRACES); do test -r "$$f" || { echo "kvarena: $$f: not found; set KVA_TRACES to the directory of the Azure traces" >&2; exit 1; }; done
+	$(Q)$(MAKE) --no-print-directory KDIR=/lib/modules/$(RUN_KERNEL)/build module
+
+run: run-prereqs
+	$(Q)$(call run_job,)
+
+check-run-short: run-prereqs
+	@echo "== the main job, short: 12 requests a process"
+	$(Q)$(call run_job,--requests 12 --name check-run-short)
+
+check-run: run-prereqs
+	@echo "== the main job as it is"
+	$(Q)$(call run_job,--name check-run)
+	@echo "== the main job with the VM on one CPU"
+	$(Q)$(call run_job,--smp 1 --name check-run-smp1)
+	@echo "== the main job beside a busy loop on every host CPU"
+	$(Q)$(call run_job,--hog --name check-run-hog)
