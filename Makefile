@@ -6,6 +6,8 @@
 #   make check        native tests, then the VM tests (module in qemu)
 #   make run          the main job: boot the VM, create an arena, serve
 #                     trace slices with three kvserve processes, kill one
+#                     mid-flight; results and run.svg in build/run/
+#   make check-run    the main job as it is, on one CPU, beside a CPU hog
 #   make install      libkvarena, headers, tools, man pages, the Python
 #                     package, the udev rule (PREFIX, DESTDIR); make
 #                     uninstall removes them (mk/install.mk)

@@ -134,8 +134,11 @@ target=$((requests / 4))
 waited=0 shown=no b_held=0
 while :; do
 	alive $pid_b || { show; fail "serve-b exited before it could be killed mid-flight (it served $(served serve-b) of $requests requests)"; }
-	if [ $shown = no ] && [ "$(served serve-a)$(served serve-b)$(served serve-c)" != 000 ]; then
-		# The operator's view, once all three are serving.
+	# The operator's view, once all three are serving (or before the
+	# kill at the latest).
+	if [ $shown = no ] && { [ "$(served serve-a)" -gt 0 ] &&
+	   [ "$(served serve-b)" -gt 0 ] && [ "$(served serve-c)" -gt 0 ] ||
+	   [ "$(served serve-b)" -ge $target ]; }; then
 		stamp "\$ kvarenactl stat $arena"
 		$ctl stat $arena
 		echo
@@ -191,6 +194,8 @@ event done
 stamp "serve-a and serve-c are done"
 touch /tmp/sampling-done
 wait $sampler || true
+# The last sample: what the survivors left.
+{ echo "T $(now)"; $ctl -j top $arena -n 1; } >> /tmp/samples
 echo
 stamp "\$ kvarenactl stat $arena"
 $ctl stat $arena
