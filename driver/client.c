@@ -78,12 +78,13 @@ void kva_client_release(struct kva_client *cl)
 
 	if (a) {
 		kva_fmap_revoke_begin(cl, false);
+		kva_fmap_zap(cl, KVA_FMAP_ALL);
 		mutex_lock(&a->lock);
 		/* An evicted client left the arena already. */
 		if (!cl->evicted)
 			kva_client_detach(a, cl);
 		mutex_unlock(&a->lock);
-		kva_fmap_revoke_end(cl, NULL, 0);
+		kva_fmap_revoke_end(cl);
 		if (cl->fmap_file)
 			fput(cl->fmap_file);
 		kva_arena_put(a);
@@ -311,15 +312,23 @@ long kva_ioc_alloc(struct kva_client *cl, void __user *argp,
 		/*
 		 * The caller cannot learn the handles: take them back, one by
 		 * one, since another thread of the client may have guessed and
-		 * freed some meanwhile.  Any left over go at release.
+		 * freed some meanwhile.  Any left over go at release.  The
+		 * copy-out may itself have faulted them into an old mapping
+		 * of the client's (the handles written into a frame it freed
+		 * before): zap that first.
 		 */
 		int i;
 
-		mutex_lock(&a->lock);
+		kva_fmap_revoke_begin(cl, false);
 		for (i = 0; i < n; i++)
-			kva_core_free(&a->core, &cl->core, &buf[i], 1);
-		kva_arena_update_pressure(a);
-		mutex_unlock(&a->lock);
+			kva_fmap_zap(cl, KVA_HANDLE_IDX(buf[i]));
+		if (!kva_client_lock(cl, 0)) {
+			for (i = 0; i < n; i++)
+				kva_core_free(&a->core, &cl->core, &buf[i], 1);
+			kva_arena_update_pressure(a);
+			mutex_unlock(&a->lock);
+		}
+		kva_fmap_revoke_end(cl);
 	}
 out_free:
 	handles_buf_free(small, buf);
@@ -334,8 +343,8 @@ long kva_ioc_free(struct kva_client *cl, void __user *argp,
 	bool nonblock = how & KVA_HOW_NONBLOCK;
 	u64 small[KVA_SMALL_BATCH], *buf;
 	struct kvarena_frames f;
-	u32 i, *idx;
 	int ret;
+	u32 i;
 
 	ret = kva_copy_in(&f, argp, sizeof(f), how);
 	if (ret)
@@ -351,30 +360,27 @@ long kva_ioc_free(struct kva_client *cl, void __user *argp,
 	if (ret)
 		goto out_free;
 
-	/* No fault may map a frame between the core's free and the zap. */
+	/* The client's PTEs go before the core can hand the frames on. */
 	ret = kva_fmap_revoke_begin(cl, nonblock);
 	if (ret)
 		goto out_free;
-	/* The handles' indices go here, in place, for the zap. */
-	idx = (u32 *)buf;
+	for (i = 0; i < f.count; i++)
+		kva_fmap_zap(cl, KVA_HANDLE_IDX(buf[i]));
 	ret = kva_client_lock(cl, how);
-	if (ret) {
-		kva_fmap_revoke_end(cl, idx, 0);
-		goto out_free;
+	if (!ret) {
+		ret = kva_core_free(&a->core, &cl->core, buf, f.count);
+		if (!ret)
+			kva_arena_update_pressure(a);
+		mutex_unlock(&a->lock);
 	}
-	ret = kva_core_free(&a->core, &cl->core, buf, f.count);
-	if (!ret)
-		kva_arena_update_pressure(a);
-	mutex_unlock(&a->lock);
-	for (i = 0; !ret && i < f.count; i++)
-		idx[i] = KVA_HANDLE_IDX(buf[i]);
-	kva_fmap_revoke_end(cl, idx, ret ? 0 : f.count);
+	kva_fmap_revoke_end(cl);
+	if (ret)
+		goto out_free;
 	/*
 	 * Success is the return value; nr_done only repeats it, and a FREE
 	 * that freed never reports an error.
 	 */
-	if (!ret)
-		kva_copy_out(&uf->nr_done, &f.count, sizeof(f.count), how);
+	kva_copy_out(&uf->nr_done, &f.count, sizeof(f.count), how);
 out_free:
 	handles_buf_free(small, buf);
 	return ret;
@@ -602,7 +608,7 @@ long kva_ioc_evict(void __user *argp)
 	if (!cl)
 		goto out_put;
 	if (fmap)
-		kva_fmap_lock(fmap);
+		kva_fmap_lock_zap(fmap);
 	mutex_lock(&a->lock);
 	/* Still the same client?  Its frames file cannot be another's. */
 	if (kva_client_find(a, e.client_id) == cl && cl->fmap_file == fmap) {
@@ -615,7 +621,7 @@ long kva_ioc_evict(void __user *argp)
 	}
 	mutex_unlock(&a->lock);
 	if (fmap) {
-		kva_fmap_unlock_zap(fmap);
+		kva_fmap_unlock(fmap);
 		fput(fmap);
 	}
 	/* Done is done: like FREE, no error once the client is out. */

@@ -449,6 +449,27 @@ err_free_fmap:
 	return ret;
 }
 
+/*
+ * Revocation.  Whatever takes frames away from a client - FREE, an ALLOC
+ * or LOOKUP undone, PUBLISH (its frames turn read-only), EVICT, release -
+ * does it in this order, so that no frame is ever reachable through a PTE
+ * of a client that no longer holds it (or may no longer write it), not
+ * even for an instant:
+ *
+ *   kva_fmap_revoke_begin()   faults held off (fm->sem, for writing)
+ *   kva_fmap_zap()            the client's PTEs of those frames gone
+ *   arena->lock, the core's change, unlock
+ *   kva_fmap_revoke_end()     faults let in again: they ask the core
+ *
+ * The zap comes before the core can hand the frame on (or make it
+ * findable); a fault that comes meanwhile waits for the semaphore and
+ * then finds the frame no longer the client's.  Zapping a frame the core
+ * then keeps with the client (a FREE refused) costs a refault, nothing
+ * more.  unmap_mapping_range() takes the mapping's i_mmap lock and the
+ * page-table locks, never mmap_lock, so it may run under fm->sem, which
+ * faults take inside mmap_lock.
+ */
+
 /**
  * kva_fmap_revoke_begin() - hold off the client's faults while the core
  * takes frames away from it; pairs with kva_fmap_revoke_end().
@@ -483,54 +504,63 @@ int kva_fmap_revoke_begin(struct kva_client *cl, bool nonblock)
 }
 
 /**
- * kva_fmap_revoke_end() - let faults in again, and zap what the client
- * mapped of frames @idx[0..n), which it no longer holds.
+ * kva_fmap_zap() - remove every PTE the client has of frame @idx, or of
+ * every frame for KVA_FMAP_ALL; between kva_fmap_revoke_begin() and the
+ * core's change, without arena->lock.
  * @cl:		the client.
- * @idx:	frame indices, or NULL for every frame.
- * @n:		how many.
- *
- * Call after the core dropped the frames, without arena->lock.
+ * @idx:	the frame (any u32: one past the arena zaps nothing).
  */
-void kva_fmap_revoke_end(struct kva_client *cl, const u32 *idx, u32 n)
+void kva_fmap_zap(struct kva_client *cl, u32 idx)
 {
 	struct address_space *mapping;
 	u64 fs = cl->arena->frame_size;
+
+	if (!cl->fmap_file)
+		return;
+	mapping = cl->fmap_file->f_mapping;
+	if (!mapping_mapped(mapping))
+		return;
+	if (idx == KVA_FMAP_ALL)
+		unmap_mapping_range(mapping, 0, 0, 1);
+	else
+		unmap_mapping_range(mapping, (loff_t)idx * fs, fs, 1);
+}
+
+/**
+ * kva_fmap_revoke_end() - let the client's faults in again.
+ * @cl:		the client.
+ *
+ * Call after the core's change, without arena->lock.
+ */
+void kva_fmap_revoke_end(struct kva_client *cl)
+{
 	struct kva_fmap *fm;
-	u32 i;
 
 	if (!cl->fmap_file)
 		return;
 	fm = cl->fmap_file->private_data;
-	mapping = cl->fmap_file->f_mapping;
 	up_write(&fm->sem);
-	if (!mapping_mapped(mapping))
-		return;
-	if (!idx) {
-		unmap_mapping_range(mapping, 0, 0, 1);
-		return;
-	}
-	for (i = 0; i < n; i++)
-		unmap_mapping_range(mapping, (loff_t)idx[i] * fs, fs, 1);
 }
 
 /*
  * Revocation by someone else than the client (EVICT): hold off the faults
- * of the client whose frames file @file is...
+ * of the client whose frames file @file is and zap all it maps, before
+ * the core takes its frames...
  */
-void kva_fmap_lock(struct file *file)
+void kva_fmap_lock_zap(struct file *file)
 {
 	struct kva_fmap *fm = file->private_data;
 
 	down_write(&fm->sem);
+	unmap_mapping_range(file->f_mapping, 0, 0, 1);
 }
 
-/* ...then let them in again and zap every mapping of the file. */
-void kva_fmap_unlock_zap(struct file *file)
+/* ...then let them in again: they find nothing of the client's. */
+void kva_fmap_unlock(struct file *file)
 {
 	struct kva_fmap *fm = file->private_data;
 
 	up_write(&fm->sem);
-	unmap_mapping_range(file->f_mapping, 0, 0, 1);
 }
 
 /* The client is being released: no fault may map anything again. */

@@ -205,11 +205,13 @@ int kva_pin_backing(struct kva_arena *a, struct file *file, u64 offset,
 		    u32 first, u32 nr);
 void kva_unpin_backing(struct kva_arena *a);
 int kva_fmap_create(struct kva_client *cl, struct kva_arena *a);
+#define KVA_FMAP_ALL	U32_MAX		/* kva_fmap_zap(): every frame */
 int kva_fmap_revoke_begin(struct kva_client *cl, bool nonblock);
-void kva_fmap_revoke_end(struct kva_client *cl, const u32 *idx, u32 n);
+void kva_fmap_zap(struct kva_client *cl, u32 idx);
+void kva_fmap_revoke_end(struct kva_client *cl);
 void kva_fmap_detach(struct kva_client *cl);
-void kva_fmap_lock(struct file *file);
-void kva_fmap_unlock_zap(struct file *file);
+void kva_fmap_lock_zap(struct file *file);
+void kva_fmap_unlock(struct file *file);
 
 /* prefix.c */
 long kva_ioc_publish(struct kva_client *cl, void __user *argp,

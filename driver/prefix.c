@@ -41,9 +41,7 @@ static_assert(KVARENA_PREFIX_HELD == KVA_PREFIX_HELD);
 struct kva_chain {
 	struct kvarena_prefix p;
 	struct kva_core_prefix *e;
-	u32 *idx;			/* frame indices, for zaps */
 	struct kva_core_prefix small[KVA_SMALL_CHAIN];
-	u32 small_idx[KVA_SMALL_CHAIN];
 };
 
 static void *chain_alloc(size_t size, unsigned int how)
@@ -57,8 +55,6 @@ static void chain_put(struct kva_chain *ch)
 {
 	if (ch->e != ch->small)
 		kvfree(ch->e);
-	if (ch->idx != ch->small_idx)
-		kvfree(ch->idx);
 }
 
 /*
@@ -74,7 +70,6 @@ static int chain_get(struct kva_chain *ch, void __user *argp, u32 flags,
 	int ret;
 
 	ch->e = ch->small;
-	ch->idx = ch->small_idx;
 	ret = kva_copy_in(p, argp, sizeof(*p), how);
 	if (ret)
 		return ret;
@@ -82,8 +77,7 @@ static int chain_get(struct kva_chain *ch, void __user *argp, u32 flags,
 		return -EINVAL;
 	if (p->count > KVA_SMALL_CHAIN) {
 		ch->e = chain_alloc(p->count * sizeof(*ch->e), how);
-		ch->idx = chain_alloc(p->count * sizeof(*ch->idx), how);
-		if (!ch->e || !ch->idx) {
+		if (!ch->e) {
 			ret = (how & KVA_HOW_NONBLOCK) ? -EAGAIN : -ENOMEM;
 			goto err_put;
 		}
@@ -134,10 +128,15 @@ long kva_ioc_publish(struct kva_client *cl, void __user *argp,
 	ret = kva_publish_tokens_get(&tok, &ch.p, how);
 	if (ret)
 		goto out_put;
-	/* Its frames turn read-only: hold off faults until they are zapped. */
+	/*
+	 * Its frames turn read-only and findable: the publisher's writable
+	 * PTEs go first, before anyone can look them up.
+	 */
 	ret = kva_fmap_revoke_begin(cl, how & KVA_HOW_NONBLOCK);
 	if (ret)
 		goto out_put;
+	for (i = 0; i < ch.p.count; i++)
+		kva_fmap_zap(cl, KVA_HANDLE_IDX(ch.e[i].handle));
 	ret = kva_client_lock(cl, how);
 	if (!ret) {
 		a->publishing = &tok;
@@ -147,9 +146,9 @@ long kva_ioc_publish(struct kva_client *cl, void __user *argp,
 	}
 	for (i = 0; ret >= 0 && i < ch.p.count; i++)
 		if (!(ch.e[i].flags & KVA_PREFIX_EXISTED))
-			ch.idx[n++] = KVA_HANDLE_IDX(ch.e[i].handle);
+			n++;
 	/* Out of the fault lock before touching user memory, which may be ours. */
-	kva_fmap_revoke_end(cl, ch.idx, n);
+	kva_fmap_revoke_end(cl);
 	if (ret < 0)
 		goto out_put;
 	/*
@@ -200,20 +199,18 @@ static int lock_with_holds(struct kva_client *cl, u32 n, unsigned int how)
 }
 
 /* Let go of the holds the first @n entries took (locked). */
-static u32 lookup_undo(struct kva_arena *a, struct kva_client *cl,
-		       struct kva_chain *ch, u32 n)
+static void lookup_undo(struct kva_arena *a, struct kva_client *cl,
+			struct kva_chain *ch, u32 n)
 {
-	u32 i, m = 0;
+	u32 i;
 
 	for (i = 0; i < n; i++) {
 		if (ch->e[i].flags & KVA_PREFIX_HELD)
 			continue;
 		/* One by one: another thread of the client may free some. */
 		kva_core_free(&a->core, &cl->core, &ch->e[i].handle, 1);
-		ch->idx[m++] = KVA_HANDLE_IDX(ch->e[i].handle);
 	}
 	kva_arena_update_pressure(a);
-	return m;
 }
 
 long kva_ioc_lookup(struct kva_client *cl, void __user *argp,
@@ -258,13 +255,15 @@ long kva_ioc_lookup(struct kva_client *cl, void __user *argp,
 		 * this call took, and of any mapping a guess made of them.
 		 */
 		kva_fmap_revoke_begin(cl, false);
-		m = 0;
+		for (m = 0; m < (u32)n; m++)
+			if (!(ch.e[m].flags & KVA_PREFIX_HELD))
+				kva_fmap_zap(cl, KVA_HANDLE_IDX(ch.e[m].handle));
 		/* An evicted client's holds went with it. */
 		if (!kva_client_lock(cl, 0)) {
-			m = lookup_undo(a, cl, &ch, n);
+			lookup_undo(a, cl, &ch, n);
 			mutex_unlock(&a->lock);
 		}
-		kva_fmap_revoke_end(cl, ch.idx, m);
+		kva_fmap_revoke_end(cl);
 	}
 out_put:
 	chain_put(&ch);

@@ -8,6 +8,10 @@ VM_KERNELS ?= $(foreach k,$(notdir $(patsubst %/build,%,$(KDIRS_ALL))),\
 		$(if $(wildcard /boot/vmlinuz-$(k)),$(k)))
 VM_TIMEOUT ?= 900
 VM_RUN := $(SRC)/selftests/vm/run.sh
+# Tests whose races need more CPUs at once than the VM's two (a reader,
+# a victim and a freeing thread): booted again with VM_SMP_RACE.
+VM_TESTS_RACE := $(B)/selftests/kvarena/isolation_test
+VM_SMP_RACE ?= 4
 
 # VM_TESTS_LAST run after the others: they change what a later test would
 # find (selftests/docs unloads and loads the module again).
@@ -20,6 +24,11 @@ check-vm: $$(VM_TESTS) $$(VM_TESTS_LAST)
 		$(VM_RUN) --timeout $(VM_TIMEOUT) --kernel /boot/vmlinuz-$$k \
 			--module $(B)/kmod/$$k/kvarena.ko $(VM_TESTS) \
 			$(VM_TESTS_LAST) || exit 1; \
+		echo "== VM tests on $$k with $(VM_SMP_RACE) CPUs: the races"; \
+		$(VM_RUN) --smp $(VM_SMP_RACE) --timeout $(VM_TIMEOUT) \
+			--kernel /boot/vmlinuz-$$k \
+			--module $(B)/kmod/$$k/kvarena.ko $(VM_TESTS_RACE) || \
+			exit 1; \
 	done
 
 # The main job: boot the newest kernel, create a host arena with
