@@ -1081,11 +1081,17 @@ TEST_F(arena, sysfs_matches_stat)
 
 /* ---- pressure ------------------------------------------------------------- */
 
+/* What poll() reports of @events on @fd within @ms milliseconds. */
+static short poll_for(int fd, short events, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+
+	return poll(&p, 1, ms) == 1 ? p.revents : 0;
+}
+
 static short poll_now(int fd)
 {
-	struct pollfd p = { .fd = fd, .events = POLLPRI };
-
-	return poll(&p, 1, 0) == 1 ? p.revents : 0;
+	return poll_for(fd, POLLPRI, 0);
 }
 
 TEST_F(arena, poll_reports_pressure_below_low_watermark)
@@ -1137,9 +1143,7 @@ TEST_F(arena, poll_wakes_a_waiter_when_pressure_starts)
 
 static short poll_out(int fd, int ms)
 {
-	struct pollfd p = { .fd = fd, .events = POLLOUT };
-
-	return poll(&p, 1, ms) == 1 ? p.revents : 0;
+	return poll_for(fd, POLLOUT, ms);
 }
 
 TEST_F(arena, pollout_after_enospc_waits_for_as_many_frames_as_were_asked)
