@@ -106,6 +106,7 @@ void kva_arena_free(struct kva_arena *a)
 	idr_destroy(&a->client_ids);
 	kva_events_put(a);
 	kva_core_fini(&a->core);
+	kva_domains_fini(a);
 	kvfree(a->pages);
 	kvfree(a->backing);
 	kva_table_unreserve(a->table_bytes);
@@ -273,6 +274,7 @@ long kva_ioc_arena_create(void __user *argp)
 	a->mem_dev = c.mem_dev;
 	a->low_watermark = c.low_watermark;
 	a->flags = c.flags;
+	a->policy.cache_domains = c.cache_domains;
 	mutex_init(&a->lock);
 	INIT_LIST_HEAD(&a->clients);
 	idr_init(&a->client_ids);
@@ -280,6 +282,7 @@ long kva_ioc_arena_create(void __user *argp)
 	ret = kva_core_init(&a->core, c.nr_frames);
 	if (ret)
 		goto err_free_arena;
+	kva_domains_init(a);
 	a->backing = kvcalloc(c.nr_frames, sizeof(*a->backing), KVA_GFP_TABLE);
 	if (!a->backing) {
 		ret = -ENOMEM;
@@ -345,9 +348,11 @@ static void kva_arena_kill(struct kva_arena *a)
 	kva_core_drop_cache(&a->core);
 	a->nr_backed = 0;
 	mutex_unlock(&a->lock);
+	/* The clearing worker sees @dead and takes no more frames. */
+	cancel_work_sync(&a->clear_work);
 	/*
-	 * No client, no SET_BACKING in flight, and no new ones: nothing can
-	 * touch the pages or the files any more.
+	 * No client, no SET_BACKING in flight, no clearing, and no new ones:
+	 * nothing can touch the pages or the files any more.
 	 */
 	kva_unpin_backing(a);
 	for (i = 0; i < a->core.nr_frames; i++) {
@@ -533,6 +538,7 @@ long kva_ioc_set_policy(void __user *argp)
 				   p.client_min_limit, p.client_max_default,
 				   p.client_max_limit, a->core.nr_frames);
 	if (!ret) {
+		pol.cache_domains = p.cache_domains;
 		mutex_lock(&a->lock);
 		a->policy = pol;
 		mutex_unlock(&a->lock);
@@ -573,10 +579,45 @@ static struct kva_arena *kva_arena_get_stat(struct kvarena_stat *s,
 	return a ? a : ERR_PTR(-ENOENT);
 }
 
-long kva_ioc_stat(void __user *argp, unsigned int how)
+/*
+ * A viewer that is not the arena's owner or an administrator sees the
+ * activity of its own domain only: its prefix cache figures and its
+ * clients' commands.  The levels (held, filled, cached, free) stay the
+ * arena's: they are its capacity, which every ALLOC measures (locked).
+ */
+static void kva_stat_domain(struct kva_arena *a, struct kvarena_stat *s,
+			    u64 id)
+{
+	const struct kva_core_domain *d = kva_domain_find(a, id);
+	struct kva_client *cl;
+
+	s->domain = id;
+	s->nr_published = d ? d->published : 0;
+	s->dom_cached = d ? d->cached : 0;
+	s->cache_hits = d ? d->hits : 0;
+	s->cache_misses = d ? d->misses : 0;
+	s->cache_reclaims = d ? d->reclaims : 0;
+	s->alloc_calls = 0;
+	s->free_calls = 0;
+	s->alloc_failures = 0;
+	/* Frames handed out and back are the arena's business. */
+	s->frames_allocated = 0;
+	s->frames_freed = 0;
+	s->frames_cleared = 0;
+	list_for_each_entry(cl, &a->clients, node) {
+		if (cl->core.dom != d || !d)
+			continue;
+		s->alloc_calls += cl->core.alloc_calls;
+		s->free_calls += cl->core.free_calls;
+		s->alloc_failures += cl->core.alloc_failures;
+	}
+}
+
+long kva_ioc_stat(struct kva_client *cl, void __user *argp, unsigned int how)
 {
 	struct kvarena_stat s;
 	struct kva_arena *a;
+	u64 dom;
 
 	if (copy_from_user(&s, argp, sizeof(s)))
 		return -EFAULT;
@@ -624,6 +665,14 @@ long kva_ioc_stat(void __user *argp, unsigned int how)
 	s.client_min_limit = a->policy.client_min_limit;
 	s.client_max_default = a->policy.client_max_default;
 	s.client_max_limit = a->policy.client_max_limit;
+	s.cache_domains = a->policy.cache_domains;
+	s.nr_dirty = a->core.nr_dirty + a->core.nr_cleaning;
+	s.frames_cleared = a->core.frames_cleaned;
+	s.dom_cached = a->core.nr_cached;
+	s.domain = 0;
+	dom = kva_viewer_domain(a, cl, how);
+	if (dom)
+		kva_stat_domain(a, &s, dom);
 	mutex_unlock(&a->lock);
 	kva_arena_put(a);
 

@@ -126,8 +126,15 @@ int kva_check_version(const struct kvarena_version *v)
 
 int kva_check_create(const struct kvarena_arena_create *c)
 {
-	if ((c->flags & ~(KVARENA_CREATE_NO_BACKING | KVARENA_CREATE_ACCESS)) ||
-	    c->reserved0 || !all_zero(c->reserved, sizeof(c->reserved)))
+	if ((c->flags & ~(KVARENA_CREATE_NO_BACKING | KVARENA_CREATE_ACCESS |
+			  KVARENA_CREATE_CLEAR_ALWAYS)) ||
+	    c->cache_domains > KVARENA_DOMAINS_ARENA ||
+	    !all_zero(c->reserved, sizeof(c->reserved)))
+		return -EINVAL;
+	/* Only a host arena's memory is the module's to clear. */
+	if ((c->flags & KVARENA_CREATE_CLEAR_ALWAYS) &&
+	    (c->mem_kind != KVARENA_MEM_HOST ||
+	     (c->flags & KVARENA_CREATE_NO_BACKING)))
 		return -EINVAL;
 	if (!(c->flags & KVARENA_CREATE_ACCESS) &&
 	    (c->owner_uid || c->owner_gid || c->mode))
@@ -171,7 +178,7 @@ int kva_check_set_backing(const struct kvarena_set_backing *b)
 
 int kva_check_policy(const struct kvarena_arena_policy *p)
 {
-	if (p->flags || p->reserved0 ||
+	if (p->flags || p->cache_domains > KVARENA_DOMAINS_ARENA ||
 	    !all_zero(p->reserved, sizeof(p->reserved)) ||
 	    kva_name_valid(p->name))
 		return -EINVAL;
@@ -205,9 +212,24 @@ int kva_check_policy_values(u32 mode, u32 min_limit, u32 max_default,
 
 int kva_check_attach(const struct kvarena_attach *a)
 {
-	if (a->flags || !all_zero(a->reserved, sizeof(a->reserved)) ||
+	u32 kind = KVARENA_DOMAIN_KIND(a->domain);
+
+	if ((a->flags & ~(KVARENA_ATTACH_PRIVATE | KVARENA_ATTACH_DOMAIN)) ||
+	    a->flags == (KVARENA_ATTACH_PRIVATE | KVARENA_ATTACH_DOMAIN) ||
+	    !all_zero(a->reserved, sizeof(a->reserved)) ||
 	    kva_name_valid(a->name) ||
 	    strnlen(a->label, KVARENA_LABEL_LEN) == KVARENA_LABEL_LEN)
+		return -EINVAL;
+	/*
+	 * A domain to join is named only with ATTACH_DOMAIN, and a private
+	 * one is nobody's to join.
+	 */
+	if (!(a->flags & KVARENA_ATTACH_DOMAIN))
+		return a->domain ? -EINVAL : 0;
+	if (kind != KVARENA_DOMAIN_KIND_UID && kind != KVARENA_DOMAIN_KIND_GID &&
+	    kind != KVARENA_DOMAIN_KIND_ARENA && kind != KVARENA_DOMAIN_KIND_NAMED)
+		return -EINVAL;
+	if (kind == KVARENA_DOMAIN_KIND_ARENA && KVARENA_DOMAIN_NR(a->domain))
 		return -EINVAL;
 	return 0;
 }
@@ -242,7 +264,7 @@ int kva_check_usage(const struct kvarena_usage *u)
 
 int kva_check_stat(const struct kvarena_stat *s)
 {
-	if ((s->flags & ~KVARENA_STAT_BY_INDEX) || s->reserved1 ||
+	if ((s->flags & ~KVARENA_STAT_BY_INDEX) ||
 	    !all_zero(s->reserved, sizeof(s->reserved)))
 		return -EINVAL;
 	if (!(s->flags & KVARENA_STAT_BY_INDEX) &&

@@ -44,6 +44,7 @@ static void kva_client_detach(struct kva_arena *a, struct kva_client *cl)
 	cl->filled_bytes = 0;
 	cl->filled_tokens = 0;
 	kva_arena_update_pressure(a);
+	kva_clear_kick(a);
 }
 
 /**
@@ -122,6 +123,8 @@ static int kva_attach_policy(struct kva_arena *a, struct kvarena_attach *at)
 long kva_ioc_attach(struct kva_client *cl, void __user *argp,
 		    unsigned int how)
 {
+	struct kva_core_domain *dom = NULL;
+	struct kva_domain *spare;
 	struct kvarena_attach at;
 	struct kva_arena *a;
 	int ret, id;
@@ -130,6 +133,10 @@ long kva_ioc_attach(struct kva_client *cl, void __user *argp,
 		return -EFAULT;
 	if (kva_check_attach(&at))
 		return -EINVAL;
+	/* The client's domain may be new: its object is made before locking. */
+	spare = kva_domain_alloc();
+	if (!spare)
+		return -ENOMEM;
 
 	/*
 	 * Under kva_arenas_lock: two threads attaching one file cannot both
@@ -167,14 +174,26 @@ long kva_ioc_attach(struct kva_client *cl, void __user *argp,
 		if (ret)
 			goto err_unlock_arena;
 	}
+	/* A client may narrow itself; only the owner may name a domain. */
+	if (at.flags & KVARENA_ATTACH_DOMAIN) {
+		ret = -EPERM;
+		if (!kva_arena_owner(a, how))
+			goto err_unlock_arena;
+	} else if (at.flags & KVARENA_ATTACH_PRIVATE) {
+		at.domain = KVARENA_DOMAIN(KVARENA_DOMAIN_KIND_PRIVATE,
+					   ++a->next_private);
+	} else {
+		at.domain = kva_domain_by_rule(a);
+	}
+	dom = kva_domain_get(a, at.domain, &spare);
 	/* Ids go up and wrap only after 2^31, skipping live ones. */
 	id = idr_alloc_cyclic(&a->client_ids, cl, 1, 0, GFP_KERNEL_ACCOUNT);
 	if (id < 0) {
 		ret = id;
 		goto err_unlock_arena;
 	}
-	ret = kva_core_attach(&a->core, &cl->core, at.min_frames,
-			      at.max_frames);
+	ret = kva_core_attach_domain(&a->core, &cl->core, at.min_frames,
+				     at.max_frames, dom);
 	if (ret) {
 		idr_remove(&a->client_ids, id);
 		goto err_unlock_arena;
@@ -198,6 +217,7 @@ long kva_ioc_attach(struct kva_client *cl, void __user *argp,
 	at.frame_size = a->frame_size;
 	at.bytes_per_token = a->bytes_per_token;
 	mutex_unlock(&kva_arenas_lock);
+	kva_domain_free(spare);
 	/*
 	 * The file stays attached even if the result cannot be written back:
 	 * CLIENTS shows it, and its release cleans it up as always.
@@ -205,6 +225,7 @@ long kva_ioc_attach(struct kva_client *cl, void __user *argp,
 	return copy_to_user(argp, &at, sizeof(at)) ? -EFAULT : 0;
 
 err_unlock_arena:
+	kva_domain_put_unused(a, dom);
 	mutex_unlock(&a->lock);
 	if (cl->fmap_file) {
 		fput(cl->fmap_file);
@@ -214,6 +235,7 @@ err_put_arena:
 	kva_arena_put(a);
 out_unlock:
 	mutex_unlock(&kva_arenas_lock);
+	kva_domain_free(spare);
 	return ret;
 }
 
@@ -283,8 +305,24 @@ long kva_ioc_alloc(struct kva_client *cl, void __user *argp,
 	ret = kva_client_lock(cl, how);
 	if (ret)
 		goto out_free;
-	n = kva_core_alloc(&a->core, &cl->core, buf, f.count,
-			   f.flags & KVARENA_ALLOC_PARTIAL);
+	for (;;) {
+		n = kva_core_alloc(&a->core, &cl->core, buf, f.count,
+				   f.flags & KVARENA_ALLOC_PARTIAL);
+		if (n != -EAGAIN)
+			break;
+		/*
+		 * Enough frames are free, but some hold another domain's
+		 * data: clear them first, or have io_uring's worker do it.
+		 */
+		ret = nonblock ? -EAGAIN : kva_clear_for(cl);
+		/* EVICT may have come in while the lock was dropped. */
+		if (!ret && cl->evicted)
+			ret = -ESHUTDOWN;
+		if (ret) {
+			mutex_unlock(&a->lock);
+			goto out_free;
+		}
+	}
 	/* What EPOLLOUT waits for; read without the lock by kva_poll(). */
 	WRITE_ONCE(cl->want, n != -ENOSPC ? 0 :
 		   f.flags & KVARENA_ALLOC_PARTIAL ? 1 : f.count);
@@ -303,6 +341,7 @@ long kva_ioc_alloc(struct kva_client *cl, void __user *argp,
 	if (ret)
 		kva_core_free(&a->core, &cl->core, buf, n);
 	kva_arena_update_pressure(a);
+	kva_clear_kick(a);
 	mutex_unlock(&a->lock);
 	if (ret || nonblock)
 		goto out_free;
@@ -369,8 +408,10 @@ long kva_ioc_free(struct kva_client *cl, void __user *argp,
 	ret = kva_client_lock(cl, how);
 	if (!ret) {
 		ret = kva_core_free(&a->core, &cl->core, buf, f.count);
-		if (!ret)
+		if (!ret) {
 			kva_arena_update_pressure(a);
+			kva_clear_kick(a);
+		}
 		mutex_unlock(&a->lock);
 	}
 	kva_fmap_revoke_end(cl);
@@ -512,19 +553,22 @@ static void fill_info(struct kvarena_client_info *ci,
 	ci->alloc_calls = cl->core.alloc_calls;
 	ci->free_calls = cl->core.free_calls;
 	ci->alloc_failures = cl->core.alloc_failures;
+	ci->domain = kva_domain_id(cl->core.dom);
 }
 
 /* Rows per CLIENTS call; the table is read in one locked pass. */
 #define KVA_CLIENTS_MAX	65536u
 
-long kva_ioc_clients(void __user *argp, unsigned int how)
+long kva_ioc_clients(struct kva_client *cl, void __user *argp,
+		     unsigned int how)
 {
 	struct kvarena_clients __user *uc = argp;
 	struct kvarena_client_info *rows = NULL;
 	struct kvarena_clients c;
-	struct kva_client *cl;
+	struct kva_client *it;
 	struct kva_arena *a;
-	u32 n = 0;
+	u32 n = 0, seen = 0;
+	u64 dom;
 	int ret = 0;
 
 	if (copy_from_user(&c, argp, sizeof(c)))
@@ -553,12 +597,16 @@ long kva_ioc_clients(void __user *argp, unsigned int how)
 		}
 	}
 	mutex_lock(&a->lock);
-	list_for_each_entry(cl, &a->clients, node) {
-		if (n >= c.count)
-			break;
-		fill_info(&rows[n++], cl);
+	/* The owner sees every client; anyone else its own domain's. */
+	dom = kva_viewer_domain(a, cl, how);
+	list_for_each_entry(it, &a->clients, node) {
+		if (dom && kva_domain_id(it->core.dom) != dom)
+			continue;
+		seen++;
+		if (n < c.count)
+			fill_info(&rows[n++], it);
 	}
-	c.nr_clients = a->nr_clients;
+	c.nr_clients = seen;
 	mutex_unlock(&a->lock);
 
 	if ((n && copy_to_user(u64_to_user_ptr(c.clients), rows,

@@ -38,9 +38,10 @@ static u64 load64(const u8 *p)
  * xor-shift rounds: keys that are hashes already spread evenly, and keys
  * made to collide need the seed, which never leaves the arena.
  */
-static u32 key_hash(const struct kva_core *c, const u8 *key)
+static u32 key_hash(const struct kva_core *c, const u8 *key,
+		    const struct kva_core_domain *dom)
 {
-	u64 h = c->seed;
+	u64 h = c->seed ^ (dom ? dom->id * 0xff51afd7ed558ccdull : 0);
 	int i;
 
 	for (i = 0; i < KVA_KEY_LEN; i += 8) {
@@ -63,39 +64,102 @@ static bool key_is_zero(const u8 *key)
 	return true;
 }
 
-static u32 index_find(const struct kva_core *c, const u8 *key)
+/* The frame published under @key in domain @dom, KVA_NIL if none. */
+static u32 index_find(const struct kva_core *c, const u8 *key,
+		      const struct kva_core_domain *dom)
 {
 	u32 idx;
 
-	for (idx = c->buckets[key_hash(c, key)]; idx != KVA_NIL;
+	for (idx = c->buckets[key_hash(c, key, dom)]; idx != KVA_NIL;
 	     idx = c->frames[idx].hnext)
-		if (!memcmp(c->keys[idx], key, KVA_KEY_LEN))
+		if (c->frames[idx].dom == dom &&
+		    !memcmp(c->keys[idx], key, KVA_KEY_LEN))
 			return idx;
 	return KVA_NIL;
 }
 
+/* Publish @idx under @key in its domain. */
 static void index_add(struct kva_core *c, u32 idx, const u8 *key)
 {
-	u32 h = key_hash(c, key);
+	struct kva_frame *f = &c->frames[idx];
+	u32 h = key_hash(c, key, f->dom);
 
 	memcpy(c->keys[idx], key, KVA_KEY_LEN);
-	c->frames[idx].hnext = c->buckets[h];
+	f->hnext = c->buckets[h];
 	c->buckets[h] = idx;
-	c->frames[idx].flags |= KVA_FRAME_PUBLISHED;
+	f->flags |= KVA_FRAME_PUBLISHED;
 	c->nr_published++;
+	if (f->dom)
+		f->dom->published++;
 }
 
 static void index_del(struct kva_core *c, u32 idx)
 {
-	u32 *pp = &c->buckets[key_hash(c, c->keys[idx])];
+	struct kva_frame *f = &c->frames[idx];
+	u32 *pp = &c->buckets[key_hash(c, c->keys[idx], f->dom)];
 
 	while (*pp != idx)
 		pp = &c->frames[*pp].hnext;
-	*pp = c->frames[idx].hnext;
-	c->frames[idx].hnext = KVA_NIL;
-	c->frames[idx].flags &= ~KVA_FRAME_PUBLISHED;
+	*pp = f->hnext;
+	f->hnext = KVA_NIL;
+	f->flags &= ~KVA_FRAME_PUBLISHED;
 	memset(c->keys[idx], 0, KVA_KEY_LEN);
 	c->nr_published--;
+	if (f->dom)
+		f->dom->published--;
+}
+
+/* ---- domains ----------------------------------------------------------------- */
+
+static void dom_get(struct kva_core_domain *d)
+{
+	if (d)
+		d->refs++;
+}
+
+static void dom_put(struct kva_core *c, struct kva_core_domain *d)
+{
+	if (d && !--d->refs && c->dom_release)
+		c->dom_release(c, d);
+}
+
+/* Push free frame @idx on its domain's dirty list. */
+static void dirty_push(struct kva_core *c, u32 idx)
+{
+	struct kva_frame *f = &c->frames[idx];
+	struct kva_core_domain *d = f->dom;
+
+	f->next = d->dirty_head;
+	d->dirty_head = idx;
+	if (!d->nr_dirty++) {
+		d->dprev = NULL;
+		d->dnext = c->dirty;
+		if (c->dirty)
+			c->dirty->dprev = d;
+		c->dirty = d;
+	}
+	c->nr_dirty++;
+}
+
+/* Pop the top of @d's dirty list; the frame keeps its @dom. */
+static u32 dirty_pop(struct kva_core *c, struct kva_core_domain *d)
+{
+	u32 idx = d->dirty_head;
+
+	d->dirty_head = c->frames[idx].next;
+	c->frames[idx].next = KVA_NIL;
+	if (!--d->nr_dirty) {
+		if (d->dprev)
+			d->dprev->dnext = d->dnext;
+		else
+			c->dirty = d->dnext;
+		if (d->dnext)
+			d->dnext->dprev = d->dprev;
+		d->dnext = NULL;
+		d->dprev = NULL;
+	}
+	c->nr_dirty--;
+	return idx;
 }
 
 /* ---- init ------------------------------------------------------------------ */
@@ -160,6 +224,7 @@ int kva_core_init(struct kva_core *c, u32 nr_frames)
 	for (i = 0; i < nb; i++)
 		c->buckets[i] = KVA_NIL;
 	for (i = 0; i < nr_frames; i++) {
+		c->frames[i].dom = NULL;
 		c->frames[i].gen = 1;
 		c->frames[i].next = i + 1 < nr_frames ? i + 1 : KVA_NIL;
 		c->frames[i].prev = KVA_NIL;
@@ -422,16 +487,23 @@ static void charge_del(struct kva_core *c, u32 idx)
 	f->prev = KVA_NIL;
 }
 
-static u32 free_pop(struct kva_core *c)
+/* Take the top of the clean list for @dom's client. */
+static u32 free_pop(struct kva_core *c, struct kva_core_domain *dom)
 {
 	u32 idx = c->free_head;
 
 	c->free_head = c->frames[idx].next;
 	c->nr_free--;
 	c->frames_allocated++;
+	c->frames[idx].dom = dom;
+	dom_get(dom);
 	return idx;
 }
 
+/*
+ * Frame @idx is free again: a new generation, and onto its domain's dirty
+ * list if its data must not reach another domain, else the clean list.
+ */
 static void free_push(struct kva_core *c, u32 idx)
 {
 	struct kva_frame *f = &c->frames[idx];
@@ -441,10 +513,16 @@ static void free_push(struct kva_core *c, u32 idx)
 	/* A handle names one tenure of a frame: the next one gets a new gen. */
 	if (++f->gen == 0)
 		f->gen = 1;
-	f->next = c->free_head;
-	c->free_head = idx;
 	c->nr_free++;
 	c->frames_freed++;
+	if (c->clear != KVA_CLEAR_NONE && f->dom) {
+		dirty_push(c, idx);
+		return;
+	}
+	dom_put(c, f->dom);
+	f->dom = NULL;
+	f->next = c->free_head;
+	c->free_head = idx;
 }
 
 static void lru_add(struct kva_core *c, u32 idx)
@@ -460,6 +538,8 @@ static void lru_add(struct kva_core *c, u32 idx)
 		c->lru_head = idx;
 	c->lru_tail = idx;
 	c->nr_cached++;
+	if (f->dom)
+		f->dom->cached++;
 }
 
 static void lru_del(struct kva_core *c, u32 idx)
@@ -478,6 +558,8 @@ static void lru_del(struct kva_core *c, u32 idx)
 	f->next = KVA_NIL;
 	f->prev = KVA_NIL;
 	c->nr_cached--;
+	if (f->dom)
+		f->dom->cached--;
 }
 
 /* The last hold on @idx went: the frame is cached if published, else free. */
@@ -563,6 +645,23 @@ static int check_limits(const struct kva_core *c, u32 min, u32 *max)
 int kva_core_attach(struct kva_core *c, struct kva_core_client *cl,
 		    u32 min, u32 max)
 {
+	return kva_core_attach_domain(c, cl, min, max, NULL);
+}
+
+/**
+ * kva_core_attach_domain() - kva_core_attach() into cache domain @dom.
+ * @c:		the core.
+ * @cl:		the client.
+ * @min:	as for kva_core_attach().
+ * @max:	as for kva_core_attach().
+ * @dom:	its domain, which it holds a reference to until detached;
+ *		NULL for the domain of everyone without one.
+ *
+ * Return: as kva_core_attach(); on error @dom is not referenced.
+ */
+int kva_core_attach_domain(struct kva_core *c, struct kva_core_client *cl,
+			   u32 min, u32 max, struct kva_core_domain *dom)
+{
 	int ret = check_limits(c, min, &max);
 
 	if (ret)
@@ -570,7 +669,9 @@ int kva_core_attach(struct kva_core *c, struct kva_core_client *cl,
 	if (min > kva_core_headroom(c))
 		return -ENOSPC;
 	*cl = (struct kva_core_client){ .min = min, .max = max,
-					.head = KVA_NIL, .holds = KVA_NIL };
+					.head = KVA_NIL, .holds = KVA_NIL,
+					.dom = dom };
+	dom_get(dom);
 	cl->next = c->clients;
 	if (c->clients)
 		c->clients->prev = cl;
@@ -640,6 +741,8 @@ u32 kva_core_detach(struct kva_core *c, struct kva_core_client *cl)
 	cl->next = NULL;
 	cl->prev = NULL;
 	c->nr_clients--;
+	dom_put(c, cl->dom);
+	cl->dom = NULL;
 	return n;
 }
 
@@ -709,6 +812,8 @@ static u32 reclaim(struct kva_core *c, u32 n, bool count)
 		lru_del(c, idx);
 		if (count && c->events)
 			c->events->removed(c, idx);
+		if (count && c->frames[idx].dom)
+			c->frames[idx].dom->reclaims++;
 		index_del(c, idx);
 		free_push(c, idx);
 		done++;
@@ -754,23 +859,27 @@ u32 kva_core_drop_cache(struct kva_core *c)
  * @partial:	take as many as available (at least one) instead of all @n.
  *
  * Cached frames are reclaimed, oldest first, for what the free list
- * cannot give.
+ * cannot give.  With clearing on (struct kva_core.clear), the frames come
+ * from the client's domain's dirty list first, then from the clean list.
  *
  * Return: the number of frames taken (@n unless @partial), or -ENOSPC
- * (nothing taken), -EINVAL for @n == 0.
+ * (nothing taken), -EINVAL for @n == 0, -EAGAIN when enough frames are
+ * free but some of them must be cleared first (nothing taken; see
+ * kva_core_take_dirty()).
  */
 int kva_core_alloc(struct kva_core *c, struct kva_core_client *cl,
 		   u64 *handles, u32 n, bool partial)
 {
-	u32 avail, i;
+	struct kva_core_domain *own = NULL;
+	u32 avail, usable, i;
 
 	if (!n)
 		return -EINVAL;
-	c->alloc_calls++;
-	cl->alloc_calls++;
 	avail = kva_core_available(c, cl);
 	if (n > avail) {
 		if (!partial || !avail) {
+			c->alloc_calls++;
+			cl->alloc_calls++;
 			c->alloc_failures++;
 			cl->alloc_failures++;
 			return -ENOSPC;
@@ -779,11 +888,28 @@ int kva_core_alloc(struct kva_core *c, struct kva_core_client *cl,
 	}
 	if (n > c->nr_free)
 		reclaim(c, n - c->nr_free, true);
+	/* Frames it may take as they are: clean ones, and its domain's. */
+	if (c->clear == KVA_CLEAR_DOMAIN && cl->dom)
+		own = cl->dom;
+	usable = kva_core_clean(c) + (own ? own->nr_dirty : 0);
+	if (n > usable)
+		return -EAGAIN;
+	c->alloc_calls++;
+	cl->alloc_calls++;
 
 	for (i = 0; i < n; i++) {
-		u32 idx = free_pop(c);
-		struct kva_frame *f = &c->frames[idx];
+		struct kva_frame *f;
+		u32 idx;
 
+		if (own && own->nr_dirty) {
+			/* Its own domain's data: taken as it is, warm. */
+			idx = dirty_pop(c, own);
+			c->nr_free--;
+			c->frames_allocated++;
+		} else {
+			idx = free_pop(c, cl->dom);
+		}
+		f = &c->frames[idx];
 		refs_get(c, cl, idx);
 		charge_add(c, cl, idx);
 		f->flags = KVA_FRAME_CHARGE_HELD;
@@ -791,6 +917,73 @@ int kva_core_alloc(struct kva_core *c, struct kva_core_client *cl,
 	}
 	update_peak(c);
 	return n;
+}
+
+/**
+ * kva_core_take_dirty() - take dirty free frames to clear them.
+ * @c:		the core.
+ * @cl:		the client that needs clean frames (its own domain's frames
+ *		are left alone unless the core clears always), or NULL to
+ *		take any domain's.
+ * @idx:	room for @n frame indices; the frames taken are written.
+ * @n:		how many at most.
+ *
+ * The frames leave the dirty lists but stay counted free (nr_cleaning)
+ * and belong to no domain from now on: whoever took them must clear them
+ * and give them back with kva_core_put_clean().
+ *
+ * Return: the number taken.
+ */
+u32 kva_core_take_dirty(struct kva_core *c, const struct kva_core_client *cl,
+			u32 *idx, u32 n)
+{
+	struct kva_core_domain *d = c->dirty, *skip = NULL;
+	u32 got = 0;
+
+	if (cl && c->clear == KVA_CLEAR_DOMAIN)
+		skip = cl->dom;
+	while (got < n && d) {
+		struct kva_core_domain *next = d->dnext;
+		u32 k = 0;
+
+		while (d != skip && got < n && d->nr_dirty) {
+			u32 i = dirty_pop(c, d);
+
+			c->frames[i].flags = KVA_FRAME_CLEANING;
+			c->frames[i].dom = NULL;
+			c->nr_cleaning++;
+			idx[got++] = i;
+			k++;
+		}
+		/* The last of these may hand @d back: @next was read before. */
+		while (k--)
+			dom_put(c, d);
+		d = next;
+	}
+	return got;
+}
+
+/**
+ * kva_core_put_clean() - frames taken by kva_core_take_dirty() are clear.
+ * @c:		the core.
+ * @idx:	their indices.
+ * @n:		how many.
+ */
+void kva_core_put_clean(struct kva_core *c, const u32 *idx, u32 n)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		struct kva_frame *f = &c->frames[idx[i]];
+
+		if (KVA_WARN_ON(f->flags != KVA_FRAME_CLEANING))
+			continue;
+		f->flags = 0;
+		f->next = c->free_head;
+		c->free_head = idx[i];
+		c->nr_cleaning--;
+		c->frames_cleaned++;
+	}
 }
 
 /**
@@ -965,6 +1158,11 @@ int kva_core_publish(struct kva_core *c, struct kva_core_client *cl,
 			ret = -EBUSY;
 			goto err_unmark;
 		}
+		/* Its holders are all of its domain, the publisher too. */
+		if (KVA_WARN_ON(f->dom != cl->dom)) {
+			ret = -EPERM;
+			goto err_unmark;
+		}
 		f->flags |= KVA_FRAME_MARK;
 	}
 	for (i = 0; i < n; i++) {
@@ -975,7 +1173,7 @@ int kva_core_publish(struct kva_core *c, struct kva_core_client *cl,
 		chain[i].flags = 0;
 		if (f->flags & KVA_FRAME_PUBLISHED)
 			continue;
-		if (index_find(c, chain[i].key) != KVA_NIL) {
+		if (index_find(c, chain[i].key, cl->dom) != KVA_NIL) {
 			chain[i].flags = KVA_PREFIX_EXISTED;
 			continue;
 		}
@@ -1026,7 +1224,7 @@ int kva_core_prefix_lookup(struct kva_core *c, struct kva_core_client *cl,
 			return -EINVAL;
 	/* The run's frame indices go to the handles as they are found. */
 	for (i = 0; i < n; i++) {
-		u32 idx = index_find(c, chain[i].key);
+		u32 idx = index_find(c, chain[i].key, cl->dom);
 		struct kva_frame *f;
 
 		if (idx == KVA_NIL)
@@ -1068,6 +1266,10 @@ int kva_core_prefix_lookup(struct kva_core *c, struct kva_core_client *cl,
 	}
 	c->cache_hits += run;
 	c->cache_misses += n - run;
+	if (cl->dom) {
+		cl->dom->hits += run;
+		cl->dom->misses += n - run;
+	}
 	update_peak(c);
 	return (int)run;
 
@@ -1079,21 +1281,47 @@ err_unmark:
 
 /* ---- checking ---------------------------------------------------------------------------- */
 
+/* A free frame on a list: clean (@dom NULL) or one domain's dirty one. */
+static int check_free_frame(const struct kva_core *c, u32 idx, u32 *n,
+			    const struct kva_core_domain *dom)
+{
+	const struct kva_frame *f;
+
+	if (KVA_WARN_ON(idx >= c->nr_frames || ++*n > c->nr_frames))
+		return -EUCLEAN;
+	f = &c->frames[idx];
+	if (KVA_WARN_ON(f->flags || f->charge || f->refs || f->dom != dom) ||
+	    KVA_WARN_ON(f->holds != KVA_NIL || f->hnext != KVA_NIL))
+		return -EUCLEAN;
+	return 0;
+}
+
 static int check_free_and_lru(const struct kva_core *c)
 {
-	u32 idx, prev = KVA_NIL, n = 0;
+	const struct kva_core_domain *d, *dprev = NULL;
+	u32 idx, prev = KVA_NIL, n = 0, dirty = 0;
 
-	for (idx = c->free_head; idx != KVA_NIL; idx = c->frames[idx].next) {
-		const struct kva_frame *f;
-
-		if (KVA_WARN_ON(idx >= c->nr_frames || ++n > c->nr_frames))
+	for (idx = c->free_head; idx != KVA_NIL; idx = c->frames[idx].next)
+		if (check_free_frame(c, idx, &n, NULL))
 			return -EUCLEAN;
-		f = &c->frames[idx];
-		if (KVA_WARN_ON(f->flags || f->charge || f->refs) ||
-		    KVA_WARN_ON(f->holds != KVA_NIL || f->hnext != KVA_NIL))
+	if (KVA_WARN_ON(n != kva_core_clean(c)))
+		return -EUCLEAN;
+	for (d = c->dirty; d; dprev = d, d = d->dnext) {
+		u32 nd = 0;
+
+		if (KVA_WARN_ON(c->clear == KVA_CLEAR_NONE || d->dprev != dprev))
+			return -EUCLEAN;
+		for (idx = d->dirty_head; idx != KVA_NIL;
+		     idx = c->frames[idx].next)
+			if (check_free_frame(c, idx, &nd, d))
+				return -EUCLEAN;
+		if (KVA_WARN_ON(!nd || nd != d->nr_dirty || d->refs < nd))
+			return -EUCLEAN;
+		dirty += nd;
+		if (KVA_WARN_ON(dirty > c->nr_frames))
 			return -EUCLEAN;
 	}
-	if (KVA_WARN_ON(n != c->nr_free))
+	if (KVA_WARN_ON(dirty != c->nr_dirty))
 		return -EUCLEAN;
 	n = 0;
 	for (idx = c->lru_head; idx != KVA_NIL; idx = c->frames[idx].next) {
@@ -1125,13 +1353,15 @@ static int check_index(const struct kva_core *c)
 					++n > c->nr_frames) ||
 			    KVA_WARN_ON(!(c->frames[idx].flags &
 					  KVA_FRAME_PUBLISHED)) ||
-			    KVA_WARN_ON(key_hash(c, c->keys[idx]) != b) ||
+			    KVA_WARN_ON(key_hash(c, c->keys[idx],
+					     c->frames[idx].dom) != b) ||
 			    KVA_WARN_ON(key_is_zero(c->keys[idx])))
 				return -EUCLEAN;
-			/* No key names two frames. */
+			/* No key names two frames of one domain. */
 			for (other = c->frames[idx].hnext; other != KVA_NIL;
 			     other = c->frames[other].hnext)
-				if (KVA_WARN_ON(!memcmp(c->keys[idx],
+				if (c->frames[idx].dom == c->frames[other].dom &&
+				    KVA_WARN_ON(!memcmp(c->keys[idx],
 							c->keys[other],
 							KVA_KEY_LEN)))
 					return -EUCLEAN;
@@ -1149,6 +1379,7 @@ static int check_holders(const struct kva_core *c, u32 i, u32 *records)
 	u32 r, refs = !!(f->flags & KVA_FRAME_CHARGE_HELD);
 
 	if (KVA_WARN_ON(!f->charge || (f->flags & KVA_FRAME_CACHED)) ||
+	    KVA_WARN_ON(f->charge->dom != f->dom) ||
 	    KVA_WARN_ON(f->prev == KVA_NIL ? f->charge->head != i :
 			c->frames[f->prev].next != i) ||
 	    KVA_WARN_ON(f->next != KVA_NIL &&
@@ -1165,6 +1396,8 @@ static int check_holders(const struct kva_core *c, u32 i, u32 *records)
 		    /* One hold per client and frame. */
 		    KVA_WARN_ON(h->client == f->charge &&
 				(f->flags & KVA_FRAME_CHARGE_HELD)) ||
+		    /* Only clients of the frame's domain hold it. */
+		    KVA_WARN_ON(h->client->dom != f->dom) ||
 		    KVA_WARN_ON(hold_find(c, h->client, i) != r))
 			return -EUCLEAN;
 		refs++;
@@ -1178,14 +1411,21 @@ static int check_holders(const struct kva_core *c, u32 i, u32 *records)
 
 static int check_held(const struct kva_core *c)
 {
-	u32 i, r, held = 0, published = 0, records = 0;
+	u32 i, r, held = 0, published = 0, records = 0, cleaning = 0;
 
 	for (i = 0; i < c->nr_frames; i++) {
 		const struct kva_frame *f = &c->frames[i];
 
 		published += !!(f->flags & KVA_FRAME_PUBLISHED);
-		if (KVA_WARN_ON((f->flags & KVA_FRAME_MARK) || !f->gen))
+		if (KVA_WARN_ON((f->flags & KVA_FRAME_MARK) || !f->gen) ||
+		    KVA_WARN_ON(f->dom && !f->dom->refs))
 			return -EUCLEAN;
+		if (f->flags & KVA_FRAME_CLEANING) {
+			if (KVA_WARN_ON(f->flags != KVA_FRAME_CLEANING ||
+					f->refs || f->dom))
+				return -EUCLEAN;
+			cleaning++;
+		}
 		if (!f->refs)
 			continue;
 		held++;
@@ -1193,6 +1433,7 @@ static int check_held(const struct kva_core *c)
 			return -EUCLEAN;
 	}
 	if (KVA_WARN_ON(held != kva_core_held(c)) ||
+	    KVA_WARN_ON(cleaning != c->nr_cleaning) ||
 	    KVA_WARN_ON(published != c->nr_published) ||
 	    KVA_WARN_ON(records != c->holds_used))
 		return -EUCLEAN;
@@ -1274,6 +1515,7 @@ int kva_core_check(const struct kva_core *c)
 	int ret;
 
 	if (KVA_WARN_ON(c->nr_free + c->nr_cached > c->nr_frames) ||
+	    KVA_WARN_ON(c->nr_dirty + c->nr_cleaning > c->nr_free) ||
 	    KVA_WARN_ON(c->unmet_min > c->nr_free + c->nr_cached) ||
 	    KVA_WARN_ON(c->frames_allocated - c->frames_freed !=
 			(u64)kva_core_held(c) + c->nr_cached) ||

@@ -56,6 +56,13 @@
  * as reclaimable.  A held frame is never reclaimed.  A frame has at most
  * one key and keeps it until it is reclaimed.
  *
+ * Cache domains.  Each client belongs to one domain (struct
+ * kva_core_domain, the owner's choice; NULL is a domain too).  A key is
+ * published in its publisher's domain and found only by clients of the
+ * same domain: the same key in two domains is two entries, and a frame is
+ * only ever held by clients of one domain at a time, the one its @dom
+ * names.
+ *
  * Which frame wins when a key is published twice: the first.  The frame
  * already under the key stays; the second one is left unpublished (the
  * caller still holds it as a private frame) and the entry says so
@@ -103,6 +110,47 @@ struct kva_core_client;
 #define KVA_FRAME_MARK		(1u << 1) /* seen in the batch at hand */
 #define KVA_FRAME_PUBLISHED	(1u << 2) /* under a key in the index */
 #define KVA_FRAME_CACHED	(1u << 3) /* published, unheld, on the LRU */
+#define KVA_FRAME_CLEANING	(1u << 4) /* free, off the lists, being cleared */
+
+/**
+ * struct kva_core_domain - a cache domain: the clients that see one
+ * another's published keys, and whose data a frame may carry.
+ * @id:		the owner's name for it: keys of two domains never meet.
+ * @refs:	clients in it and frames tagged with it (struct kva_frame.dom);
+ *		at zero the core hands it back (struct kva_core.dom_release).
+ * @published:	its frames in the key index, held or cached.
+ * @cached:	its frames on the LRU.
+ * @nr_dirty:	free frames that still carry its data.
+ * @dirty_head:	the first of them (LIFO), KVA_NIL if none.
+ * @dnext:	next domain with dirty frames (struct kva_core.dirty).
+ * @dprev:	previous one.
+ * @hits:	keys its clients' LOOKUPs found, ever.
+ * @misses:	keys its clients' LOOKUPs did not find, ever.
+ * @reclaims:	its cached frames reclaimed, ever.
+ *
+ * Embedded in the owner's object, as struct kva_core_client is.
+ */
+struct kva_core_domain {
+	u64 id;
+	u32 refs;
+	u32 published;
+	u32 cached;
+	u32 nr_dirty;
+	u32 dirty_head;
+	u32 reserved;
+	struct kva_core_domain *dnext;
+	struct kva_core_domain *dprev;
+	u64 hits;
+	u64 misses;
+	u64 reclaims;
+};
+
+/* struct kva_core.clear: what a frame needs between holders. */
+enum kva_clear {
+	KVA_CLEAR_NONE = 0,	/* nothing: handed on as it is */
+	KVA_CLEAR_DOMAIN = 1,	/* cleared before another domain gets it */
+	KVA_CLEAR_ALWAYS = 2,	/* cleared before anyone gets it again */
+};
 
 /**
  * struct kva_frame - one frame of the table.
@@ -118,6 +166,10 @@ struct kva_core_client;
  *		(struct kva_hold.fnext links the rest), KVA_NIL if none.
  * @hnext:	next frame in the key index's bucket, while published.
  * @charge:	the client charged for the frame, NULL while free or cached.
+ * @dom:	the domain whose data the frame may carry: its holders' (set
+ *		when a client takes it from the free lists), kept while it is
+ *		cached and while it waits free on that domain's dirty list;
+ *		NULL once clean.  Its key belongs to this domain.
  */
 struct kva_frame {
 	u32 gen;
@@ -128,6 +180,7 @@ struct kva_frame {
 	u32 holds;
 	u32 hnext;
 	struct kva_core_client *charge;
+	struct kva_core_domain *dom;
 };
 
 /**
@@ -165,6 +218,9 @@ struct kva_hold {
  * @alloc_calls:	kva_core_alloc() calls.
  * @free_calls:		kva_core_free() calls.
  * @alloc_failures:	kva_core_alloc() calls that returned -ENOSPC.
+ * @dom:		its cache domain, NULL for none (one shared namespace);
+ *			set by the owner before kva_core_attach(), constant
+ *			after.
  *
  * Embedded in the owner's client object; the core never allocates it.
  */
@@ -182,6 +238,7 @@ struct kva_core_client {
 	u64 alloc_calls;
 	u64 free_calls;
 	u64 alloc_failures;
+	struct kva_core_domain *dom;
 };
 
 /**
@@ -232,10 +289,12 @@ struct kva_core_events {
  * @clients:		attached clients (struct kva_core_client.next).
  * @seed:		keys the index's hash; random at init.
  * @nr_frames:		capacity.
- * @nr_free:		frames on the free list.
+ * @nr_free:		frames no client holds that are not cached: on the
+ *			clean list, on a domain's dirty list or being
+ *			cleared.
  * @nr_cached:		frames on the LRU.
  * @nr_published:	frames in the key index (held and cached).
- * @free_head:		top of the free list (LIFO: recently freed frames,
+ * @free_head:		top of the clean list (LIFO: recently freed frames,
  *			still warm in caches and TLBs, go out first).
  * @lru_head:		oldest cached frame, KVA_NIL if none.
  * @lru_tail:		newest cached frame.
@@ -256,6 +315,14 @@ struct kva_core_events {
  * @cache_misses:	keys LOOKUP was asked for and did not return.
  * @cache_reclaims:	cached frames reclaimed for allocations, ever.
  * @events:		NULL, or who to tell about the prefix cache.
+ * @clear:		enum kva_clear, set by the owner after init (none by
+ *			default: every free frame is clean).
+ * @nr_dirty:		free frames on domains' dirty lists.
+ * @nr_cleaning:	free frames taken by kva_core_take_dirty() and not
+ *			given back yet.
+ * @dirty:		domains with dirty frames.
+ * @frames_cleaned:	frames given back clean, ever.
+ * @dom_release:	called when a domain's last reference goes.
  */
 struct kva_core {
 	struct kva_frame *frames;
@@ -287,6 +354,12 @@ struct kva_core {
 	u64 cache_misses;
 	u64 cache_reclaims;
 	const struct kva_core_events *events;
+	u32 clear;
+	u32 nr_dirty;
+	u32 nr_cleaning;
+	struct kva_core_domain *dirty;
+	u64 frames_cleaned;
+	void (*dom_release)(struct kva_core *c, struct kva_core_domain *d);
 };
 
 int kva_core_init(struct kva_core *c, u32 nr_frames);
@@ -295,6 +368,8 @@ void kva_core_fini(struct kva_core *c);
 
 int kva_core_attach(struct kva_core *c, struct kva_core_client *cl,
 		    u32 min, u32 max);
+int kva_core_attach_domain(struct kva_core *c, struct kva_core_client *cl,
+			   u32 min, u32 max, struct kva_core_domain *dom);
 u32 kva_core_detach(struct kva_core *c, struct kva_core_client *cl);
 int kva_core_set_limits(struct kva_core *c, struct kva_core_client *cl,
 			u32 min, u32 max);
@@ -327,6 +402,21 @@ u32 kva_core_reclaim(struct kva_core *c, u32 n);
 u32 kva_core_drop_cache(struct kva_core *c);
 
 /*
+ * Clearing (struct kva_core.clear).  A frame freed by a client of domain
+ * D keeps D's data: it waits on D's dirty list, where D's clients may
+ * take it again as it is (KVA_CLEAR_DOMAIN), and nobody else may.  When
+ * an allocation cannot be made of clean frames and the caller's own
+ * dirty ones, kva_core_alloc() says -EAGAIN and takes nothing; the caller
+ * (or a worker, ahead of need) takes dirty frames with
+ * kva_core_take_dirty(), clears them with its lock dropped, and gives
+ * them back with kva_core_put_clean().  Frames being cleared still count
+ * as free, so nothing else in the accounting moves.
+ */
+u32 kva_core_take_dirty(struct kva_core *c, const struct kva_core_client *cl,
+			u32 *idx, u32 n);
+void kva_core_put_clean(struct kva_core *c, const u32 *idx, u32 n);
+
+/*
  * Hold records.  A LOOKUP of n keys needs up to n unused records.  The
  * caller asks kva_core_holds_need() under its lock; if it says a number,
  * the caller drops the lock, gets that many records with
@@ -356,6 +446,12 @@ static inline u32 kva_core_held(const struct kva_core *c)
 static inline u32 kva_core_headroom(const struct kva_core *c)
 {
 	return c->nr_free + c->nr_cached - c->unmet_min;
+}
+
+/* Free frames anyone may take as they are. */
+static inline u32 kva_core_clean(const struct kva_core *c)
+{
+	return c->nr_free - c->nr_dirty - c->nr_cleaning;
 }
 
 #endif /* KVA_CORE_H */

@@ -95,12 +95,15 @@ struct kva_events {
  * @seq:	the next event to read.
  * @pos:	its offset in the ring, while it is there (@seq >
  *		first_seq; at first_seq the ring's head says).
+ * @dom:	0: every event; else the cache domain whose STORED and
+ *		REMOVED events it reads (the others' pass it by).
  */
 struct kva_ev_reader {
 	struct kva_events *q;
 	struct mutex mutex;
 	u64 seq;
 	u32 pos;
+	u64 dom;
 };
 
 static u32 rec_size(const struct kva_events *q, u32 off)
@@ -183,6 +186,7 @@ static void ev_stored(struct kva_core *c, struct kva_core_client *ccl,
 		.time_ns = ktime_get_real_ns(),
 		.client_id = cl->id,
 		.frame = idx,
+		.domain = kva_domain_id(c->frames[idx].dom),
 	};
 
 	lockdep_assert_held(&a->lock);
@@ -205,6 +209,7 @@ static void ev_removed(struct kva_core *c, u32 idx)
 		.type = KVARENA_EVENT_REMOVED,
 		.time_ns = ktime_get_real_ns(),
 		.frame = idx,
+		.domain = kva_domain_id(c->frames[idx].dom),
 	};
 
 	lockdep_assert_held(&a->lock);
@@ -346,11 +351,24 @@ void kva_publish_tokens_put(struct kva_publish_tokens *t)
 
 /* ---- readers ---------------------------------------------------------------- */
 
+/* Is the record at @p of another domain than @r reads? */
+static bool ev_foreign(const struct kva_events *q,
+		       const struct kva_ev_reader *r, u32 p)
+{
+	const struct kvarena_event *e = (const void *)(q->buf + p);
+
+	return r->dom && (e->type == KVARENA_EVENT_STORED ||
+			  e->type == KVARENA_EVENT_REMOVED) &&
+	       e->domain != r->dom;
+}
+
 /*
  * Copy whole records for @r, from its position on, into @out (@room
  * bytes): first a LOST record if the ring no longer has its next one.
- * Returns the bytes copied and the position after them in @seq and @pos,
- * or -EINVAL when even the next record does not fit.  (Ring locked.)
+ * Records of other domains than @r's are passed by.  Returns the bytes
+ * copied and the position after them (and after any passed by) in @seq
+ * and @pos, or -EINVAL when even the next record does not fit.  (Ring
+ * locked.)
  */
 static ssize_t ev_collect(const struct kva_events *q,
 			  const struct kva_ev_reader *r, u8 *out, size_t room,
@@ -380,6 +398,11 @@ static ssize_t ev_collect(const struct kva_events *q,
 
 		p = rec_at(q, p);
 		len = rec_size(q, p);
+		if (ev_foreign(q, r, p)) {
+			p += len;
+			s++;
+			continue;
+		}
 		if (n + len > room)
 			break;
 		memcpy(out + n, q->buf + p, len);
@@ -424,6 +447,11 @@ static ssize_t kva_ev_read(struct file *file, char __user *ubuf,
 	for (;;) {
 		spin_lock(&q->lock);
 		n = ev_collect(q, r, buf, room, &seq, &pos);
+		if (!n) {
+			/* Only other domains' records: passed by for good. */
+			r->seq = seq;
+			r->pos = pos;
+		}
 		eof = q->dead && r->seq == q->next_seq;
 		spin_unlock(&q->lock);
 		if (n || eof)
@@ -477,14 +505,17 @@ static const struct file_operations kva_events_fops = {
 
 /**
  * kva_ioc_events_fd() - KVARENA_IOC_EVENTS_FD: a descriptor that reads the
- * arena's events, for whoever may view the arena.
+ * arena's events, for whoever may view the arena: all of them for its
+ * owner and administrators, its own cache domain's for anyone else.
+ * @cl:		the caller's file (attached or not).
  * @argp:	user pointer to struct kvarena_events_fd.
  * @how:	KVA_HOW_*.
  *
  * Return: 0 with the descriptor in @fd, or -EINVAL, -ENOENT, -EACCES,
  * -EOPNOTSUPP (no events kept), -EMFILE, -ENOMEM, -EFAULT.
  */
-long kva_ioc_events_fd(void __user *argp, unsigned int how)
+long kva_ioc_events_fd(struct kva_client *cl, void __user *argp,
+		       unsigned int how)
 {
 	struct kvarena_events_fd e;
 	struct kva_ev_reader *r;
@@ -514,6 +545,9 @@ long kva_ioc_events_fd(void __user *argp, unsigned int how)
 	mutex_init(&r->mutex);
 	kref_get(&q->ref);
 	r->q = q;
+	mutex_lock(&a->lock);
+	r->dom = kva_viewer_domain(a, cl, how);
+	mutex_unlock(&a->lock);
 	spin_lock(&q->lock);
 	r->seq = (e.flags & KVARENA_EVENTS_OLDEST) ? q->first_seq : q->next_seq;
 	r->pos = (e.flags & KVARENA_EVENTS_OLDEST) ? q->head : q->tail;

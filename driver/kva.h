@@ -26,6 +26,7 @@
 #include <linux/pid.h>
 #include <linux/types.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <linux/kvarena.h>
 
 #include "check.h"
@@ -42,6 +43,7 @@ struct kva_policy {
 	u32 client_min_limit;
 	u32 client_max_default;
 	u32 client_max_limit;
+	u32 cache_domains;		/* KVARENA_DOMAINS_* */
 };
 
 /* What frame i of an arena is: bytes [offset, offset + frame_size) of file. */
@@ -90,6 +92,12 @@ struct kva_arena {
 
 	wait_queue_head_t pressure_wq;	/* poll() waiters, woken on change */
 	struct kva_events *events;	/* set at create; NULL: none kept */
+
+	/* Cache domains and clearing (domain.c); under @lock. */
+	struct list_head domains;	/* struct kva_domain.node */
+	u64 next_private;		/* number of the next private domain */
+	u32 clean_target;		/* clean frames the worker keeps */
+	struct work_struct clear_work;	/* clears dirty host frames */
 };
 
 struct kva_client {
@@ -158,7 +166,7 @@ int kva_policy_from_user(struct kva_policy *p, u32 uid, u32 gid, u32 mode,
 long kva_ioc_arena_create(void __user *argp);
 long kva_ioc_arena_destroy(void __user *argp);
 long kva_ioc_set_backing(void __user *argp);
-long kva_ioc_stat(void __user *argp, unsigned int how);
+long kva_ioc_stat(struct kva_client *cl, void __user *argp, unsigned int how);
 long kva_ioc_set_policy(void __user *argp);
 
 /* client.c */
@@ -173,7 +181,8 @@ long kva_ioc_free(struct kva_client *cl, void __user *argp,
 long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp);
 long kva_ioc_set_usage(struct kva_client *cl, void __user *argp,
 		       unsigned int how);
-long kva_ioc_clients(void __user *argp, unsigned int how);
+long kva_ioc_clients(struct kva_client *cl, void __user *argp,
+		     unsigned int how);
 long kva_ioc_set_limits(void __user *argp);
 long kva_ioc_evict(void __user *argp);
 int kva_client_lock(struct kva_client *cl, unsigned int how);
@@ -194,7 +203,27 @@ void kva_events_put(struct kva_arena *a);
 int kva_publish_tokens_get(struct kva_publish_tokens *t,
 			   const struct kvarena_prefix *p, unsigned int how);
 void kva_publish_tokens_put(struct kva_publish_tokens *t);
-long kva_ioc_events_fd(void __user *argp, unsigned int how);
+long kva_ioc_events_fd(struct kva_client *cl, void __user *argp,
+		       unsigned int how);
+
+/* domain.c */
+struct kva_domain;
+void kva_domains_init(struct kva_arena *a);
+void kva_domains_fini(struct kva_arena *a);
+u64 kva_domain_id(const struct kva_core_domain *d);
+u64 kva_domain_by_rule(struct kva_arena *a);
+struct kva_core_domain *kva_domain_find(struct kva_arena *a, u64 id);
+struct kva_core_domain *kva_domain_get(struct kva_arena *a, u64 id,
+				       struct kva_domain **spare);
+struct kva_domain *kva_domain_alloc(void);
+void kva_domain_free(struct kva_domain *dom);
+void kva_domain_put_unused(struct kva_arena *a, struct kva_core_domain *d);
+bool kva_arena_owner(struct kva_arena *a, unsigned int how);
+u64 kva_viewer_domain(struct kva_arena *a, struct kva_client *cl,
+		      unsigned int how);
+void kva_clear_work(struct work_struct *work);
+void kva_clear_kick(struct kva_arena *a);
+int kva_clear_for(struct kva_client *cl);
 
 /* frames.c */
 int kva_frames_init(void);

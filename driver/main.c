@@ -89,6 +89,7 @@ static long kva_ioc_version(void __user *argp, unsigned int how)
 		return ret;
 	v.abi_version = KVARENA_ABI_VERSION;
 	v.features = KVARENA_FEAT_POLL | KVARENA_FEAT_POLLOUT |
+		     KVARENA_FEAT_DOMAINS | KVARENA_FEAT_CLEAR |
 		     KVARENA_FEAT_SYSFS |
 		     KVARENA_FEAT_PREFIX | KVARENA_FEAT_EVENTS;
 #ifdef KVA_URING_CMD
@@ -175,9 +176,9 @@ long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp,
 	case KVARENA_IOC_SET_USAGE:
 		return kva_ioc_set_usage(cl, argp, how);
 	case KVARENA_IOC_STAT:
-		return kva_ioc_stat(argp, how);
+		return kva_ioc_stat(cl, argp, how);
 	case KVARENA_IOC_CLIENTS:
-		return kva_ioc_clients(argp, how);
+		return kva_ioc_clients(cl, argp, how);
 	case KVARENA_IOC_SET_LIMITS:
 		return kva_ioc_set_limits(argp);
 	case KVARENA_IOC_PUBLISH:
@@ -187,7 +188,7 @@ long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp,
 	case KVARENA_IOC_EVICT:
 		return kva_ioc_evict(argp);
 	case KVARENA_IOC_EVENTS_FD:
-		return kva_ioc_events_fd(argp, how);
+		return kva_ioc_events_fd(cl, argp, how);
 	}
 	return -ENOTTY;
 }

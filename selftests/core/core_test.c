@@ -899,6 +899,179 @@ TEST_F(core, hold_records_grow_through_the_caller)
 	EXPECT_EQ(NR, self->b.shared);
 }
 
+/* ---- cache domains and clearing --------------------------------------------- */
+
+/* Two clients in domains 1 and 2, with the clearing rule @clear. */
+struct doms {
+	struct kva_core c;
+	struct kva_core_domain d1, d2;
+	struct kva_core_client x, y;
+	u32 released;
+};
+
+static void doms_release(struct kva_core *c, struct kva_core_domain *d)
+{
+	struct doms *t = (struct doms *)c;
+
+	t->released++;
+	(void)d;
+}
+
+static int doms_init(struct doms *t, u32 clear)
+{
+	memset(t, 0, sizeof(*t));
+	if (kva_core_init(&t->c, NR))
+		return -1;
+	t->c.clear = clear;
+	t->c.dom_release = doms_release;
+	t->d1 = (struct kva_core_domain){ .id = 1, .dirty_head = KVA_NIL };
+	t->d2 = (struct kva_core_domain){ .id = 2, .dirty_head = KVA_NIL };
+	if (kva_core_attach_domain(&t->c, &t->x, 0, 0, &t->d1) ||
+	    kva_core_attach_domain(&t->c, &t->y, 0, 0, &t->d2))
+		return -1;
+	return 0;
+}
+
+TEST(the_same_key_in_two_domains_is_two_entries)
+{
+	struct doms t;
+	u64 hx[2], hy[2], got[2];
+	u32 flags[2];
+
+	ASSERT_EQ(0, doms_init(&t, KVA_CLEAR_NONE));
+	ASSERT_EQ(2, kva_core_alloc(&t.c, &t.x, hx, 2, false));
+	ASSERT_EQ(2, publish(&t.c, &t.x, 500, hx, 2, NULL));
+	/* Another domain finds nothing, and counts a miss of its own. */
+	EXPECT_EQ(0, lookup_run(&t.c, &t.y, 500, 2, got));
+	EXPECT_EQ(0, t.d2.hits);
+	EXPECT_EQ(2, t.d2.misses);
+	EXPECT_EQ(0, t.d1.misses);
+	/* Its own publication of the key is a second entry, not EXISTED. */
+	ASSERT_EQ(2, kva_core_alloc(&t.c, &t.y, hy, 2, false));
+	ASSERT_EQ(2, publish(&t.c, &t.y, 500, hy, 2, flags));
+	EXPECT_EQ(0, flags[0]);
+	EXPECT_EQ(4, t.c.nr_published);
+	EXPECT_EQ(2, t.d1.published);
+	EXPECT_EQ(2, t.d2.published);
+	/* Each domain finds its own frames. */
+	ASSERT_EQ(2, lookup_run(&t.c, &t.y, 500, 2, got));
+	EXPECT_EQ(hy[0], got[0]);
+	EXPECT_EQ(2, t.d2.hits);
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.x, hx, 2));
+	EXPECT_EQ(2, t.d1.cached);
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	kva_core_detach(&t.c, &t.x);
+	kva_core_detach(&t.c, &t.y);
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	/* Cached frames keep their domain alive; dropping them lets go. */
+	EXPECT_EQ(0, t.released);
+	kva_core_drop_cache(&t.c);
+	EXPECT_EQ(2, t.released);
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	kva_core_fini(&t.c);
+}
+
+TEST(a_dirty_frame_goes_back_to_its_domain_and_to_no_other_uncleared)
+{
+	struct doms t;
+	u64 h[NR], one;
+	u32 idx[NR], n;
+
+	ASSERT_EQ(0, doms_init(&t, KVA_CLEAR_DOMAIN));
+	ASSERT_EQ(NR, kva_core_alloc(&t.c, &t.x, h, NR, false));
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.x, h, NR));
+	EXPECT_EQ(NR, t.c.nr_free);
+	EXPECT_EQ(NR, t.c.nr_dirty);
+	EXPECT_EQ(0, kva_core_clean(&t.c));
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	/* Its own domain takes them as they are, the last freed first. */
+	ASSERT_EQ(1, kva_core_alloc(&t.c, &t.x, &one, 1, false));
+	EXPECT_EQ(KVA_HANDLE_IDX(h[NR - 1]), KVA_HANDLE_IDX(one));
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.x, &one, 1));
+	/* Another domain must wait for clearing, and takes nothing. */
+	EXPECT_EQ(-EAGAIN, kva_core_alloc(&t.c, &t.y, &one, 1, false));
+	EXPECT_EQ(0, t.y.held);
+	EXPECT_EQ(0, t.c.alloc_calls - t.x.alloc_calls);
+	/* What a clearer takes is not its own domain's... */
+	EXPECT_EQ(0, kva_core_take_dirty(&t.c, &t.x, idx, NR));
+	/* ...and stays free meanwhile. */
+	n = kva_core_take_dirty(&t.c, &t.y, idx, 3);
+	ASSERT_EQ(3, n);
+	EXPECT_EQ(NR, t.c.nr_free);
+	EXPECT_EQ(3, t.c.nr_cleaning);
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	EXPECT_EQ(-EAGAIN, kva_core_alloc(&t.c, &t.y, &one, 1, false));
+	kva_core_put_clean(&t.c, idx, n);
+	EXPECT_EQ(3, kva_core_clean(&t.c));
+	EXPECT_EQ(3, t.c.frames_cleaned);
+	ASSERT_EQ(3, kva_core_alloc(&t.c, &t.y, h, 3, false));
+	EXPECT_EQ(-EAGAIN, kva_core_alloc(&t.c, &t.y, &one, 1, true));
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	/* Freed by y, they are y's dirty frames now. */
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.y, h, 3));
+	EXPECT_EQ(3, t.d2.nr_dirty);
+	EXPECT_EQ(NR - 3, t.d1.nr_dirty);
+	/* An anonymous clearer (the worker) takes any domain's. */
+	EXPECT_EQ(NR, kva_core_take_dirty(&t.c, NULL, idx, NR));
+	kva_core_put_clean(&t.c, idx, NR);
+	EXPECT_EQ(NR, kva_core_clean(&t.c));
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	kva_core_detach(&t.c, &t.x);
+	kva_core_detach(&t.c, &t.y);
+	EXPECT_EQ(2, t.released);
+	kva_core_fini(&t.c);
+}
+
+TEST(a_reclaimed_frame_is_dirty_for_other_domains)
+{
+	struct doms t;
+	u64 h[NR], got[NR];
+	u32 idx[NR];
+
+	ASSERT_EQ(0, doms_init(&t, KVA_CLEAR_DOMAIN));
+	ASSERT_EQ(NR, kva_core_alloc(&t.c, &t.x, h, NR, false));
+	ASSERT_EQ(NR, publish(&t.c, &t.x, 700, h, NR, NULL));
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.x, h, NR));
+	EXPECT_EQ(NR, t.c.nr_cached);
+	/* y's ALLOC reclaims them, but may not have them as they are. */
+	EXPECT_EQ(-EAGAIN, kva_core_alloc(&t.c, &t.y, got, 2, false));
+	EXPECT_EQ(NR - 2, t.c.nr_cached);
+	EXPECT_EQ(2, t.d1.reclaims);
+	EXPECT_EQ(2, t.c.nr_dirty);
+	EXPECT_EQ(2, kva_core_take_dirty(&t.c, &t.y, idx, NR));
+	kva_core_put_clean(&t.c, idx, 2);
+	ASSERT_EQ(2, kva_core_alloc(&t.c, &t.y, got, 2, false));
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.y, got, 2));
+	kva_core_detach(&t.c, &t.x);
+	kva_core_detach(&t.c, &t.y);
+	kva_core_drop_cache(&t.c);
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	kva_core_fini(&t.c);
+}
+
+TEST(clear_always_clears_within_a_domain_too)
+{
+	struct doms t;
+	u64 h[4];
+	u32 idx[4];
+
+	ASSERT_EQ(0, doms_init(&t, KVA_CLEAR_ALWAYS));
+	ASSERT_EQ(4, kva_core_alloc(&t.c, &t.x, h, 4, false));
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.x, h, 4));
+	/* NR - 4 clean ones first, then nothing until these are cleared. */
+	ASSERT_EQ(NR - 4, kva_core_alloc(&t.c, &t.x, (u64[NR]){ 0 }, NR - 4,
+					 false));
+	EXPECT_EQ(-EAGAIN, kva_core_alloc(&t.c, &t.x, h, 1, false));
+	EXPECT_EQ(4, kva_core_take_dirty(&t.c, &t.x, idx, 4));
+	kva_core_put_clean(&t.c, idx, 4);
+	EXPECT_EQ(1, kva_core_alloc(&t.c, &t.x, h, 1, false));
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	kva_core_detach(&t.c, &t.x);
+	kva_core_detach(&t.c, &t.y);
+	kva_core_fini(&t.c);
+}
+
 TEST(key_index_stays_flat_at_a_million_entries)
 {
 	const u32 n = 1u << 20, batch = 4096;

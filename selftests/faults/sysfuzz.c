@@ -495,12 +495,14 @@ static void build_create(struct proc *p, struct call *c)
 	}
 	if (fz_one_in(&p->r, 16))
 		a->mem_uuid[fz_below(&p->r, 16)] = 1;
+	/* Cleared between any two holders: host memory only. */
+	if (fz_one_in(&p->r, 8))
+		a->flags |= KVARENA_CREATE_CLEAR_ALWAYS;
 	if (fz_one_in(&p->r, 16)) {
-		a->flags |= 1u << (2 + fz_below(&p->r, 30));
+		a->flags |= 1u << (3 + fz_below(&p->r, 29));
 		c->must_fail = true;
 		c->why = "an unknown create flag";
 	}
-	MUTATE_FIELD(p, c, a, reserved0);
 	MUTATE_FIELD(p, c, a, reserved);
 	scribble(p, a, sizeof(*a));
 }
@@ -560,7 +562,19 @@ static void build_attach(struct proc *p, struct call *c)
 					      fz_below(&p->r, NR_SHARED);
 	/* Outputs are ignored on input. */
 	a->client_id = (uint32_t)fz_next(&p->r);
-	MUTATE_FIELD(p, c, a, flags);
+	/* A domain of its own now and then; a domain to join is the owner's. */
+	if (fz_one_in(&p->r, 8))
+		a->flags = KVARENA_ATTACH_PRIVATE;
+	if (fz_one_in(&p->r, 16)) {
+		a->flags |= KVARENA_ATTACH_DOMAIN;
+		a->domain = KVARENA_DOMAIN(KVARENA_DOMAIN_KIND_NAMED,
+					   fz_below(&p->r, 4));
+	}
+	if (fz_one_in(&p->r, 16)) {
+		a->flags |= 1u << (2 + fz_below(&p->r, 30));
+		c->must_fail = true;
+		c->why = "an unknown attach flag";
+	}
 	MUTATE_FIELD(p, c, a, reserved);
 }
 
@@ -752,7 +766,6 @@ static void build_policy(struct proc *p, struct call *c)
 	a->client_max_default = fz_below(&p->r, 70);
 	a->client_max_limit = fz_below(&p->r, 70);
 	MUTATE_FIELD(p, c, a, flags);
-	MUTATE_FIELD(p, c, a, reserved0);
 	MUTATE_FIELD(p, c, a, reserved);
 }
 

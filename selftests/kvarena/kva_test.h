@@ -265,4 +265,80 @@ static inline long kva_memcg_shmem_kib(const char *path)
 	return bytes < 0 ? -1 : (long)(bytes / 1024);
 }
 
+/* ---- prefix chains --------------------------------------------------------- */
+
+/* Entries a publish() or lookup() takes at most. */
+#define KVA_TEST_CHAIN	64
+
+/* Key @i of chain @tag: never all zeros. */
+static inline void set_key(__u8 *key, __u32 tag, __u32 i)
+{
+	memset(key, 0, KVARENA_KEY_LEN);
+	key[0] = 0x6b;
+	memcpy(key + 1, &tag, sizeof(tag));
+	memcpy(key + 5, &i, sizeof(i));
+}
+
+/* Entries for keys (tag, first), (tag, first + 1), ... with handles @h. */
+static inline void chain(struct kvarena_prefix_entry *e, __u32 n,
+			 __u32 tag, __u32 first, const __u64 *h)
+{
+	__u32 i;
+
+	memset(e, 0, n * sizeof(*e));
+	for (i = 0; i < n; i++) {
+		set_key(e[i].key, tag, first + i);
+		if (h)
+			e[i].handle = h[i];
+	}
+}
+
+static inline int prefix_cmd(int fd, unsigned long cmd,
+			     struct kvarena_prefix_entry *e, __u32 n,
+			     __u32 *done)
+{
+	struct kvarena_prefix p = {
+		.entries = (__u64)(unsigned long)e,
+		.count = n,
+		.nr_done = 0xdead,
+	};
+	int ret = kva_ioctl(fd, cmd, &p);
+
+	if (done)
+		*done = p.nr_done;
+	return ret;
+}
+
+/* PUBLISH handles @h under chain @tag; returns frames published or -errno. */
+static inline int publish(int fd, __u32 tag, const __u64 *h, __u32 n)
+{
+	struct kvarena_prefix_entry e[KVA_TEST_CHAIN];
+	__u32 done;
+	int ret;
+
+	if (n > KVA_TEST_CHAIN)
+		return -E2BIG;
+	chain(e, n, tag, 0, h);
+	ret = prefix_cmd(fd, KVARENA_IOC_PUBLISH, e, n, &done);
+	return ret ? ret : (int)done;
+}
+
+/* LOOKUP chain @tag from key @first; the run's handles go to @out. */
+static inline int lookup(int fd, __u32 tag, __u32 first, __u32 n, __u64 *out)
+{
+	struct kvarena_prefix_entry e[KVA_TEST_CHAIN];
+	__u32 done, i;
+	int ret;
+
+	if (n > KVA_TEST_CHAIN)
+		return -E2BIG;
+	chain(e, n, tag, first, NULL);
+	ret = prefix_cmd(fd, KVARENA_IOC_LOOKUP, e, n, &done);
+	if (ret)
+		return ret;
+	for (i = 0; i < done && out; i++)
+		out[i] = e[i].handle;
+	return (int)done;
+}
+
 #endif /* KVA_TEST_H */

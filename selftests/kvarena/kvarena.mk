@@ -6,7 +6,8 @@
 
 KVA_SELFTESTS := $(B)/selftests/kvarena/kvarena_test \
 		 $(B)/selftests/kvarena/isolation_test \
-		 $(B)/selftests/kvarena/prefix_test
+		 $(B)/selftests/kvarena/prefix_test \
+		 $(B)/selftests/kvarena/tenancy_test
 
 $(KVA_SELFTESTS): $(B)/selftests/kvarena/%: $(SRC)/selftests/kvarena/%.c \
 		 $(SRC)/selftests/kvarena/kva_test.h \

@@ -95,7 +95,8 @@ TEST(version_reports_abi_and_features)
 	EXPECT_EQ(KVARENA_ABI_VERSION, v.abi_version);
 	EXPECT_EQ(KVARENA_FEAT_URING_CMD | KVARENA_FEAT_POLL |
 		  KVARENA_FEAT_SYSFS | KVARENA_FEAT_PREFIX | KVARENA_FEAT_EVENTS |
-		  KVARENA_FEAT_POLLOUT, v.features);
+		  KVARENA_FEAT_POLLOUT | KVARENA_FEAT_DOMAINS |
+		  KVARENA_FEAT_CLEAR, v.features);
 	v.reserved[1] = 1;
 	EXPECT_EQ(-EINVAL, kva_ioctl(fd, KVARENA_IOC_VERSION, &v));
 	close(fd);
@@ -212,9 +213,13 @@ TEST(create_with_unknown_flags_kind_or_reserved_is_einval)
 	c.reserved[3] = 1;
 	EXPECT_EQ(-EINVAL, kva_ioctl(fd, KVARENA_IOC_ARENA_CREATE, &c));
 	c.reserved[3] = 0;
-	c.reserved0 = 1;
+	c.cache_domains = KVARENA_DOMAINS_ARENA + 1;
 	EXPECT_EQ(-EINVAL, kva_ioctl(fd, KVARENA_IOC_ARENA_CREATE, &c));
-	c.reserved0 = 0;
+	c.cache_domains = 0;
+	/* Frames with no memory behind them have nothing to clear. */
+	c.flags |= KVARENA_CREATE_CLEAR_ALWAYS;
+	EXPECT_EQ(-EINVAL, kva_ioctl(fd, KVARENA_IOC_ARENA_CREATE, &c));
+	c.flags &= ~KVARENA_CREATE_CLEAR_ALWAYS;
 	c.mem_kind = 7;
 	EXPECT_EQ(-EINVAL, kva_ioctl(fd, KVARENA_IOC_ARENA_CREATE, &c));
 	c.mem_kind = KVARENA_MEM_HOST;

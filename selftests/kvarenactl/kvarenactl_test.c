@@ -479,10 +479,11 @@ static const char ctl_stat_json[] =
 	"\"cached\":0,\"free\":512,\"unbacked\":0,\"available\":448},"
 	"\"fragmentation_pct\":30.5,\"alloc_calls\":3,\"free_calls\":0,"
 	"\"alloc_failures\":1,\"frames_allocated\":8,\"frames_freed\":0,"
-	"\"prefix_cache\":{\"published\":0,\"cached\":0,\"hits\":0,\"misses\":0,\"hit_rate_pct\":null,\"reclaims\":0},"
+	"\"prefix_cache\":{\"published\":0,\"cached\":0,\"hits\":0,\"misses\":0,\"hit_rate_pct\":null,\"reclaims\":0,\"domain\":null},"
+	"\"clearing\":{\"dirty\":0,\"cleared\":0},"
 	"\"access\":{\"owner_uid\":0,\"owner_gid\":0,\"mode\":\"0666\","
 	"\"client_min_limit\":0,\"client_max_default\":0,"
-	"\"client_max_limit\":0}}";
+	"\"client_max_limit\":0,\"cache_domains\":\"uid\"}}";
 
 /* The PIDS column's width: its heading, or the longest pid. */
 static int pids_width(const struct client *a, const struct client *b)
@@ -517,12 +518,12 @@ static const char *ctl_clients_json(const struct client *a,
 		   "\"uid\":0,\"min_frames\":2,\"max_frames\":8,\"held_frames\":5,"
 		   "\"shared_frames\":0,\"charged_frames\":5,\"peak_frames\":5,\"filled_bytes\":262144,"
 		   "\"filled_tokens\":256,\"alloc_calls\":1,\"free_calls\":0,"
-		   "\"alloc_failures\":0},"
+		   "\"alloc_failures\":0,\"domain\":\"uid 0\"},"
 		   "{\"arena\":\"ctl\",\"id\":%u,\"pids\":[%d],\"attach_pid\":%d,\"label\":\"sg\\\"b\\\\x\","
 		   "\"uid\":0,\"min_frames\":4,\"max_frames\":16,\"held_frames\":3,"
 		   "\"shared_frames\":0,\"charged_frames\":3,\"peak_frames\":3,\"filled_bytes\":102400,"
 		   "\"filled_tokens\":100,\"alloc_calls\":2,\"free_calls\":0,"
-		   "\"alloc_failures\":1}]\n",
+		   "\"alloc_failures\":1,\"domain\":\"uid 0\"}]\n",
 		   a->id, a->pid, a->pid, b->id, b->pid, b->pid);
 }
 
@@ -620,10 +621,11 @@ TEST_F(ctl, views_follow_frees_usage_and_a_killed_client)
 		     "\"cached\":0,\"free\":832,\"unbacked\":0,\"available\":832},"
 		     "\"fragmentation_pct\":21.9,\"alloc_calls\":3,\"free_calls\":1,"
 		     "\"alloc_failures\":1,\"frames_allocated\":8,\"frames_freed\":5,"
-		     "\"prefix_cache\":{\"published\":0,\"cached\":0,\"hits\":0,\"misses\":0,\"hit_rate_pct\":null,\"reclaims\":0},"
+		     "\"prefix_cache\":{\"published\":0,\"cached\":0,\"hits\":0,\"misses\":0,\"hit_rate_pct\":null,\"reclaims\":0,\"domain\":null},"
+		     "\"clearing\":{\"dirty\":5,\"cleared\":0},"
 		     "\"access\":{\"owner_uid\":0,\"owner_gid\":0,\"mode\":\"0666\","
 	"\"client_min_limit\":0,\"client_max_default\":0,"
-	"\"client_max_limit\":0}}]\n",
+	"\"client_max_limit\":0,\"cache_domains\":\"uid\"}}]\n",
 		     r.out);
 
 	CTL(&r, "clients", "--json", "ctl");
@@ -632,7 +634,7 @@ TEST_F(ctl, views_follow_frees_usage_and_a_killed_client)
 			 "\"uid\":0,\"min_frames\":2,\"max_frames\":8,\"held_frames\":3,"
 			 "\"shared_frames\":0,\"charged_frames\":3,\"peak_frames\":5,\"filled_bytes\":153600,"
 			 "\"filled_tokens\":150,\"alloc_calls\":1,\"free_calls\":1,"
-			 "\"alloc_failures\":0}]\n", self->a.id, self->a.pid,
+			 "\"alloc_failures\":0,\"domain\":\"uid 0\"}]\n", self->a.id, self->a.pid,
 			 self->a.pid),
 		     r.out);
 }
@@ -803,7 +805,7 @@ TEST_F(ctl, views_show_the_prefix_cache)
 	EXPECT_NE(NULL, strstr(r.out, "\nprefix cache: 2 published frames, 0 cached, hit rate 80.0% (4 of 5 keys), 0 reclaimed\n"))
 		TH_LOG("%s", r.out);
 	CTL(&r, "stat", "--json", "ctl");
-	EXPECT_NE(NULL, strstr(r.out, ",\"prefix_cache\":{\"published\":2,\"cached\":0,\"hits\":4,\"misses\":1,\"hit_rate_pct\":80.0,\"reclaims\":0},\"access\":{"))
+	EXPECT_NE(NULL, strstr(r.out, ",\"prefix_cache\":{\"published\":2,\"cached\":0,\"hits\":4,\"misses\":1,\"hit_rate_pct\":80.0,\"reclaims\":0,\"domain\":null},\"clearing\":{"))
 		TH_LOG("%s", r.out);
 	/* B holds its 3 and the 2 it found, charged for all; C shares. */
 	CTL(&r, "clients", "--json", "ctl");
@@ -1090,21 +1092,47 @@ TEST_F(ctl, read_access_is_enough_to_view_but_not_to_change)
 
 	CTL(&root, "clients", "ctl");
 	ASSERT_EQ(0, chmod(KVARENA_DEVICE, 0664));
+	/*
+	 * The arena's levels, but the activity of nobody's own cache domain
+	 * only: root's clients' calls, failures and hits are not its to see.
+	 */
 	CTL_AS(&r, NOBODY, "stat", "ctl");
 	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
-	EXPECT_STREQ(ctl_stat, r.out);
+	EXPECT_STREQ("arena ctl: host, 16 frames of 64Ki, 64 tokens/frame, 2 clients, low watermark 4\n"
+		     "        capacity   held  filled  cached   free  available\n"
+		     "bytes      1.0Mi  512Ki   356Ki      0B  512Ki      448Ki\n"
+		     "frames        16      8     5.6       0      8          7\n"
+		     "tokens      1024    512     356       0    512        448\n"
+		     "internal fragmentation: 30.5% (156Ki held but not filled)\n"
+		     "reserved for minimums: 1 frame, peak held: 8 frames, failed allocations: 0 of 0\n"
+		     "prefix cache of cache domain uid 65534 (this user's; root and the owner see all): 0 published frames, 0 cached, hit rate - (0 of 0 keys), 0 reclaimed\n",
+		     r.out);
+	/* No row of root's clients, and a last line says why. */
+	CTL_AS(&r, NOBODY, "clients", "ctl");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ("ARENA  ID  PIDS  LABEL  MIN  MAX  HELD  SHARED  FILLED  TOKENS  FRAG  PEAK  FAILS\n"
+		     "ctl: 2 more clients in other cache domains; root and the arena's owner see them\n",
+		     r.out);
+	CTL_AS(&r, NOBODY, "clients", "--json", "ctl");
+	EXPECT_EQ(NULL, strstr(r.out, "vllm-a")) TH_LOG("%s", r.out);
+	/* With one domain for the whole arena (an opt-in), the table is shared. */
+	CTL(&r, "limit", "ctl", "--cache-domains", "arena");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	client_stop(&self->a, 0);
+	ASSERT_EQ(0, client_start(&self->a, "ctl", "vllm-a", 2, 8));
+	ASSERT_EQ(5, client_do(&self->a, 'a', 5, 0, 0));
 	/*
-	 * The same table, but nobody may read root's processes' files: the
-	 * holders are "?", and a last line says why.
+	 * The holders are "?" then, since nobody may not read root's
+	 * processes' files, and a last line says why.
 	 */
 	CTL_AS(&r, NOBODY, "clients", "ctl");
 	EXPECT_EQ(0, r.rc);
-	EXPECT_TRUE(starts(r.out, fmt("ARENA  ID  PIDS  LABEL   MIN  MAX  HELD  SHARED  FILLED  TOKENS   FRAG  PEAK  FAILS\n"
-				      "ctl    %2u     ?  vllm-a    2    8     5       0   256Ki     256  20.0%%     5      0\n"
-				      "ctl    %2u     ?  " B_LABEL "    4   16     3       0   100Ki     100  47.9%%     3      1\n"
-				      "PIDS ?: this user cannot read the open files of ",
-				      self->a.id, self->b.id)))
+	EXPECT_TRUE(starts(r.out, "ARENA  ID  PIDS  LABEL   MIN  MAX  HELD"))
 		TH_LOG("%s", r.out);
+	EXPECT_NE(NULL, strstr(r.out, fmt("\nctl    %2u     ?  vllm-a    2    8     5  ",
+					  self->a.id)))
+		TH_LOG("%s", r.out);
+	EXPECT_EQ(NULL, strstr(r.out, B_LABEL)) TH_LOG("%s", r.out);
 	EXPECT_TRUE(ends(r.out, " processes; root can\n")) TH_LOG("%s", r.out);
 	CTL_AS(&r, NOBODY, "clients", "--json", "ctl");
 	EXPECT_NE(NULL, strstr(r.out, fmt("\"id\":%u,\"pids\":null,\"attach_pid\":%d,",

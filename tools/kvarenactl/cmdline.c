@@ -142,6 +142,7 @@ static int parse_topic(struct kvactl_opts *o, const char *arg);
 static int parse_medium(struct kvactl_opts *o, const char *arg);
 static int parse_hashes(struct kvactl_opts *o, const char *arg);
 static int parse_layout(struct kvactl_opts *o, const char *arg);
+static int parse_cache_domains(struct kvactl_opts *o, const char *arg);
 
 #define OFF(f)		offsetof(struct kvactl_opts, f)
 #define ENDPOINT_WANT	"a ZeroMQ endpoint: tcp://HOST:PORT, ipc://PATH, ..."
@@ -227,6 +228,13 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		.want = "at most the arena's frames",
 		.cmds = CB(C_CREATE) | CB(C_LIMIT),
 		.help = "largest max of a client; default 0: the whole arena" },
+	[OPT_CACHE_DOMAINS] = { "cache-domains", 0, V_WORD, "RULE", 0, 0, 0,
+		parse_cache_domains, "uid, gid or arena",
+		CB(C_CREATE) | CB(C_LIMIT),
+		"who shares prefixes: the clients of one uid (default), of one gid, or all" },
+	[OPT_CLEAR_ALWAYS] = { "clear-always", 0, V_FLAG, NULL,
+		OFF(clear_always), .cmds = CB(C_CREATE),
+		.help = "clear host frames between any two holders, not only between domains" },
 	[OPT_WAIT] = { "wait", 0, V_SECONDS, "SECONDS", OFF(wait_ms), 0,
 		MAX_SECONDS * 1000ull, .cmds = CB(C_DESTROY),
 		.help = "wait this long for the clients to leave" },
@@ -539,6 +547,19 @@ static int parse_hashes(struct kvactl_opts *o, const char *arg)
 	if (strcmp(arg, "int") && strcmp(arg, "bytes"))
 		return -EINVAL;
 	o->hash_bytes = !strcmp(arg, "bytes");
+	return 0;
+}
+
+static int parse_cache_domains(struct kvactl_opts *o, const char *arg)
+{
+	if (!strcmp(arg, "uid"))
+		o->cache_domains = KVARENA_DOMAINS_UID;
+	else if (!strcmp(arg, "gid"))
+		o->cache_domains = KVARENA_DOMAINS_GID;
+	else if (!strcmp(arg, "arena"))
+		o->cache_domains = KVARENA_DOMAINS_ARENA;
+	else
+		return -EINVAL;
 	return 0;
 }
 

@@ -321,6 +321,7 @@ int kvactl_cmd_create(const struct kvactl_opts *o)
 		.client_min_limit = o->client_min_limit,
 		.client_max_default = o->client_max_default,
 		.client_max_limit = o->client_max_limit,
+		.cache_domains = o->cache_domains,
 	};
 	struct kvactl_cuda *cu = NULL;
 	int fd, err, ret = KVACTL_FAIL;
@@ -334,6 +335,13 @@ int kvactl_cmd_create(const struct kvactl_opts *o)
 			      (uint32_t)getegid();
 		c.mode = kvactl_given(o, OPT_MODE) ? o->mode :
 			 KVARENA_MODE_DEFAULT;
+	}
+	if (o->clear_always) {
+		if (o->cuda) {
+			kvactl_err("create: --clear-always is for host arenas: the module cannot clear GPU memory");
+			return KVACTL_FAIL;
+		}
+		c.flags |= KVARENA_CREATE_CLEAR_ALWAYS;
 	}
 	if (check_host_memory(o))
 		return KVACTL_FAIL;
@@ -506,6 +514,8 @@ static int set_policy(int fd, const struct kvactl_opts *o,
 				      s->client_max_default,
 		.client_max_limit = kvactl_given(o, OPT_CLIENT_MAX_LIMIT) ?
 				    o->client_max_limit : s->client_max_limit,
+		.cache_domains = kvactl_given(o, OPT_CACHE_DOMAINS) ?
+				 o->cache_domains : s->cache_domains,
 	};
 	uint32_t max = p.client_max_limit ? p.client_max_limit : s->nr_frames;
 	int err;

@@ -46,7 +46,8 @@ enum kvactl_opt {
 	OPT_BPT, OPT_LAYERS, OPT_KV_HEADS, OPT_HEAD_DIM, OPT_DTYPE,
 	OPT_HUGEPAGES, OPT_HEADROOM,
 	OPT_OWNER, OPT_GROUP, OPT_MODE, OPT_CLIENT_MIN_LIMIT,
-	OPT_CLIENT_MAX_DEFAULT, OPT_CLIENT_MAX_LIMIT,
+	OPT_CLIENT_MAX_DEFAULT, OPT_CLIENT_MAX_LIMIT, OPT_CACHE_DOMAINS,
+	OPT_CLEAR_ALWAYS,
 	OPT_WAIT, OPT_ID, OPT_MIN, OPT_MAX, OPT_SIGNAL,
 	OPT_ZMQ, OPT_REPLAY, OPT_TOPIC, OPT_MEDIUM, OPT_HASHES, OPT_OLDEST,
 	OPT_LAYOUT, OPT_LINGER,
@@ -86,6 +87,8 @@ struct kvactl_opts {
 	/* create, limit NAME: the arena's access and client policy */
 	uint32_t owner_uid, owner_gid, mode;
 	uint32_t client_min_limit, client_max_default, client_max_limit;
+	uint32_t cache_domains;		/* KVARENA_DOMAINS_* */
+	bool clear_always;		/* create: KVARENA_CREATE_CLEAR_ALWAYS */
 
 	/* destroy */
 	unsigned int wait_ms;
@@ -120,7 +123,8 @@ static inline bool kvactl_policy_given(const struct kvactl_opts *o)
 	return kvactl_access_given(o) ||
 	       kvactl_given(o, OPT_CLIENT_MIN_LIMIT) ||
 	       kvactl_given(o, OPT_CLIENT_MAX_DEFAULT) ||
-	       kvactl_given(o, OPT_CLIENT_MAX_LIMIT);
+	       kvactl_given(o, OPT_CLIENT_MAX_LIMIT) ||
+	       kvactl_given(o, OPT_CACHE_DOMAINS);
 }
 
 /*

@@ -64,6 +64,62 @@ static uint64_t unfilled(uint64_t held_bytes, uint64_t filled_bytes)
  * the module's default (mode 0666, no client policy): anyone who may open
  * /dev/kvarena may use it then.
  */
+/* "uid 1001", "gid 100", "arena", "named 7", "private 3". */
+static const char *fmt_domain(char *buf, size_t size, uint64_t d)
+{
+	static const char *const kind[] = {
+		[KVARENA_DOMAIN_KIND_UID] = "uid",
+		[KVARENA_DOMAIN_KIND_GID] = "gid",
+		[KVARENA_DOMAIN_KIND_ARENA] = "arena",
+		[KVARENA_DOMAIN_KIND_NAMED] = "named",
+		[KVARENA_DOMAIN_KIND_PRIVATE] = "private",
+	};
+	uint32_t k = KVARENA_DOMAIN_KIND(d);
+
+	if (k == KVARENA_DOMAIN_KIND_ARENA)
+		snprintf(buf, size, "arena");
+	else if (k < sizeof(kind) / sizeof(kind[0]) && kind[k])
+		snprintf(buf, size, "%s %llu", kind[k],
+			 (unsigned long long)KVARENA_DOMAIN_NR(d));
+	else
+		snprintf(buf, size, "%#llx", (unsigned long long)d);
+	return buf;
+}
+
+static const char *const domain_rules[] = {
+	[KVARENA_DOMAINS_UID] = "uid",
+	[KVARENA_DOMAINS_GID] = "gid",
+	[KVARENA_DOMAINS_ARENA] = "arena",
+};
+
+static const char *domain_rule(uint32_t r)
+{
+	return r <= KVARENA_DOMAINS_ARENA ? domain_rules[r] : "?";
+}
+
+/*
+ * Which clients share prefixes, and the frames cleared between them:
+ * "cache domains: one per gid; 16 frames cleared between domains, 2 free
+ * with a domain's data".  Said only where the rule is not the default (one
+ * per uid) or frames were cleared.
+ */
+static void print_domains(FILE *f, const struct kvarena_stat *s)
+{
+	static const char *const rule[] = {
+		[KVARENA_DOMAINS_UID] = "one per uid",
+		[KVARENA_DOMAINS_GID] = "one per gid",
+		[KVARENA_DOMAINS_ARENA] = "one for the whole arena",
+	};
+
+	if (s->cache_domains == KVARENA_DOMAINS_UID && !s->frames_cleared)
+		return;
+	fprintf(f, "cache domains: %s; %llu %s cleared between domains, %u free with a domain's data\n",
+		s->cache_domains <= KVARENA_DOMAINS_ARENA ?
+		rule[s->cache_domains] : "?",
+		(unsigned long long)s->frames_cleared,
+		plural(s->frames_cleared, "frame", "frames"), s->nr_dirty);
+}
+
 static void print_access(FILE *f, const struct kvarena_stat *s)
 {
 	char u[KVACTL_NUM_LEN], g[KVACTL_NUM_LEN];
@@ -188,15 +244,24 @@ void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact)
 		s->peak_held, plural(s->peak_held, "frame", "frames"),
 		(unsigned long long)s->alloc_failures,
 		(unsigned long long)s->alloc_calls);
-	/* LOOKUP's keys found of keys asked for: the cache's hit rate. */
-	fprintf(f, "prefix cache: %u published %s, %u cached, hit rate %s (%llu of %llu keys), %llu reclaimed\n",
+	/*
+	 * LOOKUP's keys found of keys asked for: the cache's hit rate.  A
+	 * viewer who is not the owner sees its own cache domain's figures.
+	 */
+	if (s->domain)
+		fprintf(f, "prefix cache of cache domain %s (this user's; root and the owner see all): ",
+			fmt_domain(b[1], sizeof(b[1]), s->domain));
+	else
+		fputs("prefix cache: ", f);
+	fprintf(f, "%u published %s, %u cached, hit rate %s (%llu of %llu keys), %llu reclaimed\n",
 		s->nr_published, plural(s->nr_published, "frame", "frames"),
-		s->nr_cached,
+		s->domain ? s->dom_cached : s->nr_cached,
 		kvactl_fmt_pct(b[0], s->cache_hits,
 			       s->cache_hits + s->cache_misses),
 		(unsigned long long)s->cache_hits,
 		(unsigned long long)(s->cache_hits + s->cache_misses),
 		(unsigned long long)s->cache_reclaims);
+	print_domains(f, s);
 	print_access(f, s);
 	if (fr.unbacked)
 		fprintf(f, "half made: %llu %s no memory yet, so no client can attach (ENODATA).\n"
@@ -293,6 +358,18 @@ void kvactl_json_stat(struct kvactl_json *j, const struct kvactl_arena *a)
 	kvactl_json_pct(j, "hit_rate_pct", s->cache_hits,
 			s->cache_hits + s->cache_misses);
 	kvactl_json_u64(j, "reclaims", s->cache_reclaims);
+	if (s->domain) {
+		char d[48];
+
+		kvactl_json_str(j, "domain", fmt_domain(d, sizeof(d),
+							s->domain));
+	} else {
+		kvactl_json_null(j, "domain");
+	}
+	kvactl_json_end(j);
+	kvactl_json_obj(j, "clearing");
+	kvactl_json_u64(j, "dirty", s->nr_dirty);
+	kvactl_json_u64(j, "cleared", s->frames_cleared);
 	kvactl_json_end(j);
 	kvactl_json_obj(j, "access");
 	kvactl_json_u64(j, "owner_uid", s->owner_uid);
@@ -306,6 +383,7 @@ void kvactl_json_stat(struct kvactl_json *j, const struct kvactl_arena *a)
 	kvactl_json_u64(j, "client_min_limit", s->client_min_limit);
 	kvactl_json_u64(j, "client_max_default", s->client_max_default);
 	kvactl_json_u64(j, "client_max_limit", s->client_max_limit);
+	kvactl_json_str(j, "cache_domains", domain_rule(s->cache_domains));
 	kvactl_json_end(j);
 	kvactl_json_end(j);
 }
@@ -483,6 +561,18 @@ static void print_clients(FILE *f, const struct kvactl_snap *snap,
 	}
 	kvactl_table_print_fit(&t, f, cols, users ? drop : drop_rootonly);
 	kvactl_table_free(&t);
+	/* CLIENTS shows a viewer who is not the owner its own domain only. */
+	for (i = 0; i < snap->nr; i++) {
+		const struct kvactl_arena *a = &snap->arenas[i];
+
+		if (a->st.nr_clients > a->nr_clients)
+			fprintf(f, "%s: %u more %s in other cache domains; root and the arena's owner see %s\n",
+				a->st.name, a->st.nr_clients - a->nr_clients,
+				plural(a->st.nr_clients - a->nr_clients,
+				       "client", "clients"),
+				a->st.nr_clients - a->nr_clients == 1 ?
+				"it" : "them");
+	}
 	if (unknown && h->other_pidns)
 		fputs("PIDS ?: the processes of other pid namespaces are not visible here\n",
 		      f);
@@ -531,6 +621,12 @@ static void json_client(struct kvactl_json *j, const char *arena,
 	kvactl_json_u64(j, "alloc_calls", c->alloc_calls);
 	kvactl_json_u64(j, "free_calls", c->free_calls);
 	kvactl_json_u64(j, "alloc_failures", c->alloc_failures);
+	{
+		char d[48];
+
+		kvactl_json_str(j, "domain", fmt_domain(d, sizeof(d),
+							c->domain));
+	}
 	kvactl_json_end(j);
 }
 

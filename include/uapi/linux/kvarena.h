@@ -112,6 +112,40 @@ enum kvarena_mem {
 #define KVARENA_FEAT_PREFIX	((__u64)1 << 3)	/* PUBLISH and LOOKUP */
 #define KVARENA_FEAT_EVENTS	((__u64)1 << 4)	/* EVENTS_FD */
 #define KVARENA_FEAT_POLLOUT	((__u64)1 << 5)	/* EPOLLOUT after -ENOSPC */
+#define KVARENA_FEAT_DOMAINS	((__u64)1 << 6)	/* cache domains */
+#define KVARENA_FEAT_CLEAR	((__u64)1 << 7)	/* host frames cleared between domains */
+
+/*
+ * Cache domains.  Every client belongs to one cache domain, fixed at
+ * ATTACH.  PUBLISH files a key under the publisher's domain and LOOKUP
+ * finds only keys of the caller's domain: the same key in two domains is
+ * two entries.  A frame is held only by clients of one domain at a time,
+ * and a host arena's frame that held one domain's data is cleared before
+ * a client of another domain gets it.  The cache figures (STAT), the
+ * CLIENTS rows and the events a reader sees are its domain's, unless it
+ * is the arena's owner or an administrator.
+ *
+ * A domain is named by a __u64: its kind in the top 8 bits, a number
+ * below them.  A uid or gid is the one in the initial user namespace.
+ */
+#define KVARENA_DOMAIN(kind, nr)  (((__u64)(kind) << 56) | ((nr) & KVARENA_DOMAIN_NR_MASK))
+#define KVARENA_DOMAIN_NR_MASK	((((__u64)1) << 56) - 1)
+#define KVARENA_DOMAIN_KIND(d)	((__u32)((d) >> 56))
+#define KVARENA_DOMAIN_NR(d)	((d) & KVARENA_DOMAIN_NR_MASK)
+#define KVARENA_DOMAIN_KIND_UID	1	/* the clients of one uid */
+#define KVARENA_DOMAIN_KIND_GID	2	/* the clients of one gid */
+#define KVARENA_DOMAIN_KIND_ARENA 3	/* every client of the arena (nr 0) */
+#define KVARENA_DOMAIN_KIND_NAMED 4	/* a number the owner or admin gives */
+#define KVARENA_DOMAIN_KIND_PRIVATE 5	/* one client alone (ATTACH_PRIVATE) */
+
+/*
+ * The arena's rule for the domain of a client that does not ask for one
+ * (struct kvarena_arena_create and struct kvarena_arena_policy
+ * .cache_domains).
+ */
+#define KVARENA_DOMAINS_UID	0	/* one per euid of the attacher (default) */
+#define KVARENA_DOMAINS_GID	1	/* one per egid of the attacher */
+#define KVARENA_DOMAINS_ARENA	2	/* one for the whole arena: opt in */
 
 /**
  * struct kvarena_version - KVARENA_IOC_VERSION, anyone.
@@ -130,6 +164,7 @@ struct kvarena_version {
 /* struct kvarena_arena_create.flags */
 #define KVARENA_CREATE_NO_BACKING (1u << 0)	/* frames are handles only */
 #define KVARENA_CREATE_ACCESS	(1u << 1)	/* owner and mode as given */
+#define KVARENA_CREATE_CLEAR_ALWAYS (1u << 2)	/* clear between any two holders */
 
 /*
  * Arena access bits (struct kvarena_arena_create.mode), in the places of a
@@ -168,6 +203,11 @@ struct kvarena_version {
  *			@mode are given; without it the owner is the
  *			caller's fsuid/fsgid and the mode
  *			KVARENA_MODE_DEFAULT.
+ *			KVARENA_CREATE_CLEAR_ALWAYS (host arenas): clear
+ *			a frame before its next holder gets it even within
+ *			one domain; by default a frame is cleared only
+ *			before it goes to another domain than the one whose
+ *			data it holds.
  * @owner_uid:		the arena's owner (with KVARENA_CREATE_ACCESS).
  * @owner_gid:		the arena's group (with KVARENA_CREATE_ACCESS).
  * @mode:		KVARENA_ACC_* bits (with KVARENA_CREATE_ACCESS);
@@ -180,7 +220,8 @@ struct kvarena_version {
  *			asks for 0 at ATTACH (0: @client_max_limit).
  * @client_max_limit:	largest max of a client without CAP_SYS_ADMIN
  *			(0: the arena's size).
- * @reserved0:		must be zero.
+ * @cache_domains:	KVARENA_DOMAINS_*: the domain a client gets at
+ *			ATTACH unless it asks for another.
  * @mem_uuid:		CUDA arenas: the GPU's 16-byte UUID
  *			(cuDeviceGetUuid), which every process sees alike;
  *			zero for host arenas.
@@ -206,7 +247,7 @@ struct kvarena_arena_create {
 	__u32 client_min_limit;
 	__u32 client_max_default;
 	__u32 client_max_limit;
-	__u32 reserved0;
+	__u32 cache_domains;
 	__u8  mem_uuid[16];
 	__u64 reserved[4];
 };
@@ -260,6 +301,10 @@ struct kvarena_set_backing {
 	__u64 reserved[2];
 };
 
+/* struct kvarena_attach.flags */
+#define KVARENA_ATTACH_PRIVATE	(1u << 0)	/* a domain of its own */
+#define KVARENA_ATTACH_DOMAIN	(1u << 1)	/* @domain as given */
+
 /**
  * struct kvarena_attach - KVARENA_IOC_ATTACH, O_RDWR opener.
  * @name:		arena to join.
@@ -270,13 +315,21 @@ struct kvarena_set_backing {
  *			-ENOSPC if the arena cannot guarantee them now.
  * @max_frames:		limit on frames held; 0 means the arena's size.
  *			Must be >= @min_frames.
- * @flags:		must be zero.
+ * @flags:		KVARENA_ATTACH_PRIVATE: the client is alone in a
+ *			new domain: it shares no prefix with anyone (any
+ *			client may narrow itself so).  KVARENA_ATTACH_DOMAIN:
+ *			the client joins @domain, of kind UID, GID, ARENA or
+ *			NAMED; only the arena's owner or CAP_SYS_ADMIN may
+ *			(-EPERM).  At most one of them.  Without either the
+ *			arena's rule (@cache_domains) decides.
  * @client_id:		out: the client's id in this arena (CLIENTS,
  *			SET_LIMITS).
  * @nr_frames:		out: the arena's frame count.
  * @mem_kind:		out: the arena's enum kvarena_mem.
  * @frame_size:		out: the arena's frame size.
  * @bytes_per_token:	out: the arena's bytes_per_token.
+ * @domain:		in: with KVARENA_ATTACH_DOMAIN, the domain to join,
+ *			else zero; out: the client's cache domain.
  * @reserved:		must be zero.
  *
  * -ENODATA while the arena's frames are not all backed yet (the provider
@@ -295,7 +348,8 @@ struct kvarena_attach {
 	__u32 mem_kind;
 	__u64 frame_size;
 	__u64 bytes_per_token;
-	__u64 reserved[2];
+	__u64 domain;
+	__u64 reserved[1];
 };
 
 /* struct kvarena_frames.flags, ALLOC only */
@@ -448,11 +502,25 @@ struct kvarena_usage {
  * @mem_uuid:		the GPU's UUID (CUDA arenas).
  * @nr_published:	keys in the arena's prefix index: published frames,
  *			held or cached.
- * @reserved1:		must be zero.
+ * @cache_domains:	KVARENA_DOMAINS_*.
  * @cache_hits:		keys LOOKUP found and returned, ever.
  * @cache_misses:	keys LOOKUP was given and did not return (a chain
  *			stops at its first miss), ever.
  * @cache_reclaims:	cached frames reclaimed for allocations, ever.
+ * @domain:		out: 0 when @nr_published, @cache_hits,
+ *			@cache_misses and @cache_reclaims are the arena's
+ *			(for its owner and administrators); else the domain
+ *			they are for: the caller's (its client's, when the
+ *			file is attached to the arena; else the one the
+ *			arena's rule would give it).  @nr_cached stays the
+ *			arena's, since any ALLOC may reclaim cached frames.
+ *			Hits and misses of a domain are kept while it has
+ *			clients or frames.
+ * @nr_dirty:		free frames that hold a domain's data and are
+ *			cleared before another domain gets them.
+ * @dom_cached:		frames of @domain's keys among @nr_cached (all of
+ *			them when @domain is 0).
+ * @frames_cleared:	frames cleared between domains, ever.
  * @reserved:		must be zero.
  *
  * Capacity is always @nr_free + @nr_cached + @nr_held.
@@ -490,11 +558,15 @@ struct kvarena_stat {
 	__u32 client_max_limit;
 	__u8  mem_uuid[16];
 	__u32 nr_published;
-	__u32 reserved1;
+	__u32 cache_domains;
 	__u64 cache_hits;
 	__u64 cache_misses;
 	__u64 cache_reclaims;
-	__u64 reserved[4];
+	__u64 domain;
+	__u32 nr_dirty;
+	__u32 dom_cached;
+	__u64 frames_cleared;
+	__u64 reserved[1];
 };
 
 /**
@@ -528,7 +600,7 @@ struct kvarena_stat {
  *			charged once.  When the charged client detaches, the
  *			charge moves to another holder.
  * @reserved0:		zero.
- * @reserved:		zero.
+ * @domain:		the client's cache domain.
  */
 struct kvarena_client_info {
 	__u32 client_id;
@@ -547,7 +619,7 @@ struct kvarena_client_info {
 	__u64 alloc_failures;
 	__u32 charged;
 	__u32 reserved0;
-	__u64 reserved[1];
+	__u64 domain;
 };
 
 /**
@@ -555,8 +627,11 @@ struct kvarena_client_info {
  * @name:	arena name.
  * @clients:	user pointer to an array of @count struct kvarena_client_info.
  * @count:	rows the array can take (0 to ask only for @nr_clients).
- * @nr_clients:	out: clients attached; rows written = min(@count,
- *		@nr_clients), in attach order.
+ * @nr_clients:	out: clients the caller may see; rows written =
+ *		min(@count, @nr_clients), in attach order.  The arena's
+ *		owner and administrators see every client; anyone else the
+ *		clients of its own cache domain (see struct kvarena_stat
+ *		.domain).
  * @flags:	must be zero.
  * @reserved0:	must be zero.
  * @reserved:	must be zero.
@@ -601,7 +676,7 @@ struct kvarena_limits {
  * @client_max_default:	as in struct kvarena_arena_create.
  * @client_max_limit:	as in struct kvarena_arena_create.
  * @flags:		must be zero.
- * @reserved0:		must be zero.
+ * @cache_domains:	as in struct kvarena_arena_create.
  * @reserved:		must be zero.
  *
  * Replaces the whole policy (read it with STAT first to change one part).
@@ -617,7 +692,7 @@ struct kvarena_arena_policy {
 	__u32 client_max_default;
 	__u32 client_max_limit;
 	__u32 flags;
-	__u32 reserved0;
+	__u32 cache_domains;
 	__u64 reserved[2];
 };
 
@@ -777,7 +852,12 @@ struct kvarena_events_fd {
  * @seq:	the arena's event number: 1 for its first event, then
  *		consecutive.  LOST: the first one missed.
  * @time_ns:	CLOCK_REALTIME when the event happened, in nanoseconds.
- * @lost:	LOST: how many events were missed; otherwise 0.
+ * @lost:	LOST: how many events were missed.
+ * @domain:	STORED, REMOVED: the cache domain of @key.  A reader that
+ *		is not the arena's owner or an administrator reads only
+ *		its own domain's STORED and REMOVED events (the domain of
+ *		its client, if the file that asked for the descriptor was
+ *		attached to the arena, else the arena's rule's for it).
  * @client_id:	STORED: the client that published the frame; otherwise 0.
  * @frame:	STORED, REMOVED: the frame's index.
  * @nr_tokens:	STORED: token ids following this header (the PUBLISH's
@@ -799,7 +879,10 @@ struct kvarena_event {
 	__u16 flags;
 	__u64 seq;
 	__u64 time_ns;
-	__u64 lost;
+	union {
+		__u64 lost;
+		__u64 domain;
+	};
 	__u32 client_id;
 	__u32 frame;
 	__u32 nr_tokens;

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvarena.ko: cache domains - which clients see one another's prefixes,
+ * whose figures and events a viewer sees, and the clearing of host
+ * frames between domains.
+ *
+ * Every client belongs to one domain, fixed at ATTACH: by the arena's
+ * rule (one per uid by default, one per gid, or one for the whole arena),
+ * a private one of its own (KVARENA_ATTACH_PRIVATE), or one the arena's
+ * owner or an administrator names (KVARENA_ATTACH_DOMAIN).  The core
+ * files keys per domain and keeps each frame within one domain at a time
+ * (core.h); this file keeps the domain objects, which live while a client
+ * is in them or a frame carries their data, and clears host frames.
+ *
+ * Clearing.  A host frame freed by a client of domain D waits on D's
+ * dirty list: D's clients take it again as it is, anyone else gets a
+ * cleared frame.  A worker clears dirty frames ahead of need, keeping a
+ * stock of clean frames; an ALLOC that finds too few clears what it needs
+ * itself.  Frames are cleared while they belong to nobody (the core's
+ * kva_core_take_dirty()), so no mapping can see one half-cleared.  CUDA
+ * arenas' memory is not the module's to touch, and is handed on as it is
+ * (Documentation/kvarena.rst).
+ */
+#include <linux/cred.h>
+#include <linux/highmem.h>
+#include <linux/list.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
+
+#include "kva.h"
+
+struct kva_domain {
+	struct kva_core_domain core;
+	struct list_head node;		/* kva_arena.domains */
+};
+
+/* The core let go of @d's last reference (arena locked). */
+static void kva_domain_release(struct kva_core *c, struct kva_core_domain *d)
+{
+	struct kva_domain *dom = container_of(d, struct kva_domain, core);
+
+	list_del(&dom->node);
+	kfree(dom);
+}
+
+/**
+ * kva_domains_init() - an arena's domains and clearing, at create.
+ * @a:	the arena, not yet visible.
+ */
+void kva_domains_init(struct kva_arena *a)
+{
+	INIT_LIST_HEAD(&a->domains);
+	INIT_WORK(&a->clear_work, kva_clear_work);
+	a->core.dom_release = kva_domain_release;
+	if (a->mem_kind == KVARENA_MEM_HOST &&
+	    !(a->flags & KVARENA_CREATE_NO_BACKING))
+		a->core.clear = (a->flags & KVARENA_CREATE_CLEAR_ALWAYS) ?
+				KVA_CLEAR_ALWAYS : KVA_CLEAR_DOMAIN;
+	/* The stock of clean frames the worker keeps, when it can. */
+	a->clean_target = max3(a->low_watermark, a->core.nr_frames / 16, 1u);
+}
+
+/* kva_domains_fini() - the arena is being freed: every domain goes. */
+void kva_domains_fini(struct kva_arena *a)
+{
+	struct kva_domain *dom, *tmp;
+
+	list_for_each_entry_safe(dom, tmp, &a->domains, node)
+		kfree(dom);
+	INIT_LIST_HEAD(&a->domains);
+}
+
+u64 kva_domain_id(const struct kva_core_domain *d)
+{
+	return d ? d->id : 0;
+}
+
+/* The domain the arena's rule gives the caller (arena locked). */
+u64 kva_domain_by_rule(struct kva_arena *a)
+{
+	lockdep_assert_held(&a->lock);
+	switch (a->policy.cache_domains) {
+	case KVARENA_DOMAINS_GID:
+		return KVARENA_DOMAIN(KVARENA_DOMAIN_KIND_GID,
+				      (u64)__kgid_val(current_egid()));
+	case KVARENA_DOMAINS_ARENA:
+		return KVARENA_DOMAIN(KVARENA_DOMAIN_KIND_ARENA, 0);
+	default:
+		return KVARENA_DOMAIN(KVARENA_DOMAIN_KIND_UID,
+				      (u64)__kuid_val(current_euid()));
+	}
+}
+
+/* @id's domain object, or NULL (arena locked). */
+struct kva_core_domain *kva_domain_find(struct kva_arena *a, u64 id)
+{
+	struct kva_domain *dom;
+
+	lockdep_assert_held(&a->lock);
+	list_for_each_entry(dom, &a->domains, node)
+		if (dom->core.id == id)
+			return &dom->core;
+	return NULL;
+}
+
+/**
+ * kva_domain_get() - @id's domain, made from @spare if it has none yet.
+ * @a:		the arena, locked.
+ * @id:		the domain.
+ * @spare:	a zeroed object the caller allocated; set to NULL when used.
+ *
+ * The domain holds no reference for the caller: kva_core_attach_domain()
+ * takes the client's.  One made here and then not attached to must go
+ * with kva_domain_put_unused().
+ */
+struct kva_core_domain *kva_domain_get(struct kva_arena *a, u64 id,
+				       struct kva_domain **spare)
+{
+	struct kva_core_domain *d = kva_domain_find(a, id);
+	struct kva_domain *dom = *spare;
+
+	if (d)
+		return d;
+	*spare = NULL;
+	dom->core.id = id;
+	dom->core.dirty_head = KVA_NIL;
+	list_add_tail(&dom->node, &a->domains);
+	return &dom->core;
+}
+
+struct kva_domain *kva_domain_alloc(void)
+{
+	return kzalloc(sizeof(struct kva_domain), GFP_KERNEL_ACCOUNT);
+}
+
+void kva_domain_free(struct kva_domain *dom)
+{
+	kfree(dom);
+}
+
+/* A domain kva_domain_get() gave that nobody took a reference to. */
+void kva_domain_put_unused(struct kva_arena *a, struct kva_core_domain *d)
+{
+	if (d && !d->refs)
+		kva_domain_release(&a->core, d);
+}
+
+/* Is the caller the arena's owner or an administrator? */
+bool kva_arena_owner(struct kva_arena *a, unsigned int how)
+{
+	return uid_eq(current_fsuid(), a->policy.uid) || kva_admin(how);
+}
+
+/**
+ * kva_viewer_domain() - whose figures, clients and events a viewer sees.
+ * @a:		the arena, locked.
+ * @cl:		the viewer's /dev/kvarena file.
+ * @how:	KVA_HOW_*.
+ *
+ * Return: 0 (everything) for the arena's owner and administrators; else
+ * the domain of the viewer's client if its file is attached to @a, else
+ * the domain the arena's rule would give the viewer.
+ */
+u64 kva_viewer_domain(struct kva_arena *a, struct kva_client *cl,
+		      unsigned int how)
+{
+	lockdep_assert_held(&a->lock);
+	if (kva_arena_owner(a, how))
+		return 0;
+	/* Pairs with smp_store_release() in kva_ioc_attach(). */
+	if (smp_load_acquire(&cl->arena) == a && !cl->evicted && cl->core.dom)
+		return cl->core.dom->id;
+	return kva_domain_by_rule(a);
+}
+
+/* ---- clearing ------------------------------------------------------------- */
+
+/* Clear host frames @idx[0..n) (no lock held; they belong to nobody). */
+static void kva_clear_frames(struct kva_arena *a, const u32 *idx, u32 n)
+{
+	u64 ppf = a->frame_size >> PAGE_SHIFT;
+	u32 i;
+	u64 p;
+
+	for (i = 0; i < n; i++) {
+		struct page **pages = a->pages + idx[i] * ppf;
+
+		for (p = 0; p < ppf; p++)
+			clear_highpage(pages[p]);
+		cond_resched();
+	}
+}
+
+#define KVA_CLEAR_BATCH	16
+
+/**
+ * kva_clear_work() - the worker: clear dirty frames until the arena has
+ * its stock of clean ones, or none are dirty.
+ * @work:	the arena's clear_work.
+ */
+void kva_clear_work(struct work_struct *work)
+{
+	struct kva_arena *a = container_of(work, struct kva_arena, clear_work);
+	u32 idx[KVA_CLEAR_BATCH], n;
+
+	for (;;) {
+		u32 clean, want = 0;
+
+		mutex_lock(&a->lock);
+		clean = kva_core_clean(&a->core);
+		/* Only the stock: a domain may still take its own as they are. */
+		if (!a->dead && clean < a->clean_target)
+			want = min(a->clean_target - clean, KVA_CLEAR_BATCH);
+		n = want ? kva_core_take_dirty(&a->core, NULL, idx, want) : 0;
+		mutex_unlock(&a->lock);
+		if (!n)
+			return;
+		kva_clear_frames(a, idx, n);
+		mutex_lock(&a->lock);
+		kva_core_put_clean(&a->core, idx, n);
+		mutex_unlock(&a->lock);
+	}
+}
+
+/* Frames were freed: start the worker if the clean stock runs low (locked). */
+void kva_clear_kick(struct kva_arena *a)
+{
+	lockdep_assert_held(&a->lock);
+	if (a->core.nr_dirty && !a->dead &&
+	    kva_core_clean(&a->core) < a->clean_target)
+		queue_work(system_unbound_wq, &a->clear_work);
+}
+
+/**
+ * kva_clear_for() - an ALLOC of @cl's found too few frames it may take as
+ * they are: clear some of the others' dirty ones for it.
+ * @cl:	the client, whose arena lock the caller holds; it is dropped
+ *	while clearing and held again on return.
+ *
+ * Return: 0 (try again), or -EINTR for a fatal signal.
+ */
+int kva_clear_for(struct kva_client *cl)
+{
+	struct kva_arena *a = cl->arena;
+	u32 idx[KVA_CLEAR_BATCH], n;
+
+	n = kva_core_take_dirty(&a->core, &cl->core, idx, KVA_CLEAR_BATCH);
+	mutex_unlock(&a->lock);
+	if (n)
+		kva_clear_frames(a, idx, n);
+	else
+		/* Another thread is clearing the ones there are. */
+		schedule_timeout_uninterruptible(1);
+	mutex_lock(&a->lock);
+	kva_core_put_clean(&a->core, idx, n);
+	return fatal_signal_pending(current) ? -EINTR : 0;
+}
