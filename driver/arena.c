@@ -275,6 +275,7 @@ long kva_ioc_arena_create(void __user *argp)
 	a->low_watermark = c.low_watermark;
 	a->flags = c.flags;
 	a->policy.cache_domains = c.cache_domains;
+	a->policy.domain_cached_max = c.domain_cached_max;
 	mutex_init(&a->lock);
 	INIT_LIST_HEAD(&a->clients);
 	idr_init(&a->client_ids);
@@ -283,6 +284,7 @@ long kva_ioc_arena_create(void __user *argp)
 	if (ret)
 		goto err_free_arena;
 	kva_domains_init(a);
+	a->core.dom_cached_max = c.domain_cached_max;
 	a->backing = kvcalloc(c.nr_frames, sizeof(*a->backing), KVA_GFP_TABLE);
 	if (!a->backing) {
 		ret = -ENOMEM;
@@ -539,8 +541,16 @@ long kva_ioc_set_policy(void __user *argp)
 				   p.client_max_limit, a->core.nr_frames);
 	if (!ret) {
 		pol.cache_domains = p.cache_domains;
+		pol.domain_cached_max = p.domain_cached_max;
 		mutex_lock(&a->lock);
-		a->policy = pol;
+		if (pol.domain_cached_max > a->core.nr_frames) {
+			ret = -EINVAL;
+		} else {
+			a->policy = pol;
+			kva_domains_set_cap(a, pol.domain_cached_max);
+			kva_arena_update_pressure(a);
+			kva_clear_kick(a);
+		}
 		mutex_unlock(&a->lock);
 	}
 	kva_arena_put(a);
@@ -666,6 +676,7 @@ long kva_ioc_stat(struct kva_client *cl, void __user *argp, unsigned int how)
 	s.client_max_default = a->policy.client_max_default;
 	s.client_max_limit = a->policy.client_max_limit;
 	s.cache_domains = a->policy.cache_domains;
+	s.domain_cached_max = a->policy.domain_cached_max;
 	s.nr_dirty = a->core.nr_dirty + a->core.nr_cleaning;
 	s.frames_cleared = a->core.frames_cleaned;
 	s.dom_cached = a->core.nr_cached;

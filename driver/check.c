@@ -128,8 +128,10 @@ int kva_check_create(const struct kvarena_arena_create *c)
 {
 	if ((c->flags & ~(KVARENA_CREATE_NO_BACKING | KVARENA_CREATE_ACCESS |
 			  KVARENA_CREATE_CLEAR_ALWAYS)) ||
-	    c->cache_domains > KVARENA_DOMAINS_ARENA ||
+	    c->cache_domains > KVARENA_DOMAINS_ARENA || c->reserved1 ||
 	    !all_zero(c->reserved, sizeof(c->reserved)))
+		return -EINVAL;
+	if (c->domain_cached_max > c->nr_frames)
 		return -EINVAL;
 	/* Only a host arena's memory is the module's to clear. */
 	if ((c->flags & KVARENA_CREATE_CLEAR_ALWAYS) &&
@@ -179,7 +181,7 @@ int kva_check_set_backing(const struct kvarena_set_backing *b)
 int kva_check_policy(const struct kvarena_arena_policy *p)
 {
 	if (p->flags || p->cache_domains > KVARENA_DOMAINS_ARENA ||
-	    !all_zero(p->reserved, sizeof(p->reserved)) ||
+	    p->reserved0 || !all_zero(p->reserved, sizeof(p->reserved)) ||
 	    kva_name_valid(p->name))
 		return -EINVAL;
 	return 0;
@@ -264,8 +266,7 @@ int kva_check_usage(const struct kvarena_usage *u)
 
 int kva_check_stat(const struct kvarena_stat *s)
 {
-	if ((s->flags & ~KVARENA_STAT_BY_INDEX) ||
-	    !all_zero(s->reserved, sizeof(s->reserved)))
+	if ((s->flags & ~KVARENA_STAT_BY_INDEX) || s->reserved3)
 		return -EINVAL;
 	if (!(s->flags & KVARENA_STAT_BY_INDEX) &&
 	    (s->index || kva_name_valid(s->name)))

@@ -225,6 +225,8 @@ int kva_core_init(struct kva_core *c, u32 nr_frames)
 		c->buckets[i] = KVA_NIL;
 	for (i = 0; i < nr_frames; i++) {
 		c->frames[i].dom = NULL;
+		c->frames[i].dnext = KVA_NIL;
+		c->frames[i].dprev = KVA_NIL;
 		c->frames[i].gen = 1;
 		c->frames[i].next = i + 1 < nr_frames ? i + 1 : KVA_NIL;
 		c->frames[i].prev = KVA_NIL;
@@ -528,6 +530,7 @@ static void free_push(struct kva_core *c, u32 idx)
 static void lru_add(struct kva_core *c, u32 idx)
 {
 	struct kva_frame *f = &c->frames[idx];
+	struct kva_core_domain *d = f->dom;
 
 	f->flags |= KVA_FRAME_CACHED;
 	f->next = KVA_NIL;
@@ -538,13 +541,22 @@ static void lru_add(struct kva_core *c, u32 idx)
 		c->lru_head = idx;
 	c->lru_tail = idx;
 	c->nr_cached++;
-	if (f->dom)
-		f->dom->cached++;
+	if (!d)
+		return;
+	f->dnext = KVA_NIL;
+	f->dprev = d->lru_tail;
+	if (d->lru_tail != KVA_NIL)
+		c->frames[d->lru_tail].dnext = idx;
+	else
+		d->lru_head = idx;
+	d->lru_tail = idx;
+	d->cached++;
 }
 
 static void lru_del(struct kva_core *c, u32 idx)
 {
 	struct kva_frame *f = &c->frames[idx];
+	struct kva_core_domain *d = f->dom;
 
 	if (f->prev != KVA_NIL)
 		c->frames[f->prev].next = f->next;
@@ -558,18 +570,66 @@ static void lru_del(struct kva_core *c, u32 idx)
 	f->next = KVA_NIL;
 	f->prev = KVA_NIL;
 	c->nr_cached--;
-	if (f->dom)
-		f->dom->cached--;
+	if (!d)
+		return;
+	if (f->dprev != KVA_NIL)
+		c->frames[f->dprev].dnext = f->dnext;
+	else
+		d->lru_head = f->dnext;
+	if (f->dnext != KVA_NIL)
+		c->frames[f->dnext].dprev = f->dprev;
+	else
+		d->lru_tail = f->dprev;
+	f->dnext = KVA_NIL;
+	f->dprev = KVA_NIL;
+	d->cached--;
 }
 
-/* The last hold on @idx went: the frame is cached if published, else free. */
+/* Reclaim cached frame @idx; @count: an allocation's, told and counted. */
+static void reclaim_frame(struct kva_core *c, u32 idx, bool count)
+{
+	lru_del(c, idx);
+	if (count && c->events)
+		c->events->removed(c, idx);
+	if (count && c->frames[idx].dom)
+		c->frames[idx].dom->reclaims++;
+	index_del(c, idx);
+	free_push(c, idx);
+}
+
+/**
+ * kva_core_trim_domain() - reclaim @d's oldest cached frames while it has
+ * more than its cap (struct kva_core.dom_cached_max).
+ * @c:	the core.
+ * @d:	the domain.
+ *
+ * Return: the number reclaimed.
+ */
+u32 kva_core_trim_domain(struct kva_core *c, struct kva_core_domain *d)
+{
+	u32 n = 0;
+
+	while (c->dom_cached_max && d && d->cached > c->dom_cached_max) {
+		reclaim_frame(c, d->lru_head, true);
+		c->cache_reclaims++;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * The last hold on @idx went: the frame is cached if published - its
+ * domain's oldest going, past the domain's cap - else free.
+ */
 static void frame_unheld(struct kva_core *c, u32 idx)
 {
 	charge_del(c, idx);
-	if (c->frames[idx].flags & KVA_FRAME_PUBLISHED)
+	if (c->frames[idx].flags & KVA_FRAME_PUBLISHED) {
 		lru_add(c, idx);
-	else
+		kva_core_trim_domain(c, c->frames[idx].dom);
+	} else {
 		free_push(c, idx);
+	}
 }
 
 /* @cl lets go of frame @idx, which it holds. */
@@ -807,15 +867,7 @@ static u32 reclaim(struct kva_core *c, u32 n, bool count)
 	u32 done = 0;
 
 	while (done < n && c->lru_head != KVA_NIL) {
-		u32 idx = c->lru_head;
-
-		lru_del(c, idx);
-		if (count && c->events)
-			c->events->removed(c, idx);
-		if (count && c->frames[idx].dom)
-			c->frames[idx].dom->reclaims++;
-		index_del(c, idx);
-		free_push(c, idx);
+		reclaim_frame(c, c->lru_head, count);
 		done++;
 	}
 	if (count)
@@ -1426,6 +1478,15 @@ static int check_held(const struct kva_core *c)
 				return -EUCLEAN;
 			cleaning++;
 		}
+		/* A cached frame of a domain is on the domain's LRU too. */
+		if ((f->flags & KVA_FRAME_CACHED) && f->dom &&
+		    (KVA_WARN_ON(f->dprev == KVA_NIL ? f->dom->lru_head != i :
+				 c->frames[f->dprev].dnext != i) ||
+		     KVA_WARN_ON(f->dnext == KVA_NIL ? f->dom->lru_tail != i :
+				 c->frames[f->dnext].dprev != i) ||
+		     KVA_WARN_ON(c->dom_cached_max &&
+				 f->dom->cached > c->dom_cached_max)))
+			return -EUCLEAN;
 		if (!f->refs)
 			continue;
 		held++;

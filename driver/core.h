@@ -122,6 +122,9 @@ struct kva_core_client;
  * @cached:	its frames on the LRU.
  * @nr_dirty:	free frames that still carry its data.
  * @dirty_head:	the first of them (LIFO), KVA_NIL if none.
+ * @lru_head:	its oldest cached frame, KVA_NIL if none (the domain's own
+ *		LRU, linked by struct kva_frame.dnext/dprev).
+ * @lru_tail:	its newest cached frame.
  * @dnext:	next domain with dirty frames (struct kva_core.dirty).
  * @dprev:	previous one.
  * @hits:	keys its clients' LOOKUPs found, ever.
@@ -137,7 +140,8 @@ struct kva_core_domain {
 	u32 cached;
 	u32 nr_dirty;
 	u32 dirty_head;
-	u32 reserved;
+	u32 lru_head;
+	u32 lru_tail;
 	struct kva_core_domain *dnext;
 	struct kva_core_domain *dprev;
 	u64 hits;
@@ -170,6 +174,8 @@ enum kva_clear {
  *		when a client takes it from the free lists), kept while it is
  *		cached and while it waits free on that domain's dirty list;
  *		NULL once clean.  Its key belongs to this domain.
+ * @dnext:	next newer cached frame of @dom, while cached.
+ * @dprev:	next older one.
  */
 struct kva_frame {
 	u32 gen;
@@ -181,6 +187,8 @@ struct kva_frame {
 	u32 hnext;
 	struct kva_core_client *charge;
 	struct kva_core_domain *dom;
+	u32 dnext;
+	u32 dprev;
 };
 
 /**
@@ -322,6 +330,8 @@ struct kva_core_events {
  *			given back yet.
  * @dirty:		domains with dirty frames.
  * @frames_cleaned:	frames given back clean, ever.
+ * @dom_cached_max:	at most this many cached frames per domain (0: no
+ *			cap): a domain past it loses its own oldest first.
  * @dom_release:	called when a domain's last reference goes.
  */
 struct kva_core {
@@ -359,6 +369,7 @@ struct kva_core {
 	u32 nr_cleaning;
 	struct kva_core_domain *dirty;
 	u64 frames_cleaned;
+	u32 dom_cached_max;
 	void (*dom_release)(struct kva_core *c, struct kva_core_domain *d);
 };
 
@@ -400,6 +411,7 @@ int kva_core_prefix_lookup(struct kva_core *c, struct kva_core_client *cl,
 			   struct kva_core_prefix *chain, u32 n);
 u32 kva_core_reclaim(struct kva_core *c, u32 n);
 u32 kva_core_drop_cache(struct kva_core *c);
+u32 kva_core_trim_domain(struct kva_core *c, struct kva_core_domain *d);
 
 /*
  * Clearing (struct kva_core.clear).  A frame freed by a client of domain

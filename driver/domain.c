@@ -125,6 +125,8 @@ struct kva_core_domain *kva_domain_get(struct kva_arena *a, u64 id,
 	*spare = NULL;
 	dom->core.id = id;
 	dom->core.dirty_head = KVA_NIL;
+	dom->core.lru_head = KVA_NIL;
+	dom->core.lru_tail = KVA_NIL;
 	list_add_tail(&dom->node, &a->domains);
 	return &dom->core;
 }
@@ -144,6 +146,23 @@ void kva_domain_put_unused(struct kva_arena *a, struct kva_core_domain *d)
 {
 	if (d && !d->refs)
 		kva_domain_release(&a->core, d);
+}
+
+/**
+ * kva_domains_set_cap() - a new cap on each domain's cached frames; those
+ * past it lose their oldest at once.
+ * @a:		the arena, locked.
+ * @max:	the cap, 0 for none.
+ */
+void kva_domains_set_cap(struct kva_arena *a, u32 max)
+{
+	struct kva_domain *dom, *tmp;
+
+	lockdep_assert_held(&a->lock);
+	a->core.dom_cached_max = max;
+	/* A domain trimmed to nothing may be released: walk safely. */
+	list_for_each_entry_safe(dom, tmp, &a->domains, node)
+		kva_core_trim_domain(&a->core, &dom->core);
 }
 
 /* Is the caller the arena's owner or an administrator? */

@@ -44,6 +44,7 @@ struct kva_policy {
 	u32 client_max_default;
 	u32 client_max_limit;
 	u32 cache_domains;		/* KVARENA_DOMAINS_* */
+	u32 domain_cached_max;		/* 0: no cap */
 };
 
 /* What frame i of an arena is: bytes [offset, offset + frame_size) of file. */
@@ -218,6 +219,7 @@ struct kva_core_domain *kva_domain_get(struct kva_arena *a, u64 id,
 struct kva_domain *kva_domain_alloc(void);
 void kva_domain_free(struct kva_domain *dom);
 void kva_domain_put_unused(struct kva_arena *a, struct kva_core_domain *d);
+void kva_domains_set_cap(struct kva_arena *a, u32 max);
 bool kva_arena_owner(struct kva_arena *a, unsigned int how);
 u64 kva_viewer_domain(struct kva_arena *a, struct kva_client *cl,
 		      unsigned int how);

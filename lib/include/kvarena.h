@@ -105,6 +105,10 @@ enum kva_transport {
 #define KVA_OPEN_HUGETLB	(1u << 2) /* host: back the arena with 2 MiB
 					   * hugetlb pages (needs reserved
 					   * pages; implies PREFAULT) */
+#define KVA_OPEN_PRIVATE	(1u << 3) /* device: a cache domain of this
+					   * handle's own: its prefixes are
+					   * shared with no other client
+					   * (KVARENA_ATTACH_PRIVATE) */
 
 /**
  * struct kva_open_opts - how kva_open() finds or makes the arena.
@@ -204,6 +208,9 @@ void kva_close(struct kva_arena *arena);
  * @mem_uuid:		CUDA arenas: the GPU's UUID (cuDeviceGetUuid), the
  *			same in every process whatever CUDA_VISIBLE_DEVICES
  *			says; zero for host arenas.
+ * @domain:		device mode: the client's cache domain (a
+ *			KVARENA_DOMAIN() of the module's header): the clients
+ *			its published prefixes are shared with.  0 otherwise.
  * @reserved:		zero.
  */
 struct kva_arena_info {
@@ -219,7 +226,8 @@ struct kva_arena_info {
 	uint32_t mem_dev;
 	int32_t backend_error;
 	uint8_t mem_uuid[16];
-	uint64_t reserved[2];
+	uint64_t domain;
+	uint64_t reserved[1];
 };
 
 /** kva_arena_info() - describe @arena.  Thread-safe.  Return: 0. */

@@ -219,6 +219,7 @@ int kva_arena_info(struct kva_arena *a, struct kva_arena_info *info)
 		.frame_size = a->frame_size,
 		.nr_frames = a->nr_frames,
 		.client_id = a->client_id,
+		.domain = a->domain,
 		.mem_dev = a->mem_dev,
 		.backend_error = a->backend_error,
 	};

@@ -412,6 +412,8 @@ int kva_device_open(struct kva_arena *a, const struct kva_open_opts *o,
 		strcpy(at.label, o->label);
 	at.min_frames = o->min_frames;
 	at.max_frames = o->max_frames;
+	if (o->flags & KVA_OPEN_PRIVATE)
+		at.flags = KVARENA_ATTACH_PRIVATE;
 	ret = dev_ioctl(d->fd, KVARENA_IOC_ATTACH, &at);
 	if (ret)
 		goto err_close;
@@ -436,6 +438,7 @@ int kva_device_open(struct kva_arena *a, const struct kva_open_opts *o,
 	memcpy(a->mem_uuid, st.mem_uuid, sizeof(a->mem_uuid));
 	a->no_memory = st.state & KVARENA_STATE_NO_BACKING;
 	a->client_id = at.client_id;
+	a->domain = at.domain;
 	ret = choose_transport(a, o, features);
 	if (ret)
 		goto err_close;

@@ -265,6 +265,7 @@ struct kva_arena {
 	uint64_t frame_size;
 	uint32_t nr_frames;
 	uint32_t client_id;
+	uint64_t domain;		/* device: the client's cache domain */
 	uint32_t mem_dev;
 	uint8_t mem_uuid[16];		/* device mode, CUDA: the module's */
 	int32_t backend_error;
@@ -402,6 +403,6 @@ int kva_cuda_uuid(const char *lib, uint32_t ordinal, uint8_t uuid[16]);
 
 /* Run-time flags every backend honours. */
 #define KVA_OPEN_ALL	(KVA_OPEN_PREFAULT | KVA_OPEN_POPULATE | \
-			 KVA_OPEN_HUGETLB)
+			 KVA_OPEN_HUGETLB | KVA_OPEN_PRIVATE)
 
 #endif /* KVA_LIB_INTERNAL_H */

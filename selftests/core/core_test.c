@@ -924,8 +924,12 @@ static int doms_init(struct doms *t, u32 clear)
 		return -1;
 	t->c.clear = clear;
 	t->c.dom_release = doms_release;
-	t->d1 = (struct kva_core_domain){ .id = 1, .dirty_head = KVA_NIL };
-	t->d2 = (struct kva_core_domain){ .id = 2, .dirty_head = KVA_NIL };
+	t->d1 = (struct kva_core_domain){ .id = 1, .dirty_head = KVA_NIL,
+					  .lru_head = KVA_NIL,
+					  .lru_tail = KVA_NIL };
+	t->d2 = (struct kva_core_domain){ .id = 2, .dirty_head = KVA_NIL,
+					  .lru_head = KVA_NIL,
+					  .lru_tail = KVA_NIL };
 	if (kva_core_attach_domain(&t->c, &t->x, 0, 0, &t->d1) ||
 	    kva_core_attach_domain(&t->c, &t->y, 0, 0, &t->d2))
 		return -1;
@@ -1045,6 +1049,42 @@ TEST(a_reclaimed_frame_is_dirty_for_other_domains)
 	ASSERT_EQ(0, kva_core_free(&t.c, &t.y, got, 2));
 	kva_core_detach(&t.c, &t.x);
 	kva_core_detach(&t.c, &t.y);
+	kva_core_drop_cache(&t.c);
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	kva_core_fini(&t.c);
+}
+
+TEST(a_domain_past_its_cache_cap_loses_its_own_oldest_first)
+{
+	struct doms t;
+	u64 hx[8], hy[2], got[2];
+
+	ASSERT_EQ(0, doms_init(&t, KVA_CLEAR_NONE));
+	t.c.dom_cached_max = 4;
+	/* y's two cached frames, older than anything of x's. */
+	ASSERT_EQ(2, kva_core_alloc(&t.c, &t.y, hy, 2, false));
+	ASSERT_EQ(2, publish(&t.c, &t.y, 900, hy, 2, NULL));
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.y, hy, 2));
+	/* x caches eight: its first four go, y's stay. */
+	ASSERT_EQ(8, kva_core_alloc(&t.c, &t.x, hx, 8, false));
+	ASSERT_EQ(8, publish(&t.c, &t.x, 800, hx, 8, NULL));
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.x, hx, 8));
+	EXPECT_EQ(4, t.d1.cached);
+	EXPECT_EQ(2, t.d2.cached);
+	EXPECT_EQ(4, t.d1.reclaims);
+	EXPECT_EQ(0, t.d2.reclaims);
+	EXPECT_EQ(0, lookup_run(&t.c, &t.x, 800, 2, got));
+	EXPECT_EQ(2, lookup_run(&t.c, &t.x, 804, 2, got));
+	EXPECT_EQ(2, lookup_run(&t.c, &t.y, 900, 2, got));
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	/* A lower cap trims at once. */
+	t.c.dom_cached_max = 1;
+	EXPECT_EQ(1, kva_core_trim_domain(&t.c, &t.d1));
+	EXPECT_EQ(1, t.d1.cached);
+	kva_core_detach(&t.c, &t.x);
+	kva_core_detach(&t.c, &t.y);
+	EXPECT_EQ(0, kva_core_trim_domain(&t.c, &t.d2));
+	t.c.dom_cached_max = 0;
 	kva_core_drop_cache(&t.c);
 	EXPECT_EQ(0, kva_core_check(&t.c));
 	kva_core_fini(&t.c);

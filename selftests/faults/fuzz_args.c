@@ -80,8 +80,17 @@ static bool spec_create(const struct kvarena_arena_create *c)
 	uint64_t fs = c->frame_size;
 	bool access = c->flags & KVARENA_CREATE_ACCESS;
 
-	return RSV(c, reserved0) && RSV(c, reserved) &&
-	       !(c->flags & ~(KVARENA_CREATE_NO_BACKING | KVARENA_CREATE_ACCESS)) &&
+	return RSV(c, reserved1) && RSV(c, reserved) &&
+	       !(c->flags & ~(KVARENA_CREATE_NO_BACKING | KVARENA_CREATE_ACCESS |
+			      KVARENA_CREATE_CLEAR_ALWAYS)) &&
+	       /* "KVARENA_CREATE_CLEAR_ALWAYS (host arenas)"; no memory, nothing to clear */
+	       (!(c->flags & KVARENA_CREATE_CLEAR_ALWAYS) ||
+		(c->mem_kind == KVARENA_MEM_HOST &&
+		 !(c->flags & KVARENA_CREATE_NO_BACKING))) &&
+	       /* KVARENA_DOMAINS_* */
+	       c->cache_domains <= KVARENA_DOMAINS_ARENA &&
+	       /* "at most @nr_frames" */
+	       c->domain_cached_max <= c->nr_frames &&
 	       spec_name(c->name) &&
 	       /* a power of two, at least max(4096, PAGE_SIZE), at most 1 GiB */
 	       fs && !(fs & (fs - 1)) && fs >= KVARENA_MIN_FRAME_SIZE &&
@@ -112,14 +121,29 @@ static bool spec_backing(const struct kvarena_set_backing *b)
 static bool spec_policy(const struct kvarena_arena_policy *p)
 {
 	return !p->flags && RSV(p, reserved0) && RSV(p, reserved) &&
+	       p->cache_domains <= KVARENA_DOMAINS_ARENA &&
 	       spec_name(p->name);
 }
 
 static bool spec_attach(const struct kvarena_attach *a)
 {
+	uint32_t kind = KVARENA_DOMAIN_KIND(a->domain);
+
 	/* Outputs (client_id, nr_frames, ...) are not looked at. */
-	return !a->flags && RSV(a, reserved) && spec_name(a->name) &&
-	       spec_label(a->label);
+	if ((a->flags & ~(KVARENA_ATTACH_PRIVATE | KVARENA_ATTACH_DOMAIN)) ||
+	    /* "At most one of them." */
+	    a->flags == (KVARENA_ATTACH_PRIVATE | KVARENA_ATTACH_DOMAIN) ||
+	    !RSV(a, reserved) || !spec_name(a->name) || !spec_label(a->label))
+		return false;
+	/* "@domain: in: with KVARENA_ATTACH_DOMAIN, ... else zero" */
+	if (!(a->flags & KVARENA_ATTACH_DOMAIN))
+		return !a->domain;
+	/* "of kind UID, GID, ARENA or NAMED"; the arena domain is number 0 */
+	if (kind == KVARENA_DOMAIN_KIND_ARENA)
+		return !KVARENA_DOMAIN_NR(a->domain);
+	return kind == KVARENA_DOMAIN_KIND_UID ||
+	       kind == KVARENA_DOMAIN_KIND_GID ||
+	       kind == KVARENA_DOMAIN_KIND_NAMED;
 }
 
 static bool spec_frames(const struct kvarena_frames *f, uint32_t flags_ok)
@@ -143,8 +167,7 @@ static bool spec_usage(const struct kvarena_usage *u)
 
 static bool spec_stat(const struct kvarena_stat *s)
 {
-	if (s->flags & ~KVARENA_STAT_BY_INDEX || s->reserved1 ||
-	    !RSV(s, reserved))
+	if (s->flags & ~KVARENA_STAT_BY_INDEX || s->reserved3)
 		return false;
 	/* "@index: in: with KVARENA_STAT_BY_INDEX"; the name otherwise. */
 	if (s->flags & KVARENA_STAT_BY_INDEX)

@@ -503,6 +503,8 @@ static void build_create(struct proc *p, struct call *c)
 		c->must_fail = true;
 		c->why = "an unknown create flag";
 	}
+	a->domain_cached_max = fz_one_in(&p->r, 8) ? fz_below(&p->r, 4) : 0;
+	MUTATE_FIELD(p, c, a, reserved1);
 	MUTATE_FIELD(p, c, a, reserved);
 	scribble(p, a, sizeof(*a));
 }
@@ -705,7 +707,7 @@ static void build_stat(struct proc *p, struct call *c)
 	}
 	/* Outputs are ignored on input. */
 	s->nr_free = (uint32_t)fz_next(&p->r);
-	MUTATE_FIELD(p, c, s, reserved);
+	MUTATE_FIELD(p, c, s, reserved3);
 }
 
 static void build_clients(struct proc *p, struct call *c)
@@ -765,7 +767,11 @@ static void build_policy(struct proc *p, struct call *c)
 	a->client_min_limit = fz_below(&p->r, 70);
 	a->client_max_default = fz_below(&p->r, 70);
 	a->client_max_limit = fz_below(&p->r, 70);
+	/* A domain rule and a cap on each domain's cached frames, now and then. */
+	a->cache_domains = fz_below(&p->r, 3);
+	a->domain_cached_max = fz_one_in(&p->r, 4) ? fz_below(&p->r, 8) : 0;
 	MUTATE_FIELD(p, c, a, flags);
+	MUTATE_FIELD(p, c, a, reserved0);
 	MUTATE_FIELD(p, c, a, reserved);
 }
 

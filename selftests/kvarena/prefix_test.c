@@ -892,7 +892,7 @@ TEST_F(prefix, stat_and_sysfs_report_the_cache)
 	EXPECT_EQ(s.cache_misses, read_sysfs(self->name, "cache_misses"));
 	EXPECT_EQ(s.cache_reclaims, read_sysfs(self->name, "cache_reclaims"));
 	/* STAT's reserved space stays zero. */
-	s.reserved[0] = 1;
+	s.reserved3 = 1;
 	EXPECT_EQ(-EINVAL, kva_ioctl(self->admin, KVARENA_IOC_STAT, &s));
 }
 

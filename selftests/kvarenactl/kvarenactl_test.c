@@ -483,7 +483,7 @@ static const char ctl_stat_json[] =
 	"\"clearing\":{\"dirty\":0,\"cleared\":0},"
 	"\"access\":{\"owner_uid\":0,\"owner_gid\":0,\"mode\":\"0666\","
 	"\"client_min_limit\":0,\"client_max_default\":0,"
-	"\"client_max_limit\":0,\"cache_domains\":\"uid\"}}";
+	"\"client_max_limit\":0,\"cache_domains\":\"uid\",\"domain_cached_max\":0}}";
 
 /* The PIDS column's width: its heading, or the longest pid. */
 static int pids_width(const struct client *a, const struct client *b)
@@ -625,7 +625,7 @@ TEST_F(ctl, views_follow_frees_usage_and_a_killed_client)
 		     "\"clearing\":{\"dirty\":5,\"cleared\":0},"
 		     "\"access\":{\"owner_uid\":0,\"owner_gid\":0,\"mode\":\"0666\","
 	"\"client_min_limit\":0,\"client_max_default\":0,"
-	"\"client_max_limit\":0,\"cache_domains\":\"uid\"}}]\n",
+	"\"client_max_limit\":0,\"cache_domains\":\"uid\",\"domain_cached_max\":0}}]\n",
 		     r.out);
 
 	CTL(&r, "clients", "--json", "ctl");

@@ -352,6 +352,43 @@ TEST_F(dev, a_second_publisher_of_the_same_prompt_keeps_its_frames_private)
 }
 
 #ifdef KVA_TEST_CUDA
+TEST_F(dev, a_private_handle_shares_no_prefix_either_way)
+{
+	struct kva_open_opts o = {
+		.mode = KVA_MODE_DEVICE, .name = self->name,
+		.label = "private", .transport = variant->transport,
+		.flags = KVA_OPEN_PRIVATE,
+	};
+	struct kva_arena_info info;
+	struct kva_arena *a, *b;
+	struct kva_seq *s;
+
+	ASSERT_EQ(0, publish_and_exit(self->name, variant->transport, 31,
+				      2 * TPF));
+	ASSERT_EQ(0, kva_open(&o, &a));
+	ASSERT_EQ(0, kva_arena_info(a, &info));
+	EXPECT_EQ(KVARENA_DOMAIN_KIND_PRIVATE, KVARENA_DOMAIN_KIND(info.domain));
+	ASSERT_EQ(0, kva_seq_create(a, &self->g, 8 * TPF, &s));
+	/* The uid's prefix is not there for it... */
+	EXPECT_EQ(0, kva_seq_attach_prefix(s, self->k, 4));
+	/* ...and what it publishes is not there for the uid's other clients. */
+	ASSERT_EQ(0, kva_seq_grow(s, 2 * TPF));
+	fill_tokens(s, 32, 0, 2 * TPF);
+	ASSERT_EQ(2, kva_seq_publish(s, self->k, 2));
+	ASSERT_EQ(0, open_device(&b, self->name, variant->transport, "reader"));
+	ASSERT_EQ(0, kva_arena_info(b, &info));
+	EXPECT_EQ(KVARENA_DOMAIN(KVARENA_DOMAIN_KIND_UID, 0), info.domain);
+	{
+		struct kva_seq *t;
+
+		ASSERT_EQ(0, kva_seq_create(b, &self->g, 8 * TPF, &t));
+		ASSERT_EQ(2, kva_seq_attach_prefix(t, self->k, 4));
+		EXPECT_EQ(0, check_tokens(t, 31, 0, 2 * TPF));
+	}
+	kva_close(b);
+	kva_close(a);
+}
+
 TEST(cuda_prefix_of_an_exited_process_reads_back_byte_exact)
 {
 	struct kva_geometry g = small_geometry(FS);

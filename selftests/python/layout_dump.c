@@ -47,7 +47,7 @@ int main(void)
 	F(kva_arena_info, frame_size); F(kva_arena_info, nr_frames);
 	F(kva_arena_info, client_id); F(kva_arena_info, mem_dev);
 	F(kva_arena_info, backend_error); F(kva_arena_info, mem_uuid);
-	F(kva_arena_info, reserved);
+	F(kva_arena_info, domain); F(kva_arena_info, reserved);
 	END();
 	BEGIN(kva_stat);
 	F(kva_stat, frame_size); F(kva_stat, nr_frames); F(kva_stat, nr_free);
@@ -101,10 +101,12 @@ int main(void)
 	F(kvarena_stat, owner_gid); F(kvarena_stat, mode);
 	F(kvarena_stat, client_min_limit); F(kvarena_stat, client_max_default);
 	F(kvarena_stat, client_max_limit); F(kvarena_stat, mem_uuid);
-	F(kvarena_stat, nr_published); F(kvarena_stat, reserved1);
+	F(kvarena_stat, nr_published); F(kvarena_stat, cache_domains);
 	F(kvarena_stat, cache_hits); F(kvarena_stat, cache_misses);
-	F(kvarena_stat, cache_reclaims);
-	F(kvarena_stat, reserved);
+	F(kvarena_stat, cache_reclaims); F(kvarena_stat, domain);
+	F(kvarena_stat, nr_dirty); F(kvarena_stat, dom_cached);
+	F(kvarena_stat, frames_cleared); F(kvarena_stat, domain_cached_max);
+	F(kvarena_stat, reserved3);
 	END();
 	BEGIN(kvarena_client_info);
 	F(kvarena_client_info, client_id); F(kvarena_client_info, pid);
@@ -117,7 +119,7 @@ int main(void)
 	F(kvarena_client_info, free_calls);
 	F(kvarena_client_info, alloc_failures);
 	F(kvarena_client_info, charged); F(kvarena_client_info, reserved0);
-	F(kvarena_client_info, reserved);
+	F(kvarena_client_info, domain);
 	END();
 	BEGIN(kvarena_clients);
 	F(kvarena_clients, name); F(kvarena_clients, clients);

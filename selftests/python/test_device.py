@@ -70,6 +70,17 @@ def attach_over_io_uring_and_over_ioctl():
 
 
 @suite.test
+def a_client_names_its_cache_domain_and_may_keep_to_itself():
+    with attach(label="py-uid") as a, attach(label="py-private",
+                                             private=True) as b:
+        eq(a.info.domain, (1 << 56) | os.geteuid())     # one per uid
+        eq(b.info.domain >> 56, 5)                      # private
+        rows = {c.label: c.domain for c in a.clients()}
+        eq(rows["py-uid"], a.info.domain)
+        eq(rows["py-private"], b.info.domain)
+
+
+@suite.test
 def a_sequence_holds_module_frames_seen_through_numpy():
     with attach(label="py-seq") as a:
         s = a.seq(GEO, max_tokens=4096)

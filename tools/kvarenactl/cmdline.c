@@ -232,6 +232,11 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		parse_cache_domains, "uid, gid or arena",
 		CB(C_CREATE) | CB(C_LIMIT),
 		"who shares prefixes: the clients of one uid (default), of one gid, or all" },
+	[OPT_DOMAIN_CACHED_MAX] = { "domain-cached-max", 0, V_U32, "N",
+		OFF(domain_cached_max), 0, KVARENA_MAX_FRAMES,
+		.want = "at most the arena's frames",
+		.cmds = CB(C_CREATE) | CB(C_LIMIT),
+		.help = "cached frames a cache domain may keep; default 0: no cap" },
 	[OPT_CLEAR_ALWAYS] = { "clear-always", 0, V_FLAG, NULL,
 		OFF(clear_always), .cmds = CB(C_CREATE),
 		.help = "clear host frames between any two holders, not only between domains" },
@@ -631,6 +636,9 @@ static int check_policy(const struct command *cmd,
 	if (o->client_max_limit > frames)
 		return usage_err(cmd, "--client-max-limit %u is above --frames %u",
 				 o->client_max_limit, frames);
+	if (o->domain_cached_max > frames)
+		return usage_err(cmd, "--domain-cached-max %u is above --frames %u",
+				 o->domain_cached_max, frames);
 	if (o->client_min_limit > max)
 		return usage_err(cmd, "--client-min-limit %u is above the clients' max, %u",
 				 o->client_min_limit, max);

@@ -322,6 +322,7 @@ int kvactl_cmd_create(const struct kvactl_opts *o)
 		.client_max_default = o->client_max_default,
 		.client_max_limit = o->client_max_limit,
 		.cache_domains = o->cache_domains,
+		.domain_cached_max = o->domain_cached_max,
 	};
 	struct kvactl_cuda *cu = NULL;
 	int fd, err, ret = KVACTL_FAIL;
@@ -516,6 +517,9 @@ static int set_policy(int fd, const struct kvactl_opts *o,
 				    o->client_max_limit : s->client_max_limit,
 		.cache_domains = kvactl_given(o, OPT_CACHE_DOMAINS) ?
 				 o->cache_domains : s->cache_domains,
+		.domain_cached_max = kvactl_given(o, OPT_DOMAIN_CACHED_MAX) ?
+				     o->domain_cached_max :
+				     s->domain_cached_max,
 	};
 	uint32_t max = p.client_max_limit ? p.client_max_limit : s->nr_frames;
 	int err;
@@ -524,6 +528,11 @@ static int set_policy(int fd, const struct kvactl_opts *o,
 	if (p.client_max_limit > s->nr_frames) {
 		kvactl_err("limit: --client-max-limit %u is above the arena's %u frames",
 			   p.client_max_limit, s->nr_frames);
+		return KVACTL_FAIL;
+	}
+	if (p.domain_cached_max > s->nr_frames) {
+		kvactl_err("limit: --domain-cached-max %u is above the arena's %u frames",
+			   p.domain_cached_max, s->nr_frames);
 		return KVACTL_FAIL;
 	}
 	if (p.client_min_limit > max || p.client_max_default > max) {

@@ -47,7 +47,7 @@ enum kvactl_opt {
 	OPT_HUGEPAGES, OPT_HEADROOM,
 	OPT_OWNER, OPT_GROUP, OPT_MODE, OPT_CLIENT_MIN_LIMIT,
 	OPT_CLIENT_MAX_DEFAULT, OPT_CLIENT_MAX_LIMIT, OPT_CACHE_DOMAINS,
-	OPT_CLEAR_ALWAYS,
+	OPT_DOMAIN_CACHED_MAX, OPT_CLEAR_ALWAYS,
 	OPT_WAIT, OPT_ID, OPT_MIN, OPT_MAX, OPT_SIGNAL,
 	OPT_ZMQ, OPT_REPLAY, OPT_TOPIC, OPT_MEDIUM, OPT_HASHES, OPT_OLDEST,
 	OPT_LAYOUT, OPT_LINGER,
@@ -88,6 +88,7 @@ struct kvactl_opts {
 	uint32_t owner_uid, owner_gid, mode;
 	uint32_t client_min_limit, client_max_default, client_max_limit;
 	uint32_t cache_domains;		/* KVARENA_DOMAINS_* */
+	uint32_t domain_cached_max;	/* 0: no cap */
 	bool clear_always;		/* create: KVARENA_CREATE_CLEAR_ALWAYS */
 
 	/* destroy */
@@ -124,7 +125,8 @@ static inline bool kvactl_policy_given(const struct kvactl_opts *o)
 	       kvactl_given(o, OPT_CLIENT_MIN_LIMIT) ||
 	       kvactl_given(o, OPT_CLIENT_MAX_DEFAULT) ||
 	       kvactl_given(o, OPT_CLIENT_MAX_LIMIT) ||
-	       kvactl_given(o, OPT_CACHE_DOMAINS);
+	       kvactl_given(o, OPT_CACHE_DOMAINS) ||
+	       kvactl_given(o, OPT_DOMAIN_CACHED_MAX);
 }
 
 /*

@@ -111,11 +111,15 @@ static void print_domains(FILE *f, const struct kvarena_stat *s)
 		[KVARENA_DOMAINS_ARENA] = "one for the whole arena",
 	};
 
-	if (s->cache_domains == KVARENA_DOMAINS_UID && !s->frames_cleared)
+	if (s->cache_domains == KVARENA_DOMAINS_UID && !s->frames_cleared &&
+	    !s->domain_cached_max)
 		return;
-	fprintf(f, "cache domains: %s; %llu %s cleared between domains, %u free with a domain's data\n",
-		s->cache_domains <= KVARENA_DOMAINS_ARENA ?
-		rule[s->cache_domains] : "?",
+	fprintf(f, "cache domains: %s", s->cache_domains <= KVARENA_DOMAINS_ARENA ?
+		rule[s->cache_domains] : "?");
+	if (s->domain_cached_max)
+		fprintf(f, ", at most %u cached %s each", s->domain_cached_max,
+			plural(s->domain_cached_max, "frame", "frames"));
+	fprintf(f, "; %llu %s cleared between domains, %u free with a domain's data\n",
 		(unsigned long long)s->frames_cleared,
 		plural(s->frames_cleared, "frame", "frames"), s->nr_dirty);
 }
@@ -384,6 +388,7 @@ void kvactl_json_stat(struct kvactl_json *j, const struct kvactl_arena *a)
 	kvactl_json_u64(j, "client_max_default", s->client_max_default);
 	kvactl_json_u64(j, "client_max_limit", s->client_max_limit);
 	kvactl_json_str(j, "cache_domains", domain_rule(s->cache_domains));
+	kvactl_json_u64(j, "domain_cached_max", s->domain_cached_max);
 	kvactl_json_end(j);
 	kvactl_json_end(j);
 }

@@ -12,6 +12,14 @@
  *   uring x64        64 ALLOC SQEs + 64 FREE SQEs, one io_uring_enter each
  *   lib ioctl/uring  kva_alloc() + kva_free() of one frame in device mode
  *                    over each transport: the library's cost on top
+ *   host x1          ALLOC 1 + FREE 1 on a host arena with memory behind
+ *                    it, one cache domain: its own frames come back
+ *                    uncleared, so the ratio to ioctl x1 is the cost of
+ *                    the dirty lists
+ *   cleared          two clients in two private domains taking the whole
+ *                    host arena in turn, so every frame is cleared
+ *                    between them: frames and bytes a second, and the
+ *                    ratio to memset() over as many bytes in this process
  *
  * The device paths need /dev/kvarena and CAP_SYS_ADMIN (the benchmark makes
  * its own accounting-only arena, kvbench-<pid>, and destroys it); without
@@ -24,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +43,8 @@
 
 #define BATCH		64
 #define ARENA_FRAMES	1024
+#define HOST_FRAMES	16		/* the host arena: 32 MiB */
+#define HOST_FSIZE	(2u << 20)
 
 static double now_ns(void)
 {
@@ -65,6 +76,10 @@ struct frames_result {
 	double uring_batch_ns;		/* per frame, BATCH SQEs per enter */
 	double lib_ioctl_ns;		/* kva_alloc+kva_free, one frame */
 	double lib_uring_ns;
+	int have_host;
+	double host1_ns;		/* alloc+free of one host frame */
+	double clear_ns;		/* per frame cleared between domains */
+	double memset_ns;		/* memset() of HOST_FSIZE bytes */
 };
 
 /* kva_alloc() + kva_free() of one frame, best of @reps; -1 on failure. */
@@ -225,6 +240,117 @@ out_destroy:
 	return r->have_device ? 0 : -1;
 }
 
+/* A client of arena @name in a private cache domain of its own; -1. */
+static int attach_private(const char *name)
+{
+	struct kvarena_attach at = { .label = "kvbench-clear",
+				     .flags = KVARENA_ATTACH_PRIVATE };
+	int fd = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
+
+	memcpy(at.name, name, sizeof(at.name));
+	if (fd >= 0 && ioctl(fd, KVARENA_IOC_ATTACH, &at)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* All HOST_FRAMES frames for @fd's client, then back. */
+static int take_all(int fd, __u64 *h)
+{
+	struct kvarena_frames f = { .handles = (__u64)(unsigned long)h,
+				    .count = HOST_FRAMES };
+
+	return ioctl(fd, KVARENA_IOC_ALLOC, &f) || f.nr_done != HOST_FRAMES ||
+	       ioctl(fd, KVARENA_IOC_FREE, &f);
+}
+
+/*
+ * A host arena with memory: one domain's ALLOC+FREE, and frames cleared
+ * between two domains against memset() in this process.
+ */
+static int bench_host(long iters, int reps, struct frames_result *r,
+		      const char **why)
+{
+	struct kvarena_arena_create cr = { .frame_size = HOST_FSIZE,
+					   .nr_frames = HOST_FRAMES };
+	struct kvarena_arena_destroy d = { 0 };
+	struct kvarena_set_backing sb = { .nr_frames = HOST_FRAMES };
+	size_t bytes = (size_t)HOST_FRAMES * HOST_FSIZE;
+	long rounds = iters / 1000 + 4;
+	int admin, mfd, a = -1, b = -1, bad = 0;
+	__u64 h[HOST_FRAMES];
+	unsigned char *buf;
+
+	admin = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
+	if (admin < 0)
+		return -1;
+	snprintf(cr.name, sizeof(cr.name), "kvbench-host-%d", getpid());
+	memcpy(d.name, cr.name, sizeof(d.name));
+	memcpy(sb.name, cr.name, sizeof(sb.name));
+	mfd = memfd_create("kvbench", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (mfd < 0 || ftruncate(mfd, bytes) ||
+	    fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK) ||
+	    ioctl(admin, KVARENA_IOC_ARENA_CREATE, &cr)) {
+		*why = "no host arena";
+		goto out_close;
+	}
+	sb.fd = mfd;
+	if (ioctl(admin, KVARENA_IOC_ARENA_SET_BACKING, &sb)) {
+		*why = "ARENA_SET_BACKING failed";
+		goto out_destroy;
+	}
+	a = attach_private(cr.name);
+	b = attach_private(cr.name);
+	if (a < 0 || b < 0) {
+		*why = "ATTACH with KVARENA_ATTACH_PRIVATE failed (an older module?)";
+		goto out_destroy;
+	}
+	{
+		struct kvarena_frames one = {
+			.handles = (__u64)(unsigned long)h, .count = 1 };
+
+		r->host1_ns = BEST_NS(reps, iters, {
+			bad |= ioctl(a, KVARENA_IOC_ALLOC, &one);
+			bad |= ioctl(a, KVARENA_IOC_FREE, &one);
+		});
+	}
+	/* Each round clears the whole arena twice: a's frames for b, and back. */
+	r->clear_ns = BEST_NS(reps, rounds, {
+		bad |= take_all(a, h);
+		bad |= take_all(b, h);
+	}) / (2 * HOST_FRAMES);
+	buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (buf == MAP_FAILED) {
+		*why = "no memory for the memset() peer";
+		goto out_destroy;
+	}
+	r->memset_ns = BEST_NS(reps, rounds, {
+		memset(buf, (int)i_, bytes);
+		__asm__ volatile("" : : "r"(buf) : "memory");
+	}) / HOST_FRAMES;
+	munmap(buf, bytes);
+	if (bad)
+		*why = "a host frame operation failed during the run";
+	else
+		r->have_host = 1;
+out_destroy:
+	if (a >= 0)
+		close(a);
+	if (b >= 0)
+		close(b);
+	/* The last clients' release may still be under way. */
+	for (int t = 0; t < 100 && ioctl(admin, KVARENA_IOC_ARENA_DESTROY, &d) &&
+	     errno == EBUSY; t++)
+		usleep(10000);
+out_close:
+	if (mfd >= 0)
+		close(mfd);
+	close(admin);
+	return r->have_host ? 0 : -1;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -269,7 +395,8 @@ int kvbench_frames_main(int argc, char **argv)
 		fprintf(stderr, "kvbench frames: embedded core setup failed\n");
 		return 1;
 	}
-	bench_device(iters, reps, &r, &why);
+	if (!bench_device(iters, reps, &r, &why))
+		bench_host(iters, reps, &r, &why);
 
 	if (json) {
 		printf("{\"kind\":\"frames\",\"null_syscall_ns\":%.1f,"
@@ -284,6 +411,15 @@ int kvbench_frames_main(int argc, char **argv)
 			       r.uring_batch_ns, r.lib_ioctl_ns,
 			       r.lib_uring_ns,
 			       r.ioctl1_ns / (2 * r.null_syscall_ns));
+		if (r.have_host)
+			printf(",\"host1_ns\":%.1f,\"host1_vs_ioctl1\":%.3f,"
+			       "\"cleared_frame_ns\":%.1f,"
+			       "\"cleared_frames_per_s\":%.0f,"
+			       "\"memset_frame_ns\":%.1f,"
+			       "\"clear_vs_memset\":%.3f",
+			       r.host1_ns, r.host1_ns / r.ioctl1_ns,
+			       r.clear_ns, 1e9 / r.clear_ns, r.memset_ns,
+			       r.memset_ns / r.clear_ns);
 		printf("}\n");
 		return 0;
 	}
@@ -309,5 +445,17 @@ int kvbench_frames_main(int argc, char **argv)
 	       r.lib_ioctl_ns, r.lib_ioctl_ns / r.ioctl1_ns);
 	printf("  %-22s %10.1f ns   %5.2fx ioctl x1\n", "libkvarena, io_uring",
 	       r.lib_uring_ns, r.lib_uring_ns / r.ioctl1_ns);
+	if (!r.have_host) {
+		printf("  host arena skipped: %s\n", why);
+		return 0;
+	}
+	printf("  %-22s %10.1f ns   %5.2fx ioctl x1 (one domain: no clearing)\n",
+	       "host x1", r.host1_ns, r.host1_ns / r.ioctl1_ns);
+	printf("frames of %u MiB cleared between two cache domains\n",
+	       HOST_FSIZE >> 20);
+	printf("  %-22s %10.1f ns   %.0f frames/s, %.2f GB/s\n", "cleared",
+	       r.clear_ns, 1e9 / r.clear_ns, HOST_FSIZE / r.clear_ns);
+	printf("  %-22s %10.1f ns   cleared at %.2fx memset()'s speed\n",
+	       "memset, one frame", r.memset_ns, r.memset_ns / r.clear_ns);
 	return 0;
 }

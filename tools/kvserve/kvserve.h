@@ -85,6 +85,7 @@ struct options {
 	double max_seconds;
 	double report_every;		/* seconds between progress lines */
 	int json;
+	int private_domain;		/* --private: KVA_OPEN_PRIVATE */
 };
 
 /* serve.c */

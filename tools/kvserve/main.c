@@ -38,6 +38,8 @@ static void help(FILE *f)
 "      --label L           the client's label (kvarenactl clients)\n"
 "      --min-frames N      frames guaranteed to this client (device)\n"
 "      --max-frames N      the most this client may hold\n"
+"      --private           share no prefix with other clients: a cache\n"
+"                          domain of its own (device)\n"
 "      --max-model-len N   longest sequence (default: the longest request)\n"
 "      --max-seqs N        running sequences at most (default: any)\n"
 "      --prefill-budget T  prompt tokens prefilled per step (default: any)\n"
@@ -58,7 +60,7 @@ enum {
 	OPT_SLICE = KVT_OPT_GEOM_END, OPT_REQUESTS, OPT_SCALE, OPT_QHEADS,
 	OPT_FRAME, OPT_ARENA, OPT_FRAMES, OPT_LABEL, OPT_MIN, OPT_MAX,
 	OPT_MAXLEN, OPT_MAXSEQS, OPT_PREFILL, OPT_SHARED, OPT_BACKEND,
-	OPT_THREADS, OPT_SEED, OPT_SECONDS, OPT_REPORT, OPT_JSON,
+	OPT_THREADS, OPT_SEED, OPT_SECONDS, OPT_REPORT, OPT_JSON, OPT_PRIVATE,
 };
 
 static const struct option options[] = {
@@ -84,6 +86,7 @@ static const struct option options[] = {
 	{ "max-seconds",    required_argument, NULL, OPT_SECONDS },
 	{ "report-every",   required_argument, NULL, OPT_REPORT },
 	{ "json",           no_argument,       NULL, OPT_JSON },
+	{ "private",        no_argument,       NULL, OPT_PRIVATE },
 	{ "help",           no_argument,       NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -250,6 +253,9 @@ static int parse(struct options *o, struct args *a, int argc, char **argv)
 			break;
 		case OPT_JSON:
 			o->json = 1;
+			break;
+		case OPT_PRIVATE:
+			o->private_domain = 1;
 			break;
 		case 'h':
 			return -1;

@@ -581,7 +581,8 @@ static int open_arena(struct server *sv)
 		.frame_size = o->g.frame_size,
 		.mem_kind = o->backend == COMPUTE_CUDA ? KVA_BACKEND_CUDA :
 			    KVA_BACKEND_HOST,
-		.flags = KVA_OPEN_POPULATE,
+		.flags = KVA_OPEN_POPULATE |
+			 (o->private_domain ? KVA_OPEN_PRIVATE : 0),
 	};
 	int ret = kva_open(&oo, &sv->a);
 

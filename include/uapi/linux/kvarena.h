@@ -225,6 +225,11 @@ struct kvarena_version {
  * @mem_uuid:		CUDA arenas: the GPU's 16-byte UUID
  *			(cuDeviceGetUuid), which every process sees alike;
  *			zero for host arenas.
+ * @domain_cached_max:	at most this many cached frames per cache domain
+ *			(0: no cap, at most @nr_frames): a domain past it
+ *			loses its own oldest cached frame, so that one
+ *			tenant's prefixes cannot flush another's.
+ * @reserved1:		must be zero.
  * @reserved:		must be zero.
  *
  * The frames exist as handles at once; ARENA_SET_BACKING tells the module
@@ -249,7 +254,9 @@ struct kvarena_arena_create {
 	__u32 client_max_limit;
 	__u32 cache_domains;
 	__u8  mem_uuid[16];
-	__u64 reserved[4];
+	__u32 domain_cached_max;
+	__u32 reserved1;
+	__u64 reserved[3];
 };
 
 /**
@@ -521,7 +528,8 @@ struct kvarena_usage {
  * @dom_cached:		frames of @domain's keys among @nr_cached (all of
  *			them when @domain is 0).
  * @frames_cleared:	frames cleared between domains, ever.
- * @reserved:		must be zero.
+ * @domain_cached_max:	see struct kvarena_arena_create.
+ * @reserved3:		must be zero.
  *
  * Capacity is always @nr_free + @nr_cached + @nr_held.
  */
@@ -566,7 +574,8 @@ struct kvarena_stat {
 	__u32 nr_dirty;
 	__u32 dom_cached;
 	__u64 frames_cleared;
-	__u64 reserved[1];
+	__u32 domain_cached_max;
+	__u32 reserved3;
 };
 
 /**
@@ -677,6 +686,9 @@ struct kvarena_limits {
  * @client_max_limit:	as in struct kvarena_arena_create.
  * @flags:		must be zero.
  * @cache_domains:	as in struct kvarena_arena_create.
+ * @domain_cached_max:	as in struct kvarena_arena_create; a lower cap
+ *			trims the domains past it at once.
+ * @reserved0:		must be zero.
  * @reserved:		must be zero.
  *
  * Replaces the whole policy (read it with STAT first to change one part).
@@ -693,7 +705,9 @@ struct kvarena_arena_policy {
 	__u32 client_max_limit;
 	__u32 flags;
 	__u32 cache_domains;
-	__u64 reserved[2];
+	__u32 domain_cached_max;
+	__u32 reserved0;
+	__u64 reserved[1];
 };
 
 /**
@@ -879,7 +893,8 @@ struct kvarena_event {
 	__u16 flags;
 	__u64 seq;
 	__u64 time_ns;
-	union {
+	/* LOST counts, STORED and REMOVED name a domain. */
+	__extension__ union {
 		__u64 lost;
 		__u64 domain;
 	};

@@ -22,6 +22,7 @@ _TRANSPORTS = {"auto": 0, "ioctl": 1, "uring": 2}
 PREFAULT = 1 << 0
 POPULATE = 1 << 1
 HUGETLB = 1 << 2
+PRIVATE = 1 << 3
 
 # enum kva_dtype: name -> (value, bytes, DLPack (code, bits), typestr)
 _DTYPES = {
@@ -109,7 +110,7 @@ class Geometry:
 
 ArenaInfo = namedtuple("ArenaInfo", "mode backend transport mode_reason name "
                        "frame_size nr_frames client_id mem_dev flags "
-                       "backend_error mem_uuid")
+                       "backend_error mem_uuid domain")
 
 
 def _struct_tuple(name, cstruct):
@@ -161,7 +162,7 @@ class Arena:
             name=i.name.decode(), frame_size=i.frame_size,
             nr_frames=i.nr_frames, client_id=i.client_id, mem_dev=i.mem_dev,
             flags=i.flags, backend_error=i.backend_error,
-            mem_uuid=bytes(i.mem_uuid))
+            mem_uuid=bytes(i.mem_uuid), domain=i.domain)
 
     # -- the handle ----------------------------------------------------------
 
@@ -246,7 +247,7 @@ class Arena:
                            filled_bytes=s.my_filled_bytes,
                            filled_tokens=s.my_filled_tokens,
                            alloc_calls=s.alloc_calls, free_calls=s.free_calls,
-                           alloc_failures=0, charged=s.held)]
+                           alloc_failures=0, charged=s.held, domain=0)]
 
     # -- raw frames --------------------------------------------------------------
 
@@ -290,15 +291,17 @@ class Arena:
 def open(name=None, *, mode="auto", label=None, device=None, min_frames=0,
          max_frames=0, nr_frames=0, frame_size=2 << 20, backend="host",
          mem_dev=0, transport="auto", cuda_library=None, prefault=False,
-         populate=False, hugetlb=False):
+         populate=False, hugetlb=False, private=False):
     """kva_open(): attach to arena @name of /dev/kvarena (device mode), or
     make an embedded in-process arena of @nr_frames frames of @frame_size
     bytes.  mode "auto" honours $KVA_MODE, then takes the device if its node
-    exists.  Raises kvarena.Error with the errno kva_open() gave."""
+    exists.  private: a cache domain of this handle's own (device mode):
+    its prefixes are shared with no other client.  Raises kvarena.Error
+    with the errno kva_open() gave."""
     o = _lib.OpenOpts()
     o.mode = _pick(_MODES, mode, "mode")
     o.flags = ((PREFAULT if prefault else 0) | (POPULATE if populate else 0) |
-               (HUGETLB if hugetlb else 0))
+               (HUGETLB if hugetlb else 0) | (PRIVATE if private else 0))
     o.name = _cstr(name)
     o.label = _cstr(label)
     o.device = _cstr(device)
@@ -550,13 +553,14 @@ def prefix_keys(geometry, tokens, namespace=b""):
 # -- KV events (device mode) ---------------------------------------------------
 
 Event = namedtuple("Event", "type seq time_ns lost client_id frame key "
-                   "parent tokens")
+                   "parent tokens domain", defaults=(None,))
 Event.__doc__ = """One KV event of an arena (struct kvarena_event).
 
 type: "stored" (a frame published under key), "removed" (a cached frame
 reclaimed), "cleared" (the arena destroyed), or "lost" (this reader missed
 @lost events).  key and parent are 32 bytes (parent None when the frame
-was the first of its PUBLISH); tokens the token ids the publisher gave.
+was the first of its PUBLISH); tokens the token ids the publisher gave;
+domain the cache domain of key (stored and removed; None otherwise).
 block_hash() is the key as vLLM's integer block hash."""
 Event.block_hash = property(lambda e: int.from_bytes(e.key[-8:], "big")
                             if e.key else None)
@@ -632,8 +636,11 @@ def _parse_events(buf):
         key = bytes(h.key) if h.type in (_uapi.EVENT_STORED,
                                          _uapi.EVENT_REMOVED) else None
         parent = (bytes(h.parent) if h.flags & _uapi.EVENT_PARENT else None)
+        # The header's lost is a stored or removed event's domain.
+        lost = h.lost if h.type == _uapi.EVENT_LOST else 0
+        domain = h.lost if key is not None else None
         yield Event(_EVENT_TYPES.get(h.type, str(h.type)), h.seq, h.time_ns,
-                    h.lost, h.client_id, h.frame, key, parent, toks)
+                    lost, h.client_id, h.frame, key, parent, toks, domain)
         off += h.size
 
 

@@ -57,7 +57,8 @@ class ArenaInfo(ctypes.Structure):
         ("mem_dev", c_u32),
         ("backend_error", c_i32),
         ("mem_uuid", ctypes.c_uint8 * 16),
-        ("reserved", c_u64 * 2),
+        ("domain", c_u64),
+        ("reserved", c_u64 * 1),
     ]
 
 

@@ -75,11 +75,16 @@ class StatArg(ctypes.Structure):
         ("client_max_limit", c_u32),
         ("mem_uuid", c_u8 * 16),
         ("nr_published", c_u32),
-        ("reserved1", c_u32),
+        ("cache_domains", c_u32),
         ("cache_hits", c_u64),
         ("cache_misses", c_u64),
         ("cache_reclaims", c_u64),
-        ("reserved", c_u64 * 4),
+        ("domain", c_u64),
+        ("nr_dirty", c_u32),
+        ("dom_cached", c_u32),
+        ("frames_cleared", c_u64),
+        ("domain_cached_max", c_u32),
+        ("reserved3", c_u32),
     ]
 
 
@@ -101,7 +106,7 @@ class ClientInfo(ctypes.Structure):
         ("alloc_failures", c_u64),
         ("charged", c_u32),
         ("reserved0", c_u32),
-        ("reserved", c_u64 * 1),
+        ("domain", c_u64),
     ]
 
 
