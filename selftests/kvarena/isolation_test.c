@@ -366,9 +366,9 @@ TEST_F(iso, policy_changes_need_the_admin_and_sane_values)
 	p.flags = 1;
 	EXPECT_EQ(-EINVAL, kva_ioctl(self->admin, KVARENA_IOC_ARENA_SET_POLICY, &p));
 	p.flags = 0;
-	p.reserved[1] = 1;
+	p.reserved[0] = 1;
 	EXPECT_EQ(-EINVAL, kva_ioctl(self->admin, KVARENA_IOC_ARENA_SET_POLICY, &p));
-	p.reserved[1] = 0;
+	p.reserved[0] = 0;
 	ASSERT_EQ(0, kva_stat(self->admin, self->name, &s));
 	EXPECT_EQ(KVARENA_MODE_DEFAULT, s.mode);
 	EXPECT_EQ(0, s.owner_uid);

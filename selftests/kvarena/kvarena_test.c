@@ -210,9 +210,9 @@ TEST(create_with_unknown_flags_kind_or_reserved_is_einval)
 	c.flags = 1u << 5;
 	EXPECT_EQ(-EINVAL, kva_ioctl(fd, KVARENA_IOC_ARENA_CREATE, &c));
 	c.flags = KVARENA_CREATE_NO_BACKING;
-	c.reserved[3] = 1;
+	c.reserved[2] = 1;
 	EXPECT_EQ(-EINVAL, kva_ioctl(fd, KVARENA_IOC_ARENA_CREATE, &c));
-	c.reserved[3] = 0;
+	c.reserved[2] = 0;
 	c.cache_domains = KVARENA_DOMAINS_ARENA + 1;
 	EXPECT_EQ(-EINVAL, kva_ioctl(fd, KVARENA_IOC_ARENA_CREATE, &c));
 	c.cache_domains = 0;
