@@ -107,6 +107,7 @@ void kva_arena_free(struct kva_arena *a)
 	kva_events_put(a);
 	kva_core_fini(&a->core);
 	kva_domains_fini(a);
+	kva_scrub_fini(a);
 	kvfree(a->pages);
 	kvfree(a->backing);
 	kva_table_unreserve(a->table_bytes);
@@ -302,6 +303,9 @@ long kva_ioc_arena_create(void __user *argp)
 		if (!a->pages)
 			goto err_free_backing;
 	}
+	ret = kva_scrub_init(a);
+	if (ret)
+		goto err_free_backing;
 	kobject_init(&a->kobj, &kva_arena_ktype);
 	atomic_inc(&kva_nr_arenas);
 	/* From here on the kobject release frees the arena. */
@@ -496,6 +500,7 @@ long kva_ioc_set_backing(void __user *argp)
 
 		bk->file = get_file(file);
 		bk->offset = b.offset + (u64)i * a->frame_size;
+		bk->nr_refs = b.nr_frames;
 	}
 	a->backing_busy++;
 	mutex_unlock(&a->lock);
@@ -679,6 +684,7 @@ long kva_ioc_stat(struct kva_client *cl, void __user *argp, unsigned int how)
 	s.domain_cached_max = a->policy.domain_cached_max;
 	s.nr_dirty = a->core.nr_dirty + a->core.nr_cleaning;
 	s.frames_cleared = a->core.frames_cleaned;
+	s.nr_quarantined = kva_scrub_quarantined(a);
 	s.dom_cached = a->core.nr_cached;
 	s.domain = 0;
 	dom = kva_viewer_domain(a, cl, how);

@@ -43,6 +43,7 @@ int kva_cmd_need(unsigned int cmd)
 	case KVARENA_IOC_SET_USAGE:
 	case KVARENA_IOC_PUBLISH:
 	case KVARENA_IOC_LOOKUP:
+	case KVARENA_IOC_SCRUB:
 		return KVA_CLIENT;
 	default:
 		return -ENOTTY;
@@ -133,10 +134,9 @@ int kva_check_create(const struct kvarena_arena_create *c)
 		return -EINVAL;
 	if (c->domain_cached_max > c->nr_frames)
 		return -EINVAL;
-	/* Only a host arena's memory is the module's to clear. */
+	/* Frames with no memory behind them have nothing to clear. */
 	if ((c->flags & KVARENA_CREATE_CLEAR_ALWAYS) &&
-	    (c->mem_kind != KVARENA_MEM_HOST ||
-	     (c->flags & KVARENA_CREATE_NO_BACKING)))
+	    (c->flags & KVARENA_CREATE_NO_BACKING))
 		return -EINVAL;
 	if (!(c->flags & KVARENA_CREATE_ACCESS) &&
 	    (c->owner_uid || c->owner_gid || c->mode))
@@ -247,6 +247,18 @@ int kva_check_frames(const struct kvarena_frames *f, u32 flags_ok)
 	return 0;
 }
 
+int kva_check_scrub(const struct kvarena_scrub *s)
+{
+	if ((s->flags & ~KVARENA_SCRUB_DONE) ||
+	    !all_zero(s->reserved, sizeof(s->reserved)))
+		return -EINVAL;
+	if (!s->count || s->count > KVARENA_MAX_BATCH)
+		return -EINVAL;
+	if ((s->flags & KVARENA_SCRUB_DONE) && s->timeout_ms)
+		return -EINVAL;
+	return 0;
+}
+
 int kva_check_frame_fd(const struct kvarena_frame_fd *ff)
 {
 	if (ff->flags || ff->access || ff->reserved0 ||
@@ -266,7 +278,7 @@ int kva_check_usage(const struct kvarena_usage *u)
 
 int kva_check_stat(const struct kvarena_stat *s)
 {
-	if ((s->flags & ~KVARENA_STAT_BY_INDEX) || s->reserved3)
+	if (s->flags & ~KVARENA_STAT_BY_INDEX)
 		return -EINVAL;
 	if (!(s->flags & KVARENA_STAT_BY_INDEX) &&
 	    (s->index || kva_name_valid(s->name)))

@@ -36,6 +36,7 @@ static void kva_client_detach(struct kva_arena *a, struct kva_client *cl)
 	lockdep_assert_held(&a->lock);
 	kva_core_detach(&a->core, &cl->core);
 	kva_fmap_detach(cl);
+	kva_scrub_detach(a, cl);
 	list_del(&cl->node);
 	idr_remove(&a->client_ids, cl->id);
 	a->nr_clients--;
@@ -310,6 +311,20 @@ long kva_ioc_alloc(struct kva_client *cl, void __user *argp,
 				   f.flags & KVARENA_ALLOC_PARTIAL);
 		if (n != -EAGAIN)
 			break;
+		if (a->scrub) {
+			/*
+			 * A CUDA arena: only a scrubber clears.  A partial
+			 * ALLOC takes what may be had as it is; else wait.
+			 */
+			u32 ok = kva_core_usable(&a->core, &cl->core);
+
+			if ((f.flags & KVARENA_ALLOC_PARTIAL) && ok)
+				n = kva_core_alloc(&a->core, &cl->core, buf,
+						   ok, true);
+			if (n == -EAGAIN)
+				n = kva_scrub_short(cl, f.count);
+			break;
+		}
 		/*
 		 * Enough frames are free, but some hold another domain's
 		 * data: clear them first, or have io_uring's worker do it.
@@ -431,7 +446,9 @@ out_free:
  * Host arenas: the client's own frames file (frames.c), which maps the
  * frames it holds and nothing else, at offset index * frame_size.  CUDA
  * arenas: the backing file itself, the exported allocation, which only the
- * GPU driver can map and the module cannot revoke.
+ * GPU driver can map and the module cannot revoke - so the frame stays in
+ * the caller's domain until its process has exited (scrub.c).  A scrubber
+ * gets the frames it is clearing, writable.
  */
 long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp)
 {
@@ -439,6 +456,7 @@ long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp)
 	struct kvarena_frame_fd ff;
 	enum kva_access acc;
 	struct file *file = NULL;
+	bool scrubbing = false;
 	int ret, fd;
 
 	if (copy_from_user(&ff, argp, sizeof(ff)))
@@ -450,11 +468,17 @@ long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp)
 	if (ret)
 		return ret;
 	ret = kva_core_lookup(&a->core, &cl->core, ff.handle);
+	/* A scrubber writes the frames it took, which nobody holds. */
+	if (ret < 0 && a->scrub && kva_scrub_holds(cl, ff.handle) >= 0) {
+		ret = KVA_HANDLE_IDX(ff.handle);
+		scrubbing = true;
+	}
 	if (ret >= 0) {
 		u32 idx = ret;
 		struct kva_backing *bk = &a->backing[idx];
 
-		acc = kva_core_frame_access(&a->core, &cl->core, idx);
+		acc = scrubbing ? KVA_ACCESS_WRITE :
+		      kva_core_frame_access(&a->core, &cl->core, idx);
 		ret = 0;
 		if (!bk->file) {
 			ret = -ENODATA;
@@ -462,7 +486,10 @@ long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp)
 			file = get_file(cl->fmap_file);
 			ff.offset = (u64)idx * a->frame_size;
 		} else {
-			file = get_file(bk->file);
+			/* Until this process exits, the frame is its domain's. */
+			ret = kva_scrub_note_import(cl, idx);
+			if (!ret)
+				file = get_file(bk->file);
 			ff.offset = bk->offset;
 		}
 	}

@@ -141,12 +141,17 @@ static void dirty_push(struct kva_core *c, u32 idx)
 	c->nr_dirty++;
 }
 
-/* Pop the top of @d's dirty list; the frame keeps its @dom. */
-static u32 dirty_pop(struct kva_core *c, struct kva_core_domain *d)
+/*
+ * Unlink @idx from @d's dirty list, @prev its predecessor there (KVA_NIL
+ * for the head); the frame keeps its @dom.
+ */
+static void dirty_unlink(struct kva_core *c, struct kva_core_domain *d,
+			 u32 prev, u32 idx)
 {
-	u32 idx = d->dirty_head;
-
-	d->dirty_head = c->frames[idx].next;
+	if (prev == KVA_NIL)
+		d->dirty_head = c->frames[idx].next;
+	else
+		c->frames[prev].next = c->frames[idx].next;
 	c->frames[idx].next = KVA_NIL;
 	if (!--d->nr_dirty) {
 		if (d->dprev)
@@ -159,6 +164,14 @@ static u32 dirty_pop(struct kva_core *c, struct kva_core_domain *d)
 		d->dprev = NULL;
 	}
 	c->nr_dirty--;
+}
+
+/* Pop the top of @d's dirty list; the frame keeps its @dom. */
+static u32 dirty_pop(struct kva_core *c, struct kva_core_domain *d)
+{
+	u32 idx = d->dirty_head;
+
+	dirty_unlink(c, d, KVA_NIL, idx);
 	return idx;
 }
 
@@ -860,6 +873,31 @@ u32 kva_core_available(const struct kva_core *c,
 	return avail < room ? avail : room;
 }
 
+/**
+ * kva_core_usable() - frames a client could allocate now without waiting
+ * for any to be cleared.
+ * @c:	the core.
+ * @cl:	the client.
+ *
+ * What kva_core_available() says, less the dirty and cached frames of
+ * other domains (and, when the core clears always, its own dirty ones):
+ * what poll() may promise where nobody but a scrubber can clear.
+ *
+ * Return: the number.
+ */
+u32 kva_core_usable(const struct kva_core *c,
+		    const struct kva_core_client *cl)
+{
+	u32 avail = kva_core_available(c, cl), ok;
+
+	if (c->clear == KVA_CLEAR_NONE)
+		return avail;
+	ok = kva_core_clean(c);
+	if (c->clear == KVA_CLEAR_DOMAIN && cl->dom)
+		ok += cl->dom->nr_dirty + cl->dom->cached;
+	return avail < ok ? avail : ok;
+}
+
 /* ---- frames ------------------------------------------------------------------------ */
 
 static u32 reclaim(struct kva_core *c, u32 n, bool count)
@@ -996,16 +1034,25 @@ u32 kva_core_take_dirty(struct kva_core *c, const struct kva_core_client *cl,
 		skip = cl->dom;
 	while (got < n && d) {
 		struct kva_core_domain *next = d->dnext;
-		u32 k = 0;
+		u32 k = 0, prev = KVA_NIL, i;
 
-		while (d != skip && got < n && d->nr_dirty) {
-			u32 i = dirty_pop(c, d);
+		for (i = d == skip ? KVA_NIL : d->dirty_head;
+		     i != KVA_NIL && got < n;) {
+			u32 nx = c->frames[i].next;
 
+			/* One not to be cleared yet stays where it is. */
+			if (c->may_clear && !c->may_clear(c, i)) {
+				prev = i;
+				i = nx;
+				continue;
+			}
+			dirty_unlink(c, d, prev, i);
 			c->frames[i].flags = KVA_FRAME_CLEANING;
 			c->frames[i].dom = NULL;
 			c->nr_cleaning++;
 			idx[got++] = i;
 			k++;
+			i = nx;
 		}
 		/* The last of these may hand @d back: @next was read before. */
 		while (k--)

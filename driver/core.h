@@ -333,6 +333,9 @@ struct kva_core_events {
  * @dom_cached_max:	at most this many cached frames per domain (0: no
  *			cap): a domain past it loses its own oldest first.
  * @dom_release:	called when a domain's last reference goes.
+ * @may_clear:		NULL, or says whether dirty frame @idx may be taken
+ *			to be cleared now (kva_core_take_dirty() leaves the
+ *			others on their domain's dirty list).
  */
 struct kva_core {
 	struct kva_frame *frames;
@@ -371,6 +374,7 @@ struct kva_core {
 	u64 frames_cleaned;
 	u32 dom_cached_max;
 	void (*dom_release)(struct kva_core *c, struct kva_core_domain *d);
+	bool (*may_clear)(struct kva_core *c, u32 idx);
 };
 
 int kva_core_init(struct kva_core *c, u32 nr_frames);
@@ -387,6 +391,8 @@ int kva_core_set_limits(struct kva_core *c, struct kva_core_client *cl,
 
 u32 kva_core_available(const struct kva_core *c,
 		       const struct kva_core_client *cl);
+u32 kva_core_usable(const struct kva_core *c,
+		    const struct kva_core_client *cl);
 int kva_core_alloc(struct kva_core *c, struct kva_core_client *cl,
 		   u64 *handles, u32 n, bool partial);
 int kva_core_free(struct kva_core *c, struct kva_core_client *cl,

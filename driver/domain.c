@@ -17,9 +17,9 @@
  * cleared frame.  A worker clears dirty frames ahead of need, keeping a
  * stock of clean frames; an ALLOC that finds too few clears what it needs
  * itself.  Frames are cleared while they belong to nobody (the core's
- * kva_core_take_dirty()), so no mapping can see one half-cleared.  CUDA
- * arenas' memory is not the module's to touch, and is handed on as it is
- * (Documentation/kvarena.rst).
+ * kva_core_take_dirty()), so no mapping can see one half-cleared.  A
+ * CUDA arena's memory is not the module's to touch: its dirty frames wait
+ * for a scrubber, a process of the arena's owner (scrub.c).
  */
 #include <linux/cred.h>
 #include <linux/highmem.h>
@@ -53,8 +53,7 @@ void kva_domains_init(struct kva_arena *a)
 	INIT_LIST_HEAD(&a->domains);
 	INIT_WORK(&a->clear_work, kva_clear_work);
 	a->core.dom_release = kva_domain_release;
-	if (a->mem_kind == KVARENA_MEM_HOST &&
-	    !(a->flags & KVARENA_CREATE_NO_BACKING))
+	if (!(a->flags & KVARENA_CREATE_NO_BACKING))
 		a->core.clear = (a->flags & KVARENA_CREATE_CLEAR_ALWAYS) ?
 				KVA_CLEAR_ALWAYS : KVA_CLEAR_DOMAIN;
 	/* The stock of clean frames the worker keeps, when it can. */
@@ -242,12 +241,19 @@ void kva_clear_work(struct work_struct *work)
 	}
 }
 
-/* Frames were freed: start the worker if the clean stock runs low (locked). */
+/*
+ * Frames were freed: start the worker (on a CUDA arena, wake the
+ * scrubbers) if the clean stock runs low (locked).
+ */
 void kva_clear_kick(struct kva_arena *a)
 {
 	lockdep_assert_held(&a->lock);
-	if (a->core.nr_dirty && !a->dead &&
-	    kva_core_clean(&a->core) < a->clean_target)
+	if (!a->core.nr_dirty || a->dead ||
+	    kva_core_clean(&a->core) >= a->clean_target)
+		return;
+	if (a->scrub)
+		kva_scrub_kick(a);
+	else
 		queue_work(system_unbound_wq, &a->clear_work);
 }
 

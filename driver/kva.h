@@ -47,10 +47,15 @@ struct kva_policy {
 	u32 domain_cached_max;		/* 0: no cap */
 };
 
-/* What frame i of an arena is: bytes [offset, offset + frame_size) of file. */
+/*
+ * What frame i of an arena is: bytes [offset, offset + frame_size) of
+ * file, one of @nr_refs frames that one SET_BACKING gave it to (each holds
+ * a reference: more than that means an fd or a mapping out there).
+ */
 struct kva_backing {
 	struct file *file;
 	u64 offset;
+	u32 nr_refs;
 };
 
 struct kva_arena {
@@ -99,6 +104,16 @@ struct kva_arena {
 	u64 next_private;		/* number of the next private domain */
 	u32 clean_target;		/* clean frames the worker keeps */
 	struct work_struct clear_work;	/* clears dirty host frames */
+
+	/*
+	 * CUDA arenas: the scrubbers' frames (scrub.c); under @lock but
+	 * @scrub_wq and @scrub_seq, which a waiting scrubber reads without.
+	 */
+	struct kva_scrub_frame *scrub;	/* core.nr_frames entries, or NULL */
+	wait_queue_head_t scrub_wq;	/* scrubbers waiting for frames */
+	u64 scrub_seq;			/* moves on every kva_scrub_kick() */
+	u32 scrub_need;			/* clean frames refused ALLOCs wanted */
+	u32 nr_orphans;			/* taken by a scrubber that went away */
 };
 
 struct kva_client {
@@ -131,6 +146,7 @@ struct kva_client {
 	 * succeeds: poll() reports EPOLLOUT when they could be had.
 	 */
 	u32 want;
+	u32 nr_scrubbing;		/* frames taken with SCRUB, not done */
 };
 
 /* How a command reached kva_dispatch(). */
@@ -226,6 +242,20 @@ u64 kva_viewer_domain(struct kva_arena *a, struct kva_client *cl,
 void kva_clear_work(struct work_struct *work);
 void kva_clear_kick(struct kva_arena *a);
 int kva_clear_for(struct kva_client *cl);
+
+/* scrub.c */
+struct kva_scrub_frame;
+int kva_scrub_init(struct kva_arena *a);
+void kva_scrub_fini(struct kva_arena *a);
+bool kva_scrub_may_clear(struct kva_core *c, u32 idx);
+int kva_scrub_note_import(struct kva_client *cl, u32 idx);
+int kva_scrub_holds(struct kva_client *cl, u64 handle);
+void kva_scrub_kick(struct kva_arena *a);
+int kva_scrub_short(struct kva_client *cl, u32 n);
+void kva_scrub_detach(struct kva_arena *a, struct kva_client *cl);
+u32 kva_scrub_quarantined(struct kva_arena *a);
+long kva_ioc_scrub(struct kva_client *cl, void __user *argp,
+		   unsigned int how);
 
 /* frames.c */
 int kva_frames_init(void);

@@ -90,6 +90,7 @@ static long kva_ioc_version(void __user *argp, unsigned int how)
 	v.abi_version = KVARENA_ABI_VERSION;
 	v.features = KVARENA_FEAT_POLL | KVARENA_FEAT_POLLOUT |
 		     KVARENA_FEAT_DOMAINS | KVARENA_FEAT_CLEAR |
+		     KVARENA_FEAT_SCRUB |
 		     KVARENA_FEAT_SYSFS |
 		     KVARENA_FEAT_PREFIX | KVARENA_FEAT_EVENTS;
 #ifdef KVA_URING_CMD
@@ -189,6 +190,8 @@ long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp,
 		return kva_ioc_evict(argp);
 	case KVARENA_IOC_EVENTS_FD:
 		return kva_ioc_events_fd(cl, argp, how);
+	case KVARENA_IOC_SCRUB:
+		return kva_ioc_scrub(cl, argp, how);
 	}
 	return -ENOTTY;
 }
@@ -234,7 +237,7 @@ static __poll_t kva_poll(struct file *file, poll_table *wait)
 	struct kva_client *cl = file->private_data;
 	struct kva_arena *a;
 	__poll_t mask = 0;
-	u32 want;
+	u32 want, avail = 0;
 
 	poll_wait(file, &cl->attach_wq, wait);
 	/* Pairs with smp_store_release() in kva_ioc_attach(). */
@@ -247,8 +250,17 @@ static __poll_t kva_poll(struct file *file, poll_table *wait)
 	if (READ_ONCE(a->pressure))
 		mask |= EPOLLPRI;
 	want = READ_ONCE(cl->want);
-	/* Racy on purpose (see above): the next wakeup corrects it. */
-	if (!want || data_race(kva_core_available(&a->core, &cl->core)) >= want)
+	/*
+	 * Where only a scrubber clears frames, dirty ones of other domains
+	 * are not to be had until it has (scrub.c).
+	 */
+	if (want && a->scrub)
+		/* Racy on purpose (see above): the next wakeup corrects it. */
+		avail = data_race(kva_core_usable(&a->core, &cl->core));
+	else if (want)
+		/* Racy on purpose (see above): the next wakeup corrects it. */
+		avail = data_race(kva_core_available(&a->core, &cl->core));
+	if (!want || avail >= want)
 		mask |= EPOLLOUT | EPOLLWRNORM;
 	return mask;
 }

@@ -83,10 +83,9 @@ static bool spec_create(const struct kvarena_arena_create *c)
 	return RSV(c, reserved1) && RSV(c, reserved) &&
 	       !(c->flags & ~(KVARENA_CREATE_NO_BACKING | KVARENA_CREATE_ACCESS |
 			      KVARENA_CREATE_CLEAR_ALWAYS)) &&
-	       /* "KVARENA_CREATE_CLEAR_ALWAYS (host arenas)"; no memory, nothing to clear */
+	       /* "not with KVARENA_CREATE_NO_BACKING" */
 	       (!(c->flags & KVARENA_CREATE_CLEAR_ALWAYS) ||
-		(c->mem_kind == KVARENA_MEM_HOST &&
-		 !(c->flags & KVARENA_CREATE_NO_BACKING))) &&
+		!(c->flags & KVARENA_CREATE_NO_BACKING)) &&
 	       /* KVARENA_DOMAINS_* */
 	       c->cache_domains <= KVARENA_DOMAINS_ARENA &&
 	       /* "at most @nr_frames" */
@@ -167,7 +166,7 @@ static bool spec_usage(const struct kvarena_usage *u)
 
 static bool spec_stat(const struct kvarena_stat *s)
 {
-	if (s->flags & ~KVARENA_STAT_BY_INDEX || s->reserved3)
+	if (s->flags & ~KVARENA_STAT_BY_INDEX)
 		return false;
 	/* "@index: in: with KVARENA_STAT_BY_INDEX"; the name otherwise. */
 	if (s->flags & KVARENA_STAT_BY_INDEX)

@@ -707,7 +707,7 @@ static void build_stat(struct proc *p, struct call *c)
 	}
 	/* Outputs are ignored on input. */
 	s->nr_free = (uint32_t)fz_next(&p->r);
-	MUTATE_FIELD(p, c, s, reserved3);
+	s->nr_quarantined = (uint32_t)fz_next(&p->r);
 }
 
 static void build_clients(struct proc *p, struct call *c)

@@ -30,42 +30,12 @@
 
 #include "kselftest_harness.h"
 #include "kva_test.h"
+#include "kva_tenant.h"
 #include "kva_uring.h"
 
 #define NR	16
 #define FSIZE	(64 * 1024)
 #define NOBODY	65534
-
-/* A child's check: exit with the line number of the first that fails. */
-#define CHECK(cond) do { if (!(cond)) _exit(__LINE__ & 0xff ?: 1); } while (0)
-#define CHECK_EQ(want, expr) do {					\
-	long long __w = (want), __g = (expr);				\
-	if (__w != __g) {						\
-		fprintf(stderr, "line %d: %s: want %lld, got %lld\n",	\
-			__LINE__, #expr, __w, __g);			\
-		_exit(__LINE__ & 0xff ?: 1);				\
-	}								\
-} while (0)
-
-static void drop_to(uid_t uid)
-{
-	if (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
-	    setresuid(uid, uid, uid)) {
-		fprintf(stderr, "cannot become uid %u: %s\n", uid,
-			strerror(errno));
-		_exit(250);
-	}
-}
-
-/* Wait for @pid; its exit code, or 1000 + its signal. */
-static int reap(pid_t pid)
-{
-	int status;
-
-	if (waitpid(pid, &status, 0) != pid)
-		return -1;
-	return kva_exited(status);
-}
 
 /* Backing memory as the module wants it: sealed against shrinking. */
 static int sealed_memfd(size_t size)

@@ -7,11 +7,13 @@
 KVA_SELFTESTS := $(B)/selftests/kvarena/kvarena_test \
 		 $(B)/selftests/kvarena/isolation_test \
 		 $(B)/selftests/kvarena/prefix_test \
-		 $(B)/selftests/kvarena/tenancy_test
+		 $(B)/selftests/kvarena/tenancy_test \
+		 $(B)/selftests/kvarena/scrub_test
 
 $(KVA_SELFTESTS): $(B)/selftests/kvarena/%: $(SRC)/selftests/kvarena/%.c \
 		 $(SRC)/selftests/kvarena/kva_test.h \
 		 $(SRC)/selftests/kvarena/kva_uring.h \
+		 $(SRC)/selftests/kvarena/kva_tenant.h \
 		 $(SRC)/include/uapi/linux/kvarena.h $(KSFT_HARNESS)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(KSFT_CFLAGS) -I$(KSFT_INC) \

@@ -21,6 +21,7 @@
 
 #include "kselftest_harness.h"
 #include "kva_test.h"
+#include "kva_tenant.h"
 
 #define NR	8
 #define FSIZE	(64u << 10)
@@ -28,49 +29,6 @@
 #define NOBODY	65534
 
 static const char secret[] = "my SSN is 078-05-1120";
-
-#define CHECK_EQ(want, expr) do {					\
-	long long __w = (want), __g = (expr);				\
-	if (__w != __g) {						\
-		fprintf(stderr, "line %d: %s: want %lld, got %lld\n",	\
-			__LINE__, #expr, __w, __g);			\
-		_exit(__LINE__ & 0xff ?: 1);				\
-	}								\
-} while (0)
-
-static void drop_to(uid_t uid)
-{
-	if (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
-	    setresuid(uid, uid, uid)) {
-		fprintf(stderr, "cannot become uid %u: %s\n", uid,
-			strerror(errno));
-		_exit(250);
-	}
-}
-
-static int reap(pid_t pid)
-{
-	int status;
-
-	if (waitpid(pid, &status, 0) != pid)
-		return -1;
-	return kva_exited(status);
-}
-
-/* Run @fn(@arg) in a child as @uid; its exit code. */
-static int as_uid(uid_t uid, int (*fn)(void *), void *arg)
-{
-	pid_t pid = fork();
-
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		if (uid)
-			drop_to(uid);
-		_exit(fn(arg));
-	}
-	return reap(pid);
-}
 
 /* A client of arena "tenancy", or exit. */
 static int attach(const char *label, __u32 flags, __u64 domain,

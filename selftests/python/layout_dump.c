@@ -106,7 +106,7 @@ int main(void)
 	F(kvarena_stat, cache_reclaims); F(kvarena_stat, domain);
 	F(kvarena_stat, nr_dirty); F(kvarena_stat, dom_cached);
 	F(kvarena_stat, frames_cleared); F(kvarena_stat, domain_cached_max);
-	F(kvarena_stat, reserved3);
+	F(kvarena_stat, nr_quarantined);
 	END();
 	BEGIN(kvarena_client_info);
 	F(kvarena_client_info, client_id); F(kvarena_client_info, pid);

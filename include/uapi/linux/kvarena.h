@@ -114,6 +114,7 @@ enum kvarena_mem {
 #define KVARENA_FEAT_POLLOUT	((__u64)1 << 5)	/* EPOLLOUT after -ENOSPC */
 #define KVARENA_FEAT_DOMAINS	((__u64)1 << 6)	/* cache domains */
 #define KVARENA_FEAT_CLEAR	((__u64)1 << 7)	/* host frames cleared between domains */
+#define KVARENA_FEAT_SCRUB	((__u64)1 << 8)	/* SCRUB: CUDA frames cleared by the owner */
 
 /*
  * Cache domains.  Every client belongs to one cache domain, fixed at
@@ -203,11 +204,13 @@ struct kvarena_version {
  *			@mode are given; without it the owner is the
  *			caller's fsuid/fsgid and the mode
  *			KVARENA_MODE_DEFAULT.
- *			KVARENA_CREATE_CLEAR_ALWAYS (host arenas): clear
- *			a frame before its next holder gets it even within
- *			one domain; by default a frame is cleared only
- *			before it goes to another domain than the one whose
- *			data it holds.
+ *			KVARENA_CREATE_CLEAR_ALWAYS (not with
+ *			KVARENA_CREATE_NO_BACKING): clear a frame before
+ *			its next holder gets it even within one domain; by
+ *			default a frame is cleared only before it goes to
+ *			another domain than the one whose data it holds.
+ *			The module clears host frames; a CUDA arena's are
+ *			cleared by a scrubber (struct kvarena_scrub).
  * @owner_uid:		the arena's owner (with KVARENA_CREATE_ACCESS).
  * @owner_gid:		the arena's group (with KVARENA_CREATE_ACCESS).
  * @mode:		KVARENA_ACC_* bits (with KVARENA_CREATE_ACCESS);
@@ -529,7 +532,11 @@ struct kvarena_usage {
  *			them when @domain is 0).
  * @frames_cleared:	frames cleared between domains, ever.
  * @domain_cached_max:	see struct kvarena_arena_create.
- * @reserved3:		must be zero.
+ * @nr_quarantined:	CUDA arenas: dirty frames that may not be scrubbed
+ *			yet, since something may still reach their memory:
+ *			a process FRAME_FD gave one to is alive, or an fd
+ *			or mapping of its memory is open (see struct
+ *			kvarena_scrub).
  *
  * Capacity is always @nr_free + @nr_cached + @nr_held.
  */
@@ -575,7 +582,7 @@ struct kvarena_stat {
 	__u32 dom_cached;
 	__u64 frames_cleared;
 	__u32 domain_cached_max;
-	__u32 reserved3;
+	__u32 nr_quarantined;
 };
 
 /**
@@ -934,6 +941,58 @@ struct kvarena_evict {
 	__u64 reserved[2];
 };
 
+/* struct kvarena_scrub.flags */
+#define KVARENA_SCRUB_DONE	(1u << 0)	/* give cleared frames back */
+
+/**
+ * struct kvarena_scrub - KVARENA_IOC_SCRUB, a client of a CUDA arena that
+ * is the arena's owner or an administrator.
+ * @handles:	user pointer to an array of @count __u64 handles: written
+ *		by a take, read by KVARENA_SCRUB_DONE.
+ * @count:	handles in the array, 1..KVARENA_MAX_BATCH.
+ * @flags:	0 to take frames to clear; KVARENA_SCRUB_DONE to give back
+ *		frames taken before, now cleared.
+ * @nr_done:	out: frames taken, or given back.
+ * @timeout_ms:	take: while no frame needs clearing, wait up to this many
+ *		milliseconds for one (0: do not wait).  Must be 0 with
+ *		KVARENA_SCRUB_DONE.
+ * @reserved:	must be zero.
+ *
+ * The module cannot clear GPU memory, so on a CUDA arena a frame freed by
+ * one cache domain reaches another only through a scrubber: a process of
+ * the arena's owner (kvarenactl scrub) that takes dirty frames, clears
+ * them on the GPU, and gives them back clean.  Until then they are free
+ * but usable only by their own domain; an ALLOC of another domain that
+ * needs them gets -ENOSPC, wakes the scrubber, and may poll() for
+ * EPOLLOUT.  A take returns the frames that need clearing first (those of
+ * a scrubber that went away before giving its frames back), then enough
+ * dirty frames to keep the arena's stock of clean frames and to meet
+ * every ALLOC refused for want of clean ones; 0 frames once the wait
+ * (if any) runs out.  The scrubber may FRAME_FD the handles it took,
+ * writably, until it gives them back.  Frames still taken when its file
+ * is released wait for the next scrubber; nobody else gets them.
+ *
+ * A frame that FRAME_FD gave to a process other than the owner's stays
+ * in its domain (quarantined: struct kvarena_stat.nr_quarantined) until
+ * every such process has exited, since a CUDA import cannot be revoked;
+ * so does a frame whose memory anything but the arena still holds a
+ * reference to (an fd kept open, inherited or passed on, a mapping).
+ *
+ * -EOPNOTSUPP on a host or accounting-only arena (the module clears host
+ * frames itself); -EPERM for a caller that is neither the owner nor an
+ * administrator, and over io_uring; -ENOENT, -ESTALE or -EINVAL (twice)
+ * for a DONE handle the caller has not taken (nothing is given back);
+ * -EINTR when a signal ends the wait.
+ */
+struct kvarena_scrub {
+	__u64 handles;
+	__u32 count;
+	__u32 flags;
+	__u32 nr_done;
+	__u32 timeout_ms;
+	__u64 reserved[2];
+};
+
 /**
  * struct kvarena_uring_cmd - the command area of an IORING_OP_URING_CMD SQE.
  * @arg:	user pointer to the command's struct, exactly as the third
@@ -969,5 +1028,6 @@ struct kvarena_uring_cmd {
 #define KVARENA_IOC_ARENA_SET_POLICY _IOWR(KVARENA_IOC_MAGIC, 0x0e, struct kvarena_arena_policy)
 #define KVARENA_IOC_EVICT	  _IOWR(KVARENA_IOC_MAGIC, 0x0f, struct kvarena_evict)
 #define KVARENA_IOC_EVENTS_FD	  _IOWR(KVARENA_IOC_MAGIC, 0x10, struct kvarena_events_fd)
+#define KVARENA_IOC_SCRUB	  _IOWR(KVARENA_IOC_MAGIC, 0x11, struct kvarena_scrub)
 
 #endif /* _UAPI_LINUX_KVARENA_H */

@@ -84,7 +84,7 @@ class StatArg(ctypes.Structure):
         ("dom_cached", c_u32),
         ("frames_cleared", c_u64),
         ("domain_cached_max", c_u32),
-        ("reserved3", c_u32),
+        ("nr_quarantined", c_u32),
     ]
 
 
