@@ -389,6 +389,32 @@ int kva_free(struct kva_arena *arena, const uint64_t *handles,
 	     unsigned int count);
 
 /**
+ * kva_scrub() - clear a CUDA arena's frames between cache domains: the
+ * chore of the arena's owner that the module cannot do for GPU memory.
+ *
+ * A frame that one cache domain freed reaches another domain only once
+ * it is cleared (Documentation/kvarena.rst, "Cache domains").  This takes
+ * up to @max frames that the module wants cleared, waiting up to
+ * @timeout_ms for some when none is wanted yet, clears them on the GPU
+ * (cuMemsetD8Async(), waited for before anything is unmapped) and gives
+ * them back clean, so that an allocation of another domain can have them.
+ * `kvarenactl scrub` calls it in a loop; an owner's engine may too.
+ *
+ * @arena must be a device-mode CUDA arena opened by the arena's owner or
+ * an administrator.  Frames this call could not clear stay taken by
+ * @arena and go to the next scrubber at kva_close(); nobody else gets
+ * them.  Thread safety: one kva_scrub() at a time per arena; other calls
+ * may run meanwhile (the wait holds no lock).
+ *
+ * Return: the number of frames cleared (0: none was wanted within the
+ * wait), or -EOPNOTSUPP (not a CUDA arena in the module: the module
+ * clears host frames itself), -EPERM (neither the owner nor an
+ * administrator), -EINVAL (@max 0 or above 65536), -EINTR (a signal
+ * ended the wait), or an error from the CUDA driver.
+ */
+int kva_scrub(struct kva_arena *arena, unsigned int max, int timeout_ms);
+
+/**
  * struct kva_arena_params - a new arena in the module (kva_arena_create()).
  * @name:		1-31 characters of [A-Za-z0-9_.-].
  * @nr_frames:		frames.

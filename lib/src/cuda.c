@@ -414,6 +414,42 @@ static int cuda_copy_async(struct kva_arena *a, uint64_t dst, uint64_t src,
 }
 
 /*
+ * A scrubber's clear (scrub.c): zero the frames on the device and wait
+ * for it, on the driver's legacy stream, which this process uses for
+ * nothing else; the frames are unmapped only after.
+ */
+static int cuda_clear(struct kva_arena *a, uint64_t va, uint32_t n)
+{
+	struct kva_cuda *c = cuda(a);
+	int ret = ctx_push(a, c);
+
+	if (ret)
+		return ret;
+	ret = cu_err(a, c->fn.cuMemsetD8Async(va, 0, (size_t)n * a->frame_size,
+					       NULL));
+	if (!ret)
+		ret = cu_err(a, c->fn.cuStreamSynchronize(NULL));
+	ctx_pop(c);
+	return ret;
+}
+
+/*
+ * A scrubber lets go of a frame's import once it is cleared: while any
+ * process holds the frame's memory, the module keeps it in its domain.
+ */
+static void cuda_forget(struct kva_arena *a, uint32_t idx)
+{
+	struct kva_frame_rec *f = &a->frames[idx];
+	struct kva_cuda *c = cuda(a);
+
+	if (!(f->flags & FRAME_RESOLVED) || ctx_push(a, c))
+		return;
+	cu_err(a, c->fn.cuMemRelease(f->mem));
+	ctx_pop(c);
+	f->flags &= ~FRAME_RESOLVED;
+}
+
+/*
  * Stream-ordered teardown (teardown.c): an event on the engine's stream
  * at kva_seq_free(), waited for by the worker before it unmaps.  Neither
  * cuEventCreate nor cuEventRecord waits for the device.
@@ -464,6 +500,8 @@ const struct kva_vmm kva_cuda_vmm = {
 	.copy_async = cuda_copy_async,
 	.fence = cuda_fence,
 	.fence_wait = cuda_fence_wait,
+	.clear = cuda_clear,
+	.forget = cuda_forget,
 };
 
 /*

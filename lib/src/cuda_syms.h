@@ -34,6 +34,7 @@
 	X(cuMemSetAccess)				\
 	X(cuMemcpyDtoD)					\
 	X(cuMemcpyDtoDAsync)				\
+	X(cuMemsetD8Async)				\
 	X(cuStreamSynchronize)				\
 	X(cuEventCreate)				\
 	X(cuEventRecord)				\

@@ -278,6 +278,20 @@ static int dev_frame_fd(struct kva_arena *a, uint64_t handle, int *fd,
 	return 0;
 }
 
+static int dev_scrub(struct kva_arena *a, uint64_t *h, uint32_t n,
+		     uint32_t flags, uint32_t timeout_ms)
+{
+	struct kvarena_scrub s = {
+		.handles = (uintptr_t)h, .count = n, .flags = flags,
+		.timeout_ms = timeout_ms,
+	};
+	int ret;
+
+	KVA_PASS("dev.scrub");
+	ret = dev_ioctl(dev(a)->fd, KVARENA_IOC_SCRUB, &s);
+	return ret ? ret : (int)s.nr_done;
+}
+
 static int dev_poll_fd(struct kva_arena *a)
 {
 	return dev(a)->fd;
@@ -306,6 +320,7 @@ const struct kva_provider kva_device_provider = {
 	.poll_fd = dev_poll_fd,
 	.publish = dev_publish,
 	.lookup = dev_lookup,
+	.scrub = dev_scrub,
 	.close = dev_close_provider,
 };
 

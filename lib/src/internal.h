@@ -155,6 +155,8 @@ struct kva_arena;
  *		events; an embedded arena has none.
  * @lookup:	LOOKUP @n keys; returns the leading run found (handles
  *		and flags written) or -errno.
+ * @scrub:	device only: SCRUB, a take (@flags 0, waiting up to
+ *		@timeout_ms) or KVARENA_SCRUB_DONE; returns nr_done or -errno.
  * @close:	detach and release the provider.
  */
 struct kva_usage_report {
@@ -177,6 +179,8 @@ struct kva_provider {
 		       uint32_t n, const uint32_t *tokens, uint32_t per_entry);
 	int (*lookup)(struct kva_arena *a, struct kvarena_prefix_entry *e,
 		      uint32_t n);
+	int (*scrub)(struct kva_arena *a, uint64_t *h, uint32_t n,
+		     uint32_t flags, uint32_t timeout_ms);
 	void (*close)(struct kva_arena *a);
 };
 
@@ -222,6 +226,11 @@ struct kva_vmm {
 			  void *stream);
 	int (*fence)(struct kva_arena *a, void *stream, void **fence);
 	int (*fence_wait)(struct kva_arena *a, void *fence);
+	/* zero @n frames mapped at @va and wait until the device has (NULL:
+	 * the module clears this memory itself) */
+	int (*clear)(struct kva_arena *a, uint64_t va, uint32_t n);
+	/* drop what @resolve learnt of frame @idx: a scrubber's import */
+	void (*forget)(struct kva_arena *a, uint32_t idx);
 };
 
 extern const struct kva_vmm kva_host_vmm;

@@ -21,6 +21,8 @@
  *    and exits; only then does this process import, map, read (the
  *    child's bytes), write and read back (the way several serving
  *    processes share an arena's frames);
+ *  - a scrubber's clear (kva_scrub()): cuMemsetD8Async() through an
+ *    import, waited for, zeroes the frames' memory; its rate;
  *  - an embedded CUDA arena: frames mapped behind a sequence's range hold
  *    what is copied in; copy-on-write never changes the parent;
  *  - the costs of mapping a 2 MiB frame and of a copy-on-write.
@@ -50,7 +52,8 @@
 	X(cuMemCreate) X(cuMemRelease) X(cuMemExportToShareableHandle)	\
 	X(cuMemImportFromShareableHandle) X(cuMemAddressReserve)	\
 	X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess)	\
-	X(cuMemcpyHtoD) X(cuMemcpyDtoH)
+	X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8Async)		\
+	X(cuStreamSynchronize)
 
 #define STR_(x)	#x
 #define STR(x)	STR_(x)
@@ -262,6 +265,43 @@ static int receive_fds(int sock, int *fds, uint64_t *size)
 }
 
 /*
+ * What kva_scrub() does to a CUDA arena's frames between cache domains
+ * (lib/src/scrub.c): cuMemsetD8Async() through the scrubber's import,
+ * waited for with cuStreamSynchronize() before the unmap.  The frames'
+ * memory, mapped afresh, must read zero; the clear's rate is reported.
+ */
+static bool check_scrub_clear(const CUmemGenericAllocationHandle *h,
+			      CUdeviceptr va, unsigned char *buf)
+{
+	size_t n = (size_t)NR_SHARED * FS;
+	int reps = 50;
+	double t0, us;
+	CUdeviceptr va2;
+	bool ok;
+
+	t0 = now_us();
+	ok = CU(drv.cuMemsetD8Async(va, 0, n, NULL)) &&
+	     CU(drv.cuStreamSynchronize(NULL));
+	for (int r = 1; ok && r < reps; r++)
+		ok = CU(drv.cuMemsetD8Async(va, 0, n, NULL)) &&
+		     CU(drv.cuStreamSynchronize(NULL));
+	us = now_us() - t0;
+	if (!ok || !map_all(h, NR_SHARED, FS, &va2))
+		return false;
+	for (int i = 0; ok && i < NR_SHARED; i++) {
+		ok = CU(drv.cuMemcpyDtoH(buf, va2 + (size_t)i * FS, FS));
+		for (size_t j = 0; ok && j < FS; j++)
+			ok = !buf[j];
+	}
+	unmap_all(va2, NR_SHARED, FS);
+	if (ok)
+		printf("{\"kind\":\"runtime_cost\",\"scrub_frames_per_s\":%.0f,"
+		       "\"scrub_gbs\":%.1f}\n", reps * NR_SHARED / (us / 1e6),
+		       reps * n / (us * 1e3));
+	return ok;
+}
+
+/*
  * The importer's side: start the exporter, take its fds, wait for it to
  * exit, then import, map, read, write and read back.
  */
@@ -270,7 +310,7 @@ static void check_memory_outlives_its_exporter(const char *self)
 	CUmemGenericAllocationHandle h[NR_SHARED];
 	unsigned char *buf = malloc(FS), *want = malloc(FS);
 	int sv[2], fds[NR_SHARED], status = -1, imported = 0;
-	bool got = false, read_ok = false, write_ok = false;
+	bool got = false, read_ok = false, write_ok = false, scrub_ok = false;
 	uint64_t size = 0;
 	CUdeviceptr va = 0;
 	char arg[16];
@@ -326,12 +366,14 @@ static void check_memory_outlives_its_exporter(const char *self)
 		write_ok &= CU(drv.cuMemcpyDtoH(buf, va + (size_t)i * FS, FS)) &&
 			    !memcmp(buf, want, FS);
 	}
+	scrub_ok = check_scrub_clear(h, va, buf);
 	unmap_all(va, NR_SHARED, FS);
 out:
 	for (int i = 0; i < imported; i++)
 		drv.cuMemRelease(h[i]);
 	report(read_ok, "frames_exported_by_a_process_that_exited_keep_its_bytes");
 	report(write_ok, "frames_imported_from_an_exited_process_take_writes");
+	report(scrub_ok, "a_scrubbers_clear_through_an_import_zeroes_the_frames");
 	free(buf);
 	free(want);
 }

@@ -490,6 +490,7 @@ CUresult cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t n)
 struct queued_copy {
 	uint64_t dst, src;
 	size_t n;
+	bool set;		/* cuMemsetD8Async(dst, src, n) */
 };
 
 static struct queued_copy queued[64];
@@ -511,7 +512,26 @@ CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n,
 	}
 	if (nr_queued == 64)
 		return leave(CUDA_ERROR_OUT_OF_MEMORY);
-	queued[nr_queued++] = (struct queued_copy){ dst, src, n };
+	queued[nr_queued++] = (struct queued_copy){ dst, src, n, false };
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char val, size_t n,
+			 CUstream stream)
+{
+	ENTER(dst, val, n);
+	calls[nr_calls - 1].stream = (uintptr_t)stream;
+	if (!ctx_depth)
+		return leave(CUDA_ERROR_INVALID_CONTEXT);
+	if (!covered(dst, n, true))
+		return leave(CUDA_ERROR_INVALID_VALUE);
+	if (!held) {
+		memset((void *)(uintptr_t)dst, val, n);
+		return leave(CUDA_SUCCESS);
+	}
+	if (nr_queued == 64)
+		return leave(CUDA_ERROR_OUT_OF_MEMORY);
+	queued[nr_queued++] = (struct queued_copy){ dst, val, n, true };
 	return leave(CUDA_SUCCESS);
 }
 
@@ -524,8 +544,12 @@ static void run_queued(void)
 		struct queued_copy *q = &queued[i];
 
 		if (!covered(q->dst, q->n, true) ||
-		    !covered(q->src, q->n, true)) {
+		    (!q->set && !covered(q->src, q->n, true))) {
 			nr_faults++;
+			continue;
+		}
+		if (q->set) {
+			memset((void *)(uintptr_t)q->dst, (int)q->src, q->n);
 			continue;
 		}
 		memmove((void *)(uintptr_t)q->dst, (void *)(uintptr_t)q->src,

@@ -14,7 +14,9 @@
 #include <cuda.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -349,6 +351,154 @@ TEST(frames_passed_between_processes_outlive_their_exporter)
 	for (tries = 0; tries < 500 && kva_arena_destroy(&p) == -EBUSY; tries++)
 		usleep(10000);
 	EXPECT_EQ(-ENOENT, kva_arena_destroy(&p));
+	EXPECT_TRUE(all_released());
+}
+
+/* ---- kva_scrub(): a CUDA arena's frames between two uids --------------- */
+
+#define VICTIM	1001
+#define NOBODY	65534
+
+/* Run @fn(@name) in a child as @uid; its exit code, or 1000 + signal. */
+static int run_as(uid_t uid, int (*fn)(const char *), const char *name)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
+		    setresuid(uid, uid, uid))
+			_exit(250);
+		_exit(fn(name));
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	/* Its client may outlive it a moment (io_uring's task work). */
+	module_wait_clients(name, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) :
+	       1000 + WTERMSIG(status);
+}
+
+static int open_device(const char *name, struct kva_arena **a)
+{
+	struct kva_open_opts o = { .mode = KVA_MODE_DEVICE, .name = name };
+
+	cuda_double_set_granularity(FS);
+	return kva_open(&o, a);
+}
+
+/* Fills the whole arena with its tokens, then closes (its frames go). */
+static int victim_fills_the_arena(const char *name)
+{
+	struct kva_geometry g = small_geometry(FS);
+	struct kva_arena *a;
+	struct kva_seq *s;
+
+	if (open_device(name, &a) || kva_seq_create(a, &g, 4 * TPF, &s) ||
+	    kva_seq_grow(s, 4 * TPF))
+		return 2;
+	fill_tokens(s, 11, 0, 4 * TPF);
+	kva_close(a);
+	return 0;
+}
+
+/* Wants the whole arena: refused until the frames are scrubbed. */
+static int other_uid_is_refused(const char *name)
+{
+	struct kva_geometry g = small_geometry(FS);
+	struct kva_arena *a;
+	struct kva_seq *s;
+	int ret;
+
+	if (open_device(name, &a) || kva_seq_create(a, &g, 4 * TPF, &s))
+		return 2;
+	ret = kva_seq_grow(s, 4 * TPF);
+	/* and it may not scrub them itself */
+	if (kva_scrub(a, 4, 0) != -EPERM)
+		return 3;
+	kva_close(a);
+	return ret == -ENOSPC ? 0 : 4;
+}
+
+/* Gets the whole arena: every byte zero. */
+static int other_uid_reads_zeros(const char *name)
+{
+	struct kva_geometry g = small_geometry(FS);
+	struct kva_arena *a;
+	struct kva_seq *s;
+	const unsigned char *p;
+	uint64_t i;
+
+	if (open_device(name, &a) || kva_seq_create(a, &g, 4 * TPF, &s) ||
+	    kva_seq_grow(s, 4 * TPF))
+		return 2;
+	p = (const unsigned char *)(uintptr_t)s->base;
+	for (i = 0; i < 4ull * FS; i++)
+		if (p[i])
+			return 3;
+	kva_close(a);
+	return 0;
+}
+
+/* Not a module arena: nothing to scrub. */
+TEST(kva_scrub_refuses_an_embedded_arena)
+{
+	struct kva_open_opts e = { .mode = KVA_MODE_EMBEDDED, .nr_frames = 2,
+				   .frame_size = 4096 };
+	struct kva_arena *a;
+
+	ASSERT_EQ(0, kva_open(&e, &a));
+	EXPECT_EQ(-EOPNOTSUPP, kva_scrub(a, 1, 0));
+	EXPECT_EQ(-EINVAL, kva_scrub(a, 0, 0));
+	EXPECT_EQ(-EINVAL, kva_scrub(NULL, 1, 0));
+	kva_close(a);
+}
+
+TEST(kva_scrub_clears_a_cuda_arenas_frames_for_another_uid)
+{
+	char name[KVARENA_NAME_LEN];
+	struct kva_arena_params p = {
+		.name = pid_name(name, "gpus"), .nr_frames = 4,
+		.frame_size = FS, .mem_kind = KVA_BACKEND_CUDA,
+	};
+	struct kvarena_stat st;
+	struct kva_arena *a;
+	const char *trace;
+	struct stat dev;
+
+	cuda_double_set_granularity(FS);
+	ASSERT_EQ(0, kva_arena_create(&p));
+	ASSERT_EQ(0, stat(KVARENA_DEVICE, &dev));
+	ASSERT_EQ(0, chmod(KVARENA_DEVICE, 0666));
+	EXPECT_EQ(0, run_as(VICTIM, victim_fills_the_arena, name));
+	st = module_stat(name);
+	EXPECT_EQ(4, st.nr_dirty);
+	EXPECT_EQ(0, st.nr_quarantined);
+	EXPECT_EQ(0, run_as(NOBODY, other_uid_is_refused, name));
+
+	/* The owner (root here) scrubs: one batch, waited for, then unmapped. */
+	ASSERT_EQ(0, open_device(name, &a));
+	cuda_double_reset();
+	EXPECT_EQ(4, kva_scrub(a, 16, 0));
+	EXPECT_EQ(1, cuda_double_count("cuMemsetD8Async"));
+	trace = cuda_double_trace();
+	ASSERT_NE(NULL, strstr(trace, "cuMemsetD8Async cuStreamSynchronize"));
+	EXPECT_LT(strstr(trace, "cuStreamSynchronize"),
+		  strstr(trace, "cuMemUnmap"));
+	/* Its imports are let go of: nothing holds the frames' memory now. */
+	EXPECT_EQ(4, cuda_double_count("cuMemRelease"));
+	EXPECT_EQ(0, kva_scrub(a, 16, 0));
+	st = module_stat(name);
+	EXPECT_EQ(0, st.nr_dirty);
+	EXPECT_EQ(4, st.frames_cleared);
+	kva_close(a);
+	EXPECT_EQ(0, run_as(NOBODY, other_uid_reads_zeros, name));
+
+	chmod(KVARENA_DEVICE, dev.st_mode & 07777);
+	ASSERT_EQ(0, module_wait_clients(name, 0));
+	ASSERT_EQ(0, kva_arena_destroy(&p));
 	EXPECT_TRUE(all_released());
 }
 
