@@ -29,7 +29,7 @@
 /* ---- commands ------------------------------------------------------------ */
 
 enum cmd_id { C_STAT, C_CLIENTS, C_TOP, C_METRICS, C_CREATE, C_DESTROY,
-	      C_LIMIT, C_KILL, C_EVICT, C_EVENTS, C_HELP, NR_CMDS };
+	      C_LIMIT, C_KILL, C_EVICT, C_EVENTS, C_SCRUB, C_HELP, NR_CMDS };
 
 #define CB(c)		(1u << (c))
 #define C_VIEW		(CB(C_STAT) | CB(C_CLIENTS) | CB(C_TOP))
@@ -99,6 +99,14 @@ static const struct command commands[NR_CMDS] = {
 		"socket (bound for tcp://*:PORT and other wildcards, else connected)\n"
 		"sends vLLM's KVEventBatch messages; --replay binds a ROUTER socket\n"
 		"that resends kept batches.  See Documentation/events.rst.\n" },
+	[C_SCRUB] = { "scrub", kvactl_cmd_scrub, 1, 1,
+		"NAME [-n COUNT] [--wait SECONDS]",
+		"Clear a CUDA arena's frames on the GPU so that another cache domain may have them",
+		NULL,
+		"The arena's owner (or root) runs it beside the engines, until SIGINT\n"
+		"or SIGTERM, -n COUNT frames, or --wait SECONDS with nothing to clear.\n"
+		"Without a scrubber a CUDA arena's frames stay in the cache domain that\n"
+		"last held them; host arenas need none (the module clears them).\n" },
 	[C_HELP] = { "help", NULL, 0, 1, "[COMMAND]",
 		"This help, or a command's options and their limits" },
 };
@@ -160,8 +168,8 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		.cmds = CB(C_TOP), .help = "between refreshes; default 1" },
 	[OPT_ITERATIONS] = { "iterations", 'n', V_U64, "COUNT",
 		OFF(iterations), 1, UINT64_MAX,
-		.cmds = CB(C_TOP) | CB(C_EVENTS),
-		.help = "refreshes (top) or events, then exit" },
+		.cmds = CB(C_TOP) | CB(C_EVENTS) | CB(C_SCRUB),
+		.help = "refreshes (top), events or frames cleared (scrub), then exit" },
 	[OPT_WIDTH] = { "width", 'w', V_U32, "COLUMNS", OFF(width), 40, 10000,
 		.cmds = CB(C_TOP),
 		.help = "screen width; default $COLUMNS, else the terminal's" },
@@ -241,8 +249,8 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		OFF(clear_always), .cmds = CB(C_CREATE),
 		.help = "clear host frames between any two holders, not only between domains" },
 	[OPT_WAIT] = { "wait", 0, V_SECONDS, "SECONDS", OFF(wait_ms), 0,
-		MAX_SECONDS * 1000ull, .cmds = CB(C_DESTROY),
-		.help = "wait this long for the clients to leave" },
+		MAX_SECONDS * 1000ull, .cmds = CB(C_DESTROY) | CB(C_SCRUB),
+		.help = "wait this long for the clients to leave (destroy), or with nothing to clear (scrub)" },
 	[OPT_ID] = { "id", 0, V_U32, "ID", OFF(client_id), 1, UINT32_MAX,
 		.cmds = CB(C_LIMIT) | CB(C_KILL) | CB(C_EVICT),
 		.help = "the client by its id (as CLIENT #ID)" },
@@ -793,6 +801,8 @@ static void help(FILE *f)
 "  kill NAME CLIENT [-s SIGNAL]    signal every process holding the client\n"
 "  evict NAME CLIENT  take a host arena client's frames back, revoked\n"
 "  events NAME [--zmq ENDPOINT]   KV events as JSON lines, or vLLM's on ZeroMQ\n"
+"  scrub NAME [-n COUNT] [--wait SECONDS]   clear a CUDA arena's frames between\n"
+"                    cache domains (its owner runs it beside the engines)\n"
 "  help [COMMAND]    a command's options and their limits\n"
 "\n"
 "  -j, --json   JSON output (stat, clients, top)   -p, --pretty   indented JSON\n"

@@ -13,6 +13,8 @@
  *              kill
  *   cuda.c     CUDA frames through libcuda.so.1, loaded at run time
  *   events.c   events: KV events as JSON lines or on ZeroMQ (events.h)
+ *   scrub.c    scrub: a CUDA arena's frames cleared between cache domains,
+ *              with libkvarena
  *
  * See Documentation/operators.rst.
  */
@@ -313,6 +315,7 @@ int kvactl_cmd_create(const struct kvactl_opts *o);
 int kvactl_cmd_destroy(const struct kvactl_opts *o);
 int kvactl_cmd_limit(const struct kvactl_opts *o);
 int kvactl_cmd_events(const struct kvactl_opts *o);	/* events.c */
+int kvactl_cmd_scrub(const struct kvactl_opts *o);	/* scrub.c */
 
 int kvactl_cmd_kill(const struct kvactl_opts *o);
 int kvactl_cmd_evict(const struct kvactl_opts *o);

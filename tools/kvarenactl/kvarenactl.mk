@@ -9,7 +9,7 @@
 
 KVACTL_SRCS := $(addprefix $(SRC)/tools/kvarenactl/,main.c cmdline.c dev.c fmt.c \
 		view.c metrics.c create.c holders.c cuda.c ids.c events.c msgpack.c \
-		zmq.c)
+		zmq.c scrub.c)
 KVACTL_DEPS := $(KVACTL_SRCS) $(SRC)/tools/kvarenactl/kvarenactl.h \
 	       $(SRC)/tools/kvarenactl/events.h \
 	       $(SRC)/include/uapi/linux/kvarena.h \
@@ -22,15 +22,19 @@ KVACTL_ZMQ := $(shell pkg-config --exists libzmq 2>/dev/null && echo y)
 KVACTL_ZMQ_CFLAGS := $(if $(KVACTL_ZMQ),-DKVACTL_ZMQ $(shell pkg-config --cflags libzmq))
 KVACTL_ZMQ_LIBS := $(if $(KVACTL_ZMQ),$(shell pkg-config --libs libzmq))
 
-$(B)/tools/kvarenactl: $(KVACTL_DEPS)
+# scrub runs libkvarena's kva_scrub(): the dynamic builds link the static
+# library.
+$(B)/tools/kvarenactl: $(KVACTL_DEPS) $(LIBKVA_A)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(KVACTL_ZMQ_CFLAGS) -o $@ \
-		$(KVACTL_SRCS) -ldl $(KVACTL_ZMQ_LIBS)
+	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) \
+		$(KVACTL_ZMQ_CFLAGS) -o $@ $(KVACTL_SRCS) $(LIBKVA_A) \
+		$(LIBKVA_LDLIBS) $(KVACTL_ZMQ_LIBS)
 
-$(B)/tools/kvarenactl-san: $(KVACTL_DEPS)
+$(B)/tools/kvarenactl-san: $(KVACTL_DEPS) $(LIBKVA_A)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(SAN_FLAGS) $(KVACTL_ZMQ_CFLAGS) \
-		-o $@ $(KVACTL_SRCS) -ldl $(KVACTL_ZMQ_LIBS)
+	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(SAN_FLAGS) \
+		$(KVACTL_ZMQ_CFLAGS) -o $@ $(KVACTL_SRCS) $(LIBKVA_A) \
+		$(LIBKVA_LDLIBS) $(KVACTL_ZMQ_LIBS)
 
 $(B)/tools/kvarenactl-static: $(KVACTL_DEPS)
 	$(Q)mkdir -p $(@D)
