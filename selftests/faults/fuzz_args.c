@@ -229,6 +229,14 @@ static bool spec_evict(const struct kvarena_evict *e)
 	       spec_name(e->name);
 }
 
+static bool spec_scrub(const struct kvarena_scrub *sc)
+{
+	/* "1..KVARENA_MAX_BATCH"; "Must be 0 with KVARENA_SCRUB_DONE". */
+	return !(sc->flags & ~KVARENA_SCRUB_DONE) && RSV(sc, reserved) &&
+	       sc->count >= 1 && sc->count <= KVARENA_MAX_BATCH &&
+	       (!(sc->flags & KVARENA_SCRUB_DONE) || !sc->timeout_ms);
+}
+
 /* ---- commands --------------------------------------------------------- */
 
 struct cmd {
@@ -295,6 +303,7 @@ ADAPT(clients, struct kvarena_clients, check_clients, spec_clients)
 ADAPT(limits, struct kvarena_limits, kva_check_limits, spec_limits)
 ADAPT(policy, struct kvarena_arena_policy, kva_check_policy, spec_policy)
 ADAPT(evict, struct kvarena_evict, kva_check_evict, spec_evict)
+ADAPT(scrub, struct kvarena_scrub, kva_check_scrub, spec_scrub)
 ADAPT(publish, struct kvarena_prefix, check_publish, spec_publish)
 ADAPT(lookup, struct kvarena_prefix, check_lookup, spec_lookup)
 ADAPT(events_fd, struct kvarena_events_fd, kva_check_events_fd, spec_events_fd)
@@ -321,6 +330,7 @@ static const struct cmd cmds[] = {
 	CMD(publish, KVARENA_IOC_PUBLISH, struct kvarena_prefix, KVA_CLIENT, true),
 	CMD(lookup, KVARENA_IOC_LOOKUP, struct kvarena_prefix, KVA_CLIENT, true),
 	CMD(events_fd, KVARENA_IOC_EVENTS_FD, struct kvarena_events_fd, KVA_ANYONE, false),
+	CMD(scrub, KVARENA_IOC_SCRUB, struct kvarena_scrub, KVA_CLIENT, false),
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 

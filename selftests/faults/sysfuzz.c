@@ -161,6 +161,7 @@ static void build_events_fd(struct proc *p, struct call *c);
 static uint32_t arena_tag(struct proc *p, const char *name);
 static void build_publish(struct proc *p, struct call *c);
 static void build_lookup(struct proc *p, struct call *c);
+static void build_scrub(struct proc *p, struct call *c);
 
 #define ADMIN_ERRS (E_ANY | E(EPERM) | E(EBADF) | E(ENOENT) | E(ENOMEM))
 /* Client commands: ENOTCONN marks them (see one_call()). */
@@ -208,6 +209,9 @@ static const struct cmd_desc cmds[] = {
 	  build_publish },
 	{ "LOOKUP", KVARENA_IOC_LOOKUP, sizeof(struct kvarena_prefix),
 	  CLIENT_ERRS | E(ENOSPC), 5, build_lookup },
+	{ "SCRUB", KVARENA_IOC_SCRUB, sizeof(struct kvarena_scrub),
+	  CLIENT_ERRS | E(EOPNOTSUPP) | E(EPERM) | E(ENOENT) | E(ESTALE) |
+	  E(EINTR), 2, build_scrub },
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -939,6 +943,43 @@ static void build_lookup(struct proc *p, struct call *c)
 	build_prefix(p, c, false);
 }
 
+/*
+ * A scrubber's take (frames this process never gives back: they go to
+ * the next scrubber when its file goes), or a DONE of handles it never
+ * took, which must fail.
+ */
+static void build_scrub(struct proc *p, struct call *c)
+{
+	struct kvarena_scrub *sc = slot(p, 0);
+	uint64_t *h = p->hbuf;
+	unsigned int i;
+	int kind, idx;
+
+	memset(sc, 0, sizeof(*sc));
+	c->kf = attached_file(p);
+	sc->count = pick_count(p, 16);
+	if (fz_one_in(&p->r, 2)) {
+		sc->flags = KVARENA_SCRUB_DONE;
+		for (i = 0; i < sc->count && i < 64; i++)
+			h[i] = pick_handle(p, c->kf, &kind, &idx);
+		c->must_fail = true;
+		c->why = "a DONE of frames never taken";
+	} else {
+		sc->timeout_ms = fz_one_in(&p->r, 4) ? 1 : 0;
+	}
+	c->count = sc->count;
+	c->handles = pick_ptr(p, h, sc->count <= 16 ? sc->count * 8 : 8,
+			      &kind);
+	c->valid_handles_ptr = kind == PTR_GOOD;
+	sc->handles = (uintptr_t)c->handles;
+	if (fz_one_in(&p->r, 16)) {
+		sc->flags |= 1u << (1 + fz_below(&p->r, 31));
+		c->must_fail = true;
+		c->why = "an unknown scrub flag";
+	}
+	MUTATE_FIELD(p, c, sc, reserved);
+}
+
 /* ---- one call ------------------------------------------------------------ */
 
 static int pick_cmd(struct proc *p)
@@ -1157,6 +1198,22 @@ static void account(struct proc *p, struct call *c, int ret)
 			}
 			close(ff->fd);
 		}
+	} else if (d->cmd == KVARENA_IOC_SCRUB) {
+		/* A take: the frames are ours to give back (or to leave). */
+		const struct kvarena_scrub *sc = c->arg;
+		struct kvarena_scrub done = {
+			.handles = (uintptr_t)c->handles, .count = sc->nr_done,
+			.flags = KVARENA_SCRUB_DONE };
+
+		if (sc->nr_done > c->count) {
+			fail(p, c, "SCRUB took %u of %u", sc->nr_done, c->count);
+			return;
+		}
+		if (sc->nr_done && c->valid_handles_ptr &&
+		    fz_one_in(&p->r, 2) &&
+		    fz_ioctl(c->kf->fd, KVARENA_IOC_SCRUB, &done))
+			fail(p, c, "SCRUB DONE of %u frames just taken failed",
+			     sc->nr_done);
 	} else if (d->cmd == KVARENA_IOC_LOOKUP) {
 		/* New holds, on frames that keep their handles. */
 		const struct kvarena_prefix *x = c->arg;
