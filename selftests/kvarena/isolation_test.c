@@ -36,6 +36,7 @@
 #define NR	16
 #define FSIZE	(64 * 1024)
 #define NOBODY	65534
+#define VICTIM	1001
 
 /* Backing memory as the module wants it: sealed against shrinking. */
 static int sealed_memfd(size_t size)
@@ -537,11 +538,52 @@ TEST_F(iso, freed_frame_is_gone_from_its_old_holders_mappings)
  * that mapping away too, or the caller keeps a window on a frame the next
  * holder fills.
  */
+/*
+ * The attack of a failed ALLOC: an attacker (uid 65534) frees a frame it
+ * mapped, then ALLOCs with the handles pointing into the old mapping and
+ * nr_done on a read-only page, so that the copy-out faults the frame back
+ * into the old mapping and then fails.  The undo must take the mapping
+ * back too: the victim (uid 1001) gets the frame next (the free list is
+ * LIFO) and writes a secret, which the attacker must not read, and the
+ * attacker's writes must not reach the victim.
+ */
+static int victim_writes_the_next_frame(const char *name, int wrote, int quit)
+{
+	volatile char *m;
+	struct kvarena_frame_fd ff;
+	__u64 h;
+	char c;
+	int v;
+
+	drop_to(VICTIM);
+	v = kva_open(O_RDWR);
+	CHECK_EQ(0, kva_attach(v, name, "victim", 0, 0, NULL));
+	CHECK_EQ(1, kva_alloc(v, &h, 1, 0));
+	CHECK_EQ(0, kva_frame_fd(v, h, &ff));
+	m = map_frames(ff.fd, KVARENA_HANDLE_IDX(h), 1,
+		       PROT_READ | PROT_WRITE);
+	CHECK(m != MAP_FAILED);
+	/* Nothing of the attacker's: the frame was cleared for this uid. */
+	CHECK_EQ(0, m[0]);
+	strcpy((char *)m, "my SSN is 078-05-1120");
+	/* Holding it while the attacker tries its old mapping. */
+	CHECK_EQ(1, write(wrote, "w", 1));
+	CHECK_EQ(0, read(quit, &c, 1));
+	CHECK_EQ(0, strcmp((char *)m, "my SSN is 078-05-1120"));
+	return 0;
+}
+
 TEST_F(iso, a_failed_alloc_takes_back_the_mapping_its_copy_out_made)
 {
 	const char *name = self->name;
-	pid_t pid;
+	int go[2], done[2], wrote[2], quit[2];
+	pid_t pid, victim;
+	char c;
 
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(done));
+	ASSERT_EQ(0, pipe(wrote));
+	ASSERT_EQ(0, pipe(quit));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
@@ -552,6 +594,8 @@ TEST_F(iso, a_failed_alloc_takes_back_the_mapping_its_copy_out_made)
 		__u64 h;
 		int a;
 
+		close(go[0]);
+		close(done[1]);
 		drop_to(NOBODY);
 		a = kva_open(O_RDWR);
 		CHECK_EQ(0, kva_attach(a, name, "undo", 0, 0, NULL));
@@ -576,9 +620,32 @@ TEST_F(iso, a_failed_alloc_takes_back_the_mapping_its_copy_out_made)
 		/* Taken back, and so is the mapping the copy-out made. */
 		CHECK(touch_gets_sigbus(m, false));
 		CHECK(touch_gets_sigbus(m, true));
+		/* The victim takes the frame and writes; still nothing here. */
+		CHECK_EQ(1, write(go[1], "g", 1));
+		CHECK_EQ(1, read(done[0], &c, 1));
+		CHECK(touch_gets_sigbus(m, false));
+		CHECK(touch_gets_sigbus(m, true));
 		_exit(0);
 	}
+	close(go[1]);
+	close(done[0]);
+	ASSERT_EQ(1, read(go[0], &c, 1));
+	victim = fork();
+	ASSERT_LE(0, victim);
+	if (victim == 0) {
+		close(quit[1]);
+		_exit(victim_writes_the_next_frame(name, wrote[1], quit[0]));
+	}
+	close(quit[0]);
+	close(wrote[1]);
+	EXPECT_EQ(1, read(wrote[0], &c, 1));
+	ASSERT_EQ(1, write(done[1], "d", 1));
 	EXPECT_EQ(0, reap(pid));
+	close(quit[1]);
+	EXPECT_EQ(0, reap(victim));
+	close(go[0]);
+	close(done[1]);
+	close(wrote[0]);
 }
 
 /*

@@ -76,7 +76,8 @@ struct frames_result {
 	double uring_batch_ns;		/* per frame, BATCH SQEs per enter */
 	double lib_ioctl_ns;		/* kva_alloc+kva_free, one frame */
 	double lib_uring_ns;
-	int have_host;
+	int have_host;			/* host1_ns */
+	int have_clear;			/* clear_ns, memset_ns */
 	double host1_ns;		/* alloc+free of one host frame */
 	double clear_ns;		/* per frame cleared between domains */
 	double memset_ns;		/* memset() of HOST_FSIZE bytes */
@@ -240,11 +241,15 @@ out_destroy:
 	return r->have_device ? 0 : -1;
 }
 
-/* A client of arena @name in a private cache domain of its own; -1. */
-static int attach_private(const char *name)
+/*
+ * A client of arena @name, in a private cache domain of its own if
+ * @private; -1.
+ */
+static int attach_host(const char *name, bool private)
 {
 	struct kvarena_attach at = { .label = "kvbench-clear",
-				     .flags = KVARENA_ATTACH_PRIVATE };
+				     .flags = private ? KVARENA_ATTACH_PRIVATE :
+							0 };
 	int fd = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
 
 	memcpy(at.name, name, sizeof(at.name));
@@ -300,10 +305,13 @@ static int bench_host(long iters, int reps, struct frames_result *r,
 		*why = "ARENA_SET_BACKING failed";
 		goto out_destroy;
 	}
-	a = attach_private(cr.name);
-	b = attach_private(cr.name);
-	if (a < 0 || b < 0) {
-		*why = "ATTACH with KVARENA_ATTACH_PRIVATE failed (an older module?)";
+	a = attach_host(cr.name, true);
+	b = attach_host(cr.name, true);
+	/* A module without cache domains: its ALLOC+FREE, for comparison. */
+	if (a < 0 && errno == EINVAL)
+		a = attach_host(cr.name, false);
+	if (a < 0) {
+		*why = "ATTACH to the host arena failed";
 		goto out_destroy;
 	}
 	{
@@ -314,6 +322,11 @@ static int bench_host(long iters, int reps, struct frames_result *r,
 			bad |= ioctl(a, KVARENA_IOC_ALLOC, &one);
 			bad |= ioctl(a, KVARENA_IOC_FREE, &one);
 		});
+	}
+	if (b < 0) {
+		*why = "ATTACH with KVARENA_ATTACH_PRIVATE failed (a module without cache domains?)";
+		r->have_host = !bad;
+		goto out_destroy;
 	}
 	/* Each round clears the whole arena twice: a's frames for b, and back. */
 	r->clear_ns = BEST_NS(reps, rounds, {
@@ -334,7 +347,7 @@ static int bench_host(long iters, int reps, struct frames_result *r,
 	if (bad)
 		*why = "a host frame operation failed during the run";
 	else
-		r->have_host = 1;
+		r->have_host = r->have_clear = 1;
 out_destroy:
 	if (a >= 0)
 		close(a);
@@ -412,12 +425,13 @@ int kvbench_frames_main(int argc, char **argv)
 			       r.lib_uring_ns,
 			       r.ioctl1_ns / (2 * r.null_syscall_ns));
 		if (r.have_host)
-			printf(",\"host1_ns\":%.1f,\"host1_vs_ioctl1\":%.3f,"
-			       "\"cleared_frame_ns\":%.1f,"
+			printf(",\"host1_ns\":%.1f,\"host1_vs_ioctl1\":%.3f",
+			       r.host1_ns, r.host1_ns / r.ioctl1_ns);
+		if (r.have_clear)
+			printf(",\"cleared_frame_ns\":%.1f,"
 			       "\"cleared_frames_per_s\":%.0f,"
 			       "\"memset_frame_ns\":%.1f,"
 			       "\"clear_vs_memset\":%.3f",
-			       r.host1_ns, r.host1_ns / r.ioctl1_ns,
 			       r.clear_ns, 1e9 / r.clear_ns, r.memset_ns,
 			       r.memset_ns / r.clear_ns);
 		printf("}\n");
@@ -451,6 +465,10 @@ int kvbench_frames_main(int argc, char **argv)
 	}
 	printf("  %-22s %10.1f ns   %5.2fx ioctl x1 (one domain: no clearing)\n",
 	       "host x1", r.host1_ns, r.host1_ns / r.ioctl1_ns);
+	if (!r.have_clear) {
+		printf("  clearing skipped: %s\n", why);
+		return 0;
+	}
 	printf("frames of %u MiB cleared between two cache domains\n",
 	       HOST_FSIZE >> 20);
 	printf("  %-22s %10.1f ns   %.0f frames/s, %.2f GB/s\n", "cleared",
