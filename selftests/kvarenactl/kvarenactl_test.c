@@ -480,7 +480,7 @@ static const char ctl_stat_json[] =
 	"\"fragmentation_pct\":30.5,\"alloc_calls\":3,\"free_calls\":0,"
 	"\"alloc_failures\":1,\"frames_allocated\":8,\"frames_freed\":0,"
 	"\"prefix_cache\":{\"published\":0,\"cached\":0,\"hits\":0,\"misses\":0,\"hit_rate_pct\":null,\"reclaims\":0,\"domain\":null},"
-	"\"clearing\":{\"dirty\":0,\"cleared\":0},"
+	"\"clearing\":{\"dirty\":0,\"cleared\":0,\"quarantined\":0},"
 	"\"access\":{\"owner_uid\":0,\"owner_gid\":0,\"mode\":\"0666\","
 	"\"client_min_limit\":0,\"client_max_default\":0,"
 	"\"client_max_limit\":0,\"cache_domains\":\"uid\",\"domain_cached_max\":0}}";
@@ -622,7 +622,7 @@ TEST_F(ctl, views_follow_frees_usage_and_a_killed_client)
 		     "\"fragmentation_pct\":21.9,\"alloc_calls\":3,\"free_calls\":1,"
 		     "\"alloc_failures\":1,\"frames_allocated\":8,\"frames_freed\":5,"
 		     "\"prefix_cache\":{\"published\":0,\"cached\":0,\"hits\":0,\"misses\":0,\"hit_rate_pct\":null,\"reclaims\":0,\"domain\":null},"
-		     "\"clearing\":{\"dirty\":5,\"cleared\":0},"
+		     "\"clearing\":{\"dirty\":5,\"cleared\":0,\"quarantined\":0},"
 		     "\"access\":{\"owner_uid\":0,\"owner_gid\":0,\"mode\":\"0666\","
 	"\"client_min_limit\":0,\"client_max_default\":0,"
 	"\"client_max_limit\":0,\"cache_domains\":\"uid\",\"domain_cached_max\":0}}]\n",

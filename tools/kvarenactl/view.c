@@ -119,9 +119,14 @@ static void print_domains(FILE *f, const struct kvarena_stat *s)
 	if (s->domain_cached_max)
 		fprintf(f, ", at most %u cached %s each", s->domain_cached_max,
 			plural(s->domain_cached_max, "frame", "frames"));
-	fprintf(f, "; %llu %s cleared between domains, %u free with a domain's data\n",
+	fprintf(f, "; %llu %s cleared between domains, %u free with a domain's data",
 		(unsigned long long)s->frames_cleared,
 		plural(s->frames_cleared, "frame", "frames"), s->nr_dirty);
+	/* CUDA: imported by a process that lives, or otherwise still held. */
+	if (s->nr_quarantined)
+		fprintf(f, " (%u of them still mapped or imported)",
+			s->nr_quarantined);
+	fputc('\n', f);
 }
 
 static void print_access(FILE *f, const struct kvarena_stat *s)
@@ -374,6 +379,7 @@ void kvactl_json_stat(struct kvactl_json *j, const struct kvactl_arena *a)
 	kvactl_json_obj(j, "clearing");
 	kvactl_json_u64(j, "dirty", s->nr_dirty);
 	kvactl_json_u64(j, "cleared", s->frames_cleared);
+	kvactl_json_u64(j, "quarantined", s->nr_quarantined);
 	kvactl_json_end(j);
 	kvactl_json_obj(j, "access");
 	kvactl_json_u64(j, "owner_uid", s->owner_uid);
