@@ -232,7 +232,7 @@ static u64 kva_arena_table_bytes(const struct kvarena_arena_create *c)
 	    !(c->flags & KVARENA_CREATE_NO_BACKING))
 		bytes += (u64)c->nr_frames * (c->frame_size >> PAGE_SHIFT) *
 			 sizeof(struct page *);
-	return bytes;
+	return bytes + kva_scrub_table_bytes(c);
 }
 
 long kva_ioc_arena_create(void __user *argp)
@@ -684,12 +684,13 @@ long kva_ioc_stat(struct kva_client *cl, void __user *argp, unsigned int how)
 	s.domain_cached_max = a->policy.domain_cached_max;
 	s.nr_dirty = a->core.nr_dirty + a->core.nr_cleaning;
 	s.frames_cleared = a->core.frames_cleaned;
-	s.nr_quarantined = kva_scrub_quarantined(a);
 	s.dom_cached = a->core.nr_cached;
 	s.domain = 0;
 	dom = kva_viewer_domain(a, cl, how);
 	if (dom)
 		kva_stat_domain(a, &s, dom);
+	else
+		s.nr_quarantined = kva_scrub_quarantined(a);
 	mutex_unlock(&a->lock);
 	kva_arena_put(a);
 

@@ -249,8 +249,11 @@ int kva_check_frames(const struct kvarena_frames *f, u32 flags_ok)
 
 int kva_check_scrub(const struct kvarena_scrub *s)
 {
-	if ((s->flags & ~KVARENA_SCRUB_DONE) ||
+	if ((s->flags & ~(KVARENA_SCRUB_DONE | KVARENA_SCRUB_ABANDON)) ||
 	    !all_zero(s->reserved, sizeof(s->reserved)))
+		return -EINVAL;
+	if ((s->flags & KVARENA_SCRUB_ABANDON) &&
+	    !(s->flags & KVARENA_SCRUB_DONE))
 		return -EINVAL;
 	if (!s->count || s->count > KVARENA_MAX_BATCH)
 		return -EINVAL;

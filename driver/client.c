@@ -450,7 +450,8 @@ out_free:
  * the caller's domain until its process has exited (scrub.c).  A scrubber
  * gets the frames it is clearing, writable.
  */
-long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp)
+long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp,
+		      unsigned int how)
 {
 	struct kva_arena *a = cl->arena;
 	struct kvarena_frame_fd ff;
@@ -469,7 +470,7 @@ long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp)
 		return ret;
 	ret = kva_core_lookup(&a->core, &cl->core, ff.handle);
 	/* A scrubber writes the frames it took, which nobody holds. */
-	if (ret < 0 && a->scrub && kva_scrub_holds(cl, ff.handle) >= 0) {
+	if (ret < 0 && a->scrub && kva_scrub_holds(cl, ff.handle, how) >= 0) {
 		ret = KVA_HANDLE_IDX(ff.handle);
 		scrubbing = true;
 	}
@@ -487,7 +488,7 @@ long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp)
 			ff.offset = (u64)idx * a->frame_size;
 		} else {
 			/* Until this process exits, the frame is its domain's. */
-			ret = kva_scrub_note_import(cl, idx);
+			ret = kva_scrub_note_import(cl, idx, how);
 			if (!ret)
 				file = get_file(bk->file);
 			ff.offset = bk->offset;

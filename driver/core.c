@@ -879,9 +879,12 @@ u32 kva_core_available(const struct kva_core *c,
  * @c:	the core.
  * @cl:	the client.
  *
- * What kva_core_available() says, less the dirty and cached frames of
- * other domains (and, when the core clears always, its own dirty ones):
- * what poll() may promise where nobody but a scrubber can clear.
+ * What kva_core_available() says, less every cached frame and the dirty
+ * frames of other domains (and, when the core clears always, its own
+ * dirty ones): what poll() may promise where nobody but a scrubber can
+ * clear.  Cached frames are left out, the client's own too, since an
+ * ALLOC reclaims the oldest of any domain first; so this may promise less
+ * than an ALLOC could get, never more.
  *
  * Return: the number.
  */
@@ -894,7 +897,7 @@ u32 kva_core_usable(const struct kva_core *c,
 		return avail;
 	ok = kva_core_clean(c);
 	if (c->clear == KVA_CLEAR_DOMAIN && cl->dom)
-		ok += cl->dom->nr_dirty + cl->dom->cached;
+		ok += cl->dom->nr_dirty;
 	return avail < ok ? avail : ok;
 }
 

@@ -195,7 +195,8 @@ long kva_ioc_alloc(struct kva_client *cl, void __user *argp,
 		   unsigned int how);
 long kva_ioc_free(struct kva_client *cl, void __user *argp,
 		  unsigned int how);
-long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp);
+long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp,
+		      unsigned int how);
 long kva_ioc_set_usage(struct kva_client *cl, void __user *argp,
 		       unsigned int how);
 long kva_ioc_clients(struct kva_client *cl, void __user *argp,
@@ -245,11 +246,12 @@ int kva_clear_for(struct kva_client *cl);
 
 /* scrub.c */
 struct kva_scrub_frame;
+u64 kva_scrub_table_bytes(const struct kvarena_arena_create *c);
 int kva_scrub_init(struct kva_arena *a);
 void kva_scrub_fini(struct kva_arena *a);
 bool kva_scrub_may_clear(struct kva_core *c, u32 idx);
-int kva_scrub_note_import(struct kva_client *cl, u32 idx);
-int kva_scrub_holds(struct kva_client *cl, u64 handle);
+int kva_scrub_note_import(struct kva_client *cl, u32 idx, unsigned int how);
+int kva_scrub_holds(struct kva_client *cl, u64 handle, unsigned int how);
 void kva_scrub_kick(struct kva_arena *a);
 int kva_scrub_short(struct kva_client *cl, u32 n);
 void kva_scrub_detach(struct kva_arena *a, struct kva_client *cl);

@@ -173,7 +173,7 @@ long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp,
 	case KVARENA_IOC_FREE:
 		return kva_ioc_free(cl, argp, how);
 	case KVARENA_IOC_FRAME_FD:
-		return kva_ioc_frame_fd(cl, argp);
+		return kva_ioc_frame_fd(cl, argp, how);
 	case KVARENA_IOC_SET_USAGE:
 		return kva_ioc_set_usage(cl, argp, how);
 	case KVARENA_IOC_STAT:

@@ -9,8 +9,11 @@
  * with KVARENA_IOC_SCRUB, clears them on the GPU, and gives them back.
  * While a frame is being scrubbed it belongs to nobody (the core's
  * KVA_FRAME_CLEANING) and only its scrubber may FRAME_FD it.  A scrubber
- * that goes away with frames not given back leaves them to the next one
- * (orphans): they are not clean, so nobody else gets them.
+ * that goes away with frames not given back, or abandons them
+ * (KVARENA_SCRUB_ABANDON), leaves them to the next one (orphans): they
+ * are not clean, so nobody else gets them.  A DONE is refused while
+ * anything - the scrubber's own mapping or import included - still holds
+ * a frame's memory.
  *
  * Imports.  A CUDA frame's fd, once imported by a process, gives that
  * process the memory for as long as it lives: the driver has no way to
@@ -50,12 +53,25 @@ struct kva_scrub_frame {
 /* How long a scrubber's wait sleeps before it looks at the imports again. */
 #define KVA_SCRUB_RECHECK	(HZ / 10)
 
+static bool kva_scrubbed(u32 mem_kind, u32 flags)
+{
+	return mem_kind == KVARENA_MEM_CUDA &&
+	       !(flags & KVARENA_CREATE_NO_BACKING);
+}
+
+/* What kva_scrub_init() will allocate for an arena made by @c. */
+u64 kva_scrub_table_bytes(const struct kvarena_arena_create *c)
+{
+	if (!kva_scrubbed(c->mem_kind, c->flags))
+		return 0;
+	return (u64)c->nr_frames * sizeof(struct kva_scrub_frame);
+}
+
 /* The arena's scrubbing, at create: only a CUDA arena with memory has it. */
 int kva_scrub_init(struct kva_arena *a)
 {
 	init_waitqueue_head(&a->scrub_wq);
-	if (a->mem_kind != KVARENA_MEM_CUDA ||
-	    (a->flags & KVARENA_CREATE_NO_BACKING))
+	if (!kva_scrubbed(a->mem_kind, a->flags))
 		return 0;
 	a->scrub = kvcalloc(a->core.nr_frames, sizeof(*a->scrub),
 			    KVA_GFP_TABLE);
@@ -144,16 +160,28 @@ bool kva_scrub_may_clear(struct kva_core *c, u32 idx)
 	return importers_gone(a, idx);
 }
 
+/*
+ * Is the caller trusted as the owner's (a scrubber, or a process whose
+ * imports need not hold a frame back)?  The arena's owner or an
+ * administrator, over ioctl() only: a ring may be shared, and its SQEs
+ * need not come from the owner's process.
+ */
+static bool kva_scrub_trusted(struct kva_arena *a, unsigned int how)
+{
+	return !(how & KVA_HOW_URING) && kva_arena_owner(a, how);
+}
+
 /**
  * kva_scrub_note_import() - FRAME_FD gives frame @idx to the calling
  * process: unless it is the owner's, it keeps the frame in its domain
  * until it exits.
  * @cl:		the client, whose arena lock the caller holds.
  * @idx:	the frame.
+ * @how:	KVA_HOW_* of the FRAME_FD.
  *
  * Return: 0, or -ENOMEM.
  */
-int kva_scrub_note_import(struct kva_client *cl, u32 idx)
+int kva_scrub_note_import(struct kva_client *cl, u32 idx, unsigned int how)
 {
 	struct kva_arena *a = cl->arena;
 	struct kva_importers *imp, *grown;
@@ -161,7 +189,7 @@ int kva_scrub_note_import(struct kva_client *cl, u32 idx)
 	u32 i, cap;
 
 	lockdep_assert_held(&a->lock);
-	if (!a->scrub || kva_arena_owner(a, 0))
+	if (!a->scrub || kva_scrub_trusted(a, how))
 		return 0;
 	importers_gone(a, idx);
 	imp = a->scrub[idx].imp;
@@ -185,18 +213,21 @@ int kva_scrub_note_import(struct kva_client *cl, u32 idx)
 }
 
 /**
- * kva_scrub_holds() - is @handle a frame @cl took to scrub?
+ * kva_scrub_holds() - is @handle a frame @cl took to scrub, and may the
+ * caller map it (the owner's process, over ioctl())?
  * @cl:		the client, whose arena lock the caller holds.
  * @handle:	the handle, not trusted.
+ * @how:	KVA_HOW_* of the command.
  *
  * Return: the frame index, or -ENOENT.
  */
-int kva_scrub_holds(struct kva_client *cl, u64 handle)
+int kva_scrub_holds(struct kva_client *cl, u64 handle, unsigned int how)
 {
 	struct kva_arena *a = cl->arena;
 	u32 idx = KVA_HANDLE_IDX(handle);
 
-	if (!a->scrub || idx >= a->core.nr_frames ||
+	if (!a->scrub || !kva_scrub_trusted(a, how) ||
+	    idx >= a->core.nr_frames ||
 	    a->scrub[idx].by != cl ||
 	    a->core.frames[idx].gen != KVA_HANDLE_GEN(handle))
 		return -ENOENT;
@@ -236,13 +267,14 @@ void kva_scrub_detach(struct kva_arena *a, struct kva_client *cl)
 	lockdep_assert_held(&a->lock);
 	if (!cl->nr_scrubbing)
 		return;
-	for (i = 0; i < a->core.nr_frames && cl->nr_scrubbing; i++) {
+	/* The whole table: no frame may keep a pointer to a freed client. */
+	for (i = 0; i < a->core.nr_frames; i++) {
 		if (a->scrub[i].by != cl)
 			continue;
 		a->scrub[i].by = NULL;
-		cl->nr_scrubbing--;
 		a->nr_orphans++;
 	}
+	cl->nr_scrubbing = 0;
 	kva_scrub_kick(a);
 }
 
@@ -294,16 +326,26 @@ static u32 scrub_take(struct kva_client *cl, u32 *idx, u32 n)
 	return got;
 }
 
-/* Frames @idx[0..n) that @cl took go back to the orphans (locked). */
-static void scrub_orphan(struct kva_client *cl, const u32 *idx, u32 n)
+/*
+ * Frames of @handles[0..n) that @cl still has go back to the orphans,
+ * uncleared (locked).  Checked one by one: another thread of the client
+ * may have given some back meanwhile, and another scrubber taken them.
+ */
+static void scrub_orphan(struct kva_client *cl, const u64 *handles, u32 n)
 {
 	struct kva_arena *a = cl->arena;
-	u32 i;
+	struct kva_core *c = &a->core;
+	u32 i, x;
 
-	for (i = 0; i < n; i++)
-		a->scrub[idx[i]].by = NULL;
-	cl->nr_scrubbing -= n;
-	a->nr_orphans += n;
+	for (i = 0; i < n; i++) {
+		x = KVA_HANDLE_IDX(handles[i]);
+		if (x >= c->nr_frames || a->scrub[x].by != cl ||
+		    c->frames[x].gen != KVA_HANDLE_GEN(handles[i]))
+			continue;
+		a->scrub[x].by = NULL;
+		cl->nr_scrubbing--;
+		a->nr_orphans++;
+	}
 	kva_scrub_kick(a);
 }
 
@@ -351,7 +393,7 @@ static long scrub_take_cmd(struct kva_client *cl, struct kvarena_scrub *s,
 		ret = kva_copy_out(&us->nr_done, &n, sizeof(n), 0);
 	if (ret && n && !kva_client_lock(cl, 0)) {
 		/* The caller cannot learn them: the next scrubber will. */
-		scrub_orphan(cl, idx, n);
+		scrub_orphan(cl, handles, n);
 		mutex_unlock(&a->lock);
 	}
 	return ret;
@@ -361,6 +403,7 @@ static long scrub_done_cmd(struct kva_client *cl, struct kvarena_scrub *s,
 			   struct kvarena_scrub __user *us, u64 *handles,
 			   u32 *idx)
 {
+	bool abandon = s->flags & KVARENA_SCRUB_ABANDON;
 	struct kva_arena *a = cl->arena;
 	struct kva_core *c = &a->core;
 	u32 i, n = s->count;
@@ -383,6 +426,9 @@ static long scrub_done_cmd(struct kva_client *cl, struct kvarena_scrub *s,
 			ret = -ESTALE;
 		} else if (c->frames[x].flags & KVA_FRAME_MARK) {
 			ret = -EINVAL;
+		} else if (!abandon && !kva_scrub_may_clear(c, x)) {
+			/* Its memory is still mapped or imported somewhere. */
+			ret = -EBUSY;
 		} else {
 			c->frames[x].flags |= KVA_FRAME_MARK;
 			idx[i] = x;
@@ -392,7 +438,9 @@ static long scrub_done_cmd(struct kva_client *cl, struct kvarena_scrub *s,
 	}
 	while (i--)
 		c->frames[idx[i]].flags &= ~KVA_FRAME_MARK;
-	if (!ret) {
+	if (!ret && abandon) {
+		scrub_orphan(cl, handles, n);
+	} else if (!ret) {
 		for (i = 0; i < n; i++)
 			a->scrub[idx[i]].by = NULL;
 		cl->nr_scrubbing -= n;
@@ -432,7 +480,7 @@ long kva_ioc_scrub(struct kva_client *cl, void __user *argp, unsigned int how)
 		return ret;
 	if (!a->scrub)
 		return -EOPNOTSUPP;
-	if (!kva_arena_owner(a, how))
+	if (!kva_scrub_trusted(a, how))
 		return -EPERM;
 	handles = kvmalloc_array(s.count, sizeof(*handles), GFP_KERNEL_ACCOUNT);
 	idx = kvmalloc_array(s.count, sizeof(*idx), GFP_KERNEL_ACCOUNT);

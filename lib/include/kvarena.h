@@ -401,8 +401,8 @@ int kva_free(struct kva_arena *arena, const uint64_t *handles,
  * `kvarenactl scrub` calls it in a loop; an owner's engine may too.
  *
  * @arena must be a device-mode CUDA arena opened by the arena's owner or
- * an administrator.  Frames this call could not clear stay taken by
- * @arena and go to the next scrubber at kva_close(); nobody else gets
+ * an administrator.  Frames this call could not clear go back uncleared
+ * for the next call (or another scrubber) to take first; nobody else gets
  * them.  Thread safety: one kva_scrub() at a time per arena; other calls
  * may run meanwhile (the wait holds no lock).
  *

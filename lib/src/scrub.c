@@ -8,9 +8,9 @@
  * maps them into a range from the reservation cache, zeroes them on the
  * device and waits for it, unmaps them only then, lets go of the imports
  * (the module does not hand on a frame whose memory anyone still holds),
- * and gives them back.  Frames that could not be
- * cleared are not given back: the module hands them to the next scrubber
- * once this client is gone.
+ * and gives them back.  Frames that could not be cleared are abandoned
+ * (KVARENA_SCRUB_ABANDON): the next take, this client's or another
+ * scrubber's, gets them first.
  */
 #include "internal.h"
 
@@ -88,8 +88,12 @@ int kva_scrub(struct kva_arena *a, unsigned int max, int timeout_ms)
 		if (!ret)
 			ret = a->prov->scrub(a, h, (uint32_t)n,
 					     KVARENA_SCRUB_DONE, 0);
-		if (ret < 0)
+		if (ret < 0) {
+			/* Not cleared, or still held: the next take retries. */
+			a->prov->scrub(a, h, (uint32_t)n, KVARENA_SCRUB_DONE |
+				       KVARENA_SCRUB_ABANDON, 0);
 			break;
+		}
 		done += (unsigned int)n;
 		if ((uint32_t)n < want)
 			break;

@@ -232,9 +232,13 @@ static bool spec_evict(const struct kvarena_evict *e)
 static bool spec_scrub(const struct kvarena_scrub *sc)
 {
 	/* "1..KVARENA_MAX_BATCH"; "Must be 0 with KVARENA_SCRUB_DONE". */
-	return !(sc->flags & ~KVARENA_SCRUB_DONE) && RSV(sc, reserved) &&
-	       sc->count >= 1 && sc->count <= KVARENA_MAX_BATCH &&
-	       (!(sc->flags & KVARENA_SCRUB_DONE) || !sc->timeout_ms);
+	bool done = sc->flags & KVARENA_SCRUB_DONE;
+
+	return !(sc->flags & ~(KVARENA_SCRUB_DONE | KVARENA_SCRUB_ABANDON)) &&
+	       /* "KVARENA_SCRUB_DONE | KVARENA_SCRUB_ABANDON" */
+	       (done || !(sc->flags & KVARENA_SCRUB_ABANDON)) &&
+	       RSV(sc, reserved) && sc->count >= 1 &&
+	       sc->count <= KVARENA_MAX_BATCH && (!done || !sc->timeout_ms);
 }
 
 /* ---- commands --------------------------------------------------------- */

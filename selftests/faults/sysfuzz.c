@@ -959,7 +959,8 @@ static void build_scrub(struct proc *p, struct call *c)
 	c->kf = attached_file(p);
 	sc->count = pick_count(p, 16);
 	if (fz_one_in(&p->r, 2)) {
-		sc->flags = KVARENA_SCRUB_DONE;
+		sc->flags = KVARENA_SCRUB_DONE |
+			    (fz_one_in(&p->r, 4) ? KVARENA_SCRUB_ABANDON : 0);
 		for (i = 0; i < sc->count && i < 64; i++)
 			h[i] = pick_handle(p, c->kf, &kind, &idx);
 		c->must_fail = true;
@@ -973,7 +974,7 @@ static void build_scrub(struct proc *p, struct call *c)
 	c->valid_handles_ptr = kind == PTR_GOOD;
 	sc->handles = (uintptr_t)c->handles;
 	if (fz_one_in(&p->r, 16)) {
-		sc->flags |= 1u << (1 + fz_below(&p->r, 31));
+		sc->flags |= 1u << (2 + fz_below(&p->r, 30));
 		c->must_fail = true;
 		c->why = "an unknown scrub flag";
 	}

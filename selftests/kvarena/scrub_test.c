@@ -441,6 +441,50 @@ TEST_F(scrub, done_with_a_handle_not_taken_gives_nothing_back)
 	EXPECT_EQ(NR - 2, scrub_all(self->owner));
 }
 
+TEST_F(scrub, a_done_waits_for_the_scrubber_to_let_go_and_abandon_leaves_frames_for_the_next)
+{
+	struct kvarena_frame_fd ff = { 0 };
+	struct kvarena_stat s;
+	struct io_uring ring;
+	unsigned char *p;
+	__u64 h[NR], again[NR];
+	__u32 done;
+
+	ASSERT_EQ(0, as_uid(VICTIM, victim_fills_and_frees, NULL));
+	ASSERT_EQ(0, as_uid(NOBODY, attacker_is_refused, NULL));
+	ASSERT_EQ(2, scrub_take(self->owner, h, 2, 0));
+	/* Its own mapping still holds the first: nothing is given back. */
+	p = import(self->owner, h[0]);
+	memset(p, 0, FSIZE);
+	EXPECT_EQ(-EBUSY, scrub_cmd(self->owner, h, 2, KVARENA_SCRUB_DONE, 0,
+				    &done));
+	EXPECT_EQ(0, done);
+	munmap(p, FSIZE);
+	/* Only over ioctl(): a ring may be shared with anyone. */
+	ASSERT_EQ(0, io_uring_queue_init(2, &ring, 0));
+	ff.handle = h[1];
+	EXPECT_EQ(-ENOENT, kva_uring_one(&ring, self->owner,
+					 KVARENA_IOC_FRAME_FD, &ff, 0));
+	io_uring_queue_exit(&ring);
+	/* Given up on, uncleared: the next take has them first. */
+	EXPECT_EQ(2, scrub_cmd(self->owner, h, 2,
+			       KVARENA_SCRUB_DONE | KVARENA_SCRUB_ABANDON, 0,
+			       NULL));
+	EXPECT_EQ(-ENOENT, scrub_done(self->owner, h, 1));
+	EXPECT_EQ(-EINVAL, scrub_cmd(self->owner, h, 1, KVARENA_SCRUB_ABANDON,
+				     0, NULL));
+	ASSERT_EQ(0, kva_stat(self->admin, ARENA, &s));
+	EXPECT_EQ(0, s.frames_cleared);
+	EXPECT_EQ(NR, s.nr_dirty);
+	EXPECT_EQ(0, as_uid(NOBODY, attacker_is_refused, NULL));
+	ASSERT_EQ(2, scrub_take(self->owner, again, 2, 0));
+	EXPECT_EQ(1, (again[0] == h[0] && again[1] == h[1]) ||
+		     (again[0] == h[1] && again[1] == h[0]));
+	EXPECT_EQ(2, clear_and_give_back(self->owner, again, 2));
+	EXPECT_EQ(NR - 2, scrub_all(self->owner));
+	EXPECT_EQ(0, as_uid(NOBODY, attacker_reads_everything, NULL));
+}
+
 /* Takes frames to clear and dies before giving them back. */
 static int scrubber_dies_mid_scrub(void *arg)
 {

@@ -943,6 +943,7 @@ struct kvarena_evict {
 
 /* struct kvarena_scrub.flags */
 #define KVARENA_SCRUB_DONE	(1u << 0)	/* give cleared frames back */
+#define KVARENA_SCRUB_ABANDON	(1u << 1)	/* with DONE: back, uncleared */
 
 /**
  * struct kvarena_scrub - KVARENA_IOC_SCRUB, a client of a CUDA arena that
@@ -951,7 +952,9 @@ struct kvarena_evict {
  *		by a take, read by KVARENA_SCRUB_DONE.
  * @count:	handles in the array, 1..KVARENA_MAX_BATCH.
  * @flags:	0 to take frames to clear; KVARENA_SCRUB_DONE to give back
- *		frames taken before, now cleared.
+ *		frames taken before, now cleared; KVARENA_SCRUB_DONE |
+ *		KVARENA_SCRUB_ABANDON to give back frames it could not clear
+ *		(a GPU error): they wait, uncleared, for the next take.
  * @nr_done:	out: frames taken, or given back.
  * @timeout_ms:	take: while no frame needs clearing, wait up to this many
  *		milliseconds for one (0: do not wait).  Must be 0 with
@@ -966,11 +969,14 @@ struct kvarena_evict {
  * needs them gets -ENOSPC, wakes the scrubber, and may poll() for
  * EPOLLOUT.  A take returns the frames that need clearing first (those of
  * a scrubber that went away before giving its frames back), then enough
- * dirty frames to keep the arena's stock of clean frames and to meet
- * every ALLOC refused for want of clean ones; 0 frames once the wait
- * (if any) runs out.  The scrubber may FRAME_FD the handles it took,
- * writably, until it gives them back.  Frames still taken when its file
- * is released wait for the next scrubber; nobody else gets them.
+ * dirty frames to keep the arena's stock of clean frames and to meet the
+ * largest ALLOC refused for want of clean ones since; 0 frames once the
+ * wait (if any) runs out.  The scrubber may FRAME_FD the handles it took,
+ * writably, until it gives them back (over ioctl() only).  It must let go
+ * of every fd, mapping and import of a frame before the DONE, which is
+ * refused (-EBUSY, nothing given back) while anything but the arena still
+ * holds a frame's memory.  Frames still taken when its file is released,
+ * or abandoned, wait for the next scrubber; nobody else gets them.
  *
  * A frame that FRAME_FD gave to a process other than the owner's stays
  * in its domain (quarantined: struct kvarena_stat.nr_quarantined) until
@@ -981,8 +987,9 @@ struct kvarena_evict {
  * -EOPNOTSUPP on a host or accounting-only arena (the module clears host
  * frames itself); -EPERM for a caller that is neither the owner nor an
  * administrator, and over io_uring; -ENOENT, -ESTALE or -EINVAL (twice)
- * for a DONE handle the caller has not taken (nothing is given back);
- * -EINTR when a signal ends the wait.
+ * for a DONE handle the caller has not taken, -EBUSY for one whose memory
+ * is still held (nothing is given back); -EINTR when a signal ends the
+ * wait.
  */
 struct kvarena_scrub {
 	__u64 handles;
