@@ -547,22 +547,32 @@ TEST_F(iso, freed_frame_is_gone_from_its_old_holders_mappings)
  * LIFO) and writes a secret, which the attacker must not read, and the
  * attacker's writes must not reach the victim.
  */
+/* In a child, as @uid: a client of @name that takes a frame and maps it. */
+static volatile char *new_mapped_frame(uid_t uid, const char *name,
+				       const char *label, int *fd, __u64 *h)
+{
+	struct kvarena_frame_fd ff;
+	volatile char *m;
+
+	drop_to(uid);
+	*fd = kva_open(O_RDWR);
+	CHECK_EQ(0, kva_attach(*fd, name, label, 0, 0, NULL));
+	CHECK_EQ(1, kva_alloc(*fd, h, 1, 0));
+	CHECK_EQ(0, kva_frame_fd(*fd, *h, &ff));
+	m = map_frames(ff.fd, KVARENA_HANDLE_IDX(*h), 1,
+		       PROT_READ | PROT_WRITE);
+	CHECK(m != MAP_FAILED);
+	return m;
+}
+
 static int victim_writes_the_next_frame(const char *name, int wrote, int quit)
 {
 	volatile char *m;
-	struct kvarena_frame_fd ff;
 	__u64 h;
 	char c;
 	int v;
 
-	drop_to(VICTIM);
-	v = kva_open(O_RDWR);
-	CHECK_EQ(0, kva_attach(v, name, "victim", 0, 0, NULL));
-	CHECK_EQ(1, kva_alloc(v, &h, 1, 0));
-	CHECK_EQ(0, kva_frame_fd(v, h, &ff));
-	m = map_frames(ff.fd, KVARENA_HANDLE_IDX(h), 1,
-		       PROT_READ | PROT_WRITE);
-	CHECK(m != MAP_FAILED);
+	m = new_mapped_frame(VICTIM, name, "victim", &v, &h);
 	/* Nothing of the attacker's: the frame was cleared for this uid. */
 	CHECK_EQ(0, m[0]);
 	strcpy((char *)m, "my SSN is 078-05-1120");
@@ -588,7 +598,6 @@ TEST_F(iso, a_failed_alloc_takes_back_the_mapping_its_copy_out_made)
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		struct kvarena_frames *f;
-		struct kvarena_frame_fd ff;
 		struct kvarena_stat s;
 		volatile char *m;
 		__u64 h;
@@ -596,14 +605,7 @@ TEST_F(iso, a_failed_alloc_takes_back_the_mapping_its_copy_out_made)
 
 		close(go[0]);
 		close(done[1]);
-		drop_to(NOBODY);
-		a = kva_open(O_RDWR);
-		CHECK_EQ(0, kva_attach(a, name, "undo", 0, 0, NULL));
-		CHECK_EQ(1, kva_alloc(a, &h, 1, 0));
-		CHECK_EQ(0, kva_frame_fd(a, h, &ff));
-		m = map_frames(ff.fd, KVARENA_HANDLE_IDX(h), 1,
-			       PROT_READ | PROT_WRITE);
-		CHECK(m != MAP_FAILED);
+		m = new_mapped_frame(NOBODY, name, "undo", &a, &h);
 		m[0] = 1;
 		CHECK_EQ(0, kva_free(a, &h, 1));
 		CHECK(touch_gets_sigbus(m, false));

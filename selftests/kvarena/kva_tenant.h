@@ -59,4 +59,15 @@ static inline int as_uid(uid_t uid, int (*fn)(void *), void *arg)
 	return reap(pid);
 }
 
+/* Is every byte of @p[0..n) zero: nothing of a previous holder's? */
+static inline bool all_zero(const unsigned char *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
 #endif /* KVA_TENANT_H */

@@ -83,16 +83,6 @@ static unsigned char *import(int fd, __u64 h)
 	return p;
 }
 
-static bool all_zero(const unsigned char *p, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (p[i])
-			return false;
-	return true;
-}
-
 /* Clear frames @h[0..n) as a scrubber does, and give them back. */
 static int clear_and_give_back(int fd, const __u64 *h, int n)
 {

@@ -72,16 +72,6 @@ static void write_secrets(int fd, const __u64 *h, int n)
 	}
 }
 
-static bool all_zero(const unsigned char *p, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (p[i])
-			return false;
-	return true;
-}
-
 FIXTURE(ten) {
 	int admin;
 	mode_t mode;
