@@ -470,9 +470,13 @@ long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp,
 		return ret;
 	ret = kva_core_lookup(&a->core, &cl->core, ff.handle);
 	/* A scrubber writes the frames it took, which nobody holds. */
-	if (ret < 0 && a->scrub && kva_scrub_holds(cl, ff.handle, how) >= 0) {
-		ret = KVA_HANDLE_IDX(ff.handle);
-		scrubbing = true;
+	if (ret < 0 && a->scrub) {
+		int idx = kva_scrub_holds(cl, ff.handle, how);
+
+		if (idx >= 0) {
+			ret = idx;
+			scrubbing = true;
+		}
 	}
 	if (ret >= 0) {
 		u32 idx = ret;
