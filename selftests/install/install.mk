@@ -9,7 +9,8 @@
 # vm_installed.sh then unloads the build's module and does what an
 # administrator would: udevd, modprobe, the installed udev rule's group and
 # mode, modinfo, the Python binding in device mode (test_device.py,
-# test_events.py, test_prefix_torch.py where torch is), modprobe -r.  DKMS itself cannot run there (busybox, no compiler); its
+# test_events.py, test_routers.py with the routers' decoders of
+# selftests/events, test_prefix_torch.py where torch is), modprobe -r.  DKMS itself cannot run there (busybox, no compiler); its
 # make-driven equivalent is modules_install, and check-dkms runs dkms on
 # the host.  The install and DKMS checks on the host are mk/install.mk's.
 
@@ -19,7 +20,7 @@ VMI_T := $(abspath $(B))/selftests/vm-installed
 VMI_TORCH ?= $(lastword $(VM_KERNELS))
 
 .PHONY: check-vm-installed
-check-vm-installed: all
+check-vm-installed: all $(KVEV_BINS)
 	@test -n "$(VM_KERNELS)" || { echo "kvarena: no kernel with both /boot/vmlinuz-* and headers" >&2; exit 1; }
 	$(Q)for k in $(VM_KERNELS); do \
 		r=$(VMI_T)/$$k/root; rm -rf $(VMI_T)/$$k; mkdir -p $$r; \
@@ -31,7 +32,8 @@ check-vm-installed: all
 			{ cat $(VMI_T)/$$k/install.log; exit 1; }; \
 		t=; mem=2048; \
 		if [ "$$k" = "$(VMI_TORCH)" ]; then t=torch; mem=4096; fi; \
-		$(SRC)/selftests/install/vm_root.sh $$r "$(PYTHON)" $(SRC) $$t || \
+		KVEV_BINS="$(KVEV_BINS)" \
+			$(SRC)/selftests/install/vm_root.sh $$r "$(PYTHON)" $(SRC) $$t || \
 			exit 1; \
 		echo "== VM, kvarena installed, on $$k$${t:+, with torch}"; \
 		$(VM_RUN) --timeout $(VM_TIMEOUT) --mem $$mem \

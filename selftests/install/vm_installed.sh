@@ -30,7 +30,7 @@ check() {	# check NAME CONDITION...
 }
 
 echo "TAP version 13"
-echo "1..13"
+echo "1..14"
 rel=$(uname -r)
 
 /sbin/rmmod kvarena 2>/tmp/err
@@ -86,6 +86,11 @@ ip link set lo up
 python3 /kvatest/test_events.py
 rc=$?
 check python_events_tests_pass [ $rc = 0 ]
+
+# The same events read by llm-d's, Dynamo's and vLLM's decoding rules.
+python3 /kvatest/test_routers.py
+rc=$?
+check python_routers_tests_pass [ $rc = 0 ]
 
 # Where the root carries torch (one VM kernel): the shared prefix through
 # torch views.

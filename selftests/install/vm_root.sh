@@ -3,6 +3,9 @@
 #
 # vm_root.sh ROOT PYTHON SRC [torch]
 #
+# with $KVEV_BINS the routers' decoders (selftests/events) for
+# test_routers.py.
+#
 # Completes ROOT, where `make install` and `make modules_install` have been
 # staged, into a root the VM can run vm_installed.sh in: kmod (modprobe,
 # modinfo, rmmod, lsmod, depmod), systemd-udevd, python3 with its standard
@@ -48,6 +51,13 @@ if [ "$torch" = torch ]; then
 		[ ! -e "$t" ] || libs="$libs $t"
 	done
 fi
+# The routers' decoders, in /kvatest; carry.sh below brings their
+# libraries (libzmq), as it does for every program under ROOT.
+mkdir -p "$root/kvatest"
+[ -n "${KVEV_BINS:-}" ] || die "KVEV_BINS: the routers' decoders (selftests/events) not given"
+for b in $KVEV_BINS; do
+	cp "$b" "$root/kvatest/" || die "cannot copy $b"
+done
 # One path per line of $pyinfo.
 # shellcheck disable=SC2086
 "$src/selftests/vm/carry.sh" "$root" \
@@ -78,6 +88,8 @@ other:x:1001:
 GR
 printf 'passwd: files\ngroup: files\n' > "$root/etc/nsswitch.conf"
 cp "$src/selftests/python/ktap.py" "$src/selftests/python/test_device.py" \
-	"$src/selftests/python/test_events.py" "$root/kvatest/"
+	"$src/selftests/python/test_events.py" \
+	"$src/selftests/python/test_routers.py" \
+	"$src/selftests/python/vllm_rules.py" "$root/kvatest/"
 [ "$torch" != torch ] ||
 	cp "$src/selftests/python/test_prefix_torch.py" "$root/kvatest/"

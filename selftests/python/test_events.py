@@ -32,6 +32,7 @@ import zmq
 
 import kvarena
 import ktap
+import vllm_rules
 from kvarena import _uapi
 from ktap import eq, expect_error, wait_clients
 
@@ -98,49 +99,40 @@ def flatten_module(events):
     return out
 
 
-# The fields of vLLM's events, in order, for the map layout.
-_FIELDS = {
-    "BlockStored": ("block_hashes", "parent_block_hash", "token_ids",
-                    "block_size", "lora_id", "medium", "lora_name"),
-    "BlockRemoved": ("block_hashes", "medium"),
-    "AllBlocksCleared": (),
+# The keys of kvarenactl's events in the vllm layout, in order (a
+# root's client is in cache domain uid 0: its blocks carry a salt).
+_KEYS = {
+    "BlockStored": ["type", "block_hashes", "parent_block_hash", "token_ids",
+                    "block_size", "lora_id", "medium", "lora_name",
+                    "extra_keys", "cache_salt", "group_idx",
+                    "kv_cache_spec_kind"],
+    "BlockRemoved": ["type", "block_hashes", "medium", "group_idx"],
+    "AllBlocksCleared": ["type"],
 }
 
 
-def as_array(ev):
-    """A map-layout event as the tagged array of the array layout (its
-    keys checked: "type" first, then exactly vLLM's fields in order)."""
-    keys = list(ev)
-    eq(keys[0], "type")
-    eq(tuple(keys[1:]), _FIELDS[ev["type"]], "fields of " + ev["type"])
-    if ev["type"] == "BlockStored":
-        eq(ev["lora_name"], None)
-        keys = keys[:-1]                    # lora_name: map layout only
-    return [ev["type"]] + [ev[k] for k in keys[1:]]
-
-
 def flatten_vllm(batch_events, block_size):
-    """Per-block records from decoded vLLM events (tagged arrays)."""
+    """Per-block records from events vllm_rules decoded."""
     out = []
     for ev in batch_events:
-        if isinstance(ev, dict):
-            ev = as_array(ev)
-        tag = ev[0]
+        tag = ev["type"]
         if tag == "BlockStored":
-            hashes, parent, toks, bs, lora, medium = ev[1:7]
-            eq((bs, lora, medium, len(ev)), (block_size, None, "CPU", 7),
-               "BlockStored fields")
+            hashes, parent, toks = (ev["block_hashes"],
+                                    ev["parent_block_hash"], ev["token_ids"])
+            bs = ev["block_size"]
+            eq((bs, ev["lora_id"], ev["medium"], ev["lora_name"]),
+               (block_size, None, "CPU", None), "BlockStored fields")
+            eq(len(ev["extra_keys"]), len(hashes))
+            eq(ev["extra_keys"][0], ["kvarena-uid-0"] if parent is None
+               else None, "the cache salt of the chain's first block")
             for i, h in enumerate(hashes):
                 out.append(("stored", h, parent if i == 0 else hashes[i - 1],
                             tuple(toks[i * bs:(i + 1) * bs])))
         elif tag == "BlockRemoved":
-            eq((ev[2], len(ev)), ("CPU", 3), "BlockRemoved fields")
-            out.extend(("removed", h) for h in ev[1])
-        elif tag == "AllBlocksCleared":
-            eq(len(ev), 1)
-            out.append(("cleared",))
+            eq(ev["medium"], "CPU", "BlockRemoved fields")
+            out.extend(("removed", h) for h in ev["block_hashes"])
         else:
-            raise AssertionError("unknown tag %r" % (tag,))
+            out.append(("cleared",))
     return out
 
 
@@ -172,16 +164,14 @@ class Subscriber(threading.Thread):
             return                          # had it already
         if seq > self.next:
             raise AssertionError("seq %d after %d" % (seq, self.next - 1))
-        b = msgpack.unpackb(payload, raw=False)
-        if isinstance(b, dict):             # --layout map
-            eq(list(b), ["ts", "events", "data_parallel_rank"])
-            eq(b["data_parallel_rank"], 0)
-            b = [b["ts"], [as_array(ev) for ev in b["events"]]]
-        assert isinstance(b, list) and len(b) == 2, b
-        assert isinstance(b[0], float) and isinstance(b[1], list), b
-        self.batches.append(b)
+        ts, rank, events = vllm_rules.decode("vllm", payload)
+        eq(rank, 0, "data_parallel_rank")
+        raw = msgpack.unpackb(payload, raw=False)[1]
+        eq([list(ev) for ev in raw], [_KEYS[ev["type"]] for ev in raw],
+           "the events' keys, in order")
+        self.batches.append([ts, events])
         self.next += 1
-        if any(ev[0] == "AllBlocksCleared" for ev in b[1]):
+        if any(ev["type"] == "AllBlocksCleared" for ev in events):
             self.done.set()
 
     def replay(self):
@@ -190,11 +180,13 @@ class Subscriber(threading.Thread):
         while True:
             if not self.rep.poll(20000):
                 raise AssertionError("no answer from the replay socket")
-            empty, seq, payload = self.rep.recv_multipart()
+            # Current vLLM's reply: ["", topic, seq, payload].
+            empty, topic, seq, payload = self.rep.recv_multipart()
             eq(empty, b"")
             if seq == (-1).to_bytes(8, "big", signed=True):
-                eq(payload, b"")
+                eq((topic, payload), (b"", b""))
                 return
+            eq(topic, self.topic)
             self.take(int.from_bytes(seq, "big"), payload)
 
     def run(self):
@@ -301,15 +293,14 @@ def a_run_of_publishes_and_reclaims_is_every_event_everywhere():
 
 
 @suite.test
-def a_bound_publisher_in_the_map_layout_sends_32_byte_keys():
+def a_bound_publisher_sends_32_byte_keys():
     name = "evbind"
     toks = list(range(2 * T))
     keys = kvarena.prefix_keys(GEO, toks, b"bind")
     new_arena(name)
     zp = subprocess.Popen([KVARENACTL, "events", name, "--oldest",
                            "--zmq", "tcp://*:5559",
-                           "--replay", "tcp://*:5560", "--hashes", "bytes",
-                           "--layout", "map"])
+                           "--replay", "tcp://*:5560", "--hashes", "bytes"])
     wait_for_events_fd(zp)
     sub = Subscriber("tcp://127.0.0.1:5559", "tcp://127.0.0.1:5560", b"",
                      bind=False)

@@ -24,6 +24,7 @@
 
 #include <kvarena/layout.h>
 
+#include "events.h"
 #include "kvarenactl.h"
 
 /* ---- commands ------------------------------------------------------------ */
@@ -97,8 +98,9 @@ static const struct command commands[NR_CMDS] = {
 		check_events,
 		"Until the arena is destroyed, or -n COUNT events.  With --zmq, a PUB\n"
 		"socket (bound for tcp://*:PORT and other wildcards, else connected)\n"
-		"sends vLLM's KVEventBatch messages; --replay binds a ROUTER socket\n"
-		"that resends kept batches.  See Documentation/events.rst.\n" },
+		"sends current vLLM's KV event batches, as Dynamo and llm-d read them\n"
+		"(--layout for older ones); --replay binds a ROUTER socket that\n"
+		"resends kept batches.  See Documentation/events.rst.\n" },
 	[C_SCRUB] = { "scrub", kvactl_cmd_scrub, 1, 1,
 		"NAME [-n COUNT] [--wait SECONDS]",
 		"Clear a CUDA arena's frames on the GPU so that another cache domain may have them",
@@ -150,6 +152,7 @@ static int parse_topic(struct kvactl_opts *o, const char *arg);
 static int parse_medium(struct kvactl_opts *o, const char *arg);
 static int parse_hashes(struct kvactl_opts *o, const char *arg);
 static int parse_layout(struct kvactl_opts *o, const char *arg);
+static int parse_salt(struct kvactl_opts *o, const char *arg);
 static int parse_cache_domains(struct kvactl_opts *o, const char *arg);
 
 #define OFF(f)		offsetof(struct kvactl_opts, f)
@@ -284,11 +287,26 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		.cmds = CB(C_EVENTS),
 		.help = "from the oldest event kept, not the next" },
 	[OPT_LAYOUT] = { "layout", 0, V_WORD, "FORM", 0, 0, 0, parse_layout,
-		"array or map", CB(C_EVENTS),
-		"events as tagged arrays (vLLM's) or maps" },
+		"vllm, vllm-array, vllm-medium or vllm-first", CB(C_EVENTS),
+		"which vLLM's messages; default vllm, the current" },
 	[OPT_LINGER] = { "linger", 0, V_SECONDS, "SECONDS", OFF(linger_ms), 0,
 		MAX_SECONDS * 1000ull, .cmds = CB(C_EVENTS),
 		.help = "serve --replay this long after the end; default 5" },
+	[OPT_DP_RANK] = { "dp-rank", 0, V_U32, "N", OFF(dp_rank), 0, INT32_MAX,
+		.cmds = CB(C_EVENTS),
+		.help = "the batches' data_parallel_rank; default 0" },
+	[OPT_BIND] = { "bind", 0, V_FLAG, NULL, OFF(zmq_bind),
+		.cmds = CB(C_EVENTS),
+		.help = "bind the --zmq endpoint, whatever it is" },
+	[OPT_CONNECT] = { "connect", 0, V_FLAG, NULL, OFF(zmq_connect),
+		.cmds = CB(C_EVENTS),
+		.help = "connect to the --zmq endpoint (a router's bound SUB)" },
+	[OPT_WAIT_SUBSCRIBERS] = { "wait-subscribers", 0, V_U32, "N",
+		OFF(wait_subscribers), 0, 1000, .cmds = CB(C_EVENTS),
+		.help = "publish nothing until N subscriptions arrived" },
+	[OPT_SALT] = { "salt", 0, V_WORD, "FROM", 0, 0, 0, parse_salt,
+		"domain or none", CB(C_EVENTS),
+		"blocks' cache_salt: their cache domain (default) or none" },
 	[OPT_HELP] = { "help", 'h', V_FLAG, NULL, 0, .cmds = C_ALL,
 		.help = "this help" },
 	[OPT_VERSION] = { "version", 'V', V_FLAG, NULL, 0, .cmds = C_ALL,
@@ -578,9 +596,19 @@ static int parse_cache_domains(struct kvactl_opts *o, const char *arg)
 
 static int parse_layout(struct kvactl_opts *o, const char *arg)
 {
-	if (strcmp(arg, "array") && strcmp(arg, "map"))
+	int l = kvactl_layout_by_name(arg);
+
+	if (l < 0)
 		return -EINVAL;
-	o->layout_maps = !strcmp(arg, "map");
+	o->layout = l;
+	return 0;
+}
+
+static int parse_salt(struct kvactl_opts *o, const char *arg)
+{
+	if (strcmp(arg, "domain") && strcmp(arg, "none"))
+		return -EINVAL;
+	o->no_salt = !strcmp(arg, "none");
 	return 0;
 }
 
@@ -770,12 +798,19 @@ static int check_evict(struct kvactl_opts *o)
 
 static int check_events(struct kvactl_opts *o)
 {
-	if (!o->zmq &&
-	    (kvactl_given(o, OPT_REPLAY) || kvactl_given(o, OPT_TOPIC) ||
-	     kvactl_given(o, OPT_HASHES) || kvactl_given(o, OPT_LAYOUT) ||
-	     kvactl_given(o, OPT_LINGER)))
+	static const enum kvactl_opt zmq_only[] = {
+		OPT_REPLAY, OPT_TOPIC, OPT_HASHES, OPT_LAYOUT, OPT_LINGER,
+		OPT_DP_RANK, OPT_BIND, OPT_CONNECT, OPT_WAIT_SUBSCRIBERS,
+		OPT_SALT,
+	};
+
+	for (size_t i = 0; !o->zmq && i < sizeof(zmq_only) / sizeof(zmq_only[0]); i++)
+		if (kvactl_given(o, zmq_only[i]))
+			return usage_err(&commands[C_EVENTS], "--%s goes with --zmq",
+					 opts[zmq_only[i]].name);
+	if (o->zmq_bind && o->zmq_connect)
 		return usage_err(&commands[C_EVENTS],
-				 "--replay, --topic, --hashes, --layout and --linger go with --zmq");
+				 "--bind and --connect: one or the other");
 	return 0;
 }
 

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -90,8 +91,9 @@ static const char *ev_type_name(uint16_t type)
 static void ev_json(const struct kvactl_ev_ctx *c,
 		    const struct kvarena_event *ev)
 {
-	char hex[2 * KVARENA_KEY_LEN + 1];
+	char hex[2 * KVARENA_KEY_LEN + 1], sbuf[48];
 	struct kvactl_json j;
+	const char *salt;
 	uint32_t i;
 
 	kvactl_json_init(&j, stdout, false);
@@ -109,6 +111,11 @@ static void ev_json(const struct kvactl_ev_ctx *c,
 		key_hex(hex, ev->key);
 		kvactl_json_str(&j, "key", hex);
 		kvactl_json_u64(&j, "frame", ev->frame);
+		salt = kvactl_domain_salt(ev->domain, sbuf);
+		if (salt)
+			kvactl_json_str(&j, "cache_salt", salt);
+		else
+			kvactl_json_null(&j, "cache_salt");
 		if (ev->type == KVARENA_EVENT_REMOVED) {
 			kvactl_json_str(&j, "medium", c->medium);
 			break;
@@ -137,6 +144,42 @@ static void ev_json(const struct kvactl_ev_ctx *c,
 	}
 	kvactl_json_end(&j);
 	kvactl_json_done(&j);
+}
+
+static const char *const layout_names[KVACTL_NR_LAYOUTS] = {
+	[KVACTL_LAYOUT_VLLM] = "vllm",
+	[KVACTL_LAYOUT_ARRAY] = "vllm-array",
+	[KVACTL_LAYOUT_MEDIUM] = "vllm-medium",
+	[KVACTL_LAYOUT_FIRST] = "vllm-first",
+};
+
+int kvactl_layout_by_name(const char *name)
+{
+	for (int i = 0; i < KVACTL_NR_LAYOUTS; i++)
+		if (!strcmp(name, layout_names[i]))
+			return i;
+	return -1;
+}
+
+const char *kvactl_domain_salt(uint64_t domain, char buf[48])
+{
+	static const char *const kinds[] = {
+		[KVARENA_DOMAIN_KIND_UID] = "uid",
+		[KVARENA_DOMAIN_KIND_GID] = "gid",
+		[KVARENA_DOMAIN_KIND_NAMED] = "named",
+		[KVARENA_DOMAIN_KIND_PRIVATE] = "private",
+	};
+	uint32_t kind = KVARENA_DOMAIN_KIND(domain);
+
+	/* 0: a module without cache domains, one domain for all. */
+	if (!domain || kind == KVARENA_DOMAIN_KIND_ARENA)
+		return NULL;
+	if (kind < sizeof(kinds) / sizeof(kinds[0]) && kinds[kind])
+		snprintf(buf, 48, "kvarena-%s-%llu", kinds[kind],
+			 (unsigned long long)KVARENA_DOMAIN_NR(domain));
+	else
+		snprintf(buf, 48, "kvarena-%llx", (unsigned long long)domain);
+	return buf;
 }
 
 uint32_t kvactl_ev_block_size(const struct kvactl_ev_ctx *c,
@@ -218,7 +261,9 @@ int kvactl_cmd_events(const struct kvactl_opts *o)
 		.arena = o->args[0],
 		.medium = o->medium,
 		.hash_bytes = o->hash_bytes,
-		.maps = o->layout_maps,
+		.layout = (enum kvactl_layout)o->layout,
+		.dp_rank = o->dp_rank,
+		.no_salt = o->no_salt,
 	};
 	uint64_t seen = 0;
 	int ret = KVACTL_OK;

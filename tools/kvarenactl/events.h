@@ -22,14 +22,38 @@ struct kvactl_opts;
 
 /* ---- the command (events.c) -------------------------------------------------- */
 
+/*
+ * --layout: which vLLM's messages --zmq sends (zmq.c has each one's
+ * fields; Documentation/events.rst which consumer decodes which).
+ */
+enum kvactl_layout {
+	KVACTL_LAYOUT_VLLM,	/* current: [ts, [{"type": ...}], rank] */
+	KVACTL_LAYOUT_ARRAY,	/* tagged arrays with lora_name, rank */
+	KVACTL_LAYOUT_MEDIUM,	/* tagged arrays with medium, rank */
+	KVACTL_LAYOUT_FIRST,	/* vLLM's first: [ts, [[tag, ...]]] */
+	KVACTL_NR_LAYOUTS
+};
+
+/* The layout named @name, or -1. */
+int kvactl_layout_by_name(const char *name);
+
 /* What an event is told with: the arena, and how to write its blocks. */
 struct kvactl_ev_ctx {
 	const char *arena;
 	const char *medium;		/* vLLM's medium: "GPU", "CPU" */
 	uint32_t tokens_per_frame;	/* block_size; 0 if the arena lacks it */
 	bool hash_bytes;		/* block hashes as 32 bytes, not ints */
-	bool maps;			/* --layout map: vLLM's newest layout */
+	enum kvactl_layout layout;
+	bool no_salt;			/* --salt none */
+	uint32_t dp_rank;		/* the batches' data_parallel_rank */
 };
+
+/*
+ * The cache salt of events of @domain, as a router keeps tenants apart
+ * with it (vLLM's cache_salt): "kvarena-uid-1001" and so on; NULL for the
+ * arena-wide domain, whose clients all share their prefixes.
+ */
+const char *kvactl_domain_salt(uint64_t domain, char buf[48]);
 
 /* The arena's events fd (after its STAT), and signals that stop the loop;
  * -1 after saying why not. */

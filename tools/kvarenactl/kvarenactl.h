@@ -52,7 +52,8 @@ enum kvactl_opt {
 	OPT_DOMAIN_CACHED_MAX, OPT_CLEAR_ALWAYS,
 	OPT_WAIT, OPT_ID, OPT_MIN, OPT_MAX, OPT_SIGNAL,
 	OPT_ZMQ, OPT_REPLAY, OPT_TOPIC, OPT_MEDIUM, OPT_HASHES, OPT_OLDEST,
-	OPT_LAYOUT, OPT_LINGER,
+	OPT_LAYOUT, OPT_LINGER, OPT_DP_RANK, OPT_BIND, OPT_CONNECT,
+	OPT_WAIT_SUBSCRIBERS, OPT_SALT,
 	OPT_HELP, OPT_VERSION,
 	KVACTL_NR_OPTS
 };
@@ -103,8 +104,10 @@ struct kvactl_opts {
 
 	/* events (-n: stop after this many) */
 	const char *zmq, *replay, *topic, *medium;
-	bool hash_bytes, events_oldest, layout_maps;
+	bool hash_bytes, events_oldest, zmq_bind, zmq_connect, no_salt;
+	int layout;			/* enum kvactl_layout (events.h) */
 	unsigned int linger_ms;
+	uint32_t dp_rank, wait_subscribers;
 };
 
 static inline bool kvactl_given(const struct kvactl_opts *o,

@@ -1,31 +1,58 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * kvarenactl events --zmq: an arena's events published as vLLM publishes
- * its KV events (vllm/distributed/kv_events.py, ZmqEventPublisher):
+ * its KV events (vllm/distributed/kv_events.py, ZmqEventPublisher), for
+ * the routers that consume them (Dynamo, llm-d; Documentation/events.rst
+ * says which version reads which layout):
  *
- *  - a PUB socket that binds when the endpoint has a wildcard ("*" or
- *    "::") or is ipc:// or inproc://, and connects otherwise;
+ *  - an XPUB socket (to a subscriber the same as vLLM's PUB: XPUB only
+ *    lets --wait-subscribers see subscriptions come) that binds when the
+ *    endpoint has a wildcard ("*" or "::") or is ipc:// or inproc://, and
+ *    connects otherwise, as vLLM decides; --bind and --connect overrule;
  *  - each message three frames: the topic, the sequence number as 8 bytes
  *    big-endian (0 for the first message, then consecutive), and a msgpack
- *    event batch [ts, [event...]] (events.c has the event layout);
+ *    event batch;
  *  - with --replay, a ROUTER socket (always bound) that answers a request
- *    [identity, "", start as 8 bytes big-endian] with [identity, "",
- *    seq, batch] for every batch kept (the last 10000, as vLLM keeps) from
- *    start on, then [identity, "", -1 as 8 bytes, ""].
+ *    [identity, "", start as 8 bytes big-endian] with every batch kept
+ *    (the last 10000, as vLLM keeps) from start on, then an end marker of
+ *    sequence number -1: [identity, "", topic, seq, batch] and [identity,
+ *    "", "", -1, ""] as current vLLM frames them, [identity, "", seq,
+ *    batch] and [identity, "", -1, ""] with the older layouts, as vLLM
+ *    did before it added the topic.
  *
- * With --layout map the batch and its events are msgpack maps instead, as
- * vLLM's newest releases write them (no array_like: the tag as a "type"
- * entry, lora_name after medium, data_parallel_rank in the batch).
+ * The layouts (--layout), as vLLM's msgspec structs encode them:
+ *
+ *  vllm         [ts, [event...], rank], each event a map, "type" first:
+ *               {"type": "BlockStored", "block_hashes", "parent_block_hash",
+ *                "token_ids", "block_size", "lora_id", "medium",
+ *                "lora_name", "extra_keys", "group_idx",
+ *                "kv_cache_spec_kind"}
+ *               {"type": "BlockRemoved", "block_hashes", "medium",
+ *                "group_idx"}
+ *               {"type": "AllBlocksCleared"}
+ *  vllm-array   [ts, [event...], rank], tagged arrays:
+ *               ["BlockStored", hashes, parent, tokens, block_size,
+ *                lora_id, medium, lora_name]
+ *               ["BlockRemoved", hashes, medium]  ["AllBlocksCleared"]
+ *  vllm-medium  the same without lora_name
+ *  vllm-first   [ts, [event...]]: ["BlockStored", hashes, parent, tokens,
+ *               block_size, lora_id]  ["BlockRemoved", hashes]
  *
  * Each read() of the module's events - all it had ready - becomes one
  * batch, as each scheduler step is one in vLLM.  Consecutive STORED
  * events that chain (each one's parent the one before, same client) are
- * one BlockStored, consecutive REMOVED ones one BlockRemoved.  A LOST
- * record (this reader fell behind the module's ring) becomes
- * AllBlocksCleared: a router forgets what it knew of the arena rather than
- * keep blocks that may be gone; and the arena's end (CLEARED) is one too,
- * after which kvarenactl answers replay requests for --linger seconds
- * (default 5) and exits.
+ * one BlockStored, consecutive REMOVED ones of one domain one
+ * BlockRemoved.  A LOST record (this reader fell behind the module's
+ * ring) becomes AllBlocksCleared: a router forgets what it knew of the
+ * arena rather than keep blocks that may be gone; and the arena's end
+ * (CLEARED) is one too, after which kvarenactl answers replay requests
+ * for --linger seconds (default 5) and exits.
+ *
+ * The cache domain of a block (its tenant: Documentation/kvarena.rst)
+ * travels as vLLM carries a request's cache_salt, in the first block's
+ * extra_keys, and as Dynamo reads one, in a cache_salt entry (vllm
+ * layout, unless --salt none), so that a router that hashes the salt
+ * into its keys never matches one tenant's prefix for another.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -65,6 +92,8 @@ struct kept {
 struct zpub {
 	void *ctx, *pub, *replay;
 	const char *topic;
+	bool topic_replay;		/* replies carry the topic (vllm) */
+	uint32_t subscribed;		/* subscriptions the XPUB has seen */
 	uint64_t seq;			/* the next message's */
 	struct kept *keep;		/* REPLAY_KEEP slots, by seq % */
 };
@@ -93,21 +122,24 @@ static bool binds(const char *ep)
 
 static int zopen(struct zpub *z, const struct kvactl_opts *o)
 {
-	int hwm = PUB_HWM, linger = LINGER_MS;
+	int hwm = PUB_HWM, linger = LINGER_MS, verbose = 1;
+	bool bind = o->zmq_bind || (!o->zmq_connect && binds(o->zmq));
 
 	z->topic = o->topic ? o->topic : "";
+	z->topic_replay = o->layout == KVACTL_LAYOUT_VLLM;
 	z->ctx = zmq_ctx_new();
 	z->keep = calloc(REPLAY_KEEP, sizeof(*z->keep));
 	if (!z->ctx || !z->keep) {
 		kvactl_err("events: out of memory");
 		return -1;
 	}
-	z->pub = zmq_socket(z->ctx, ZMQ_PUB);
+	/* Every subscription passed up, for --wait-subscribers to count. */
+	z->pub = zmq_socket(z->ctx, ZMQ_XPUB);
 	if (!z->pub ||
 	    zmq_setsockopt(z->pub, ZMQ_SNDHWM, &hwm, sizeof(hwm)) ||
 	    zmq_setsockopt(z->pub, ZMQ_LINGER, &linger, sizeof(linger)) ||
-	    (binds(o->zmq) ? zmq_bind(z->pub, o->zmq) :
-			     zmq_connect(z->pub, o->zmq))) {
+	    zmq_setsockopt(z->pub, ZMQ_XPUB_VERBOSE, &verbose, sizeof(verbose)) ||
+	    (bind ? zmq_bind(z->pub, o->zmq) : zmq_connect(z->pub, o->zmq))) {
 		kvactl_err("events: --zmq %s: %s", o->zmq, zmq_strerror(zmq_errno()));
 		return -1;
 	}
@@ -123,6 +155,23 @@ static int zopen(struct zpub *z, const struct kvactl_opts *o)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * Take the subscription messages waiting on the XPUB socket (one frame
+ * each: 1 and the topic filter to subscribe, 0 to unsubscribe), counting
+ * the subscriptions.
+ */
+static void zsubscriptions(struct zpub *z)
+{
+	uint8_t msg[256];
+	int n;
+
+	while ((n = zmq_recv(z->pub, msg, sizeof(msg), ZMQ_DONTWAIT)) >= 0)
+		if (n > 0 && msg[0] == 1)
+			z->subscribed++;
+		else if (n > 0 && msg[0] == 0 && z->subscribed)
+			z->subscribed--;
 }
 
 static void zclose(struct zpub *z)
@@ -170,6 +219,21 @@ static int zsend(struct zpub *z, const struct kvactl_mp *m)
 	return 0;
 }
 
+/*
+ * One reply to the requester @id: [id, "", topic, seq, payload], or
+ * without the topic for the layouts of vLLMs that sent none.
+ */
+static void reply(struct zpub *z, zmq_msg_t *id, const char *topic,
+		  const uint8_t seq[8], const void *buf, size_t len)
+{
+	zmq_send(z->replay, zmq_msg_data(id), zmq_msg_size(id), ZMQ_SNDMORE);
+	zmq_send(z->replay, "", 0, ZMQ_SNDMORE);
+	if (z->topic_replay)
+		zmq_send(z->replay, topic, strlen(topic), ZMQ_SNDMORE);
+	zmq_send(z->replay, seq, 8, ZMQ_SNDMORE);
+	zmq_send(z->replay, buf, len, 0);
+}
+
 /* Answer the replay requests waiting, as vLLM's _service_replay() does. */
 static void zreplay(struct zpub *z)
 {
@@ -215,14 +279,10 @@ static void zreplay(struct zpub *z)
 			if (k->seq != s)
 				continue;
 			be64(seq, s);
-			zmq_send(z->replay, zmq_msg_data(&part[0]),
-				 zmq_msg_size(&part[0]), ZMQ_SNDMORE);
-			send3(z->replay, "", 0, seq, 8, k->buf, k->len);
+			reply(z, &part[0], z->topic, seq, k->buf, k->len);
 		}
 		memset(end, 0xff, sizeof(end));		/* -1, signed */
-		zmq_send(z->replay, zmq_msg_data(&part[0]),
-			 zmq_msg_size(&part[0]), ZMQ_SNDMORE);
-		send3(z->replay, "", 0, end, 8, "", 0);
+		reply(z, &part[0], "", end, "", 0);
 		for (i = 0; i < 3; i++)
 			zmq_msg_close(&part[i]);
 	}
@@ -284,19 +344,26 @@ static size_t run_end(const struct kvarena_event **ev, size_t i, size_t n)
 		while (j < n && chains(ev[j - 1], ev[j]))
 			j++;
 	else if (ev[i]->type == KVARENA_EVENT_REMOVED)
-		while (j < n && ev[j]->type == KVARENA_EVENT_REMOVED)
+		while (j < n && ev[j]->type == KVARENA_EVENT_REMOVED &&
+		       ev[j]->domain == ev[i]->domain)
 			j++;
 	return j;
 }
 
+/* The layout's events: maps (vllm) or tagged arrays (the others). */
+static bool maps(const struct kvactl_ev_ctx *c)
+{
+	return c->layout == KVACTL_LAYOUT_VLLM;
+}
+
 /*
  * An event's head: the tag, as the first element of a tagged array, or
- * as the "type" entry of a map of @n fields besides it (--layout map).
+ * as the "type" entry of a map of @n fields besides it.
  */
 static void ev_head(struct kvactl_mp *m, const struct kvactl_ev_ctx *c,
 		    const char *tag, uint32_t n)
 {
-	if (c->maps) {
+	if (maps(c)) {
 		kvactl_mp_map(m, n + 1);
 		str_out(m, "type");
 	} else {
@@ -309,22 +376,46 @@ static void ev_head(struct kvactl_mp *m, const struct kvactl_ev_ctx *c,
 static void field(struct kvactl_mp *m, const struct kvactl_ev_ctx *c,
 		  const char *name)
 {
-	if (c->maps)
+	if (maps(c))
 		str_out(m, name);
+}
+
+/*
+ * vLLM's fields of BlockStored after block_size, per layout: lora_id and
+ * medium, lora_name, then (vllm) the defaulted ones it sends set:
+ * extra_keys when there is a cache salt, group_idx 0 and the kind of KV
+ * cache (every arena's frames are full attention's).
+ */
+static uint32_t stored_fields(const struct kvactl_ev_ctx *c, bool salted)
+{
+	switch (c->layout) {
+	case KVACTL_LAYOUT_VLLM:
+		return 9 + 2 * salted;
+	case KVACTL_LAYOUT_ARRAY:
+		return 7;
+	case KVACTL_LAYOUT_MEDIUM:
+		return 6;
+	default:
+		return 5;
+	}
 }
 
 static void ev_stored(struct kvactl_mp *m, const struct kvactl_ev_ctx *c,
 		      const struct kvarena_event **ev, size_t i, size_t j)
 {
+	char sbuf[48];
+	const char *salt = maps(c) && !c->no_salt ?
+			   kvactl_domain_salt(ev[i]->domain, sbuf) : NULL;
+	bool first = !(ev[i]->flags & KVARENA_EVENT_PARENT);
 	size_t k;
 
-	ev_head(m, c, "BlockStored", c->maps ? 7 : 6);
+	ev_head(m, c, "BlockStored", stored_fields(c, salt));
 	field(m, c, "block_hashes");
 	kvactl_mp_array(m, (uint32_t)(j - i));
 	for (k = i; k < j; k++)
 		hash_out(m, c, ev[k]->key);
 	field(m, c, "parent_block_hash");
-	if (ev[i]->flags & KVARENA_EVENT_PARENT)
+	if (!first)
 		hash_out(m, c, ev[i]->parent);
 	else
 		kvactl_mp_nil(m);
@@ -337,30 +428,66 @@ static void ev_stored(struct kvactl_mp *m, const struct kvactl_ev_ctx *c,
 	kvactl_mp_uint(m, kvactl_ev_block_size(c, ev[i]));
 	field(m, c, "lora_id");
 	kvactl_mp_nil(m);
+	if (c->layout == KVACTL_LAYOUT_FIRST)
+		return;
 	field(m, c, "medium");
 	str_out(m, c->medium);
-	if (c->maps) {
-		field(m, c, "lora_name");
-		kvactl_mp_nil(m);
+	if (c->layout == KVACTL_LAYOUT_MEDIUM)
+		return;
+	field(m, c, "lora_name");
+	kvactl_mp_nil(m);
+	if (!maps(c))
+		return;
+	if (salt) {
+		/*
+		 * As vLLM's generate_block_hash_extra_keys(): one entry per
+		 * block, the salt in the entry of a request's first block.
+		 */
+		field(m, c, "extra_keys");
+		kvactl_mp_array(m, (uint32_t)(j - i));
+		for (k = i; k < j; k++) {
+			if (k == i && first) {
+				kvactl_mp_array(m, 1);
+				str_out(m, salt);
+			} else {
+				kvactl_mp_nil(m);
+			}
+		}
+		/* Not vLLM's: where Dynamo takes a block's cache salt. */
+		field(m, c, "cache_salt");
+		str_out(m, salt);
 	}
+	field(m, c, "group_idx");
+	kvactl_mp_uint(m, 0);
+	field(m, c, "kv_cache_spec_kind");
+	str_out(m, "full_attention");
 }
 
 static void ev_removed(struct kvactl_mp *m, const struct kvactl_ev_ctx *c,
 		       const struct kvarena_event **ev, size_t i, size_t j)
 {
-	ev_head(m, c, "BlockRemoved", 2);
+	uint32_t n = c->layout == KVACTL_LAYOUT_VLLM ? 3 :
+		     c->layout == KVACTL_LAYOUT_FIRST ? 1 : 2;
+
+	ev_head(m, c, "BlockRemoved", n);
 	field(m, c, "block_hashes");
 	kvactl_mp_array(m, (uint32_t)(j - i));
 	for (; i < j; i++)
 		hash_out(m, c, ev[i]->key);
+	if (n < 2)
+		return;
 	field(m, c, "medium");
 	str_out(m, c->medium);
+	if (n < 3)
+		return;
+	field(m, c, "group_idx");
+	kvactl_mp_uint(m, 0);
 }
 
 /*
- * The batch of one read's records @ev[0..n): [ts, [event...]], or with
- * --layout map {"ts": ts, "events": [...], "data_parallel_rank": 0}.
- * Sets @end when the arena's CLEARED is among them.
+ * The batch of one read's records @ev[0..n): [ts, [event...], rank], or
+ * [ts, [event...]] for vllm-first.  Sets @end when the arena's CLEARED is
+ * among them.
  */
 static void batch(struct kvactl_mp *m, const struct kvactl_ev_ctx *c,
 		  const struct kvarena_event **ev, size_t n, bool *end)
@@ -370,14 +497,8 @@ static void batch(struct kvactl_mp *m, const struct kvactl_ev_ctx *c,
 	/* Count the events first: msgpack arrays say their length. */
 	for (i = 0; i < n; i = run_end(ev, i, n))
 		nev++;
-	if (c->maps) {
-		kvactl_mp_map(m, 3);
-		str_out(m, "ts");
-	} else {
-		kvactl_mp_array(m, 2);
-	}
+	kvactl_mp_array(m, c->layout == KVACTL_LAYOUT_FIRST ? 2 : 3);
 	kvactl_mp_f64(m, (double)ev[0]->time_ns / 1e9);
-	field(m, c, "events");
 	kvactl_mp_array(m, (uint32_t)nev);
 	for (i = 0; i < n; i = j) {
 		j = run_end(ev, i, n);
@@ -399,10 +520,8 @@ static void batch(struct kvactl_mp *m, const struct kvactl_ev_ctx *c,
 			break;
 		}
 	}
-	if (c->maps) {
-		str_out(m, "data_parallel_rank");
-		kvactl_mp_uint(m, 0);
-	}
+	if (c->layout != KVACTL_LAYOUT_FIRST)
+		kvactl_mp_uint(m, c->dp_rank);
 }
 
 int kvactl_events_zmq(const struct kvactl_opts *o, struct kvactl_ev_ctx *c)
@@ -428,24 +547,31 @@ int kvactl_events_zmq(const struct kvactl_opts *o, struct kvactl_ev_ctx *c)
 	if (fd < 0)
 		goto out;
 	while (!end && !kvactl_events_stopped()) {
-		zmq_pollitem_t it[2] = {
-			{ .fd = fd, .events = ZMQ_POLLIN },
+		/* Events wait in the module's ring until enough subscribed. */
+		bool ready = z.subscribed >= o->wait_subscribers;
+		zmq_pollitem_t it[3] = {
+			{ .socket = z.pub, .events = ZMQ_POLLIN },
 			{ .socket = z.replay, .events = ZMQ_POLLIN },
+			{ .fd = fd, .events = ready ? ZMQ_POLLIN : 0 },
 		};
 		const struct kvarena_event *e;
 		struct kvactl_mp m;
 		size_t off = 0, n = 0;
 		ssize_t len;
 
-		if (zmq_poll(it, z.replay ? 2 : 1, -1) < 0) {
+		if (!z.replay)
+			it[1] = it[2];
+		if (zmq_poll(it, z.replay ? 3 : 2, -1) < 0) {
 			if (zmq_errno() == EINTR)
 				continue;
 			kvactl_err("events: poll: %s", zmq_strerror(zmq_errno()));
 			goto out;
 		}
+		if (it[0].revents & ZMQ_POLLIN)
+			zsubscriptions(&z);
 		if (z.replay && (it[1].revents & ZMQ_POLLIN))
 			zreplay(&z);
-		if (!(it[0].revents & ZMQ_POLLIN))
+		if (!ready || !(it[z.replay ? 2 : 1].revents & ZMQ_POLLIN))
 			continue;
 		len = read(fd, buf, EV_BUF);
 		if (len < 0 && (errno == EINTR || errno == EAGAIN))
