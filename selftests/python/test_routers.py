@@ -63,6 +63,12 @@ def h64(key):
     return int.from_bytes(key[-8:], "big")
 
 
+def as_tenant():
+    os.setgroups([grp.getgrnam("kvarena").gr_gid])
+    os.setgid(TENANT_UID)
+    os.setuid(TENANT_UID)
+
+
 def salt_of(domain):
     """kvarenactl's cache salt for a domain (tools/kvarenactl/events.c)."""
     kind, nr = domain >> 56, domain & ((1 << 56) - 1)
@@ -233,6 +239,11 @@ def run_layout(layout, port):
         # One subscriber more, on the pod's filter only: kv@ of llm-d.
         "llmd-filter": consumer([LLMD, "-sub", pub, "-filter", "kv@pod-a@"]),
     }
+    if layout == "vllm":
+        # A tenant's own reader (not the arena's owner): its domain only.
+        tenant_json = subprocess.Popen(
+            [KVARENACTL, "events", name, "--oldest"], stdout=subprocess.PIPE,
+            text=True, preexec_fn=as_tenant)
     try:
         live = Live(pub, layout, procs)
 
@@ -255,9 +266,7 @@ def run_layout(layout, port):
             if pid == 0:
                 try:
                     if uid:
-                        os.setgroups([grp.getgrnam("kvarena").gr_gid])
-                        os.setgid(uid)
-                        os.setuid(uid)
+                        as_tenant()
                     run()
                 except BaseException as e:
                     print("# tenant %d: %r" % (uid, e), flush=True)
@@ -296,6 +305,10 @@ def run_layout(layout, port):
            "two tenants' salts")
         del procs["kvarenactl"]
         out = {k: finish(p, last) for k, p in procs.items()}
+        if layout == "vllm":
+            js, _ = tenant_json.communicate(timeout=60)
+            eq(tenant_json.returncode, 0, "the tenant's kvarenactl events")
+            out["tenant-json"] = [json.loads(x) for x in js.splitlines()]
 
         # Replay: Dynamo's bootstrap from 0 and from 2; vLLM's own framing.
         replays = {}
@@ -319,6 +332,8 @@ def run_layout(layout, port):
         eq(zp.wait(timeout=60), 0, "kvarenactl events after SIGTERM")
 
     finally:
+        if layout == "vllm":
+            procs["tenant-json"] = tenant_json
         for p in list(procs.values()) + [zp]:
             if p.poll() is None:
                 p.kill()
@@ -381,6 +396,21 @@ def check_layout(layout, port):
             print("# %s skips the %s of %s: %s" %
                   (who, "/".join(sorted(drop)), layout,
                    next(ev["skipped"] for ev in evs if ev.get("skipped"))))
+
+    # A tenant's own kvarenactl: its blocks, with their token ids, and
+    # nothing of the other tenant's.
+    if layout == "vllm":
+        tj = r["out"]["tenant-json"]
+        mine = "kvarena-uid-%d" % TENANT_UID
+        eq({x["cache_salt"] for x in tj if x["type"] != "AllBlocksCleared"},
+           {mine}, "the tenant's reader: its domain's events only")
+        eq([tuple(x["token_ids"]) for x in tj if x["type"] == "BlockStored"],
+           [w[3] for w in want if w[0] == "stored" and w[4] == mine],
+           "the tenant's reader: its own token ids")
+        eq(sum(x["type"] == "BlockRemoved" for x in tj), 3,
+           "the tenant's reader: its three reclaims")
+        eq(tj[-1]["type"], "AllBlocksCleared")
+        print("# the tenant's reader: %d events, its domain's only" % len(tj))
 
     # The second llm-d, subscribed to kv@pod-a@ only: the same messages.
     eq([x["seq"] for x in r["out"]["llmd-filter"]], seqs, "kv@pod-a@ filter")
