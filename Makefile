@@ -39,9 +39,10 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer \
 
 ALL             :=
 CHECK_NATIVE    :=
+CHECK_BUILD     :=
 INSTALL_TARGETS :=
 
-.PHONY: all check check-native check-vm run check-run check-run-short \
+.PHONY: all check check-build check-native check-vm run check-run check-run-short \
 	install uninstall clean \
 	module module-all-kernels
 .DEFAULT_GOAL := all
@@ -55,14 +56,29 @@ include mk/docs.mk
 
 all: module $(ALL)
 
-check: check-native check-vm check-run-short
+# make check: everything the tests need built first, CHECK_JOBS at once
+# (the machine's CPUs by default), then the native tests, side by side
+# too (each one's output printed whole when it ends), then the VM tests,
+# one boot at a time: a VM beside a build starves.
+CHECK_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+check:
+	$(Q)$(MAKE) --no-print-directory -j$(CHECK_JOBS) check-build
+	$(Q)$(MAKE) --no-print-directory check-native
+	$(Q)$(MAKE) --no-print-directory check-vm
+	$(Q)$(MAKE) --no-print-directory check-run-short
 
 # Everything builds (the CUDA code included, wherever nvcc is), then the
 # native tests run.
 check-native: all
-	$(Q)$(MAKE) --no-print-directory $(CHECK_NATIVE)
+	$(Q)$(MAKE) --no-print-directory -j$(CHECK_JOBS) --output-sync=target \
+		$(CHECK_NATIVE)
 
 install: $(INSTALL_TARGETS)
 
 clean:
 	rm -rf $(B)
+
+# What make check builds before its first test (the .mk files add to
+# CHECK_BUILD, VM_TESTS and VM_TESTS_LAST).
+.SECONDEXPANSION:
+check-build: all $$(VM_TESTS) $$(VM_TESTS_LAST) $$(CHECK_BUILD)

@@ -15,6 +15,7 @@ EVT_SRC := $(SRC)/selftests/events
 KVEV_LLMD   := $(EVT)/kvev-llmd
 KVEV_DYNAMO := $(EVT)/kvev-dynamo
 KVEV_BINS   := $(KVEV_LLMD) $(KVEV_DYNAMO)
+CHECK_BUILD += $(KVEV_BINS)
 GO      ?= /usr/bin/go
 CARGO   ?= /usr/bin/cargo
 RUSTC   ?= /usr/bin/rustc

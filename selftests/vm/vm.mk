@@ -55,6 +55,7 @@ $(RUN_PLOT): $(SRC)/selftests/vm/runplot.c $(KVT_SVG_SRCS) $(KVT_SVG_HDRS)
 		$(SRC)/selftests/vm/runplot.c $(KVT_SVG_SRCS) -lm
 
 RUN_DEPS := $(B)/tools/kvserve-static $(B)/tools/kvarenactl-static $(RUN_PLOT)
+CHECK_BUILD += $(RUN_DEPS)
 # run_job CONDITIONS: the main job under run-job.sh's CONDITIONS.
 run_job = $(SRC)/selftests/vm/run-job.sh --results $(RUN_RESULTS) \
 		--plot $(RUN_PLOT) $(1) -- $(VM_RUN) --timeout $(RUN_TIMEOUT) \
