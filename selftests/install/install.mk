@@ -20,7 +20,7 @@ VMI_T := $(abspath $(B))/selftests/vm-installed
 VMI_TORCH ?= $(lastword $(VM_KERNELS))
 
 .PHONY: check-vm-installed
-check-vm-installed: all $(KVEV_BINS)
+check-vm-installed: all $$(KVEV_BINS)
 	@test -n "$(VM_KERNELS)" || { echo "kvarena: no kernel with both /boot/vmlinuz-* and headers" >&2; exit 1; }
 	$(Q)for k in $(VM_KERNELS); do \
 		r=$(VMI_T)/$$k/root; rm -rf $(VMI_T)/$$k; mkdir -p $$r; \

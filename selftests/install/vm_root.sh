@@ -90,6 +90,7 @@ printf 'passwd: files\ngroup: files\n' > "$root/etc/nsswitch.conf"
 cp "$src/selftests/python/ktap.py" "$src/selftests/python/test_device.py" \
 	"$src/selftests/python/test_events.py" \
 	"$src/selftests/python/test_routers.py" \
-	"$src/selftests/python/vllm_rules.py" "$root/kvatest/"
+	"$src/selftests/python/vllm_rules.py" \
+	"$src/selftests/python/kvev_hash.py" "$root/kvatest/"
 [ "$torch" != torch ] ||
 	cp "$src/selftests/python/test_prefix_torch.py" "$root/kvatest/"

@@ -32,6 +32,7 @@ import zmq
 
 import kvarena
 import ktap
+import kvev_hash
 import vllm_rules
 from kvarena import _uapi
 from ktap import eq, expect_error, wait_clients
@@ -81,19 +82,18 @@ def wait_for_events_fd(proc, timeout=60):
                          (proc.pid, timeout))
 
 
-def h64(key):
-    return int.from_bytes(key[-8:], "big")
-
-
 def flatten_module(events):
-    """Per-block records from the module's events."""
+    """Per-block records from the module's events, each block as
+    kvarenactl tells it (its key's hash, its cache domain mixed in)."""
+    bh = kvev_hash.block_hash
     out = []
     for e in events:
         if e.type == "stored":
-            out.append(("stored", h64(e.key),
-                        h64(e.parent) if e.parent else None, e.tokens))
+            out.append(("stored", bh(e.key, e.domain),
+                        bh(e.parent, e.domain) if e.parent else None,
+                        e.tokens))
         elif e.type == "removed":
-            out.append(("removed", h64(e.key)))
+            out.append(("removed", bh(e.key, e.domain)))
         else:
             out.append((e.type,))
     return out
@@ -111,8 +111,9 @@ _KEYS = {
 }
 
 
-def flatten_vllm(batch_events, block_size):
-    """Per-block records from events vllm_rules decoded."""
+def flatten_vllm(batch_events, block_size, salt="kvarena-uid-0"):
+    """Per-block records from events vllm_rules decoded; @salt the one
+    expected (a root's client is in cache domain uid 0), or None."""
     out = []
     for ev in batch_events:
         tag = ev["type"]
@@ -122,9 +123,12 @@ def flatten_vllm(batch_events, block_size):
             bs = ev["block_size"]
             eq((bs, ev["lora_id"], ev["medium"], ev["lora_name"]),
                (block_size, None, "CPU", None), "BlockStored fields")
-            eq(len(ev["extra_keys"]), len(hashes))
-            eq(ev["extra_keys"][0], ["kvarena-uid-0"] if parent is None
-               else None, "the cache salt of the chain's first block")
+            if salt is None:
+                eq(ev["extra_keys"], None, "no salt, no extra keys")
+            else:
+                eq(len(ev["extra_keys"]), len(hashes))
+                eq(ev["extra_keys"][0], [salt] if parent is None else None,
+                   "the cache salt of the chain's first block")
             for i, h in enumerate(hashes):
                 out.append(("stored", h, parent if i == 0 else hashes[i - 1],
                             tuple(toks[i * bs:(i + 1) * bs])))
@@ -141,8 +145,9 @@ class Subscriber(threading.Thread):
     replay endpoint, sequence numbers checked, gaps filled by replay.
     Stops after an AllBlocksCleared."""
 
-    def __init__(self, endpoint, replay, topic, bind=True):
+    def __init__(self, endpoint, replay, topic, bind=True, salted=True):
         super().__init__(daemon=True)
+        self.salted = salted
         ctx = zmq.Context.instance()
         self.sub = ctx.socket(zmq.SUB)
         self.sub.setsockopt(zmq.SUBSCRIBE, topic)
@@ -167,7 +172,9 @@ class Subscriber(threading.Thread):
         ts, rank, events = vllm_rules.decode("vllm", payload)
         eq(rank, 0, "data_parallel_rank")
         raw = msgpack.unpackb(payload, raw=False)[1]
-        eq([list(ev) for ev in raw], [_KEYS[ev["type"]] for ev in raw],
+        eq([list(ev) for ev in raw],
+           [[k for k in _KEYS[ev["type"]] if self.salted or
+             k not in ("extra_keys", "cache_salt")] for ev in raw],
            "the events' keys, in order")
         self.batches.append([ts, events])
         self.next += 1
@@ -277,8 +284,11 @@ def a_run_of_publishes_and_reclaims_is_every_event_everywhere():
     eq([x["type"] for x in lines], ["BlockStored"] * 3 +
        ["BlockRemoved"] * 3 + ["AllBlocksCleared"])
     eq([x["key"] for x in lines[:6]], [e.key.hex() for e in got[:6]])
-    eq([x["block_hashes"] for x in lines[:6]], [[h64(e.key)] for e in got[:6]])
-    eq(lines[1]["parent_block_hash"], h64(keys[0]))
+    eq([x["block_hashes"] for x in lines[:6]],
+       [[kvev_hash.block_hash(e.key, e.domain)] for e in got[:6]])
+    eq([x["cache_salt"] for x in lines[:6]], ["kvarena-uid-0"] * 6)
+    eq(lines[1]["parent_block_hash"],
+       kvev_hash.block_hash(keys[0], got[0].domain))
     eq((lines[0]["parent_block_hash"], lines[0]["block_size"]), (None, T))
     eq(lines[2]["token_ids"], toks[2 * T:])
 
@@ -293,17 +303,18 @@ def a_run_of_publishes_and_reclaims_is_every_event_everywhere():
 
 
 @suite.test
-def a_bound_publisher_sends_32_byte_keys():
+def a_bound_publisher_without_salt_sends_the_32_byte_keys():
     name = "evbind"
     toks = list(range(2 * T))
     keys = kvarena.prefix_keys(GEO, toks, b"bind")
     new_arena(name)
     zp = subprocess.Popen([KVARENACTL, "events", name, "--oldest",
                            "--zmq", "tcp://*:5559",
-                           "--replay", "tcp://*:5560", "--hashes", "bytes"])
+                           "--replay", "tcp://*:5560", "--hashes", "bytes",
+                           "--salt", "none"])
     wait_for_events_fd(zp)
     sub = Subscriber("tcp://127.0.0.1:5559", "tcp://127.0.0.1:5560", b"",
-                     bind=False)
+                     bind=False, salted=False)
     sub.start()
     with kvarena.open(name, mode="device") as a:
         s = a.seq(GEO, max_tokens=2 * T)
@@ -314,7 +325,8 @@ def a_bound_publisher_sends_32_byte_keys():
     assert sub.done.wait(60), "the subscriber saw no AllBlocksCleared"
     assert sub.error is None, repr(sub.error)
     eq(zp.wait(timeout=60), 0)
-    flat = [r for b in sub.batches for r in flatten_vllm(b[1], T)]
+    flat = [r for b in sub.batches for r in flatten_vllm(b[1], T, None)]
+    # --salt none: the keys as they are.
     eq(flat, [("stored", keys[0], None, tuple(toks[:T])),
               ("stored", keys[1], keys[0], tuple(toks[T:])),
               ("cleared",)])

@@ -28,6 +28,7 @@ import zmq
 
 import kvarena
 import ktap
+import kvev_hash
 import vllm_rules
 from ktap import eq, wait_clients
 
@@ -59,24 +60,26 @@ EXPECT = {
 }
 
 
-def h64(key):
-    return int.from_bytes(key[-8:], "big")
+def wait_for_events_fd(proc, timeout=60):
+    """Until @proc has an events descriptor open (it is reading)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "exited with %r" % proc.returncode
+        fds = "/proc/%d/fd" % proc.pid
+        try:
+            if "anon_inode:[kvarena-events]" in \
+                    (os.readlink(os.path.join(fds, f)) for f in os.listdir(fds)):
+                return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError("no events descriptor in %d" % proc.pid)
 
 
 def as_tenant():
     os.setgroups([grp.getgrnam("kvarena").gr_gid])
     os.setgid(TENANT_UID)
     os.setuid(TENANT_UID)
-
-
-def salt_of(domain):
-    """kvarenactl's cache salt for a domain (tools/kvarenactl/events.c)."""
-    kind, nr = domain >> 56, domain & ((1 << 56) - 1)
-    names = {1: "uid", 2: "gid", 4: "named", 5: "private"}
-    if domain == 0 or kind == 3:
-        return None
-    return "kvarena-%s-%d" % (names[kind], nr) if kind in names else \
-        "kvarena-%x" % domain
 
 
 class Live:
@@ -128,11 +131,12 @@ def truth(module_events):
     out = []
     for e in module_events:
         if e.type == "stored":
-            out.append(("stored", h64(e.key),
-                        h64(e.parent) if e.parent else None, e.tokens,
-                        salt_of(e.domain)))
+            out.append(("stored", kvev_hash.block_hash(e.key, e.domain),
+                        kvev_hash.block_hash(e.parent, e.domain)
+                        if e.parent else None, e.tokens,
+                        kvev_hash.salt(e.domain)))
         elif e.type == "removed":
-            out.append(("removed", h64(e.key)))
+            out.append(("removed", kvev_hash.block_hash(e.key, e.domain)))
         else:
             out.append(("cleared",))
     return out
@@ -239,12 +243,15 @@ def run_layout(layout, port):
         # One subscriber more, on the pod's filter only: kv@ of llm-d.
         "llmd-filter": consumer([LLMD, "-sub", pub, "-filter", "kv@pod-a@"]),
     }
-    if layout == "vllm":
-        # A tenant's own reader (not the arena's owner): its domain only.
-        tenant_json = subprocess.Popen(
-            [KVARENACTL, "events", name, "--oldest"], stdout=subprocess.PIPE,
-            text=True, preexec_fn=as_tenant)
+    tenant_json = None
     try:
+        if layout == "vllm":
+            # A tenant's own reader (not the arena's owner): its domain
+            # only; reading before the arena goes.
+            tenant_json = subprocess.Popen(
+                [KVARENACTL, "events", name, "--oldest"],
+                stdout=subprocess.PIPE, text=True, preexec_fn=as_tenant)
+            wait_for_events_fd(tenant_json)
         live = Live(pub, layout, procs)
 
         def tenant_publishes(uid):
@@ -277,11 +284,17 @@ def run_layout(layout, port):
             n = len(live.events())
             live.until(lambda: len(live.events()) > n,
                        "first batch of %d" % uid)
+            eq([(e["type"], len(e["block_hashes"]))
+                for e in live.events()[n:]], [("BlockStored", 2)],
+               "the first two frames: one event")
             os.write(w2, b"1")
             eq(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), 0)
             n = len(live.events())
             live.until(lambda: len(live.events()) > n,
                        "second batch of %d" % uid)
+            eq([(e["type"], len(e["block_hashes"]))
+                for e in live.events()[n:]], [("BlockStored", 1)],
+               "the third frame, its parent in the batch before")
             os.close(r)
             os.close(w2)
 
@@ -303,6 +316,8 @@ def run_layout(layout, port):
         want = truth(module)
         eq(len({w[4] for w in want if w[0] == "stored"}), 2,
            "two tenants' salts")
+        eq(len({w[1] for w in want if w[0] == "stored"}), 6,
+           "two tenants' copies of a prefix: six blocks to a router")
         del procs["kvarenactl"]
         out = {k: finish(p, last) for k, p in procs.items()}
         if layout == "vllm":
@@ -332,9 +347,9 @@ def run_layout(layout, port):
         eq(zp.wait(timeout=60), 0, "kvarenactl events after SIGTERM")
 
     finally:
-        if layout == "vllm":
-            procs["tenant-json"] = tenant_json
-        for p in list(procs.values()) + [zp]:
+        for p in list(procs.values()) + [zp, tenant_json]:
+            if p is None:
+                continue
             if p.poll() is None:
                 p.kill()
                 p.wait()

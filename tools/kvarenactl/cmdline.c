@@ -97,10 +97,11 @@ static const struct command commands[NR_CMDS] = {
 		"The arena's KV events as JSON lines, or published on ZeroMQ as vLLM does",
 		check_events,
 		"Until the arena is destroyed, or -n COUNT events.  With --zmq, a PUB\n"
-		"socket (bound for tcp://*:PORT and other wildcards, else connected)\n"
-		"sends current vLLM's KV event batches, as Dynamo and llm-d read them\n"
-		"(--layout for older ones); --replay binds a ROUTER socket that\n"
-		"resends kept batches.  See Documentation/events.rst.\n" },
+		"socket (bound for tcp://*:PORT and other wildcards, else connected,\n"
+		"unless --bind or --connect) sends current vLLM's KV event batches,\n"
+		"as Dynamo and llm-d read them (--layout for older ones); --replay\n"
+		"binds a ROUTER socket that resends kept batches.  Each block carries\n"
+		"its cache domain (--salt).  See Documentation/events.rst.\n" },
 	[C_SCRUB] = { "scrub", kvactl_cmd_scrub, 1, 1,
 		"NAME [-n COUNT] [--wait SECONDS]",
 		"Clear a CUDA arena's frames on the GPU so that another cache domain may have them",
@@ -306,7 +307,7 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		.help = "publish nothing until N subscriptions arrived" },
 	[OPT_SALT] = { "salt", 0, V_WORD, "FROM", 0, 0, 0, parse_salt,
 		"domain or none", CB(C_EVENTS),
-		"blocks' cache_salt: their cache domain (default) or none" },
+		"blocks' salt and hash: with their cache domain (default) or not" },
 	[OPT_HELP] = { "help", 'h', V_FLAG, NULL, 0, .cmds = C_ALL,
 		.help = "this help" },
 	[OPT_VERSION] = { "version", 'V', V_FLAG, NULL, 0, .cmds = C_ALL,

@@ -4,18 +4,13 @@
  * (KVARENA_IOC_EVENTS_FD) and written as JSON lines, or published on
  * ZeroMQ as vLLM publishes its KV events (--zmq; zmq.c).
  *
- * The vLLM side: vllm/distributed/kv_events.py (Documentation/events.rst
- * says which version and what was matched).  An event batch is the msgpack
- * array [ts, [event...]], each event a tagged array:
- *
- *   ["BlockStored", block_hashes, parent_block_hash, token_ids,
- *    block_size, lora_id, medium]
- *   ["BlockRemoved", block_hashes, medium]
- *   ["AllBlocksCleared"]
+ * The vLLM side: vllm/distributed/kv_events.py; zmq.c has the layouts,
+ * Documentation/events.rst which router reads which.
  *
  * A kvarena key is 32 bytes; as a block hash it is, like vLLM's own
  * (VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES), the integer of its last 8 bytes,
- * big-endian - or with --hashes bytes the 32 bytes themselves.
+ * big-endian - or with --hashes bytes the 32 bytes themselves - with the
+ * block's cache domain mixed in (kvactl_block_hash()).
  */
 #include <errno.h>
 #include <poll.h>
@@ -57,6 +52,38 @@ uint64_t kvactl_key_hash(const uint8_t key[KVARENA_KEY_LEN])
 	for (int i = KVARENA_KEY_LEN - 8; i < KVARENA_KEY_LEN; i++)
 		h = h << 8 | key[i];
 	return h;
+}
+
+/* A bijective mix of the 64 bits (splitmix64's finalizer); 0 stays 0. */
+static uint64_t mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t domain_mix(uint64_t domain, bool no_salt)
+{
+	char buf[48];
+
+	return no_salt || !kvactl_domain_salt(domain, buf) ? 0 : mix64(domain);
+}
+
+uint64_t kvactl_block_hash(const uint8_t key[KVARENA_KEY_LEN], uint64_t domain,
+			   bool no_salt)
+{
+	return kvactl_key_hash(key) ^ domain_mix(domain, no_salt);
+}
+
+void kvactl_block_bytes(uint8_t out[KVARENA_KEY_LEN],
+			const uint8_t key[KVARENA_KEY_LEN], uint64_t domain,
+			bool no_salt)
+{
+	uint64_t h = kvactl_block_hash(key, domain, no_salt);
+
+	memcpy(out, key, KVARENA_KEY_LEN - 8);
+	for (int i = 0; i < 8; i++)
+		out[KVARENA_KEY_LEN - 8 + i] = (uint8_t)(h >> (56 - 8 * i));
 }
 
 static void key_hex(char out[2 * KVARENA_KEY_LEN + 1],
@@ -106,7 +133,8 @@ static void ev_json(const struct kvactl_ev_ctx *c,
 	case KVARENA_EVENT_STORED:
 	case KVARENA_EVENT_REMOVED:
 		kvactl_json_arr(&j, "block_hashes");
-		kvactl_json_u64(&j, NULL, kvactl_key_hash(ev->key));
+		kvactl_json_u64(&j, NULL,
+				kvactl_block_hash(ev->key, ev->domain, false));
 		kvactl_json_end(&j);
 		key_hex(hex, ev->key);
 		kvactl_json_str(&j, "key", hex);
@@ -122,7 +150,8 @@ static void ev_json(const struct kvactl_ev_ctx *c,
 		}
 		if (ev->flags & KVARENA_EVENT_PARENT) {
 			kvactl_json_u64(&j, "parent_block_hash",
-					kvactl_key_hash(ev->parent));
+					kvactl_block_hash(ev->parent, ev->domain,
+							  false));
 			key_hex(hex, ev->parent);
 			kvactl_json_str(&j, "parent_key", hex);
 		} else {

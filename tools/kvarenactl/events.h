@@ -68,6 +68,18 @@ bool kvactl_ev_next(const uint8_t *buf, size_t len, size_t *off,
 const uint32_t *kvactl_event_tokens(const struct kvarena_event *ev);
 /* A key as vLLM's integer block hash: its last 8 bytes, big-endian. */
 uint64_t kvactl_key_hash(const uint8_t key[KVARENA_KEY_LEN]);
+/*
+ * What a block of cache domain @domain is told as: the key's hash, with
+ * the domain mixed in (unless @no_salt, or the domain is arena-wide), so
+ * that two tenants' copies of one prefix are two blocks to a router, as
+ * two requests' of different cache salts are to vLLM.
+ */
+uint64_t kvactl_block_hash(const uint8_t key[KVARENA_KEY_LEN], uint64_t domain,
+			   bool no_salt);
+/* The same as 32 bytes: the key, its last 8 bytes that hash. */
+void kvactl_block_bytes(uint8_t out[KVARENA_KEY_LEN],
+			const uint8_t key[KVARENA_KEY_LEN], uint64_t domain,
+			bool no_salt);
 uint32_t kvactl_ev_block_size(const struct kvactl_ev_ctx *c,
 			      const struct kvarena_event *ev);
 

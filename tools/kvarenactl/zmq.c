@@ -25,8 +25,9 @@
  *  vllm         [ts, [event...], rank], each event a map, "type" first:
  *               {"type": "BlockStored", "block_hashes", "parent_block_hash",
  *                "token_ids", "block_size", "lora_id", "medium",
- *                "lora_name", "extra_keys", "group_idx",
- *                "kv_cache_spec_kind"}
+ *                "lora_name", "extra_keys", "cache_salt", "group_idx",
+ *                "kv_cache_spec_kind"} (extra_keys and cache_salt for
+ *                a block of a tenant's cache domain only)
  *               {"type": "BlockRemoved", "block_hashes", "medium",
  *                "group_idx"}
  *               {"type": "AllBlocksCleared"}
@@ -52,7 +53,9 @@
  * travels as vLLM carries a request's cache_salt, in the first block's
  * extra_keys, and as Dynamo reads one, in a cache_salt entry (vllm
  * layout, unless --salt none), so that a router that hashes the salt
- * into its keys never matches one tenant's prefix for another.
+ * into its keys never matches one tenant's prefix for another; and it is
+ * mixed into the block hashes (every layout, unless --salt none), so that
+ * two tenants' copies of one prefix are two blocks to a router.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -145,10 +148,13 @@ static int zopen(struct zpub *z, const struct kvactl_opts *o)
 	}
 	if (!o->replay)
 		return 0;
+	/* No high-water mark: a request may be answered with every batch kept. */
 	linger = 0;
+	hwm = 0;
 	z->replay = zmq_socket(z->ctx, ZMQ_ROUTER);
 	if (!z->replay ||
 	    zmq_setsockopt(z->replay, ZMQ_LINGER, &linger, sizeof(linger)) ||
+	    zmq_setsockopt(z->replay, ZMQ_SNDHWM, &hwm, sizeof(hwm)) ||
 	    zmq_bind(z->replay, o->replay)) {
 		kvactl_err("events: --replay %s: %s", o->replay,
 			   zmq_strerror(zmq_errno()));
@@ -304,18 +310,22 @@ static void zlinger(struct zpub *z, unsigned int ms)
 	while (!kvactl_events_stopped() && (t = now_ms()) < end) {
 		zmq_pollitem_t it = { .socket = z->replay, .events = ZMQ_POLLIN };
 
-		if (zmq_poll(&it, 1, (long)(end - t)) > 0)
+		if (zmq_poll(&it, 1, end - t < 1000 ? (long)(end - t) : 1000) > 0)
 			zreplay(z);
 	}
 }
 
 static void hash_out(struct kvactl_mp *m, const struct kvactl_ev_ctx *c,
-		     const uint8_t key[KVARENA_KEY_LEN])
+		     const uint8_t key[KVARENA_KEY_LEN], uint64_t domain)
 {
-	if (c->hash_bytes)
-		kvactl_mp_bin(m, key, KVARENA_KEY_LEN);
-	else
-		kvactl_mp_uint(m, kvactl_key_hash(key));
+	uint8_t b[KVARENA_KEY_LEN];
+
+	if (c->hash_bytes) {
+		kvactl_block_bytes(b, key, domain, c->no_salt);
+		kvactl_mp_bin(m, b, KVARENA_KEY_LEN);
+	} else {
+		kvactl_mp_uint(m, kvactl_block_hash(key, domain, c->no_salt));
+	}
 }
 
 static void str_out(struct kvactl_mp *m, const char *s)
@@ -413,10 +423,10 @@ static void ev_stored(struct kvactl_mp *m, const struct kvactl_ev_ctx *c,
 	field(m, c, "block_hashes");
 	kvactl_mp_array(m, (uint32_t)(j - i));
 	for (k = i; k < j; k++)
-		hash_out(m, c, ev[k]->key);
+		hash_out(m, c, ev[k]->key, ev[k]->domain);
 	field(m, c, "parent_block_hash");
 	if (!first)
-		hash_out(m, c, ev[i]->parent);
+		hash_out(m, c, ev[i]->parent, ev[i]->domain);
 	else
 		kvactl_mp_nil(m);
 	field(m, c, "token_ids");
@@ -473,7 +483,7 @@ static void ev_removed(struct kvactl_mp *m, const struct kvactl_ev_ctx *c,
 	field(m, c, "block_hashes");
 	kvactl_mp_array(m, (uint32_t)(j - i));
 	for (; i < j; i++)
-		hash_out(m, c, ev[i]->key);
+		hash_out(m, c, ev[i]->key, ev[i]->domain);
 	if (n < 2)
 		return;
 	field(m, c, "medium");
@@ -532,7 +542,7 @@ int kvactl_events_zmq(const struct kvactl_opts *o, struct kvactl_ev_ctx *c)
 	int ret = KVACTL_FAIL;
 	uint64_t seen = 0;
 	uint8_t *buf;
-	bool end = false;
+	bool end = false, started = false;
 	int fd = -1;
 
 	buf = malloc(EV_BUF);
@@ -547,8 +557,13 @@ int kvactl_events_zmq(const struct kvactl_opts *o, struct kvactl_ev_ctx *c)
 	if (fd < 0)
 		goto out;
 	while (!end && !kvactl_events_stopped()) {
-		/* Events wait in the module's ring until enough subscribed. */
-		bool ready = z.subscribed >= o->wait_subscribers;
+		/*
+		 * Events wait in the module's ring until enough subscribed;
+		 * once they have, for good (a router's restart does not stop
+		 * the others' stream).
+		 */
+		bool ready = started = started ||
+				       z.subscribed >= o->wait_subscribers;
 		zmq_pollitem_t it[3] = {
 			{ .socket = z.pub, .events = ZMQ_POLLIN },
 			{ .socket = z.replay, .events = ZMQ_POLLIN },
@@ -561,7 +576,8 @@ int kvactl_events_zmq(const struct kvactl_opts *o, struct kvactl_ev_ctx *c)
 
 		if (!z.replay)
 			it[1] = it[2];
-		if (zmq_poll(it, z.replay ? 3 : 2, -1) < 0) {
+		/* A second at most: a signal between the check and the poll. */
+		if (zmq_poll(it, z.replay ? 3 : 2, 1000) < 0) {
 			if (zmq_errno() == EINTR)
 				continue;
 			kvactl_err("events: poll: %s", zmq_strerror(zmq_errno()));
@@ -582,11 +598,12 @@ int kvactl_events_zmq(const struct kvactl_opts *o, struct kvactl_ev_ctx *c)
 		}
 		if (!len)
 			break;
+		e = NULL;
 		while (kvactl_ev_next(buf, len, &off, &e) && n < cap)
 			if (e->type >= KVARENA_EVENT_STORED &&
 			    e->type <= KVARENA_EVENT_LOST)
 				ev[n++] = e;	/* newer types: not vLLM's */
-		if (off != (size_t)len)
+		if (!e)
 			goto out;		/* malformed: said so */
 		if (!n)
 			continue;
