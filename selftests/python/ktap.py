@@ -40,6 +40,24 @@ def eq(a, b, what=""):
         raise AssertionError("%s%r != %r" % (what + ": " if what else "", a, b))
 
 
+def wait_for_events_fd(proc, timeout=60):
+    """Until @proc has an events descriptor open (it is reading)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "exited with %r" % proc.returncode
+        fds = "/proc/%d/fd" % proc.pid
+        for fd in os.listdir(fds):
+            try:
+                if os.readlink(os.path.join(fds, fd)) == \
+                        "anon_inode:[kvarena-events]":
+                    return
+            except OSError:
+                pass
+        time.sleep(0.05)
+    raise AssertionError("no events descriptor in %d after %d s" %
+                         (proc.pid, timeout))
+
+
 def wait_clients(name, n):
     """The arena's clients once there are n or fewer (waits up to 10 s):
     a process that used io_uring, the default transport, may leave its

@@ -25,7 +25,6 @@ import select
 import subprocess
 import signal
 import threading
-import time
 
 import msgpack
 import zmq
@@ -35,7 +34,7 @@ import ktap
 import kvev_hash
 import vllm_rules
 from kvarena import _uapi
-from ktap import eq, expect_error, wait_clients
+from ktap import eq, expect_error, wait_clients, wait_for_events_fd
 
 suite = ktap.Suite("python_events")
 MiB = 1 << 20
@@ -62,24 +61,6 @@ def in_child(fn):
         finally:
             os._exit(code)
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-
-
-def wait_for_events_fd(proc, timeout=60):
-    """Until @proc has an events descriptor open (it is reading)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "exited with %r" % proc.returncode
-        fds = "/proc/%d/fd" % proc.pid
-        for fd in os.listdir(fds):
-            try:
-                if os.readlink(os.path.join(fds, fd)) == \
-                        "anon_inode:[kvarena-events]":
-                    return
-            except OSError:
-                pass
-        time.sleep(0.05)
-    raise AssertionError("no events descriptor in %d after %d s" %
-                         (proc.pid, timeout))
 
 
 def flatten_module(events):

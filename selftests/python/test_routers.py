@@ -30,7 +30,7 @@ import kvarena
 import ktap
 import kvev_hash
 import vllm_rules
-from ktap import eq, wait_clients
+from ktap import eq, wait_clients, wait_for_events_fd
 
 suite = ktap.Suite("python_routers")
 MiB = 1 << 20
@@ -58,22 +58,6 @@ EXPECT = {
     "vllm-first": {"llmd": "batch", "manager": "batch", "dynamo": "batch",
                    "vllm": "ok"},
 }
-
-
-def wait_for_events_fd(proc, timeout=60):
-    """Until @proc has an events descriptor open (it is reading)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "exited with %r" % proc.returncode
-        fds = "/proc/%d/fd" % proc.pid
-        try:
-            if "anon_inode:[kvarena-events]" in \
-                    (os.readlink(os.path.join(fds, f)) for f in os.listdir(fds)):
-                return
-        except OSError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError("no events descriptor in %d" % proc.pid)
 
 
 def as_tenant():
