@@ -476,4 +476,69 @@ def the_first_vllm_layout_is_refused_by_llm_d_and_dynamo():
     check_layout("vllm-first", 5577)
 
 
+@suite.test
+def a_publisher_that_fell_behind_tells_every_router_to_forget():
+    """kvarenactl held back (no subscriber yet) while a burst overflows
+    the module's 64 KiB ring: its LOST record goes out as the
+    AllBlocksCleared every router then reads first, before the blocks
+    the ring still had."""
+    name, port = "rt-lost", 5581
+    pub = "tcp://127.0.0.1:%d" % port
+    kvarena.create_arena(name, nr_frames=8, frame_size=MiB,
+                         bytes_per_token=GEO.bytes_per_token)
+    truth_fd = kvarena.events(name, oldest=True)
+    zp = subprocess.Popen([KVARENACTL, "events", name, "--topic", TOPIC,
+                           "--zmq", "tcp://*:%d" % port,
+                           "--wait-subscribers", "3"])
+    procs = {"kvarenactl": zp}
+    try:
+        wait_for_events_fd(zp)
+        toks = list(range(8 * T))
+        with kvarena.open(name, mode="device", label="rt-burst") as a:
+            for r in range(10):
+                keys = kvarena.prefix_keys(GEO, toks, b"burst-%d" % r)
+                s = a.seq(GEO, max_tokens=8 * T)
+                s.grow(8 * T)
+                eq(s.publish(keys, tokens=toks), 8)
+                s.free()
+                h = a.alloc(8)          # reclaims all 8
+                a.free(h)
+        got = truth_fd.read(timeout=5)
+        eq(got[0].type, "lost")
+        procs["llmd"] = consumer([LLMD, "-sub", pub])
+        procs["dynamo"] = consumer([DYNAMO, "--sub", pub, "--block-size",
+                                    str(T)])
+        live = Live(pub, "vllm", procs)
+        live.until(lambda: live.events(), "the batch after the loss")
+        del procs["kvarenactl"]     # it exits at the arena's end
+        kvarena.destroy_arena(name)
+        live.until(lambda: sum(e["type"] == "AllBlocksCleared"
+                               for e in live.events()) == 2, "the end")
+        eq(zp.wait(timeout=60), 0)
+        last = live.batches[-1][0]
+        want = [("cleared",)] + truth(got[1:]) + [("cleared",)]
+        eq(blocks_vllm(live.events(), "vllm"), salts_first_only(want),
+           "vLLM's decoder")
+        lines = finish(procs["llmd"], last)
+        eq([x.get("error") for x in lines], [None] * len(lines))
+        eq(blocks_llmd([ev for x in lines for ev in x["events"]]),
+           salts_first_only(want), "llm-d")
+        lines = finish(procs["dynamo"], last)
+        eq([x.get("error") for x in lines], [None] * len(lines))
+        eq(blocks_dynamo([ev for x in lines for ev in x["events"]]), want,
+           "Dynamo")
+        print("# %d events lost; every router forgot, then had the %d "
+              "records the ring kept" % (got[0].lost, len(want) - 2))
+    finally:
+        for p in list(procs.values()) + [zp]:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        truth_fd.close()
+        try:
+            kvarena.destroy_arena(name)
+        except OSError:
+            pass
+
+
 suite.run()
