@@ -58,6 +58,26 @@ def wait_for_events_fd(proc, timeout=60):
                          (proc.pid, timeout))
 
 
+def event_burst(name, geometry, label, rounds=10):
+    """@rounds times, a chain of 8 frames published with its token ids
+    into arena @name (8 frames), then reclaimed: 16 events a round, more
+    than a 64 KiB events ring keeps.  Returns the number of events."""
+    import kvarena
+
+    t = geometry.tokens_per_frame
+    toks = list(range(8 * t))
+    with kvarena.open(name, mode="device", label=label) as a:
+        for r in range(rounds):
+            keys = kvarena.prefix_keys(geometry, toks, b"burst-%d" % r)
+            s = a.seq(geometry, max_tokens=8 * t)
+            s.grow(8 * t)
+            eq(s.publish(keys, tokens=toks), 8)
+            s.free()
+            h = a.alloc(8)                # reclaims all 8
+            a.free(h)
+    return 16 * rounds
+
+
 def wait_clients(name, n):
     """The arena's clients once there are n or fewer (waits up to 10 s):
     a process that used io_uring, the default transport, may leave its

@@ -34,7 +34,8 @@ import ktap
 import kvev_hash
 import vllm_rules
 from kvarena import _uapi
-from ktap import eq, expect_error, wait_clients, wait_for_events_fd
+from ktap import eq, event_burst, expect_error, wait_clients, \
+    wait_for_events_fd
 
 suite = ktap.Suite("python_events")
 MiB = 1 << 20
@@ -326,18 +327,7 @@ def a_reader_that_falls_behind_is_told_how_many_it_lost():
                           text=True)
     wait_for_events_fd(js)
     js.send_signal(signal.SIGSTOP)
-    toks = list(range(8 * T))
-    total = 0
-    with kvarena.open(name, mode="device", label="ev-burst") as a:
-        for r in range(10):
-            keys = kvarena.prefix_keys(GEO, toks, b"burst-%d" % r)
-            s = a.seq(GEO, max_tokens=8 * T)
-            s.grow(8 * T)
-            eq(s.publish(keys, tokens=toks), 8)
-            s.free()
-            h = a.alloc(8)                # reclaims all 8
-            a.free(h)
-            total += 16
+    total = event_burst(name, GEO, "ev-burst")
     # 160 records of 1136 or 112 bytes: more than 64 KiB keep.
     got = ev.read(timeout=5)
     eq(got[0].type, "lost")

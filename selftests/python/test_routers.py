@@ -30,7 +30,7 @@ import kvarena
 import ktap
 import kvev_hash
 import vllm_rules
-from ktap import eq, wait_clients, wait_for_events_fd
+from ktap import eq, event_burst, wait_clients, wait_for_events_fd
 
 suite = ktap.Suite("python_routers")
 MiB = 1 << 20
@@ -493,16 +493,7 @@ def a_publisher_that_fell_behind_tells_every_router_to_forget():
     procs = {"kvarenactl": zp}
     try:
         wait_for_events_fd(zp)
-        toks = list(range(8 * T))
-        with kvarena.open(name, mode="device", label="rt-burst") as a:
-            for r in range(10):
-                keys = kvarena.prefix_keys(GEO, toks, b"burst-%d" % r)
-                s = a.seq(GEO, max_tokens=8 * T)
-                s.grow(8 * T)
-                eq(s.publish(keys, tokens=toks), 8)
-                s.free()
-                h = a.alloc(8)          # reclaims all 8
-                a.free(h)
+        event_burst(name, GEO, "rt-burst")
         got = truth_fd.read(timeout=5)
         eq(got[0].type, "lost")
         procs["llmd"] = consumer([LLMD, "-sub", pub])
