@@ -8,7 +8,8 @@
 #   kvev-dynamo  Rust: Dynamo's rules, serde and rmp-serde (cargo, rustc,
 #                librust-{serde,serde-derive,rmp-serde,zmq}-dev), built
 #                offline against Debian's crates in /usr/share/cargo/registry
-# Both link libzmq (libzmq3-dev).  Documentation/events.rst.
+# Both link libzmq (libzmq3-dev).  Natively, check-events-loops runs
+# loop_test.py on them.  Documentation/events.rst.
 
 EVT     := $(abspath $(B))/selftests/events
 EVT_SRC := $(SRC)/selftests/events
@@ -40,3 +41,11 @@ $(KVEV_DYNAMO): $(EVT_SRC)/dynamo/Cargo.toml $(EVT_SRC)/dynamo/src/main.rs
 		--release --manifest-path $(EVT)/dynamo-src/Cargo.toml \
 		--target-dir $(EVT)/dynamo-target
 	$(Q)cp $(EVT)/dynamo-target/release/kvev-dynamo $@
+
+# Natively: the decoders' read loops survive interrupted polls and end
+# when their stdin closes (loop_test.py).
+.PHONY: check-events-loops
+check-events-loops: $(KVEV_BINS)
+	$(Q)python3 $(EVT_SRC)/loop_test.py $(KVEV_LLMD) $(KVEV_DYNAMO)
+
+CHECK_NATIVE += check-events-loops

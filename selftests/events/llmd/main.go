@@ -34,21 +34,39 @@ package main
 
 /*
 #cgo LDFLAGS: -lzmq
+#include <errno.h>
 #include <stdlib.h>
 #include <zmq.h>
 
+// The Go runtime preempts with signals (SIGURG): a blocking call in C
+// returns EINTR now and then, and is simply made again.
 static int kvev_poll(void *sock, int with_stdin, long timeout)
 {
 	zmq_pollitem_t it[2] = {
 		{ .socket = sock, .events = ZMQ_POLLIN },
 		{ .fd = 0, .events = ZMQ_POLLIN },
 	};
-	int n = zmq_poll(it, with_stdin ? 2 : 1, timeout);
+	int n;
 
+	do
+		n = zmq_poll(it, with_stdin ? 2 : 1, timeout);
+	while (n < 0 && zmq_errno() == EINTR);
 	if (n < 0)
 		return -1;
+	// a closed pipe is POLLHUP, which zmq reports as an error
 	return ((it[0].revents & ZMQ_POLLIN) ? 1 : 0) |
-	       ((with_stdin && (it[1].revents & ZMQ_POLLIN)) ? 2 : 0);
+	       ((with_stdin && (it[1].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) ?
+		2 : 0);
+}
+
+static int kvev_msg_recv(zmq_msg_t *msg, void *sock)
+{
+	int n;
+
+	do
+		n = zmq_msg_recv(msg, sock, 0);
+	while (n < 0 && zmq_errno() == EINTR);
+	return n;
 }
 */
 import "C"
@@ -490,7 +508,7 @@ func recvMultipart(sock unsafe.Pointer) ([][]byte, error) {
 	for {
 		var msg C.zmq_msg_t
 		C.zmq_msg_init(&msg)
-		if C.zmq_msg_recv(&msg, sock, 0) < 0 {
+		if C.kvev_msg_recv(&msg, sock) < 0 {
 			C.zmq_msg_close(&msg)
 			return nil, zerr("recv")
 		}

@@ -521,8 +521,12 @@ fn live(ctx: &zmq::Context, ep: &str, topic: &str, kv_block_size: usize) -> Resu
             sub.as_poll_item(zmq::POLLIN),
             zmq::PollItem::from_fd(0, if stdin_open { zmq::POLLIN } else { zmq::PollEvents::empty() }),
         ];
-        zmq::poll(&mut items, -1).map_err(|e| e.to_string())?;
-        if items[1].is_readable() {
+        match zmq::poll(&mut items, -1) {
+            Err(zmq::Error::EINTR) => continue,
+            r => r.map_err(|e| e.to_string())?,
+        };
+        // a closed pipe is POLLHUP, which zmq reports as an error
+        if items[1].is_readable() || items[1].is_error() {
             let mut line = String::new();
             if stdin.lock().read_line(&mut line).map_err(|e| e.to_string())? == 0 {
                 if stop_at.is_none() {
