@@ -237,16 +237,20 @@ int kva_arena_info(struct kva_arena *arena, struct kva_arena_info *info);
  * kva_arena_set_stream() - order the teardown of sequences with the
  * engine's GPU work on @stream (a CUstream; NULL: the legacy stream).
  *
- * Without it, kva_seq_free() unmaps at once, and cuMemUnmap() waits for
- * the device.  With it, kva_seq_free() records an event on @stream and
- * returns without waiting; a thread of the arena waits for the event,
- * unmaps the range and only then returns the frames to the arena, so no
- * kernel queued before the free reads a frame that someone else has
- * taken.  Until then the frames count as held; a grow that finds the
+ * cuMemUnmap() does not wait for the device, so no range the engine's
+ * kernels may still read is unmapped before the device is done with it.
+ * Without a stream named, kva_seq_free() and kva_seq_shrink() wait for
+ * the whole context (cuCtxSynchronize) and unmap.  With @stream, they
+ * record an event on it and return without waiting; a thread of the
+ * arena waits for the event, unmaps and only then returns the frames to
+ * the arena, so no kernel queued before reads a frame that someone else
+ * has taken.  Until then the frames count as held; a grow that finds the
  * arena full waits for the pending teardowns before failing, and
- * kva_arena_sync() waits for all of them.  Copy-on-write copies and
- * kva_seq_shrink() still run on the calling thread (see
- * Documentation/libkvarena.rst).
+ * kva_arena_sync() waits for all of them.  A copy-on-write copies on
+ * @stream and waits for it on the calling thread before it swaps the
+ * slot (see Documentation/libkvarena.rst).  @stream must stay valid
+ * until kva_close() or the next call; kva_close() waits for the whole
+ * context.
  *
  * Thread safety: takes the arena's lock.
  * Return: 0, -EINVAL, -EOPNOTSUPP (host backend) or -EAGAIN (no thread).

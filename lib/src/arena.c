@@ -184,6 +184,13 @@ void kva_close(struct kva_arena *a)
 	/* every stream-ordered teardown finished first */
 	kva_teardown_stop(a);
 	kva_lock(a);
+	/*
+	 * Whatever the engine still has queued may read the ranges about to
+	 * be unmapped: wait for all of it, once (not the named stream, which
+	 * the engine may have destroyed by now).
+	 */
+	if (a->vmm->quiesce)
+		a->vmm->quiesce(a, true);
 	/* Closing the provider returns every frame at once. */
 	a->closing = true;
 	while (a->seqs.next != &a->seqs)

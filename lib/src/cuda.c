@@ -368,10 +368,38 @@ static int cuda_unmap(struct kva_arena *a, uint64_t va, uint32_t n)
 }
 
 /*
+ * Lock held.  Wait for the device: see struct kva_vmm.quiesce.  The
+ * context already pushed.
+ */
+static int quiesce_pushed(struct kva_arena *a, struct kva_cuda *c, bool whole)
+{
+	if (!whole && a->td_on)
+		return cu_err(a, c->fn.cuStreamSynchronize(
+				      (CUstream)a->td_stream));
+	return cu_err(a, c->fn.cuCtxSynchronize());
+}
+
+static int cuda_quiesce(struct kva_arena *a, bool whole)
+{
+	struct kva_cuda *c = cuda(a);
+	int ret = ctx_push(a, c);
+
+	if (ret)
+		return ret;
+	ret = quiesce_pushed(a, c, whole);
+	ctx_pop(c);
+	return ret;
+}
+
+/*
  * Copy-on-write: the whole frame, device to device (2 MiB is a
  * microsecond of HBM bandwidth; finding the filled blocks is not worth
- * it).  Device-to-device copies do not wait for completion, and the
- * caller unmaps the destination next, so wait on the stream here.
+ * it).  On the engine's stream when it named one, so that the copy comes
+ * after the kernels that wrote the source and before those that will
+ * read the destination; on the legacy stream otherwise.  A copy does not
+ * wait for the device, and the caller unmaps the destination's scratch
+ * mapping and swaps the slot the engine's kernels read next, so wait
+ * for the copy and for everything before it (quiesce).
  */
 static int cuda_copy(struct kva_arena *a, uint64_t dst, uint64_t src,
 		     const struct kva_geometry *g, uint32_t tokens)
@@ -384,31 +412,10 @@ static int cuda_copy(struct kva_arena *a, uint64_t dst, uint64_t src,
 	ret = ctx_push(a, c);
 	if (ret)
 		return ret;
-	ret = cu_err(a, c->fn.cuMemcpyDtoD(dst, src, a->frame_size));
-	if (!ret)
-		ret = cu_err(a, c->fn.cuStreamSynchronize(NULL));
-	ctx_pop(c);
-	return ret;
-}
-
-/*
- * The same, on the engine's stream (seq.c's cow_copy_queued()): returns
- * once the copy is queued.
- */
-static int cuda_copy_async(struct kva_arena *a, uint64_t dst, uint64_t src,
-			   const struct kva_geometry *g, uint32_t tokens,
-			   void *stream)
-{
-	struct kva_cuda *c = cuda(a);
-	int ret;
-
-	if (!tokens)
-		return 0;
-	ret = ctx_push(a, c);
-	if (ret)
-		return ret;
 	ret = cu_err(a, c->fn.cuMemcpyDtoDAsync(dst, src, a->frame_size,
-						(CUstream)stream));
+			a->td_on ? (CUstream)a->td_stream : NULL));
+	if (!ret)
+		ret = quiesce_pushed(a, c, false);
 	ctx_pop(c);
 	return ret;
 }
@@ -452,7 +459,8 @@ static void cuda_forget(struct kva_arena *a, uint32_t idx)
 /*
  * Stream-ordered teardown (teardown.c): an event on the engine's stream
  * at kva_seq_free(), waited for by the worker before it unmaps.  Neither
- * cuEventCreate nor cuEventRecord waits for the device.
+ * cuEventCreate nor cuEventRecord waits for the device; the worker's wait
+ * sleeps (CU_EVENT_BLOCKING_SYNC) instead of spinning a core.
  */
 static int cuda_fence(struct kva_arena *a, void *stream, void **fence)
 {
@@ -462,7 +470,8 @@ static int cuda_fence(struct kva_arena *a, void *stream, void **fence)
 
 	if (ret)
 		return ret;
-	ret = cu_err(a, c->fn.cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+	ret = cu_err(a, c->fn.cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING |
+						   CU_EVENT_BLOCKING_SYNC));
 	if (!ret) {
 		ret = cu_err(a, c->fn.cuEventRecord(ev, (CUstream)stream));
 		if (ret)
@@ -497,7 +506,7 @@ const struct kva_vmm kva_cuda_vmm = {
 	.map = cuda_map,
 	.unmap = cuda_unmap,
 	.copy = cuda_copy,
-	.copy_async = cuda_copy_async,
+	.quiesce = cuda_quiesce,
 	.fence = cuda_fence,
 	.fence_wait = cuda_fence_wait,
 	.clear = cuda_clear,

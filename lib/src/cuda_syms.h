@@ -36,6 +36,7 @@
 	X(cuMemcpyDtoDAsync)				\
 	X(cuMemsetD8Async)				\
 	X(cuStreamSynchronize)				\
+	X(cuCtxSynchronize)				\
 	X(cuEventCreate)				\
 	X(cuEventRecord)				\
 	X(cuEventSynchronize)				\

@@ -203,7 +203,17 @@ extern const struct kva_provider kva_embedded_provider;
  *		or nothing.
  * @unmap:	unmap @n frames mapped at @va, leaving the range reserved.
  * @copy:	copy the first @tokens tokens of every (layer, K|V, head)
- *		block of the frame at @src to the frame at @dst.
+ *		block of the frame at @src to the frame at @dst, and wait
+ *		until it is done and so is everything the engine queued
+ *		before it (as @quiesce): on the engine's stream when it is
+ *		named, so that the copy is ordered with its kernels.
+ * @quiesce:	wait until the device has finished the work that may use
+ *		this process's mappings: what was queued on the engine's
+ *		stream (kva_arena_set_stream()), or, with no stream named or
+ *		if @whole, everything in the context.  Every unmap the
+ *		engine's kernels might still read through waits for this
+ *		first, or for a @fence: cuMemUnmap() does not wait for the
+ *		device.  NULL where the memory is the CPU's (host).
  * @fence:	record a point on @stream (an event); NULL where teardown
  *		cannot be stream-ordered (host).
  * @fence_wait:	wait until the stream passed @fence, and forget it.
@@ -220,10 +230,7 @@ struct kva_vmm {
 	int (*unmap)(struct kva_arena *a, uint64_t va, uint32_t n);
 	int (*copy)(struct kva_arena *a, uint64_t dst, uint64_t src,
 		    const struct kva_geometry *g, uint32_t tokens);
-	/* the same, queued on @stream and not waited for (NULL: none) */
-	int (*copy_async)(struct kva_arena *a, uint64_t dst, uint64_t src,
-			  const struct kva_geometry *g, uint32_t tokens,
-			  void *stream);
+	int (*quiesce)(struct kva_arena *a, bool whole);
 	int (*fence)(struct kva_arena *a, void *stream, void **fence);
 	int (*fence_wait)(struct kva_arena *a, void *fence);
 	/* zero @n frames mapped at @va and wait until the device has (NULL:
@@ -384,6 +391,7 @@ void kva_teardown_queue(struct kva_arena *a, struct kva_teardown *t,
 			uint32_t nr);
 void kva_teardown_wait_locked(struct kva_arena *a);
 void kva_teardown_stop(struct kva_arena *a);
+int kva_quiesce(struct kva_arena *a);
 const char *kva_env(const char *name);
 const char *kva_device_path(const char *opt);
 

@@ -142,7 +142,6 @@ struct grow_plan {
 	bool mapped;
 	bool swapped;
 	uint32_t cow_drop;
-	bool cow_queued;	/* its copy may still be on the stream */
 };
 
 static uint32_t cow_frame(const struct grow_plan *p, const uint32_t *idx)
@@ -264,50 +263,6 @@ static int map_new(struct kva_arena *a, struct grow_plan *p,
 	return ret;
 }
 
-/*
- * Stream-ordered copy-on-write (teardown.c): the new frame and the shared
- * one are mapped side by side in a range of their own, the copy between
- * them is queued on the engine's stream, and the worker unmaps them once
- * the stream has passed it.  Neither mapping is one the engine uses, so
- * the slot can take the new frame at once, and the shared frame, still
- * mapped here, goes back to the arena only after the worker is through
- * (it returns frames in queue order).  Lock held.
- */
-static int cow_copy_queued(struct kva_arena *a, struct grow_plan *p,
-			   uint32_t nf)
-{
-	uint32_t f[2] = { nf, p->s->slot[p->cow_slot] };
-	uint64_t fs = a->frame_size, va, got;
-	struct kva_teardown *t;
-	int ret;
-
-	ret = kva_resv_get(a, 2 * fs, &va, &got);
-	if (ret)
-		return ret;
-	ret = a->vmm->map(a, va, f, 2);
-	if (ret)
-		goto err_put;
-	ret = a->vmm->copy_async(a, va, va + fs, &p->s->pub.geo,
-				 p->cow_tokens, a->td_stream);
-	t = ret ? NULL : kva_teardown_new(a, va, got, 2, 0);
-	if (!t) {
-		/* no event to wait for: unmapping waits for the device */
-		if (a->vmm->unmap(a, va, 2)) {
-			a->vmm->release(a, va, got);
-			return -EIO;
-		}
-		ret = ret ? ret : -EIO;
-		goto err_put;
-	}
-	kva_teardown_queue(a, t, 0);
-	p->cow_queued = true;
-	return 0;
-
-err_put:
-	kva_resv_put(a, va, got);
-	return ret;
-}
-
 /* Fill plan @p's new private frame with the shared slot's tokens. */
 static int cow_copy(struct kva_arena *a, struct grow_plan *p,
 		    const uint32_t *idx)
@@ -323,14 +278,13 @@ static int cow_copy(struct kva_arena *a, struct grow_plan *p,
 	}
 	if (!p->cow_tokens)
 		return 0;
-	if (a->td_on && !a->closing && a->vmm->copy_async)
-		return cow_copy_queued(a, p, nf);
 	ret = kva_scratch(a, &scratch);
 	if (ret)
 		return ret;
 	ret = a->vmm->map(a, scratch, &nf, 1);
 	if (ret)
 		return ret;
+	/* done, and so is what the engine queued before: see swap_slot() */
 	ret = a->vmm->copy(a, scratch, slot_va(p->s, p->cow_slot),
 			   &p->s->pub.geo, p->cow_tokens);
 	/* The scratch mapping must go even if the copy failed. */
@@ -340,7 +294,11 @@ static int cow_copy(struct kva_arena *a, struct grow_plan *p,
 }
 
 /*
- * Map frame @to at slot @k in place of frame @from.  On failure the slot
+ * Map frame @to at slot @k in place of frame @from.  Kernels the engine
+ * queued earlier may read the slot, and a mapping cannot be replaced
+ * (cuMemMap), only unmapped first, which does not wait for the device:
+ * the caller has waited for the engine's stream (kva_quiesce(), or the
+ * copy's wait) before the first swap.  On failure the slot
  * maps @from again; should even that fail, the slot is left unmapped and
  * the result is -EIO (the backend's own error is in backend_error).
  */
@@ -374,12 +332,6 @@ static void grow_undo(struct kva_arena *a, struct grow_plan *p,
 	uint32_t j, n = 0;
 	unsigned int i;
 
-	/* a copy still queued writes into its new frame: let it finish */
-	for (i = 0; i < nr; i++)
-		if (p[i].cow_queued) {
-			kva_teardown_wait_locked(a);
-			break;
-		}
 	for (i = nr; i-- > 0;) {
 		struct kva_seq_impl *s = p[i].s;
 
@@ -437,7 +389,8 @@ static int grow_batch_once(struct kva_arena *a, const struct kva_grow *reqs,
 	uint32_t stack_idx[GROW_STACK], *idx = stack_idx;
 	struct kva_usage_report u;
 	uint64_t total = 0;
-	unsigned int i, planned = 0;
+	unsigned int i, planned = 0, cows = 0;
+	bool drained = false;
 	int ret = 0;
 
 	if (!a || (nr && !reqs))
@@ -502,9 +455,19 @@ static int grow_batch_once(struct kva_arena *a, const struct kva_grow *reqs,
 			ret = cow_copy(a, &p[i], idx);
 			if (ret)
 				goto err_undo;
+			drained |= p[i].cow_tokens > 0;
+			cows++;
 		}
 	}
-	/* Then the copies take the shared frames' places. */
+	/*
+	 * Then the copies take the shared frames' places, once the device is
+	 * through with what the engine queued before (swap_slot()).
+	 */
+	if (cows && !drained) {
+		ret = kva_quiesce(a) ? -EIO : 0;
+		if (ret)
+			goto err_undo;
+	}
 	for (i = 0; i < nr; i++) {
 		if (p[i].cow_slot < 0)
 			continue;
@@ -518,24 +481,14 @@ static int grow_batch_once(struct kva_arena *a, const struct kva_grow *reqs,
 	for (i = 0; i < nr; i++)
 		grow_commit(a, &p[i], idx);
 	/*
-	 * Published frames every sharer copied go back to the arena; one a
-	 * queued copy still reads (mapped in that copy's range) goes
-	 * through the worker, after the range's unmap.
+	 * Published frames every sharer copied go back to the arena: no
+	 * sequence maps them, and the device is done with them.
 	 */
 	for (i = 0; i < nr; i++) {
 		if (p[i].cow_drop != UINT32_MAX) {
 			uint64_t drop = a->frames[p[i].cow_drop].handle;
-			struct kva_teardown *t = p[i].cow_queued ?
-				kva_teardown_new(a, 0, 0, 0, 1) : NULL;
 
-			if (p[i].cow_queued && !t)
-				kva_teardown_wait_locked(a);
-			if (t) {
-				kva_teardown_handles(t)[0] = drop;
-				kva_teardown_queue(a, t, 1);
-			} else {
-				kva_frames_put(a, &drop, 1);
-			}
+			kva_frames_put(a, &drop, 1);
 		}
 	}
 	goto out_free;
@@ -659,6 +612,8 @@ int kva_seq_shrink(struct kva_seq *seq, uint64_t tokens)
 		}
 	}
 	if (drop) {
+		/* kernels queued before may still read the tail */
+		kva_quiesce(a);
 		ret = a->vmm->unmap(a, slot_va(s, keep), drop);
 		if (ret)
 			goto out;
@@ -773,6 +728,9 @@ void kva_seq_destroy_locked(struct kva_seq_impl *s)
 	 */
 	if (a->td_pending && (s->nr_cow || s->unmapping))
 		kva_teardown_wait_locked(a);
+	/* kernels queued before may still read the range */
+	if (s->nr_mapped)
+		kva_quiesce(a);
 	if (s->nr_mapped && a->vmm->unmap(a, s->pub.base, s->nr_mapped)) {
 		/* Still mapped: keep the frames, give up the range. */
 		stuck = true;

@@ -2,22 +2,27 @@
 /*
  * Stream-ordered teardown: kva_seq_free() without waiting on the driver.
  *
- * cuMemUnmap() waits for the device, and a sequence's frames must not go
- * back to the arena (where another sequence, or another process, may
- * write them) while kernels the engine queued earlier may still read
- * them.  Once the engine names its stream (kva_arena_set_stream()),
- * kva_seq_free() records an event on that stream and hands the range and
- * the frames to a worker thread; the worker waits for the event, unmaps,
- * and only then gives the range to the reservation cache and the frames
- * to the provider.  The engine's thread makes two driver calls
- * (cuEventCreate, cuEventRecord), neither of which waits.
+ * cuMemUnmap() does not wait for the device: unmapping memory that a
+ * kernel queued earlier still reads makes that kernel fault (or read
+ * whatever is mapped there next), and a frame must not go back to the
+ * arena, where another sequence or process may write it, while such a
+ * kernel may still read it.  So every unmap waits for the device first.
+ * Without a stream named that is kva_quiesce() on the calling thread:
+ * cuCtxSynchronize(), everything in the context.  Once the engine names
+ * its stream (kva_arena_set_stream()), kva_seq_free() records an event
+ * on that stream and hands the range and the frames to a worker thread;
+ * the worker waits for the event, unmaps, and only then gives the range
+ * to the reservation cache and the frames to the provider.  The engine's
+ * thread makes two driver calls (cuEventCreate, cuEventRecord), neither
+ * of which waits.
  *
- * The same queue serves what else must wait for the stream (seq.c): a
- * kva_seq_shrink() hands over the dropped tail of a sequence's range
- * (its frames, not the range, which stays the sequence's: va_size 0), a
- * copy-on-write the scratch range its copy goes through (no frames).
- * One worker takes them in order, so a frame two of them map is returned
- * only after the later one's unmap.
+ * The same queue serves a kva_seq_shrink() (seq.c), which hands over the
+ * dropped tail of a sequence's range (its frames, not the range, which
+ * stays the sequence's: va_size 0).  One worker takes them in order, so
+ * a frame two of them map is returned only after the later one's unmap.
+ * Copy-on-write cannot be deferred: the slot the engine reads must map
+ * the copy when the grow returns, so it waits on the calling thread for
+ * the engine's stream (seq.c, swap_slot()).
  *
  * Until the worker is through, the frames are still held: an allocation
  * that finds the arena full waits for pending teardowns before it fails
@@ -175,6 +180,20 @@ void kva_teardown_queue(struct kva_arena *a, struct kva_teardown *t,
 	a->td_tail = t;
 	a->td_pending++;
 	pthread_cond_signal(&a->td_work);
+}
+
+/*
+ * Lock held.  Wait until the device is done with what may read this
+ * process's mappings (struct kva_vmm.quiesce), before an unmap that
+ * cannot be left to the worker.  kva_close() waited for everything
+ * already.  A failed wait means a broken context, whose kernels no
+ * longer run: the caller unmaps all the same.
+ */
+int kva_quiesce(struct kva_arena *a)
+{
+	if (!a->vmm->quiesce || a->closing)
+		return 0;
+	return a->vmm->quiesce(a, false);
 }
 
 /* kva_close(), before anything else: finish every teardown, stop. */

@@ -7,11 +7,14 @@
  * so data written through a mapped range is real and readable through
  * every other mapping of the same allocation.  It checks the rules the
  * real driver enforces that libkvarena relies on, records every call,
- * and fails a chosen call on demand.
+ * and fails a chosen call on demand.  Its device queues work per stream
+ * and, in its asynchronous model, runs it only when waited for, so that
+ * an unmap under queued work - a fault on a GPU - fails the test.
  */
 #ifndef KVA_CUDA_DOUBLE_H
 #define KVA_CUDA_DOUBLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,15 +36,40 @@ struct cuda_double_live {
 };
 
 /*
- * Streams: while held, the device has not reached any event recorded
- * since, and cuEventSynchronize() on one waits until the release; copies
- * queued with cuMemcpyDtoDAsync() run at the release.  (One stream: the
- * stream argument is recorded, not told apart.)
+ * The device (see cuda_double.c): work queued on a stream runs in order,
+ * at once (the synchronous model, the default) or only when waited for
+ * (the asynchronous model: cuda_double_set_async(true), or
+ * CUDA_DOUBLE_ASYNC=1 at cuInit).  While held, nothing runs and every
+ * wait (cuStreamSynchronize, cuEventSynchronize, cuCtxSynchronize)
+ * blocks until the release; events recorded meanwhile are reached only
+ * after it.
  */
 void cuda_double_stream_hold(void);
 void cuda_double_stream_release(void);
-/* Queued copies that found their memory unmapped when they ran. */
+void cuda_double_set_async(bool on);
+bool cuda_double_async(void);
+/* The device catches up with everything queued (unless held). */
+void cuda_double_progress(void);
+/* Work queued and not yet run. */
+unsigned int cuda_double_queued(void);
+/*
+ * Stand-ins for an engine's kernels: read [va, va + n) on @stream (the
+ * FNV-1a hash of the bytes goes to *@sum when it runs), or fill it with
+ * @val.  Return 0, or a CUresult.
+ */
+int cuda_double_launch_read(void *stream, uint64_t va, uint64_t n,
+			    uint64_t *sum);
+int cuda_double_launch_write(void *stream, uint64_t va, uint64_t n, int val);
+/* The hash a read kernel gives for the bytes at @p. */
+uint64_t cuda_double_sum(const void *p, uint64_t n);
+/* Queued work that found its memory unmapped, or read-only, when it ran. */
 unsigned int cuda_double_faults(void);
+/*
+ * Unmaps of memory that queued work still used (a GPU would fault), and
+ * the first one's description ("" if none).
+ */
+unsigned int cuda_double_violations(void);
+const char *cuda_double_violation(void);
 /* Clear the call log and any armed failure; live state is kept. */
 void cuda_double_reset(void);
 /* The @nth next call of @fn (its exported name) returns @err. */

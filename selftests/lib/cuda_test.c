@@ -4,8 +4,11 @@
  * test double of the driver's virtual memory entry points over host
  * memory: the call sequences (one cuMemSetAccess per run of frames, one
  * cuMemCreate per frame ever, context pushed and popped around every
- * call), the unwinding of every failure, and data written through the
- * ranges.  Device mode, with the real module, is lib_vm_cuda_test's.
+ * call), the unwinding of every failure, data written through the
+ * ranges, and, on a device that runs queued work only when waited for
+ * (the async tests, and the whole file again under CUDA_DOUBLE_ASYNC=1),
+ * that nothing is unmapped under the engine's queued kernels.  Device
+ * mode, with the real module, is lib_vm_cuda_test's.
  */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -72,6 +75,9 @@ FIXTURE_TEARDOWN(cuda)
 	EXPECT_EQ(0, cuda_double_ctx_depth());
 	kva_close(self->a);
 	EXPECT_TRUE(all_released());
+	/* nothing unmapped under queued work, in either model */
+	EXPECT_STREQ("", cuda_double_violation());
+	EXPECT_EQ(0, cuda_double_faults());
 }
 
 TEST(open_loads_the_driver_and_retains_the_primary_context)
@@ -94,7 +100,9 @@ TEST(open_loads_the_driver_and_retains_the_primary_context)
 	/* Embedded allocations are not made exportable. */
 	cuda_double_reset();
 	kva_close(a);
-	EXPECT_STREQ("cuCtxPushCurrent_v2 cuCtxPopCurrent_v2 "
+	/* whatever is still queued may read what is unmapped next */
+	EXPECT_STREQ("cuCtxPushCurrent_v2 cuCtxSynchronize cuCtxPopCurrent_v2 "
+		     "cuCtxPushCurrent_v2 cuCtxPopCurrent_v2 "
 		     "cuDevicePrimaryCtxRelease_v2", cuda_double_trace());
 	EXPECT_TRUE(all_released());
 }
@@ -329,18 +337,23 @@ TEST_F(cuda, copy_on_write_copies_device_to_device_and_spares_the_parent)
 	ASSERT_EQ(0, kva_seq_fork(p, &c));
 	cuda_double_reset();
 	ASSERT_EQ(0, kva_seq_grow(c, 1));
-	/* Scratch range, new frame there, copy, unmap it, swap the slot. */
+	/*
+	 * Scratch range, new frame there, copy (on the legacy stream: no
+	 * stream named) and wait for the whole context, whose kernels may
+	 * still read the slot, unmap the scratch, swap the slot.
+	 */
 	EXPECT_STREQ("cuCtxPushCurrent_v2 cuMemCreate cuCtxPopCurrent_v2 "
 		     "cuCtxPushCurrent_v2 cuMemAddressReserve cuCtxPopCurrent_v2 "
 		     "cuCtxPushCurrent_v2 cuMemMap cuMemSetAccess cuCtxPopCurrent_v2 "
-		     "cuCtxPushCurrent_v2 cuMemcpyDtoD_v2 cuStreamSynchronize "
+		     "cuCtxPushCurrent_v2 cuMemcpyDtoDAsync_v2 cuCtxSynchronize "
 		     "cuCtxPopCurrent_v2 "
 		     "cuCtxPushCurrent_v2 cuMemUnmap cuCtxPopCurrent_v2 "
 		     "cuCtxPushCurrent_v2 cuMemUnmap cuCtxPopCurrent_v2 "
 		     "cuCtxPushCurrent_v2 cuMemMap cuMemSetAccess cuCtxPopCurrent_v2",
 		     cuda_double_trace());
-	cp = cuda_double_find("cuMemcpyDtoD_v2", 0);
+	cp = cuda_double_find("cuMemcpyDtoDAsync_v2", 0);
 	ASSERT_NE(NULL, cp);
+	EXPECT_EQ(0, cp->stream);
 	EXPECT_EQ(c->base + FS, cp->b);
 	EXPECT_EQ(FS, cp->c);
 	EXPECT_EQ(3, held_frames(self->a));
@@ -356,7 +369,7 @@ TEST_F(cuda, copy_on_write_copies_device_to_device_and_spares_the_parent)
 TEST_F(cuda, failed_copy_on_write_leaves_both_sequences_as_they_were)
 {
 	static const char *const fn[] = {
-		"cuMemcpyDtoD_v2", "cuStreamSynchronize", "cuMemSetAccess",
+		"cuMemcpyDtoDAsync_v2", "cuCtxSynchronize", "cuMemSetAccess",
 		"cuMemMap",
 	};
 	/* The swap's cuMemMap is the second; its failure maps the
@@ -606,17 +619,18 @@ TEST_F(cuda, free_after_a_shrink_with_a_stream_returns_the_range_after_its_unmap
 }
 
 /*
- * Copy-on-write in a decode step, the stream named: the copy is queued
- * on that stream (no cuStreamSynchronize, nothing else waited for) from
- * a range of its own, which the arena's thread unmaps once the stream
- * has passed the copy.  The double runs queued copies only at the
- * release, and counts one that finds its memory gone.
+ * Copy-on-write in a decode step, the stream named: the copy goes on
+ * that stream, after the kernels that wrote the shared frame and before
+ * those that read the copy, and the grow waits for the stream (the slot
+ * the kernels read is swapped next, and a mapping cannot be replaced
+ * without an unmap, which does not wait for the device).  Everything on
+ * the engine's thread, nothing left to the arena's.
  */
-TEST_F(cuda, copy_on_write_with_a_stream_queues_the_copy)
+TEST_F(cuda, copy_on_write_with_a_stream_copies_on_it_and_waits_before_the_swap)
 {
 	unsigned long me = (unsigned long)pthread_self();
 	void *stream = (void *)(uintptr_t)0x9;
-	const struct cuda_double_call *cp;
+	const struct cuda_double_call *cp, *sy;
 	struct kva_seq *p, *c;
 	unsigned int i;
 
@@ -625,32 +639,26 @@ TEST_F(cuda, copy_on_write_with_a_stream_queues_the_copy)
 	ASSERT_EQ(0, kva_seq_grow(p, TPF + 10));
 	fill_tokens(p, 3, 0, TPF + 10);
 	ASSERT_EQ(0, kva_seq_fork(p, &c));
-	cuda_double_stream_hold();
 	cuda_double_reset();
 	ASSERT_EQ(0, kva_seq_grow(c, 1));	/* into the shared frame */
-	/* nothing on this thread waits (the arena's may wait already) */
-	EXPECT_EQ(NULL, strstr(cuda_double_trace_mine(), "Synchronize"));
-	EXPECT_EQ(0, cuda_double_count("cuMemcpyDtoD_v2"));
 	ASSERT_EQ(1, cuda_double_count("cuMemcpyDtoDAsync_v2"));
 	cp = cuda_double_find("cuMemcpyDtoDAsync_v2", 0);
 	EXPECT_EQ((uintptr_t)stream, cp->stream);
 	EXPECT_EQ(FS, cp->c);
-	EXPECT_EQ(cp->a + FS, cp->b);	/* new frame, then the shared one */
-	/* the one unmap here is the slot's, the swap's */
-	ASSERT_EQ(1, cuda_double_count("cuMemUnmap"));
-	EXPECT_EQ(c->base + FS, cuda_double_find("cuMemUnmap", 0)->a);
-	EXPECT_EQ(3, held_frames(self->a));
-
-	cuda_double_stream_release();
-	ASSERT_EQ(0, kva_arena_sync(self->a));
-	EXPECT_EQ(0, cuda_double_faults());
-	/* the copy's range, unmapped after it, on the arena's thread */
-	ASSERT_EQ(3, cuda_double_count("cuMemUnmap"));
-	for (i = 1; i < 3; i++) {
-		EXPECT_NE(me, cuda_double_find("cuMemUnmap", i)->thread);
-		EXPECT_EQ(cp->a + (i - 1) * FS,
-			  cuda_double_find("cuMemUnmap", i)->a);
+	EXPECT_EQ(c->base + FS, cp->b);		/* from the shared slot */
+	ASSERT_EQ(1, cuda_double_count("cuStreamSynchronize"));
+	sy = cuda_double_find("cuStreamSynchronize", 0);
+	EXPECT_EQ((uintptr_t)stream, sy->stream);
+	EXPECT_EQ(0, cuda_double_count("cuCtxSynchronize"));
+	EXPECT_LT(cp, sy);
+	/* the scratch's unmap, then the slot's, both after the wait */
+	ASSERT_EQ(2, cuda_double_count("cuMemUnmap"));
+	for (i = 0; i < 2; i++) {
+		EXPECT_LT(sy, cuda_double_find("cuMemUnmap", i));
+		EXPECT_EQ(me, cuda_double_find("cuMemUnmap", i)->thread);
 	}
+	EXPECT_EQ(c->base + FS, cuda_double_find("cuMemUnmap", 1)->a);
+	EXPECT_EQ(3, held_frames(self->a));
 	fill_tokens(c, 4, TPF + 10, TPF + 11);
 	EXPECT_EQ(0, check_tokens(p, 3, 0, TPF + 10));
 	EXPECT_EQ(0, check_tokens(c, 3, 0, TPF + 10));
@@ -669,12 +677,11 @@ TEST_F(cuda, copy_on_write_with_a_stream_queues_the_copy)
 TEST_F(cuda, failed_copy_on_write_with_a_stream_leaves_both_sequences_as_they_were)
 {
 	static const char *const fn[] = {
-		"cuMemcpyDtoDAsync_v2", "cuEventRecord", "cuMemMap",
-		"cuMemSetAccess",
+		"cuMemcpyDtoDAsync_v2", "cuStreamSynchronize", "cuMemSetAccess",
+		"cuMemMap",
 	};
-	/* two maps of the copy's range, then the swap's; the same for
-	 * access: one over the copy's range, then the swap's */
-	static const unsigned int nth[] = { 1, 1, 3, 2 };
+	/* as without a stream: the swap's cuMemMap is the second */
+	static const unsigned int nth[] = { 1, 1, 1, 2 };
 	struct cuda_double_live l;
 	struct kva_seq *p, *c;
 	uint64_t hp[2], hc[2];
@@ -779,7 +786,7 @@ TEST_F(cuda, attached_prefix_frames_are_read_only_and_copied_before_a_write)
 	ASSERT_EQ(2, kva_seq_handles(b, ha, 2));
 	cuda_double_reset();
 	ASSERT_EQ(0, kva_seq_grow(b, 1));
-	EXPECT_EQ(1, cuda_double_count("cuMemcpyDtoD_v2"));
+	EXPECT_EQ(1, cuda_double_count("cuMemcpyDtoDAsync_v2"));
 	ASSERT_EQ(2, kva_seq_handles(b, hb, 2));
 	EXPECT_EQ(ha[0], hb[0]);
 	EXPECT_NE(ha[1], hb[1]);
@@ -794,8 +801,8 @@ TEST_F(cuda, attached_prefix_frames_are_read_only_and_copied_before_a_write)
 
 /*
  * The last user of a published frame copies it before a write, and the
- * frame goes back to the arena's cache: with the stream named, only
- * once the queued copy that reads it has run and its range is unmapped.
+ * frame goes back to the arena's cache: with the stream named, once the
+ * copy on that stream, which the grow waits for, is done.
  */
 TEST_F(cuda, published_frame_copied_with_a_stream_is_cached_after_the_copy)
 {
@@ -818,13 +825,11 @@ TEST_F(cuda, published_frame_copied_with_a_stream_is_cached_after_the_copy)
 	ASSERT_EQ(0, kva_arena_sync(self->a));
 	ASSERT_EQ(2, kva_seq_attach_prefix(b, k, 2));
 	ASSERT_EQ(0, kva_seq_shrink(b, 2 * TPF - 1));
-	cuda_double_stream_hold();
-	ASSERT_EQ(0, kva_seq_grow(b, 1));	/* copies frame 1 */
-	ASSERT_EQ(0, kva_stat(self->a, &st));
-	EXPECT_EQ(0, st.nr_cached);		/* the copy still reads it */
-	cuda_double_stream_release();
 	ASSERT_EQ(0, kva_arena_sync(self->a));
-	EXPECT_EQ(0, cuda_double_faults());
+	cuda_double_reset();
+	ASSERT_EQ(0, kva_seq_grow(b, 1));	/* copies frame 1 */
+	EXPECT_EQ(1, cuda_double_count("cuStreamSynchronize"));
+	EXPECT_EQ(0, cuda_double_queued());
 	ASSERT_EQ(0, kva_stat(self->a, &st));
 	EXPECT_EQ(1, st.nr_cached);
 	fill_tokens(b, 4, 2 * TPF - 1, 2 * TPF);
@@ -864,6 +869,288 @@ TEST_F(cuda, attach_after_a_shrink_with_a_stream_waits_for_its_unmap)
 	pthread_join(th, NULL);
 	EXPECT_EQ(0, check_tokens(b, 3, 0, 2 * TPF));
 	kva_seq_free(b);
+}
+
+/*
+ * The asynchronous model (cuda_double.c): queued work runs only when
+ * something waits for it, as a GPU a step behind the engine's thread
+ * would run it, and an unmap under queued work is a violation.  The
+ * engine's kernels are the double's stand-ins, reading a sequence's
+ * range on the engine's stream; each test checks that the kernel ran
+ * over the memory as it was, and that nothing was unmapped under it.
+ */
+#define ENGINE	((void *)(uintptr_t)0x21)	/* the engine's stream */
+
+TEST(the_async_double_catches_an_unmap_under_a_queued_kernel)
+{
+	CUmemAllocationProp prop = {
+		.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+		.location = { .type = CU_MEM_LOCATION_TYPE_DEVICE },
+	};
+	CUmemAccessDesc rw = { .location = prop.location,
+			       .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+	CUmemGenericAllocationHandle h;
+	CUcontext ctx, prev;
+	CUdeviceptr va;
+	uint64_t sum = 0;
+
+	cuda_double_set_granularity(FS);
+	ASSERT_EQ(0, cuInit(0));
+	cuda_double_set_async(true);
+	ASSERT_EQ(0, cuDevicePrimaryCtxRetain(&ctx, 0));
+	ASSERT_EQ(0, cuCtxPushCurrent(ctx));
+	ASSERT_EQ(0, cuMemAddressReserve(&va, FS, FS, 0, 0));
+	ASSERT_EQ(0, cuMemCreate(&h, FS, &prop, 0));
+	ASSERT_EQ(0, cuMemMap(va, FS, 0, h, 0));
+	ASSERT_EQ(0, cuMemSetAccess(va, FS, &rw, 1));
+	ASSERT_EQ(0, cuda_double_launch_read(ENGINE, va, FS, &sum));
+	EXPECT_EQ(1, cuda_double_queued());
+	ASSERT_EQ(0, cuMemUnmap(va, FS));	/* the driver does not wait */
+	EXPECT_EQ(1, cuda_double_violations());
+	EXPECT_NE(NULL, strstr(cuda_double_violation(), "kernel reading"));
+	ASSERT_EQ(0, cuStreamSynchronize(ENGINE));
+	EXPECT_EQ(1, cuda_double_faults());	/* it found the memory gone */
+	EXPECT_EQ(0, sum);
+	ASSERT_EQ(0, cuMemRelease(h));
+	ASSERT_EQ(0, cuMemAddressFree(va, FS));
+	ASSERT_EQ(0, cuCtxPopCurrent(&prev));
+	ASSERT_EQ(0, cuDevicePrimaryCtxRelease(0));
+}
+
+FIXTURE(async) {
+	struct kva_arena *a;
+	struct kva_geometry g;
+};
+
+FIXTURE_SETUP(async)
+{
+	cuda_double_set_granularity(FS);
+	ASSERT_EQ(0, open_cuda(&self->a, 32, double_path()));
+	cuda_double_set_async(true);
+	self->g = small_geometry(FS);
+	cuda_double_reset();
+}
+
+FIXTURE_TEARDOWN(async)
+{
+	EXPECT_EQ(0, cuda_double_ctx_depth());
+	kva_close(self->a);
+	EXPECT_TRUE(all_released());
+	EXPECT_EQ(0, cuda_double_queued());
+	EXPECT_STREQ("", cuda_double_violation());
+	EXPECT_EQ(0, cuda_double_faults());
+}
+
+/* Queue a kernel reading frames [first, first + n) of @s; the hash the
+ * bytes there have now goes to *@want. */
+static int read_kernel(const struct kva_seq *s, uint32_t first, uint32_t n,
+		       uint64_t *sum, uint64_t *want)
+{
+	uint64_t va = s->base + (uint64_t)first * FS;
+
+	*sum = 0;
+	*want = cuda_double_sum((const void *)(uintptr_t)va, (uint64_t)n * FS);
+	return cuda_double_launch_read(ENGINE, va, (uint64_t)n * FS, sum);
+}
+
+/* The first call of @before in the log comes before the first of @after. */
+static bool called_before(const char *before, const char *after)
+{
+	const struct cuda_double_call *b = cuda_double_find(before, 0);
+	const struct cuda_double_call *a = cuda_double_find(after, 0);
+
+	return b && a && b < a;
+}
+
+TEST_F(async, free_without_a_stream_waits_for_the_kernels_reading_the_range)
+{
+	uint64_t sum, want;
+	struct kva_seq *s;
+
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 8 * TPF, &s));
+	ASSERT_EQ(0, kva_seq_grow(s, 3 * TPF));
+	fill_tokens(s, 1, 0, 3 * TPF);
+	ASSERT_EQ(0, read_kernel(s, 0, 3, &sum, &want));
+	kva_seq_free(s);
+	EXPECT_EQ(0, cuda_double_violations());
+	EXPECT_TRUE(called_before("cuCtxSynchronize", "cuMemUnmap"));
+	EXPECT_EQ(want, sum);
+}
+
+TEST_F(async, shrink_without_a_stream_waits_for_the_kernels_reading_the_tail)
+{
+	uint64_t sum, want;
+	struct kva_seq *s;
+
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 8 * TPF, &s));
+	ASSERT_EQ(0, kva_seq_grow(s, 3 * TPF));
+	fill_tokens(s, 2, 0, 3 * TPF);
+	ASSERT_EQ(0, read_kernel(s, 1, 2, &sum, &want));
+	ASSERT_EQ(0, kva_seq_shrink(s, TPF - 1));
+	EXPECT_EQ(0, cuda_double_violations());
+	EXPECT_TRUE(called_before("cuCtxSynchronize", "cuMemUnmap"));
+	EXPECT_EQ(want, sum);
+	kva_seq_free(s);
+}
+
+/*
+ * A forked sequence's first append into the shared frame: the kernels
+ * queued before read the slot, which the grow swaps to the copy; a
+ * kernel queued after reads the copy, which holds the shared tokens.
+ */
+static void cow_under_kernels(struct __test_metadata *_metadata,
+			      struct kva_arena *a, const struct kva_geometry *g)
+{
+	uint64_t sum, want, sum2 = 0, want2;
+	struct kva_seq *p, *c;
+
+	ASSERT_EQ(0, kva_seq_create(a, g, 10 * TPF, &p));
+	ASSERT_EQ(0, kva_seq_grow(p, TPF + 10));
+	fill_tokens(p, 3, 0, TPF + 10);
+	ASSERT_EQ(0, kva_seq_fork(p, &c));
+	ASSERT_EQ(0, read_kernel(c, 0, 2, &sum, &want));
+	ASSERT_EQ(0, kva_seq_grow(c, 1));
+	EXPECT_EQ(0, cuda_double_violations());
+	EXPECT_EQ(want, sum);
+	/* the copy is the whole frame: it reads as the parent's does */
+	want2 = cuda_double_sum((const void *)(uintptr_t)(p->base + FS), FS);
+	ASSERT_EQ(0, cuda_double_launch_read(ENGINE, c->base + FS, FS, &sum2));
+	cuda_double_progress();
+	EXPECT_EQ(want2, sum2);
+	EXPECT_EQ(0, check_tokens(c, 3, 0, TPF + 10));
+	kva_seq_free(p);
+	kva_seq_free(c);
+	EXPECT_EQ(0, kva_arena_sync(a));
+}
+
+TEST_F(async, copy_on_write_without_a_stream_waits_for_the_kernels_reading_the_slot)
+{
+	cow_under_kernels(_metadata, self->a, &self->g);
+	EXPECT_TRUE(called_before("cuCtxSynchronize", "cuMemUnmap"));
+}
+
+TEST_F(async, copy_on_write_with_a_stream_comes_between_the_kernels_before_and_after)
+{
+	ASSERT_EQ(0, kva_arena_set_stream(self->a, ENGINE));
+	cow_under_kernels(_metadata, self->a, &self->g);
+	EXPECT_TRUE(called_before("cuStreamSynchronize", "cuMemUnmap"));
+	EXPECT_EQ((uintptr_t)ENGINE,
+		  cuda_double_find("cuMemcpyDtoDAsync_v2", 0)->stream);
+}
+
+/* The stream-ordered free and shrink, now with a device that lags. */
+TEST_F(async, free_and_shrink_with_a_stream_unmap_after_the_kernels)
+{
+	uint64_t sum[2], want[2];
+	struct kva_seq *s, *t;
+
+	ASSERT_EQ(0, kva_arena_set_stream(self->a, ENGINE));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 8 * TPF, &s));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 8 * TPF, &t));
+	ASSERT_EQ(0, kva_seq_grow(s, 3 * TPF));
+	ASSERT_EQ(0, kva_seq_grow(t, 3 * TPF));
+	fill_tokens(s, 4, 0, 3 * TPF);
+	fill_tokens(t, 5, 0, 3 * TPF);
+	ASSERT_EQ(0, read_kernel(s, 0, 3, &sum[0], &want[0]));
+	ASSERT_EQ(0, read_kernel(t, 1, 2, &sum[1], &want[1]));
+	kva_seq_free(s);
+	ASSERT_EQ(0, kva_seq_shrink(t, TPF - 1));
+	/* the arena's thread waits on the events, and the device catches up */
+	ASSERT_EQ(0, kva_arena_sync(self->a));
+	EXPECT_EQ(5, cuda_double_count("cuMemUnmap"));
+	EXPECT_EQ(0, cuda_double_violations());
+	EXPECT_EQ(want[0], sum[0]);
+	EXPECT_EQ(want[1], sum[1]);
+	kva_seq_free(t);
+}
+
+/*
+ * An event that cannot be recorded leaves the free or shrink to the
+ * calling thread, which must then wait for the stream itself.
+ */
+TEST_F(async, failed_event_record_falls_back_to_waiting_for_the_stream)
+{
+	uint64_t sum[2], want[2];
+	struct kva_seq *s, *t;
+
+	ASSERT_EQ(0, kva_arena_set_stream(self->a, ENGINE));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 8 * TPF, &s));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 8 * TPF, &t));
+	ASSERT_EQ(0, kva_seq_grow(s, 2 * TPF));
+	ASSERT_EQ(0, kva_seq_grow(t, 2 * TPF));
+	ASSERT_EQ(0, read_kernel(s, 0, 2, &sum[0], &want[0]));
+	ASSERT_EQ(0, read_kernel(t, 0, 2, &sum[1], &want[1]));
+	cuda_double_fail("cuEventRecord", 1, CUDA_ERROR_UNKNOWN);
+	ASSERT_EQ(0, kva_seq_shrink(t, 1));
+	cuda_double_fail("cuEventRecord", 1, CUDA_ERROR_UNKNOWN);
+	kva_seq_free(s);
+	EXPECT_EQ(0, cuda_double_violations());
+	EXPECT_TRUE(called_before("cuStreamSynchronize", "cuMemUnmap"));
+	EXPECT_EQ(want[0], sum[0]);
+	EXPECT_EQ(want[1], sum[1]);
+	kva_seq_free(t);
+}
+
+/* kva_close() with kernels still queued: it waits for the context. */
+TEST_F(async, close_waits_for_everything_queued)
+{
+	uint64_t sum, want;
+	struct kva_seq *s;
+
+	ASSERT_EQ(0, kva_arena_set_stream(self->a, ENGINE));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 8 * TPF, &s));
+	ASSERT_EQ(0, kva_seq_grow(s, 2 * TPF));
+	fill_tokens(s, 6, 0, 2 * TPF);
+	ASSERT_EQ(0, read_kernel(s, 0, 2, &sum, &want));
+	kva_close(self->a);
+	self->a = NULL;
+	EXPECT_EQ(0, cuda_double_violations());
+	EXPECT_EQ(want, sum);
+}
+
+/*
+ * A prefix attached from the cache is read-only to the engine's kernels
+ * (a write faults, as on a GPU), and a kernel reading it while the
+ * sequence is freed finishes first.
+ */
+TEST(attached_prefix_is_read_only_to_kernels_and_freed_after_them)
+{
+	uint64_t sum, want, sum2;
+	struct kva_geometry g;
+	struct kva_arena *ar;
+	struct kva_seq *a, *b;
+	struct kva_key k[2];
+	uint32_t t[2 * TPF];
+	int i;
+
+	cuda_double_set_granularity(FS);
+	ASSERT_EQ(0, open_cuda(&ar, 8, double_path()));
+	cuda_double_set_async(true);
+	g = small_geometry(FS);
+	for (i = 0; i < (int)(2 * TPF); i++)
+		t[i] = (uint32_t)i;
+	ASSERT_EQ(2, kva_prefix_keys(&g, "m", 1, t, 2 * TPF, k, 2));
+	ASSERT_EQ(0, kva_seq_create(ar, &g, 4 * TPF, &a));
+	ASSERT_EQ(0, kva_seq_create(ar, &g, 4 * TPF, &b));
+	ASSERT_EQ(0, kva_seq_grow(a, 2 * TPF));
+	fill_tokens(a, 7, 0, 2 * TPF);
+	ASSERT_EQ(2, kva_seq_publish(a, k, 2));
+	kva_seq_free(a);
+	ASSERT_EQ(2, kva_seq_attach_prefix(b, k, 2));
+	ASSERT_EQ(0, cuda_double_launch_write(ENGINE, b->base, 64, 0x55));
+	cuda_double_progress();
+	EXPECT_EQ(1, cuda_double_faults());
+	EXPECT_EQ(0, check_tokens(b, 7, 0, 2 * TPF));
+	ASSERT_EQ(0, read_kernel(b, 0, 2, &sum, &want));
+	ASSERT_EQ(0, cuda_double_launch_read(ENGINE, b->base, FS, &sum2));
+	kva_seq_free(b);
+	EXPECT_EQ(0, cuda_double_violations());
+	EXPECT_EQ(want, sum);
+	kva_close(ar);
+	/* the one write, and no more */
+	EXPECT_EQ(1, cuda_double_faults());
+	EXPECT_EQ(0, cuda_double_queued());
+	EXPECT_TRUE(all_released());
 }
 
 TEST_HARNESS_MAIN

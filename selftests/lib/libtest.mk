@@ -7,7 +7,9 @@
 # sites):
 #   lib_seq_test      embedded arena, host backend: the public API, and
 #                     what needs no module (mode choice, bad arguments)
-#   lib_cuda_test     the cuda backend against a test double of libcuda
+#   lib_cuda_test     the cuda backend against a test double of libcuda,
+#                     run twice: a device that keeps up, and one that runs
+#                     queued work only when waited for (CUDA_DOUBLE_ASYNC=1)
 # plus two smoke tests of the shipped libraries (shared and static) and a
 # check that the shared library exports only the public API.
 #
@@ -178,6 +180,10 @@ check-lib-install: $(LIBKVA_A) $(LIBKVA_SO) $(LIBKVA_PC)
 check-lib: $(LIBKVA_T_NATIVE) $(LIBKVA_T)/abi_test_shared $(LIBKVA_T)/abi_test_static \
 	   check-lib-install
 	$(Q)for t in $(LIBKVA_T_NATIVE); do $$t || exit 1; done
+	@# The cuda tests again with a device that runs queued work only when
+	@# waited for (cuda_double.c): every path, against an unmap under it.
+	$(Q)for t in $(filter %/lib_cuda_test %/lib_cuda_test_san,$(LIBKVA_T_NATIVE)); do \
+		CUDA_DOUBLE_ASYNC=1 $$t || exit 1; done
 	$(Q)$(LIBKVA_T)/abi_test_shared > /dev/null
 	$(Q)$(LIBKVA_T)/abi_test_static > /dev/null
 	@# The shared library exports the public API and nothing else.
