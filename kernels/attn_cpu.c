@@ -97,7 +97,7 @@ bool kva_isa_supported(enum kva_isa isa)
 	case KVA_ISA_AUTO:
 	case KVA_ISA_SCALAR:
 		return true;
-#if defined(__x86_64__) || defined(__i386__)
+#ifdef KVK_X86_SIMD
 	case KVA_ISA_AVX2:
 		return __builtin_cpu_supports("avx2") &&
 		       __builtin_cpu_supports("fma") &&
@@ -125,7 +125,7 @@ enum kva_isa kva_isa_best(void)
 static const struct kva_isa_ops *isa_ops(enum kva_isa isa)
 {
 	switch (isa) {
-#if defined(__x86_64__) || defined(__i386__)
+#ifdef KVK_X86_SIMD
 	case KVA_ISA_AVX512:
 		return &kva_ops_avx512;
 	case KVA_ISA_AVX2:
@@ -299,7 +299,7 @@ static const struct kva_isa_ops *call_ops(const struct kva_attn *a,
 					  const struct kva_attn_shape *sh)
 {
 	switch (a->isa) {
-#if defined(__x86_64__) || defined(__i386__)
+#ifdef KVK_X86_SIMD
 	case KVA_ISA_AVX512:
 		if (kva_ops_avx512.supports(sh))
 			return &kva_ops_avx512;

@@ -136,6 +136,15 @@ extern const struct kva_isa_ops kva_ops_scalar;
 extern const struct kva_isa_ops kva_ops_avx2;
 extern const struct kva_isa_ops kva_ops_avx512;
 
+/*
+ * The x86 SIMD kernels are in: not on another architecture, nor in a
+ * build made with KVK_NO_SIMD (make KVK_NO_SIMD=1: the reference and the
+ * scalar kernels alone, for a compiler that cannot build the others).
+ */
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(KVK_NO_SIMD)
+#define KVK_X86_SIMD	1
+#endif
+
 /* attn_cpu.c: bf16 of the e4m3 magnitudes, low bytes then high bytes */
 extern const uint8_t kva_e4m3_bf16_lut[256];
 

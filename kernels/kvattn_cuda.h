@@ -12,8 +12,14 @@
  *    argument errors come back at once, launch errors as -EIO with the CUDA
  *    error kept for kva_cuda_last_error().  A fault inside a kernel shows
  *    at the next synchronisation, as always with CUDA.
- *  - head_dim is 64, 128 or 256 (else -ENOTSUP); the frame size, the bases
- *    and so every row are 16-byte aligned (else -EINVAL).
+ *  - head_dim is 64, 128 or 256 (else -ENOTSUP); the frame size and the
+ *    workspace are 16-byte aligned and the descriptor arrays aligned for
+ *    their type (else -EINVAL, at the call).  Each sequence's base must
+ *    be 16-byte aligned too, and so every row is; the descriptors live on
+ *    the device, where the call does not read them, so a misaligned base
+ *    is not an -EINVAL but a misaligned-address fault at the next
+ *    synchronisation.  (Frames and ranges from libkvarena are aligned to
+ *    the frame size.)
  *  - q and out may be fp32, fp16 or bf16 (kva_attn_params.qo_dtype).
  *  - Decode reads K and V in their dtype (fp8 widened exactly to fp16,
  *    then fp32) and computes in fp32, as the CPU kernels do.  Prefill of

@@ -72,7 +72,7 @@ extern "C" int kva_cuda_kv_append_scaled(const struct kva_geometry *g,
 		return -EINVAL;
 	if (!n)
 		return 0;
-	if (!base || !k || !v)
+	if (!base || !k || !v || (uintptr_t)base % 16)
 		return -EINVAL;
 	kva_walk_init(&w, g, layer);
 	total = 2ull * n * g->kv_heads * g->head_dim;

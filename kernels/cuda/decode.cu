@@ -442,7 +442,9 @@ extern "C" int kva_cuda_attn_decode(const struct kva_attn_params *p,
 	if (!nr_seqs)
 		return 0;
 	if (!plan || nr_seqs > plan->nr_seqs || !seqs || !q || !out ||
-	    !workspace || !plan->splits || !plan->split_tokens)
+	    !workspace || !plan->splits || !plan->split_tokens ||
+	    (uintptr_t)workspace % 16 ||
+	    (uintptr_t)seqs % alignof(struct kva_attn_seq))
 		return -EINVAL;
 	gm = heads_per_block(sh.group);
 	l = layout(sh, plan->nr_seqs, plan->splits);

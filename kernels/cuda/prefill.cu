@@ -351,7 +351,8 @@ extern "C" int kva_cuda_attn_prefill(const struct kva_attn_params *p,
 		return err;
 	if (!nr_seqs || !max_q_tokens)
 		return 0;
-	if (!seqs || !q || !out)
+	if (!seqs || !q || !out ||
+	    (uintptr_t)seqs % alignof(struct kva_prefill_seq))
 		return -EINVAL;
 	blocks = ((uint64_t)max_q_tokens * sh.group + BM - 1) / BM;
 	if (blocks > UINT32_MAX ||

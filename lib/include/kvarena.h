@@ -109,6 +109,13 @@ enum kva_transport {
 					   * handle's own: its prefixes are
 					   * shared with no other client
 					   * (KVARENA_ATTACH_PRIVATE) */
+/* kva_arena_info.flags only: what the backend found */
+#define KVA_INFO_SHARED_RW	(1u << 31) /* cuda: the driver refused
+					    * read-only access, so published
+					    * frames are mapped read-write
+					    * (their contents stay the key's
+					    * only as long as this process
+					    * copies before it writes) */
 
 /**
  * struct kva_open_opts - how kva_open() finds or makes the arena.
@@ -201,7 +208,7 @@ void kva_close(struct kva_arena *arena);
  * @nr_frames:		frames in the arena.
  * @client_id:		device mode: the module's client id; 0 otherwise.
  * @mem_dev:		CUDA device ordinal, as this process sees it.
- * @flags:		KVA_OPEN_* in effect.
+ * @flags:		KVA_OPEN_* in effect, and KVA_INFO_* the backend found.
  * @backend_error:	the last raw error the backend saw (a CUresult for
  *			CUDA, an errno for host), 0 if none: -EIO and friends
  *			lose detail, this keeps it.

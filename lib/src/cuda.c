@@ -36,6 +36,7 @@ struct kva_cuda {
 	CUmemAllocationProp prop;
 	CUmemAccessDesc access;
 	CUmemAccessDesc access_ro;	/* published frames */
+	bool ro_refused;		/* the driver would not: use access */
 };
 
 static struct kva_cuda *cuda(struct kva_arena *a)
@@ -341,8 +342,21 @@ static int cuda_map(struct kva_arena *a, uint64_t va, const uint32_t *idx,
 			if (!!(a->frames[idx[k]].flags & FRAME_PUBLISHED) != ro)
 				break;
 		ret = cu_err(a, c->fn.cuMemSetAccess(va + j * fs, (k - j) * fs,
-						     ro ? &c->access_ro :
+						     ro && !c->ro_refused ?
+						     &c->access_ro :
 						     &c->access, 1));
+		/*
+		 * A driver that refuses read-only access gets read-write,
+		 * once and for all, and says so (KVA_INFO_SHARED_RW): the
+		 * frames stay shared by the copy-before-write rule.
+		 */
+		if (ret && ro && !c->ro_refused &&
+		    (ret == -EINVAL || ret == -EOPNOTSUPP)) {
+			c->ro_refused = true;
+			a->flags |= KVA_INFO_SHARED_RW;
+			ret = cu_err(a, c->fn.cuMemSetAccess(va + j * fs,
+						(k - j) * fs, &c->access, 1));
+		}
 		if (ret)
 			goto err_unmap;
 	}

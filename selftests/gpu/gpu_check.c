@@ -3,7 +3,13 @@
  * gpu_check.c - every CUDA kernel against the CPU reference, then decode
  * bandwidth against the card's own device-to-device copy bandwidth.
  *
- *   gpu_check [--probe | --check-only | --bench-only]
+ *   gpu_check [--probe | --check-only [GROUP] | --bench-only]
+ *
+ * GROUP is fp32, fp16, bf16 or fp8 (that KV dtype's checks) or other (the
+ * big batch and fp8 against an fp32 cache): run.sh runs each group in its
+ * own process, so that a CUDA error, which ends the process that met it
+ * (its context is lost), costs only that group's checks.  A CUDA error
+ * prints {"kind":"error","call":...,"error":...,"where":...} first.
  *
  * The check part prints KTAP, and after each result the same as one JSON
  * object ({"kind":"check",...}) for selftests/gpu/run.sh to collect.
@@ -58,12 +64,24 @@ static int nr_tests, nr_failed;
 
 #define CK(call) do {							\
 	cudaError_t e_ = (call);					\
-	if (e_ != cudaSuccess) {					\
-		fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__,	\
-			#call, cudaGetErrorString(e_));			\
-		exit(1);						\
-	}								\
+	if (e_ != cudaSuccess)						\
+		cuda_failed(#call, e_, __FILE__, __LINE__);		\
 } while (0)
+
+/* A CUDA error leaves the context unusable: say so as JSON, and end. */
+static void __attribute__((noreturn))
+cuda_failed(const char *call, cudaError_t e, const char *file, int line)
+{
+	fprintf(stderr, "%s:%d: %s: %s\n", file, line, call,
+		cudaGetErrorString(e));
+	printf("{\"kind\":\"error\",\"call\":\"");
+	for (; *call; call++)
+		putchar(*call == '"' || *call == '\\' ? '\'' : *call);
+	printf("\",\"error\":\"%s\",\"code\":%d,\"where\":\"%s:%d\"}\n",
+	       cudaGetErrorString(e), (int)e, file, line);
+	fflush(stdout);
+	exit(1);
+}
 
 /* A KTAP line, then the same as JSON: {"kind":"check",...}. */
 static void report(bool ok, double err, const char *fmt, ...)
@@ -588,14 +606,21 @@ static void check_fp8_vs_fp32(bool decode)
 	       decode ? "decode" : "prefill", cnt ? sqrt(sq / cnt) : 0.0);
 }
 
-static void checks(void)
+static const enum kva_dtype check_dts[] = {
+	KVA_DTYPE_FP32, KVA_DTYPE_FP16, KVA_DTYPE_BF16, KVA_DTYPE_FP8,
+};
+
+/* The checks of group @only (NULL: every group); false if none is. */
+static bool checks(const char *only)
 {
-	static const enum kva_dtype dts[] = {
-		KVA_DTYPE_FP32, KVA_DTYPE_FP16, KVA_DTYPE_BF16, KVA_DTYPE_FP8,
-	};
+	static const enum kva_dtype *const dts = check_dts;
 	static const uint32_t groups[] = { 1, 2, 3, 4, 8, 16 };
+	bool any = !only;
 
 	for (int di = 0; di < 4; di++) {
+		if (only && strcmp(only, kva_dtype_name(dts[di])))
+			continue;
+		any = true;
 		check_append(dts[di], KVA_DTYPE_FP32);
 		if (dts[di] == KVA_DTYPE_FP8) {
 			check_append(dts[di], KVA_DTYPE_BF16);
@@ -652,9 +677,12 @@ static void checks(void)
 			}
 		}
 	}
+	if (only && strcmp(only, "other"))
+		return any;
 	check_big_batch();
 	check_fp8_vs_fp32(true);
 	check_fp8_vs_fp32(false);
+	return true;
 }
 
 /* ---- bandwidth ------------------------------------------------------------ */
@@ -901,21 +929,38 @@ static int probe(void)
 	return 0;
 }
 
+static int usage(const char *prog)
+{
+	fprintf(stderr, "usage: %s [--probe | --check-only [fp32|fp16|bf16|"
+		"fp8|other] | --bench-only]\n", prog);
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
 	bool do_check = true, do_bench = true;
+	const char *only = NULL;
 	int n;
 
 	if (argc > 1 && !strcmp(argv[1], "--probe"))
 		return probe();
-	if (argc > 1 && !strcmp(argv[1], "--check-only"))
+	if (argc > 1 && !strcmp(argv[1], "--check-only")) {
 		do_bench = false;
-	else if (argc > 1 && !strcmp(argv[1], "--bench-only"))
+		only = argc > 2 ? argv[2] : NULL;
+		if (argc > 3)
+			return usage(argv[0]);
+	} else if (argc > 1 && !strcmp(argv[1], "--bench-only")) {
 		do_check = false;
-	else if (argc > 1) {
-		fprintf(stderr, "usage: %s [--probe | --check-only | --bench-only]\n",
-			argv[0]);
-		return 2;
+	} else if (argc > 1) {
+		return usage(argv[0]);
+	}
+	if (only) {
+		bool known = !strcmp(only, "other");
+
+		for (int i = 0; i < 4; i++)
+			known |= !strcmp(only, kva_dtype_name(check_dts[i]));
+		if (!known)
+			return usage(argv[0]);
 	}
 	if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
 		printf("# SKIP no CUDA device\n");
@@ -923,7 +968,7 @@ int main(int argc, char **argv)
 	}
 	if (do_check) {
 		printf("KTAP version 1\n");
-		checks();
+		checks(only);
 		printf("1..%d\n# %d failed\n", nr_tests, nr_failed);
 	}
 	if (do_bench)

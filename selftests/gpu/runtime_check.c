@@ -25,6 +25,13 @@
  *    import, waited for, zeroes the frames' memory; its rate;
  *  - an embedded CUDA arena: frames mapped behind a sequence's range hold
  *    what is copied in; copy-on-write never changes the parent;
+ *  - a published frame is mapped read-only where it is found (or, where
+ *    the driver refuses, read-write, and the arena says so);
+ *  - a sequence freed while the device still reads it (a stream held in
+ *    a host function, then copies out of the range): without a stream
+ *    named the free waits for the device, with the stream named it
+ *    returns and the arena's thread unmaps after; either way the copies
+ *    complete without a fault and read the sequence's bytes;
  *  - the costs of mapping a 2 MiB frame and of a copy-on-write.
  */
 #include <cuda.h>
@@ -53,7 +60,8 @@
 	X(cuMemImportFromShareableHandle) X(cuMemAddressReserve)	\
 	X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess)	\
 	X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8Async)		\
-	X(cuStreamSynchronize)
+	X(cuStreamSynchronize) X(cuStreamCreate) X(cuStreamDestroy)	\
+	X(cuLaunchHostFunc) X(cuMemcpyDtoDAsync) X(cuMemGetAccess)
 
 #define STR_(x)	#x
 #define STR(x)	STR_(x)
@@ -459,6 +467,119 @@ static void costs(struct kva_arena *a)
 	kva_seq_free(s);
 }
 
+/*
+ * A prefix published by one sequence and found by another: where it is
+ * found it is mapped read-only (cuMemGetAccess says), unless the driver
+ * refused that and the library fell back to read-write, which the arena
+ * reports (KVA_INFO_SHARED_RW); either way it reads what was published.
+ */
+static void check_published_read_only(struct kva_arena *a)
+{
+	struct kva_geometry g = llama();
+	CUmemLocation loc = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev };
+	unsigned char *host = malloc(4 * FS), *got = host + 2 * FS;
+	struct kva_seq *p = NULL, *q = NULL;
+	struct kva_arena_info info;
+	unsigned long long flags = 0;
+	uint32_t tok[32];
+	struct kva_key k[2];
+	bool ok, fallback = false;
+
+	if (!host)
+		return;
+	for (int i = 0; i < 32; i++)
+		tok[i] = 1000 + i;
+	ok = step(kva_prefix_keys(&g, "rt", 2, tok, 32, k, 2) == 2,
+		  "kva_prefix_keys", 0) &&
+	     KV(kva_seq_create(a, &g, 4096, &p)) && KV(kva_seq_grow(p, 32));
+	pattern(host, 2 * FS, 5);
+	ok = ok && CU(drv.cuMemcpyHtoD(p->base, host, 2 * FS)) &&
+	     step(kva_seq_publish(p, k, 2) == 2, "kva_seq_publish", 0) &&
+	     KV(kva_seq_create(a, &g, 4096, &q)) &&
+	     step(kva_seq_attach_prefix(q, k, 2) == 2, "kva_seq_attach_prefix",
+		  0) &&
+	     CU(drv.cuMemGetAccess(&flags, &loc, q->base)) &&
+	     KV(kva_arena_info(a, &info));
+	if (ok)
+		fallback = info.flags & KVA_INFO_SHARED_RW;
+	memset(got, 0, 2 * FS);
+	ok = ok && CU(drv.cuMemcpyDtoH(got, q->base, 2 * FS)) &&
+	     !memcmp(got, host, 2 * FS);
+	ok = ok && (fallback ? flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE :
+		    flags == CU_MEM_ACCESS_FLAGS_PROT_READ);
+	report(ok, "published_frames_found_are_read_only_or_the_fallback_is_reported");
+	printf("{\"kind\":\"runtime_access\",\"access\":%llu,"
+	       "\"read_only\":%s,\"read_write_fallback\":%s}\n", flags,
+	       flags == CU_MEM_ACCESS_FLAGS_PROT_READ ? "true" : "false",
+	       fallback ? "true" : "false");
+	if (q)
+		kva_seq_free(q);
+	if (p)
+		kva_seq_free(p);
+	free(host);
+}
+
+#define HOLD_US		100000	/* the device busy for 100 ms */
+
+static void hold_stream(void *arg)
+{
+	usleep(*(const unsigned int *)arg);
+}
+
+/*
+ * Free a sequence while the device still reads it: @st waits in a host
+ * function, then copies the range out eight times.  With @named, the
+ * arena orders its teardown with @st; otherwise it must wait for the
+ * whole context.  The copies must complete without a fault and hold the
+ * sequence's bytes: nothing was unmapped under them.
+ */
+static void check_free_under_a_busy_stream(struct kva_arena *a, CUstream st,
+					   bool named)
+{
+	static const unsigned int hold = HOLD_US;
+	struct kva_geometry g = llama();
+	unsigned char *host = malloc(6 * FS), *got = host + 3 * FS;
+	struct kva_seq *s = NULL, *d = NULL;
+	double t0, free_us = 0, done_us = 0;
+	bool ok;
+
+	if (!host)
+		return;
+	ok = (!named || KV(kva_arena_set_stream(a, st))) &&
+	     KV(kva_seq_create(a, &g, 4096, &s)) && KV(kva_seq_grow(s, 48)) &&
+	     KV(kva_seq_create(a, &g, 4096, &d)) && KV(kva_seq_grow(d, 48));
+	pattern(host, 3 * FS, named ? 7 : 6);
+	memset(got, 0, 3 * FS);
+	ok = ok && CU(drv.cuMemcpyHtoD(s->base, host, 3 * FS)) &&
+	     CU(drv.cuMemcpyHtoD(d->base, got, 3 * FS)) &&
+	     CU(drv.cuLaunchHostFunc(st, hold_stream, (void *)&hold));
+	for (int i = 0; ok && i < 8; i++)
+		ok = CU(drv.cuMemcpyDtoDAsync(d->base, s->base, 3 * FS, st));
+	t0 = now_us();
+	if (ok) {
+		kva_seq_free(s);
+		s = NULL;
+	}
+	free_us = now_us() - t0;
+	ok = ok && CU(drv.cuStreamSynchronize(st));
+	done_us = now_us() - t0;
+	ok = ok && KV(kva_arena_sync(a)) &&
+	     CU(drv.cuMemcpyDtoH(got, d->base, 3 * FS)) &&
+	     !memcmp(got, host, 3 * FS);
+	/* without a stream the free itself waits for the device */
+	ok = ok && (named || free_us >= HOLD_US / 2);
+	report(ok, named ? "free_with_the_stream_named_unmaps_after_the_device" :
+	       "free_without_a_stream_waits_for_the_device");
+	printf("{\"kind\":\"runtime_cost\",\"free_under_busy_stream\":\"%s\","
+	       "\"free_us\":%.1f,\"stream_done_us\":%.1f,\"hold_us\":%u}\n",
+	       named ? "named" : "none", free_us, done_us, hold);
+	if (s)
+		kva_seq_free(s);
+	if (d)
+		kva_seq_free(d);
+	free(host);
+}
+
 int main(int argc, char **argv)
 {
 	struct kva_open_opts o = {
@@ -485,9 +606,21 @@ int main(int argc, char **argv)
 	err = kva_open(&o, &a);
 	report(step(err == 0, "kva_open", err), "embedded_cuda_arena_opens");
 	if (!err) {
+		CUstream st = NULL;
+
 		check_arena(a);
 		costs(a);
+		check_published_read_only(a);
+		/* the named stream last: it stays the arena's until kva_close() */
+		if (CU(drv.cuStreamCreate(&st, CU_STREAM_NON_BLOCKING))) {
+			check_free_under_a_busy_stream(a, st, false);
+			check_free_under_a_busy_stream(a, st, true);
+		} else {
+			report(false, "a_stream_for_the_free_checks");
+		}
 		kva_close(a);
+		if (st)
+			drv.cuStreamDestroy(st);
 	}
 	printf("1..%d\n# %d failed\n", nr_tests, nr_failed);
 	return nr_failed ? 1 : 0;

@@ -5,7 +5,9 @@
 #   make check-kernels    the public headers together (C and C++), then
 #                         test_attn on every ISA this CPU has, then the
 #                         ASan/UBSan build on the reference and scalar
-#                         paths (all shapes) and the SIMD paths (--quick)
+#                         paths (all shapes) and the SIMD paths (--quick),
+#                         and, with nvcc, cuda_args_test: the CUDA entry
+#                         points' argument checks, which need no device
 
 KVT_DIR  := $(B)/selftests/kernels
 KVT_SRCS := $(SRC)/selftests/kernels/test_attn.c \
@@ -27,7 +29,19 @@ $(KVT_DIR)/test_attn-san: $(KVT_SRCS) $(KVT_HDRS) $(KVK_LIB_SAN)
 	$(Q)$(CC) $(KVT_CFLAGS) $(CFLAGS) $(SAN_FLAGS) $(KVT_SRCS) \
 		$(KVK_LIB_SAN) $(KVK_LDLIBS) -o $@
 
-check-kernels: $(KVT_DIR)/test_attn $(KVT_DIR)/test_attn-san
+ifneq ($(NVCC),)
+# The CUDA entry points' argument checks, with no device (KTAP).
+$(KVT_DIR)/cuda_args_test: $(SRC)/selftests/kernels/cuda_args_test.c \
+			   $(KVK_CUDA_LIB) $(KVK_LIB) $(KVK_HDRS) $(KSFT_HARNESS)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(KVT_CFLAGS) $(CFLAGS) -I$(KSFT_INC) $(KSFT_CFLAGS) $< \
+		$(KVK_CUDA_LIB) $(KVK_LIB) $(KVK_CUDA_LDLIBS) -o $@
+
+ALL += $(KVT_DIR)/cuda_args_test
+KVT_CUDA_CHECK := $(KVT_DIR)/cuda_args_test
+endif
+
+check-kernels: $(KVT_DIR)/test_attn $(KVT_DIR)/test_attn-san $(KVT_CUDA_CHECK)
 	@# kvarena.h and the kernels' headers together, in C and in C++
 	$(Q)$(CC) $(KVT_CFLAGS) -fsyntax-only \
 		$(SRC)/selftests/kernels/headers_test.c
@@ -37,3 +51,4 @@ check-kernels: $(KVT_DIR)/test_attn $(KVT_DIR)/test_attn-san
 	$(KVT_DIR)/test_attn
 	$(KVT_DIR)/test_attn-san --isa scalar
 	$(KVT_DIR)/test_attn-san --quick --isa avx2 --isa avx512
+	$(if $(KVT_CUDA_CHECK),$(KVT_CUDA_CHECK))

@@ -513,7 +513,7 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
  * the work then faults when it runs (cuda_double_faults()), as does work
  * that finds its memory unmapped or writes a read-only mapping.
  */
-enum work_kind { W_COPY, W_SET, W_READ, W_WRITE, W_EVENT };
+enum work_kind { W_COPY, W_SET, W_READ, W_WRITE, W_EVENT, W_HOST };
 
 struct event {
 	bool live;
@@ -529,6 +529,8 @@ struct work {
 	int val;
 	uint64_t *sum;			/* W_READ: where the result goes */
 	struct event *ev;		/* W_EVENT */
+	CUhostFn fn;			/* W_HOST: fn(arg) */
+	void *arg;
 	bool done;
 };
 
@@ -575,6 +577,7 @@ static uint64_t fnv(const unsigned char *p, size_t n)
 static const char *const kind_name[] = {
 	[W_COPY] = "copy", [W_SET] = "memset", [W_READ] = "kernel reading",
 	[W_WRITE] = "kernel writing", [W_EVENT] = "event",
+	[W_HOST] = "host function",
 };
 
 /* Lock held.  The device gets to queued work @w. */
@@ -584,6 +587,10 @@ static void run_one(struct work *w)
 	switch (w->kind) {
 	case W_EVENT:
 		w->ev->pending = false;
+		return;
+	case W_HOST:
+		/* under the double's lock: it may not call the double */
+		w->fn(w->arg);
 		return;
 	case W_READ:
 		if (!covered(w->src, w->n, true)) {
@@ -681,7 +688,7 @@ static void check_unmap(const char *fn, uint64_t va, uint64_t n)
 	for (i = 0; i < nr_work; i++) {
 		const struct work *w = &queue[i];
 
-		if (w->kind == W_EVENT ||
+		if (w->kind == W_EVENT || w->kind == W_HOST ||
 		    !(overlaps(va, n, w->dst, w->kind == W_READ ? 0 : w->n) ||
 		      overlaps(va, n, w->src,
 			       w->kind == W_COPY || w->kind == W_READ ?
@@ -748,6 +755,64 @@ CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char val, size_t n,
 	return leave(submit((struct work){ .kind = W_SET,
 		.stream = (uintptr_t)stream, .dst = dst, .n = n,
 		.val = val }));
+}
+
+/*
+ * Streams the program makes (runtime_check's): handles the double tells
+ * apart, never the legacy stream's NULL.
+ */
+static unsigned char streams[16];
+
+CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
+{
+	int i;
+
+	ENTER(flags, 0, 0);
+	if (!ctx_depth)
+		return leave(CUDA_ERROR_INVALID_CONTEXT);
+	for (i = 0; i < 16 && streams[i]; i++)
+		;
+	if (i == 16)
+		return leave(CUDA_ERROR_OUT_OF_MEMORY);
+	streams[i] = 1;
+	*stream = (CUstream)&streams[i];
+	return leave(CUDA_SUCCESS);
+}
+
+CUresult cuStreamDestroy(CUstream stream)
+{
+	unsigned char *p = (unsigned char *)stream;
+
+	ENTER((uintptr_t)stream, 0, 0);
+	if (p < streams || p >= streams + 16 || !*p)
+		return leave(CUDA_ERROR_INVALID_HANDLE);
+	/* as the driver: queued work still runs, the handle is gone */
+	*p = 0;
+	return leave(CUDA_SUCCESS);
+}
+
+/* A host function on a stream: the stream waits while it runs. */
+CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *arg)
+{
+	ENTER((uintptr_t)stream, 0, 0);
+	calls[nr_calls - 1].stream = (uintptr_t)stream;
+	if (!ctx_depth || !fn)
+		return leave(CUDA_ERROR_INVALID_VALUE);
+	return leave(submit((struct work){ .kind = W_HOST,
+		.stream = (uintptr_t)stream, .fn = fn, .arg = arg }));
+}
+
+CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *loc,
+			CUdeviceptr ptr)
+{
+	struct mapping *m;
+
+	ENTER(ptr, 0, 0);
+	m = mapping_at(ptr);
+	if (!flags || !loc || loc->type != CU_MEM_LOCATION_TYPE_DEVICE || !m)
+		return leave(CUDA_ERROR_INVALID_VALUE);
+	*flags = m->access ? (unsigned long long)m->flags : 0;
+	return leave(CUDA_SUCCESS);
 }
 
 CUresult cuStreamSynchronize(CUstream stream)

@@ -800,6 +800,56 @@ TEST_F(cuda, attached_prefix_frames_are_read_only_and_copied_before_a_write)
 }
 
 /*
+ * A driver that refuses read-only access: published frames are mapped
+ * read-write from then on, the arena says so, and they are still copied
+ * before a write.
+ */
+TEST_F(cuda, a_driver_that_refuses_read_only_access_gets_read_write_and_it_is_reported)
+{
+	struct kva_arena_info info;
+	struct kva_seq *a, *b, *c;
+	struct kva_key k[2];
+	uint32_t t[2 * TPF];
+	uint64_t ha[2], hb[2];
+	int i;
+
+	for (i = 0; i < (int)(2 * TPF); i++)
+		t[i] = (uint32_t)i;
+	ASSERT_EQ(2, kva_prefix_keys(&self->g, "m", 1, t, 2 * TPF, k, 2));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 4 * TPF, &a));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 4 * TPF, &b));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 4 * TPF, &c));
+	ASSERT_EQ(0, kva_seq_grow(a, 2 * TPF));
+	fill_tokens(a, 3, 0, 2 * TPF);
+	ASSERT_EQ(2, kva_seq_publish(a, k, 2));
+	ASSERT_EQ(0, kva_arena_info(self->a, &info));
+	EXPECT_EQ(0, info.flags & KVA_INFO_SHARED_RW);
+	cuda_double_reset();
+	cuda_double_fail("cuMemSetAccess", 1, CUDA_ERROR_NOT_SUPPORTED);
+	ASSERT_EQ(2, kva_seq_attach_prefix(b, k, 2));
+	EXPECT_EQ(2, cuda_double_count("cuMemSetAccess"));
+	EXPECT_EQ(CU_MEM_ACCESS_FLAGS_PROT_READWRITE, cuda_double_access(b->base));
+	ASSERT_EQ(0, kva_arena_info(self->a, &info));
+	EXPECT_EQ(KVA_INFO_SHARED_RW, info.flags & KVA_INFO_SHARED_RW);
+	/* no second try at read-only */
+	cuda_double_reset();
+	ASSERT_EQ(2, kva_seq_attach_prefix(c, k, 2));
+	EXPECT_EQ(1, cuda_double_count("cuMemSetAccess"));
+	EXPECT_EQ(0, check_tokens(c, 3, 0, 2 * TPF));
+	/* still copied before a write */
+	ASSERT_EQ(0, kva_seq_shrink(b, 2 * TPF - 1));
+	ASSERT_EQ(2, kva_seq_handles(b, ha, 2));
+	ASSERT_EQ(0, kva_seq_grow(b, 1));
+	ASSERT_EQ(2, kva_seq_handles(b, hb, 2));
+	EXPECT_NE(ha[1], hb[1]);
+	fill_tokens(b, 4, 2 * TPF - 1, 2 * TPF);
+	EXPECT_EQ(0, check_tokens(c, 3, 0, 2 * TPF));
+	kva_seq_free(a);
+	kva_seq_free(b);
+	kva_seq_free(c);
+}
+
+/*
  * The last user of a published frame copies it before a write, and the
  * frame goes back to the arena's cache: with the stream named, once the
  * copy on that stream, which the grow waits for, is done.
