@@ -6,7 +6,8 @@
  * CPU tests check the very numbers the device uses:
  *
  *  - kva_split_plan(): the plan's pieces for a batch and a longest
- *    sequence, enough blocks for four per multiprocessor;
+ *    sequence, enough blocks to fill the device's resident block slots
+ *    (multiprocessors times the kernel's occupancy) once;
  *  - kva_split_piece(): the piece length of one sequence; one longer than
  *    the plan was cut for gets longer pieces, never more of them than the
  *    plan has blocks (more would fall outside grid.x: their output never
@@ -37,18 +38,19 @@
 
 /**
  * kva_split_plan() - pieces for @blocks (sequence, KV head, head group)
- * triples whose longest sequence has @max_tokens tokens, on a device of
- * @sms multiprocessors: enough pieces for four blocks per multiprocessor,
- * each of at least 64 tokens.  Sets *@splits (>= 1) and *@split_tokens
- * (a multiple of 64).  @max_tokens is at most KVA_SPLIT_MAX_TOKENS.
+ * triples whose longest sequence has @max_tokens tokens, on a device that
+ * runs @slots blocks of the kernel at once (multiprocessors times the
+ * blocks of it one holds): enough pieces to fill every slot, each of at
+ * least 64 tokens.  Sets *@splits (>= 1) and *@split_tokens (a multiple
+ * of 64).  @max_tokens is at most KVA_SPLIT_MAX_TOKENS.
  */
-KVA_SPLIT_FN void kva_split_plan(uint32_t sms, uint64_t blocks,
+KVA_SPLIT_FN void kva_split_plan(uint64_t slots, uint64_t blocks,
 				 uint64_t max_tokens, uint32_t *splits,
 				 uint32_t *split_tokens)
 {
 	uint64_t n, st;
 
-	n = blocks ? (4ull * sms + blocks - 1) / blocks : 1;
+	n = blocks ? (slots + blocks - 1) / blocks : 1;
 	if (n > (max_tokens + KVA_SPLIT_ALIGN - 1) / KVA_SPLIT_ALIGN)
 		n = (max_tokens + KVA_SPLIT_ALIGN - 1) / KVA_SPLIT_ALIGN;
 	if (!n)

@@ -80,8 +80,9 @@ struct kva_cuda_decode_plan {
 
 /**
  * kva_cuda_decode_plan() - cut a decode of up to @nr_seqs sequences of up
- * to @max_tokens tokens for the current device, so that every
- * multiprocessor has a few blocks to run.
+ * to @max_tokens tokens for the current device, so that the blocks fill
+ * every multiprocessor once, with as many as it holds of the kernel for
+ * this shape (cudaOccupancyMaxActiveBlocksPerMultiprocessor).
  *
  * Returns 0, -EINVAL (also for @max_tokens above KVA_SPLIT_MAX_TOKENS,
  * 2^32 - 64, or a batch the grid cannot hold), -ENOTSUP (head_dim) or

@@ -308,6 +308,18 @@ KVA_TILE_FN void kva_softmax_merge(struct kva_softmax *a,
 }
 
 /**
+ * kva_softmax_combine_weight() - the factor on a partial of running max
+ * @m when partials are combined at once under their common max @max
+ * (the largest m of them): exp(m - max), 0 for an empty partial.  The sum
+ * of l * weight over the partials is the combined l; the CUDA decode's
+ * split-K combine sums acc * weight the same way.
+ */
+KVA_TILE_FN float kva_softmax_combine_weight(float m, float max)
+{
+	return m == -INFINITY ? 0.0f : expf(m - max);
+}
+
+/**
  * kva_softmax_norm() - factor that turns the accumulator into the output:
  * 1 / l, or 0 for a row that saw no key.
  */

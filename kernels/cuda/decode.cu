@@ -75,9 +75,135 @@ struct decode_shape {
 template <int D, int GM>
 struct decode_smem {
 	float ml[WARPS][GM][2];
-	float acc[WARPS][GM][D];
+	float acc[WARPS][GM][D];	/* the combine: weights, CH a head */
+	float fin[GM][2];		/* the combine: m and l of all pieces */
 	int last;
 };
+
+/* Pieces whose weights the combine holds at once, per head. */
+template <int D>
+struct combine_shape {
+	static constexpr uint32_t CH = WARPS * D;
+};
+
+/* Lock-step merge of (m, l) across a warp's lanes. */
+__device__ __forceinline__ void warp_merge(kva_softmax *t)
+{
+#pragma unroll
+	for (int o = 16; o > 0; o >>= 1) {
+		kva_softmax p = { __shfl_xor_sync(FULL, t->m, o),
+				  __shfl_xor_sync(FULL, t->l, o) };
+		float wa, wb;
+
+		kva_softmax_merge(t, &p, &wa, &wb);
+	}
+}
+
+/*
+ * The last block of a (sequence, KV head, head group) merges the nsplit
+ * partials in the workspace and writes the output, in parallel rather
+ * than as one chain of merges per output element:
+ *
+ *  1. m and l of all pieces, per head: the block's threads fold a strided
+ *     share of the pieces' (m, l) each, then across the warp and the
+ *     warps (M = max m_p, L = sum l_p * exp(m_p - M));
+ *  2. per chunk of CH pieces, the weights w_p = exp(m_p - M), one expf
+ *     per (head, piece) into shared memory, then every output element
+ *     sums acc_p * w_p over the chunk: FMAs over coalesced loads, no expf;
+ *  3. out = sum / L, times the V scale.
+ *
+ * The same sum as the chain of kva_softmax_merge() it replaces, each
+ * partial scaled once by its own weight instead of by the product of the
+ * merges after it; selftests/kernels/test_attn.c checks the two on the
+ * CPU against each other (kva_softmax_combine_weight()).
+ */
+template <int D, int GM>
+__device__ __forceinline__ void combine(const decode_args &a,
+					decode_smem<D, GM> &sm, size_t slot0,
+					size_t orow, uint32_t gn,
+					uint32_t nsplit, float vf)
+{
+	constexpr uint32_t CH = combine_shape<D>::CH;
+	constexpr uint32_t NT = WARPS * 32;
+	constexpr uint32_t NE = (GM * D + NT - 1) / NT;
+	const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	float *w = &sm.acc[0][0][0];
+	float o[NE];
+
+	for (uint32_t g = 0; g < gn; g++) {
+		const size_t slot = slot0 + (size_t)g * a.splits;
+		kva_softmax t;
+
+		kva_softmax_init(&t);
+		for (uint32_t p = threadIdx.x; p < nsplit; p += NT) {
+			kva_softmax ps = { __ldcg(&a.ws_ml[(slot + p) * 2]),
+					   __ldcg(&a.ws_ml[(slot + p) * 2 + 1]) };
+			float wa, wb;
+
+			kva_softmax_merge(&t, &ps, &wa, &wb);
+		}
+		warp_merge(&t);
+		if (lane == 0) {
+			sm.ml[warp][g][0] = t.m;
+			sm.ml[warp][g][1] = t.l;
+		}
+	}
+	__syncthreads();
+	if (threadIdx.x < gn) {
+		uint32_t g = threadIdx.x;
+		kva_softmax t = { sm.ml[0][g][0], sm.ml[0][g][1] };
+
+		for (int i = 1; i < WARPS; i++) {
+			kva_softmax ps = { sm.ml[i][g][0], sm.ml[i][g][1] };
+			float wa, wb;
+
+			kva_softmax_merge(&t, &ps, &wa, &wb);
+		}
+		sm.fin[g][0] = t.m;
+		sm.fin[g][1] = t.l;
+	}
+#pragma unroll
+	for (uint32_t k = 0; k < NE; k++)
+		o[k] = 0.0f;
+	for (uint32_t c0 = 0; c0 < nsplit; c0 += CH) {
+		const uint32_t cn = min(CH, nsplit - c0);
+
+		__syncthreads();	/* fin written; the last chunk's w read */
+		for (uint32_t j = threadIdx.x; j < gn * cn; j += NT) {
+			uint32_t g = j / cn, p = j % cn;
+			size_t slot = slot0 + (size_t)g * a.splits + c0 + p;
+
+			w[g * CH + p] = kva_softmax_combine_weight(
+				__ldcg(&a.ws_ml[slot * 2]), sm.fin[g][0]);
+		}
+		__syncthreads();
+#pragma unroll
+		for (uint32_t k = 0; k < NE; k++) {
+			uint32_t i = threadIdx.x + k * NT, g = i / D, d = i % D;
+			const float *acc, *wg;
+			float sum = o[k];
+
+			if (i >= gn * D)
+				continue;
+			acc = a.ws_acc + (slot0 + (size_t)g * a.splits + c0) * D + d;
+			wg = w + g * CH;
+#pragma unroll 4
+			for (uint32_t p = 0; p < cn; p++)
+				sum = fmaf(__ldcg(acc + (size_t)p * D), wg[p], sum);
+			o[k] = sum;
+		}
+	}
+#pragma unroll
+	for (uint32_t k = 0; k < NE; k++) {
+		uint32_t i = threadIdx.x + k * NT, g = i / D;
+		kva_softmax bs = { sm.fin[g < GM ? g : 0][0],
+				   sm.fin[g < GM ? g : 0][1] };
+
+		if (i < gn * D)
+			out_put(a.out, orow + i, a.qo,
+				o[k] * kva_softmax_norm(&bs) * vf);
+	}
+}
 
 /*
  * One (sequence, piece) of the block's (KV head, head group).  Every
@@ -305,30 +431,28 @@ __device__ __forceinline__ void decode_one(const decode_args &a,
 	if (!sm.last)
 		return;
 	__threadfence();
-
-	for (uint32_t i = threadIdx.x; i < gn * D; i += blockDim.x) {
-		uint32_t g = i / D, d = i % D;
-		size_t slot = slot0 + (size_t)g * a.splits;
-		kva_softmax bs = { __ldcg(&a.ws_ml[slot * 2]),
-				   __ldcg(&a.ws_ml[slot * 2 + 1]) };
-		float o = __ldcg(&a.ws_acc[slot * D + d]);
-
-		for (uint32_t p = 1; p < nsplit; p++) {
-			kva_softmax ps = { __ldcg(&a.ws_ml[(slot + p) * 2]),
-					   __ldcg(&a.ws_ml[(slot + p) * 2 + 1]) };
-			float wa, wb;
-
-			kva_softmax_merge(&bs, &ps, &wa, &wb);
-			o = o * wa + __ldcg(&a.ws_acc[(slot + p) * D + d]) * wb;
-		}
-		out_put(a.out, orow + i, a.qo, o * kva_softmax_norm(&bs) * vf);
-	}
+	combine<D, GM>(a, sm, slot0, orow, gn, nsplit, vf);
 	if (threadIdx.x == 0)
 		*ticket = 0;		/* ready for the next decode */
 }
 
+/*
+ * Blocks a multiprocessor must hold of the kernel, where ptxas left to
+ * itself gives away occupancy the kernel had before the split-K combine
+ * came in (Documentation/kernels.rst): the 1- and 2-head blocks of 16-bit
+ * caches at 64 and 80 registers (8 and 6 blocks, not 7 and 5), of fp8 at
+ * 48 and 72 (10 and 7).  The others take what they need (0: no
+ * minimum, which is not the same to ptxas as a minimum of 1).
+ */
+template <int DT, int GM>
+struct decode_occupancy {
+	static constexpr int MIN = DT == FP32 || GM > 2 ? 0 :
+				   DT == FP8 ? (GM == 1 ? 10 : 7) :
+				   GM == 1 ? 8 : 6;
+};
+
 template <int DT, int D, int GM>
-__global__ void __launch_bounds__(WARPS * 32)
+__global__ void __launch_bounds__(WARPS * 32, decode_occupancy<DT, GM>::MIN)
 decode_kernel(const decode_args a)
 {
 	__shared__ decode_smem<D, GM> sm;
@@ -366,6 +490,38 @@ static void launch_dt(uint32_t head_dim, uint32_t gm, dim3 grid,
 	}
 }
 
+/* The kernel launch_dt() runs for a shape, for the occupancy query. */
+template <int DT, int D>
+static const void *kernel_d(uint32_t gm)
+{
+	switch (gm) {
+	case 1: return (const void *)decode_kernel<DT, D, 1>;
+	case 2: return (const void *)decode_kernel<DT, D, 2>;
+	case 4: return (const void *)decode_kernel<DT, D, 4>;
+	default: return (const void *)decode_kernel<DT, D, 8>;
+	}
+}
+
+template <int DT>
+static const void *kernel_dt(uint32_t head_dim, uint32_t gm)
+{
+	switch (head_dim) {
+	case 64: return kernel_d<DT, 64>(gm);
+	case 128: return kernel_d<DT, 128>(gm);
+	default: return kernel_d<DT, 256>(gm);
+	}
+}
+
+static const void *kernel_for(const kva_attn_shape &sh, uint32_t gm)
+{
+	switch (sh.dtype) {
+	case FP32: return kernel_dt<FP32>(sh.head_dim, gm);
+	case FP16: return kernel_dt<FP16>(sh.head_dim, gm);
+	case FP8: return kernel_dt<FP8>(sh.head_dim, gm);
+	default: return kernel_dt<BF16>(sh.head_dim, gm);
+	}
+}
+
 struct ws_layout {
 	size_t tickets, ml, acc, bytes;
 };
@@ -395,7 +551,7 @@ extern "C" int kva_cuda_decode_plan(const struct kva_attn_params *p,
 				    struct kva_cuda_decode_plan *plan)
 {
 	kva_attn_shape sh;
-	int err, dev, sms;
+	int err, dev, sms, per_sm = 0;
 	uint32_t gm, hgroups, gx, gy;
 
 	err = device_shape(&sh, p);
@@ -411,7 +567,14 @@ extern "C" int kva_cuda_decode_plan(const struct kva_attn_params *p,
 	hgroups = (sh.group + gm - 1) / gm;
 	if ((uint64_t)sh.kv_heads * hgroups > KVA_GRID_YZ_MAX)
 		return -EINVAL;
-	kva_split_plan((uint32_t)sms, (uint64_t)nr_seqs * sh.kv_heads * hgroups,
+	/* one wave: as many blocks as the device holds of this kernel */
+	if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm,
+			kernel_for(sh, gm), WARPS * 32, 0) != cudaSuccess)
+		return fail(cudaGetLastError());
+	if (per_sm < 1)
+		per_sm = 1;
+	kva_split_plan((uint64_t)sms * (uint32_t)per_sm,
+		       (uint64_t)nr_seqs * sh.kv_heads * hgroups,
 		       max_tokens, &plan->splits, &plan->split_tokens);
 	if (kva_attn_grid(nr_seqs, plan->splits, sh.kv_heads, hgroups, &gx,
 			  &gy))

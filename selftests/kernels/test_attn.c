@@ -1079,8 +1079,8 @@ static void test_cuda_decode_pieces_cover_any_length_within_the_plan(void)
 			for (int mi = 0; mi < 8; mi++) {
 				uint32_t splits, st;
 
-				kva_split_plan(sms[si], blocks[bi], maxes[mi],
-					       &splits, &st);
+				kva_split_plan(4ull * sms[si], blocks[bi],
+					       maxes[mi], &splits, &st);
 				ok &= splits >= 1 && st >= 64 && st % 64 == 0;
 				/* the plan's own length fits it exactly */
 				ok &= (uint64_t)splits * st >= maxes[mi] &&
@@ -1123,6 +1123,79 @@ static void test_cuda_grid_holds_batches_beyond_65535(void)
 	ok &= kva_attn_grid(1, 1, 32768, 2, &x, &y) == -EINVAL;
 	ok &= kva_attn_grid(0, 1, 1, 1, &x, &y) == -EINVAL;
 	report(ok, "cuda_grid_holds_batches_beyond_65535");
+}
+
+/*
+ * The CUDA decode's split-K combine (kernels/cuda/decode.cu, combine()):
+ * all partials scaled at once by kva_softmax_combine_weight() under their
+ * common max gives what the chain of kva_softmax_merge() it replaced
+ * gave, for 2 to 600 pieces (more than one chunk of the kernel's weights
+ * for head_dim 64), far-apart maxima and empty pieces.
+ */
+static void test_cuda_split_combine_matches_the_chain_of_merges(void)
+{
+	static const uint32_t counts[] = { 2, 3, 64, 255, 256, 257, 600 };
+	enum { D = 8, MAXP = 600 };
+	static float m[MAXP], l[MAXP], acc[MAXP][D];
+	double worst = 0.0;
+	uint32_t seed = 7;
+	bool ok = true;
+
+	for (int ci = 0; ci < 7; ci++) {
+		uint32_t n = counts[ci];
+		struct kva_softmax chain, all;
+		float oc[D], oa[D];
+
+		for (uint32_t p = 0; p < n; p++) {
+			seed = seed * 1664525u + 1013904223u;
+			/* one piece in 16 empty; maxima spread over 60 */
+			m[p] = (seed >> 28) == 3 ? -INFINITY :
+			       (float)(seed >> 8) / (1u << 24) * 60.0f - 30.0f;
+			l[p] = m[p] == -INFINITY ? 0.0f :
+			       1.0f + (float)(seed & 0xff) / 16.0f;
+			for (int d = 0; d < D; d++)
+				acc[p][d] = m[p] == -INFINITY ? 0.0f :
+					    l[p] * ((float)((seed >> d) & 0xf) /
+						    8.0f - 1.0f);
+		}
+		chain = (struct kva_softmax){ m[0], l[0] };
+		for (int d = 0; d < D; d++)
+			oc[d] = acc[0][d];
+		for (uint32_t p = 1; p < n; p++) {
+			struct kva_softmax b = { m[p], l[p] };
+			float wa, wb;
+
+			kva_softmax_merge(&chain, &b, &wa, &wb);
+			for (int d = 0; d < D; d++)
+				oc[d] = oc[d] * wa + acc[p][d] * wb;
+		}
+		kva_softmax_init(&all);
+		for (uint32_t p = 0; p < n; p++) {
+			struct kva_softmax b = { m[p], l[p] };
+			float wa, wb;
+
+			kva_softmax_merge(&all, &b, &wa, &wb);
+		}
+		for (int d = 0; d < D; d++) {
+			oa[d] = 0.0f;
+			for (uint32_t p = 0; p < n; p++)
+				oa[d] = fmaf(acc[p][d],
+					     kva_softmax_combine_weight(m[p],
+									all.m),
+					     oa[d]);
+		}
+		ok &= all.m == chain.m;
+		ok &= fabsf(all.l - chain.l) <= 1e-5f * chain.l;
+		for (int d = 0; d < D; d++) {
+			double e = fabs((double)oa[d] * kva_softmax_norm(&all) -
+					(double)oc[d] * kva_softmax_norm(&chain));
+
+			worst = e > worst ? e : worst;
+		}
+	}
+	ok &= worst <= 1e-6;
+	report(ok, "cuda_split_combine_matches_the_chain_of_merges # err %.2g",
+	       worst);
 }
 
 static void test_bad_arguments_return_einval(void)
@@ -1231,6 +1304,7 @@ int main(int argc, char **argv)
 	test_bad_arguments_return_einval();
 	test_cuda_decode_pieces_cover_any_length_within_the_plan();
 	test_cuda_grid_holds_batches_beyond_65535();
+	test_cuda_split_combine_matches_the_chain_of_merges();
 	test_isa_names_parse_back();
 	for (int i = KVA_ISA_SCALAR; i < KVA_ISA_COUNT; i++) {
 		if (!isa_on[i])
