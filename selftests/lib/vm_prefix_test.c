@@ -413,7 +413,7 @@ TEST(cuda_prefix_of_an_exited_process_reads_back_byte_exact)
 	EXPECT_EQ(0, check_tokens(s, 29, 0, 3 * TPF));
 	ASSERT_EQ(0, kva_seq_shrink(s, 3 * TPF - 1));
 	ASSERT_EQ(0, kva_seq_grow(s, 1));
-	EXPECT_EQ(1, cuda_double_count("cuMemcpyDtoD_v2"));
+	EXPECT_EQ(1, cuda_double_count("cuMemcpyDtoDAsync_v2"));
 	EXPECT_EQ(CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
 		  cuda_double_access(s->base + 2 * FS));
 	EXPECT_EQ(0, check_tokens(s, 29, 0, 3 * TPF));
