@@ -56,6 +56,31 @@ static bool all_released(void)
 	return !l.allocs && !l.reservations && !l.mappings && !l.ctx_refs;
 }
 
+/*
+ * Publish a two-frame prefix (tokens 0 to 2 * TPF - 1, namespace "m",
+ * its keys in @k) from a sequence filled with @tag, and free that
+ * sequence: the frames stay in the arena's cache.  Returns 0 or -1.
+ */
+static int publish_two(struct kva_arena *a, const struct kva_geometry *g,
+		       uint32_t tag, struct kva_key k[2])
+{
+	uint32_t t[2 * TPF];
+	struct kva_seq *s;
+	int ret = -1;
+
+	for (uint32_t i = 0; i < 2 * TPF; i++)
+		t[i] = i;
+	if (kva_prefix_keys(g, "m", 1, t, 2 * TPF, k, 2) != 2 ||
+	    kva_seq_create(a, g, 4 * TPF, &s))
+		return -1;
+	if (!kva_seq_grow(s, 2 * TPF)) {
+		fill_tokens(s, tag, 0, 2 * TPF);
+		ret = kva_seq_publish(s, k, 2) == 2 ? 0 : -1;
+	}
+	kva_seq_free(s);
+	return ret;
+}
+
 FIXTURE(cuda) {
 	struct kva_arena *a;
 	struct kva_geometry g;
@@ -752,21 +777,12 @@ TEST(close_releases_allocations_ranges_and_context)
 
 TEST_F(cuda, attached_prefix_frames_are_read_only_and_copied_before_a_write)
 {
-	struct kva_seq *a, *b;
+	struct kva_seq *b;
 	struct kva_key k[2];
-	uint32_t t[2 * TPF];
 	uint64_t ha[2], hb[2];
-	int i;
 
-	for (i = 0; i < (int)(2 * TPF); i++)
-		t[i] = (uint32_t)i;
-	ASSERT_EQ(2, kva_prefix_keys(&self->g, "m", 1, t, 2 * TPF, k, 2));
-	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 4 * TPF, &a));
+	ASSERT_EQ(0, publish_two(self->a, &self->g, 3, k));
 	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 4 * TPF, &b));
-	ASSERT_EQ(0, kva_seq_grow(a, 2 * TPF));
-	fill_tokens(a, 3, 0, 2 * TPF);
-	ASSERT_EQ(2, kva_seq_publish(a, k, 2));
-	kva_seq_free(a);
 	cuda_double_reset();
 	ASSERT_EQ(2, kva_seq_attach_prefix(b, k, 2));
 	/* Mapped again, read-only: one access call over the pair. */
@@ -807,21 +823,13 @@ TEST_F(cuda, attached_prefix_frames_are_read_only_and_copied_before_a_write)
 TEST_F(cuda, a_driver_that_refuses_read_only_access_gets_read_write_and_it_is_reported)
 {
 	struct kva_arena_info info;
-	struct kva_seq *a, *b, *c;
+	struct kva_seq *b, *c;
 	struct kva_key k[2];
-	uint32_t t[2 * TPF];
 	uint64_t ha[2], hb[2];
-	int i;
 
-	for (i = 0; i < (int)(2 * TPF); i++)
-		t[i] = (uint32_t)i;
-	ASSERT_EQ(2, kva_prefix_keys(&self->g, "m", 1, t, 2 * TPF, k, 2));
-	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 4 * TPF, &a));
+	ASSERT_EQ(0, publish_two(self->a, &self->g, 3, k));
 	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 4 * TPF, &b));
 	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 4 * TPF, &c));
-	ASSERT_EQ(0, kva_seq_grow(a, 2 * TPF));
-	fill_tokens(a, 3, 0, 2 * TPF);
-	ASSERT_EQ(2, kva_seq_publish(a, k, 2));
 	ASSERT_EQ(0, kva_arena_info(self->a, &info));
 	EXPECT_EQ(0, info.flags & KVA_INFO_SHARED_RW);
 	cuda_double_reset();
@@ -844,7 +852,6 @@ TEST_F(cuda, a_driver_that_refuses_read_only_access_gets_read_write_and_it_is_re
 	EXPECT_NE(ha[1], hb[1]);
 	fill_tokens(b, 4, 2 * TPF - 1, 2 * TPF);
 	EXPECT_EQ(0, check_tokens(c, 3, 0, 2 * TPF));
-	kva_seq_free(a);
 	kva_seq_free(b);
 	kva_seq_free(c);
 }
@@ -856,22 +863,13 @@ TEST_F(cuda, a_driver_that_refuses_read_only_access_gets_read_write_and_it_is_re
  */
 TEST_F(cuda, published_frame_copied_with_a_stream_is_cached_after_the_copy)
 {
-	struct kva_seq *a, *b;
+	struct kva_seq *b;
 	struct kva_key k[2];
-	uint32_t t[2 * TPF];
 	struct kva_stat st;
-	int i;
 
-	for (i = 0; i < (int)(2 * TPF); i++)
-		t[i] = (uint32_t)i;
-	ASSERT_EQ(2, kva_prefix_keys(&self->g, "m", 1, t, 2 * TPF, k, 2));
 	ASSERT_EQ(0, kva_arena_set_stream(self->a, NULL));
-	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 4 * TPF, &a));
+	ASSERT_EQ(0, publish_two(self->a, &self->g, 3, k));
 	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 4 * TPF, &b));
-	ASSERT_EQ(0, kva_seq_grow(a, 2 * TPF));
-	fill_tokens(a, 3, 0, 2 * TPF);
-	ASSERT_EQ(2, kva_seq_publish(a, k, 2));
-	kva_seq_free(a);
 	ASSERT_EQ(0, kva_arena_sync(self->a));
 	ASSERT_EQ(2, kva_seq_attach_prefix(b, k, 2));
 	ASSERT_EQ(0, kva_seq_shrink(b, 2 * TPF - 1));
@@ -895,22 +893,13 @@ TEST_F(cuda, published_frame_copied_with_a_stream_is_cached_after_the_copy)
  */
 TEST_F(cuda, attach_after_a_shrink_with_a_stream_waits_for_its_unmap)
 {
-	struct kva_seq *a, *b;
+	struct kva_seq *b;
 	struct kva_key k[2];
-	uint32_t t[2 * TPF];
 	pthread_t th;
-	int i;
 
-	for (i = 0; i < (int)(2 * TPF); i++)
-		t[i] = (uint32_t)i;
-	ASSERT_EQ(2, kva_prefix_keys(&self->g, "m", 1, t, 2 * TPF, k, 2));
 	ASSERT_EQ(0, kva_arena_set_stream(self->a, NULL));
-	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 4 * TPF, &a));
+	ASSERT_EQ(0, publish_two(self->a, &self->g, 3, k));
 	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 4 * TPF, &b));
-	ASSERT_EQ(0, kva_seq_grow(a, 2 * TPF));
-	fill_tokens(a, 3, 0, 2 * TPF);
-	ASSERT_EQ(2, kva_seq_publish(a, k, 2));
-	kva_seq_free(a);
 	ASSERT_EQ(0, kva_seq_grow(b, 2 * TPF));
 	cuda_double_stream_hold();
 	ASSERT_EQ(0, kva_seq_shrink(b, 0));
@@ -1168,24 +1157,15 @@ TEST(attached_prefix_is_read_only_to_kernels_and_freed_after_them)
 	uint64_t sum, want, sum2;
 	struct kva_geometry g;
 	struct kva_arena *ar;
-	struct kva_seq *a, *b;
+	struct kva_seq *b;
 	struct kva_key k[2];
-	uint32_t t[2 * TPF];
-	int i;
 
 	cuda_double_set_granularity(FS);
 	ASSERT_EQ(0, open_cuda(&ar, 8, double_path()));
 	cuda_double_set_async(true);
 	g = small_geometry(FS);
-	for (i = 0; i < (int)(2 * TPF); i++)
-		t[i] = (uint32_t)i;
-	ASSERT_EQ(2, kva_prefix_keys(&g, "m", 1, t, 2 * TPF, k, 2));
-	ASSERT_EQ(0, kva_seq_create(ar, &g, 4 * TPF, &a));
+	ASSERT_EQ(0, publish_two(ar, &g, 7, k));
 	ASSERT_EQ(0, kva_seq_create(ar, &g, 4 * TPF, &b));
-	ASSERT_EQ(0, kva_seq_grow(a, 2 * TPF));
-	fill_tokens(a, 7, 0, 2 * TPF);
-	ASSERT_EQ(2, kva_seq_publish(a, k, 2));
-	kva_seq_free(a);
 	ASSERT_EQ(2, kva_seq_attach_prefix(b, k, 2));
 	ASSERT_EQ(0, cuda_double_launch_write(ENGINE, b->base, 64, 0x55));
 	cuda_double_progress();
