@@ -439,16 +439,27 @@ __device__ __forceinline__ void decode_one(const decode_args &a,
 /*
  * Blocks a multiprocessor must hold of the kernel, where ptxas left to
  * itself gives away occupancy the kernel had before the split-K combine
- * came in (Documentation/kernels.rst): the 1- and 2-head blocks of 16-bit
- * caches at 64 and 80 registers (8 and 6 blocks, not 7 and 5), of fp8 at
- * 48 and 72 (10 and 7).  The others take what they need (0: no
- * minimum, which is not the same to ptxas as a minimum of 1).
+ * came in (Documentation/kernels.rst), on sm_90, where those figures are
+ * from: the one-head blocks of 16-bit caches at 64 registers (8 blocks,
+ * not 7), fp8's one- and two-head blocks at 48 and 72 (10 and 7, not 8
+ * and 5).  The 16-bit two-head blocks would spill at their old 80, so
+ * they take 96 (5 blocks, from 6); sm_80, which widens fp8 without the
+ * instructions for it, would spill under any of these.  The others take
+ * what they need (0: no minimum, which is not the same to ptxas as a
+ * minimum of 1).
  */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define KVA_DECODE_BOUNDS	0
+#else
+#define KVA_DECODE_BOUNDS	1
+#endif
+
 template <int DT, int GM>
 struct decode_occupancy {
-	static constexpr int MIN = DT == FP32 || GM > 2 ? 0 :
+	static constexpr int MIN = !KVA_DECODE_BOUNDS || DT == FP32 ||
+				   GM > 2 ? 0 :
 				   DT == FP8 ? (GM == 1 ? 10 : 7) :
-				   GM == 1 ? 8 : 6;
+				   GM == 1 ? 8 : 0;
 };
 
 template <int DT, int D, int GM>
