@@ -164,6 +164,103 @@ for pol in paged:16 kvarena; do
 		key completed 4
 done
 
+# --- a lower tier below the arena ----------------------------------------
+
+# The same 32K arena over a host tier of 32K (64 frames), kvarena+host:
+# the 10 frames request 2's allocation reclaims (request 1's blocks
+# 32..41) are demoted instead of dropped.  Request 3 then finds blocks
+# 0..31 in the arena, 32..41 below (copied up into new frames), and
+# 42..61 - request 1's, never reclaimed - in the arena again: 62 blocks,
+# 992 tokens, 160 of them from the tier; its allocation of those 10 and
+# its last block reclaims, and demotes, request 2's blocks 32..41.
+# Request 4 likewise finds 0..31 above, 32..41 below, 42 above: 688
+# tokens, 160 from below.  0 + 512 + 992 + 688 = 2192 of 3400 (0.644706),
+# the unbounded cache's figure; 320 / 3400 = 0.094118 from the tier.
+# Copies: 20 frames demoted, 20 promoted, 512 bytes each: 20480.
+# Computed: 3400 - 2192 = 1208 prompt tokens.
+# shellcheck disable=SC2086
+run -t "$TMP/prefix.jsonl" $G --kv-bytes 32K --policy kvarena+host \
+	--host-bytes 32K --json
+check kvarena_host_tier_keeps_reclaimed_frames rc 0 quiet \
+	key hit_tokens 2192 key hit_host_tokens 320 \
+	key host_hit_share 0.094118 key prefix_hit_share 0.644706 \
+	key computed_tokens 1208 key copy_bytes 20480 key completed 4
+
+# A tier of 5 frames keeps the newest 5 of the 10 demoted (request 1's
+# blocks 37..41): request 3's run stops at block 32 as without a tier,
+# and every figure but the copies is kvarena's (1536 tokens, 0.451765).
+# Copies: request 2's 10 demotions, then request 3's allocation of 31
+# demotes 30 (request 1's 42..61, request 2's 32..41) beside the one free
+# frame, request 4's of 12 demotes 11 beside request 3's last frame;
+# nothing is ever promoted: 51 * 512 = 26112.
+# shellcheck disable=SC2086
+run -t "$TMP/prefix.jsonl" $G --kv-bytes 32K --policy kvarena+host \
+	--host-bytes 2560 --json
+check kvarena_small_tier_drops_its_oldest rc 0 quiet \
+	key hit_tokens 1536 key hit_host_tokens 0 \
+	key prefix_hit_share 0.451765 key copy_bytes 26112 key completed 4
+
+# kvarena+swap on the preemption case above: the newer request's 2
+# frames (32 tokens, no keys) go to a 1K tier and come back at its
+# readmission: nothing recomputed, 32 tokens swapped, 4 frames copied
+# (2048 bytes).  The same figures of memory and time otherwise.
+# shellcheck disable=SC2086
+run -t "$TMP/two.csv" $G --kv-bytes 2K --policy kvarena+swap \
+	--host-bytes 1K --json
+check kvarena_swap_copies_instead_of_recomputing rc 0 quiet \
+	key preemptions 1 key swaps 1 key swapped_tokens 32 \
+	key recomputed_tokens 0 key computed_tokens 32 key copy_bytes 2048 \
+	key token_share 0.764535 key steps 24
+
+# A tier of one frame cannot take the two: recomputed, as kvarena does.
+# shellcheck disable=SC2086
+run -t "$TMP/two.csv" $G --kv-bytes 2K --policy kvarena+swap \
+	--host-bytes 512 --json
+check kvarena_swap_without_room_recomputes rc 0 quiet \
+	key preemptions 1 key swaps 0 key recomputed_tokens 32 \
+	key computed_tokens 64 key copy_bytes 0
+
+# shellcheck disable=SC2086
+run -t "$TMP/two.csv" $G --kv-bytes 2K --policy kvarena+host
+check tier_needs_its_size rc 2 noout \
+	err1 'kvsim: kvarena+host and kvarena+swap need --host-gib or --host-bytes'
+
+# --- the timing model ------------------------------------------------------
+
+# --params 1000000 at 0.001 TFLOP/s (10^9 FLOP/s): the 8-token prompt of
+# one.csv costs 2 * 10^6 * 8 FLOPs for the weights and 4 * 1 layer *
+# 1 head * 8 * (1 + ... + 8) = 1152 for attention: 16,001,152 FLOPs,
+# 16.001 ms.  Step 0 takes 36.001 ms, its first token at its end; steps
+# 1..8 take 20 ms: done at 196.001 ms.
+# shellcheck disable=SC2086
+run -t "$TMP/one.csv" $G --kv-bytes 2K --max-model-len 32 --policy kvarena \
+	--params 1000000 --gpu-tflops 0.001 --json
+check timing_model_adds_prefill_to_the_step rc 0 quiet \
+	key ttft_p50_ms 36.001 key ttft_p99_ms 36.001 key busy_s 0.016 \
+	key simulated_s 0.196 key steps 8
+
+# Swapped at 1000 bytes/s (--copy-gbs 0.000001): 1024 bytes out in step
+# 17, 1024 back in step 20, a second and more each; recomputing the 32
+# tokens instead costs 2 * 10^6 * 32 + 4 * 8 * (1 + ... + 32) FLOPs,
+# 64.017 ms.  The first tokens, both in step 0: 20 ms + 2 prompts of 16,
+# 64.009 ms: 84.009 ms.
+# shellcheck disable=SC2086
+run -t "$TMP/two.csv" $G --kv-bytes 2K --policy kvarena+swap \
+	--host-bytes 1K --params 1000000 --gpu-tflops 0.001 \
+	--copy-gbs 0.000001 --json
+check timing_model_charges_copies rc 0 quiet key ttft_p99_ms 84.009 \
+	key busy_s 2.112 key swapped_tokens 32
+# shellcheck disable=SC2086
+run -t "$TMP/two.csv" $G --kv-bytes 2K --policy kvarena \
+	--params 1000000 --gpu-tflops 0.001 --json
+check timing_model_charges_recomputation rc 0 quiet \
+	key ttft_p99_ms 84.009 key busy_s 0.128 key recomputed_tokens 32
+
+# shellcheck disable=SC2086
+run -t "$TMP/one.csv" $G --kv-bytes 2K --gpu-tflops 100
+check timing_needs_the_parameter_count rc 2 noout \
+	err1 'kvsim: --gpu-tflops needs --model or --params (the model'"'"'s parameter count)'
+
 # --- several engines -------------------------------------------------------
 
 # Engine 0: two requests of 16 + 4 tokens (2 frames each at the end);
@@ -296,7 +393,7 @@ run -t "$TMP/one.csv" -m llama-3-8b
 check memory_is_required rc 2 noout err1 'kvsim: --kv-gib or --kv-bytes is required'
 run -t "$TMP/one.csv" -m llama-3-8b --kv-gib 1 --policy paged:0
 check bad_policy_is_named rc 2 noout \
-	err1 'kvsim: --policy must be a list of contiguous-max, contiguous-oracle, pow2, paged:B (B from 1 to 65536) and kvarena: got paged:0'
+	err1 'kvsim: --policy must be a list of contiguous-max, contiguous-oracle, pow2, paged:B (B from 1 to 65536) and kvarena (kvarena+host, kvarena+swap, kvarena+host+swap): got paged:0'
 run -t "$TMP/one.csv" -t "$TMP/two.csv" --engines 3 -m llama-3-8b --kv-gib 1
 check trace_count_must_match_engines rc 2 noout \
 	err1 'kvsim: 2 traces for 3 engines: give one trace, or one per engine'

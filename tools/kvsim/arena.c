@@ -14,6 +14,11 @@
  * the module does per open file; like libkvarena, this adapter counts the
  * engine's sequences that map each frame and lets the core's hold go with
  * the last of them.
+ *
+ * With a lower tier (kvarena+host, kvarena+swap), the core's report of
+ * each cached frame it reclaims for an allocation demotes the frame's
+ * key into the tier (tier.c) - what kvarenactl agent does for an arena
+ * that names a lower tier.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,6 +31,8 @@
 
 struct arena {
 	struct kva_core core;
+	struct tier tier;
+	bool has_tier;
 	struct kva_core_client cl[KVSIM_MAX_ENGINES];
 	int nr_clients;
 	uint32_t *uses[KVSIM_MAX_ENGINES];	/* sequences of the engine
@@ -184,11 +191,34 @@ static void arena_fini(struct pool *p)
 		free(a->uses[i]);
 	}
 	kva_core_fini(&a->core);
+	if (a->has_tier)
+		tier_fini(&a->tier);
 	free(a->batch);
 	free(a->chain);
 	free(a);
 	p->priv = NULL;
 }
+
+/* kvsim's 64-bit key back from the core's 32 bytes (set_key()). */
+static void arena_removed(struct kva_core *c, u32 idx)
+{
+	struct arena *a = (struct arena *)c;	/* core is its first member */
+	uint64_t key;
+
+	memcpy(&key, c->keys[idx], sizeof(key));
+	if (a->has_tier)
+		tier_demote(&a->tier, key);
+}
+
+static void arena_stored(struct kva_core *c, struct kva_core_client *cl,
+			 u32 idx, const u8 *parent, u32 entry)
+{
+}
+
+static const struct kva_core_events arena_events = {
+	.stored = arena_stored,
+	.removed = arena_removed,
+};
 
 static const struct bpool_ops arena_ops = {
 	.alloc = arena_alloc,
@@ -249,6 +279,17 @@ int arena_pool_init(struct pool *p, const struct config *cfg,
 		free(a);
 		p->priv = NULL;
 		return err;
+	}
+	if (p->pol->flags & (POL_HOST | POL_SWAP)) {
+		a->has_tier = true;
+		/* Swapped frames are bounded by reach, cached ones by keys. */
+		err = tier_init(&a->tier, p->host_bytes, cfg->g.frame_size,
+				keyed ? keyed : 1);
+		if (err)
+			return err;
+		p->tier = &a->tier;
+		if (p->pol->flags & POL_HOST)
+			a->core.events = &arena_events;
 	}
 	for (i = 0; i < nr_engines; i++) {
 		err = kva_core_attach(&a->core, &a->cl[i], min_frames,

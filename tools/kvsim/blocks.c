@@ -28,7 +28,7 @@
 
 #include "kvsim.h"
 
-#define NONE	0xffffffffu
+#define NONE	KVSIM_NONE
 
 static uint64_t *scratch_keys;
 static uint32_t scratch_cap;
@@ -48,9 +48,18 @@ static uint64_t *keys_buf(uint32_t n)
 	return scratch_keys;
 }
 
+static void *grow_or_die(void *p, size_t size)
+{
+	p = realloc(p, size);
+	if (!p) {
+		fprintf(stderr, "%s: out of memory\n", kvt_prog);
+		exit(KVT_EXIT_IMPOSSIBLE);
+	}
+	return p;
+}
+
 static void seq_reserve(struct seq *s, uint32_t n)
 {
-	uint64_t *ids;
 	uint32_t cap;
 
 	if (n <= s->cap_ids)
@@ -58,13 +67,22 @@ static void seq_reserve(struct seq *s, uint32_t n)
 	cap = s->cap_ids ? s->cap_ids : 16;
 	while (cap < n)
 		cap *= 2;
-	ids = realloc(s->ids, cap * sizeof(*ids));
-	if (!ids) {
-		fprintf(stderr, "%s: out of memory\n", kvt_prog);
-		exit(KVT_EXIT_IMPOSSIBLE);
-	}
-	s->ids = ids;
+	s->ids = grow_or_die(s->ids, cap * sizeof(*s->ids));
+	s->shared = grow_or_die(s->shared, cap);
 	s->cap_ids = cap;
+}
+
+/* Scratch handles: an admission's new blocks, or its shared ones. */
+static uint64_t *ids_buf(uint32_t n)
+{
+	static uint64_t *buf;
+	static uint32_t cap;
+
+	if (n > cap) {
+		cap = n > 2 * cap ? n : 2 * cap;
+		buf = grow_or_die(buf, cap * sizeof(*buf));
+	}
+	return buf;
 }
 
 static uint64_t blocks_for(const struct pool *p, uint64_t tokens)
@@ -122,36 +140,116 @@ static bool blk_fits(const struct engine *e, const struct req *q)
 	       e->max_blocks;
 }
 
+/*
+ * The prefix cache's run for @keys: the arena's leading run, then, with a
+ * lower tier, the keys below that follow it, then the arena's again past
+ * them, and so on while either has the next key.  Blocks of the arena's
+ * runs are held (@s->shared); keys below are made the newest there, to
+ * be copied up into new blocks.  Returns the run's length; *@below: how
+ * many of it are below.
+ */
+static uint32_t lookup_run(struct engine *e, struct seq *s,
+			   const uint64_t *keys, uint32_t nk, uint32_t *below)
+{
+	struct pool *p = e->pool;
+	struct tier *t = p->tier;
+	uint32_t pos = 0, i, k;
+
+	*below = 0;
+	while (pos < nk) {
+		k = p->ops->lookup(p, e->client, keys + pos, nk - pos,
+				   s->ids + pos);
+		for (i = pos; i < pos + k; i++)
+			s->shared[i] = 1;
+		s->nr_hit += k;
+		pos += k;
+		if (!t)
+			break;
+		for (k = pos; k < nk && tier_has(t, keys[k]); k++)
+			tier_touch(t, keys[k]);
+		if (k == pos)
+			break;
+		*below += k - pos;
+		pos = k;
+	}
+	return pos;
+}
+
+/* Let go of the arena's blocks @s->shared marks in its first @n. */
+static void put_shared(struct engine *e, struct seq *s, uint32_t n)
+{
+	uint64_t *held = ids_buf(s->nr_hit);
+	uint32_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		if (s->shared[i])
+			held[k++] = s->ids[i];
+	if (k)
+		e->pool->ops->put(e->pool, e->client, held, k);
+}
+
+/*
+ * A sequence swapped out after a preemption left its keyed prompt
+ * blocks to the prefix cache and its other blocks in the swap space
+ * (blk_swap_out()); it comes back as the keys found, the swapped blocks
+ * copied up, and what lies between them computed again.
+ */
 static int blk_admit(struct engine *e, struct seq *s, uint32_t tokens,
-		     uint32_t *hit)
+		     struct admission *a)
 {
 	struct pool *p = e->pool;
 	uint32_t B = p->block_tokens, nb = (uint32_t)blocks_for(p, tokens);
-	uint32_t h = 0, nk, i;
+	uint32_t run = 0, below = 0, nk = 0, fresh = 0, i, k;
+	uint64_t *ids;
 
 	seq_reserve(s, nb + 1);
+	memset(s->shared, 0, nb);
+	s->nr_hit = 0;
 	if (p->ops->lookup && s->req->nr_hash) {
 		uint64_t *keys = keys_buf(nb + 1);
 
 		nk = seq_prompt_keys(s, B, keys, nb);
 		if (nk)
-			h = p->ops->lookup(p, e->client, keys, nk, s->ids);
+			run = lookup_run(e, s, keys, nk, &below);
 	}
-	if (nb > h && p->ops->alloc(p, e->client, s->ids + h, nb - h)) {
-		if (h)
-			p->ops->put(p, e->client, s->ids, h);
-		return -ENOSPC;
-	}
-	for (i = h; i < nb; i++) {
-		uint64_t left = tokens - (uint64_t)i * B;
+	if (nb > s->nr_hit) {
+		ids = ids_buf(nb - s->nr_hit);
+		if (p->ops->alloc(p, e->client, ids, nb - s->nr_hit)) {
+			put_shared(e, s, run);
+			s->nr_hit = 0;
+			return -ENOSPC;
+		}
+		for (i = 0; i < nb; i++) {
+			uint64_t left = tokens - (uint64_t)i * B;
 
-		p->fill[(uint32_t)s->ids[i]] = left < B ? (uint32_t)left : B;
+			if (s->shared[i])
+				continue;
+			s->ids[i] = ids[fresh++];
+			p->fill[(uint32_t)s->ids[i]] = left < B ? (uint32_t)left :
+							B;
+		}
 	}
 	for (i = 0; i < nb; i++)
 		map(e, s->ids[i]);
 	s->nr_ids = nb;
-	s->nr_hit = h;
-	*hit = h * B;
+	memset(a, 0, sizeof(*a));
+	a->hit = run * B;
+	a->hit_host = below * B;
+	a->compute_from = run * B;
+	a->compute_to = tokens;
+	if (below)
+		p->tier->promoted += below;
+	if (below)
+		p->tier->copy_bytes += (uint64_t)below * p->tier->frame_bytes;
+	if (s->swapped) {
+		k = nb - s->swapped;	/* the keyed blocks before them */
+		tier_swap_in(p->tier, s->swapped);
+		a->swapped = s->swapped_tokens;
+		a->compute_to = k * B > a->compute_from ? k * B :
+			       a->compute_from;
+		s->swapped = 0;
+		s->swapped_tokens = 0;
+	}
 	return 0;
 }
 
@@ -159,15 +257,22 @@ static void blk_prefilled(struct engine *e, struct seq *s)
 {
 	struct pool *p = e->pool;
 	uint64_t *keys;
-	uint32_t nk;
+	uint32_t nk, i, j;
 
 	if (!p->ops->publish || !s->req->nr_hash)
 		return;
 	keys = keys_buf(s->nr_ids + 1);
 	nk = seq_prompt_keys(s, p->block_tokens, keys, s->nr_ids);
-	if (nk > s->nr_hit)
-		p->ops->publish(p, e->client, keys + s->nr_hit,
-				s->ids + s->nr_hit, nk - s->nr_hit);
+	/* Each run of blocks this sequence wrote. */
+	for (i = 0; i < nk; i = j) {
+		for (; i < nk && s->shared[i]; i++)
+			;
+		for (j = i; j < nk && !s->shared[j]; j++)
+			;
+		if (j > i)
+			p->ops->publish(p, e->client, keys + i, s->ids + i,
+					j - i);
+	}
 }
 
 static int blk_grow(struct engine *e, struct seq *s)
@@ -190,6 +295,30 @@ static int blk_grow(struct engine *e, struct seq *s)
 	return 0;
 }
 
+/*
+ * Preempted: with a lower tier that takes swaps (kvarena+swap), the
+ * blocks past the keyed prompt blocks - which the prefix cache keeps,
+ * and demotes rather than drops - are copied down to be copied back at
+ * readmission instead of recomputed.  Without room below, the sequence
+ * is recomputed as it would be without the tier.
+ */
+static void blk_swap_out(struct engine *e, struct seq *s)
+{
+	struct pool *p = e->pool;
+	uint32_t B = p->block_tokens, nk = 0, n;
+
+	if (!p->tier || !(p->pol->flags & POL_SWAP) || !s->nr_ids)
+		return;
+	if (s->req->nr_hash)
+		nk = s->req->prompt / B < s->nr_ids ? s->req->prompt / B :
+		     s->nr_ids;
+	n = s->nr_ids - nk;
+	if (!n || !tier_swap_out(p->tier, n))
+		return;
+	s->swapped = n;
+	s->swapped_tokens = s->tokens - nk * B;
+}
+
 static void blk_release(struct engine *e, struct seq *s)
 {
 	uint32_t i;
@@ -207,6 +336,7 @@ const struct pol_ops blocks_ops = {
 	.admit = blk_admit,
 	.prefilled = blk_prefilled,
 	.grow = blk_grow,
+	.swap_out = blk_swap_out,
 	.release = blk_release,
 };
 
@@ -268,26 +398,130 @@ void bpool_common_fini(struct pool *p)
 	p->refs = p->fill = NULL;
 }
 
+/* ---- key index and LRU lists (paged:B's cache, the lower tier) -------- */
+
+int keyidx_init(struct keyidx *x, uint32_t entries, const uint64_t *key)
+{
+	uint64_t slots = 2;
+
+	while (slots < 2ull * entries)
+		slots *= 2;
+	x->mask = slots - 1;
+	x->key = key;
+	x->table = calloc(slots, sizeof(*x->table));
+	return x->table ? 0 : -ENOMEM;
+}
+
+void keyidx_fini(struct keyidx *x)
+{
+	free(x->table);
+	x->table = NULL;
+}
+
+/* The slot holding @key, or the empty slot where it would go. */
+static uint64_t slot_of(const struct keyidx *x, uint64_t key)
+{
+	uint64_t i = key & x->mask;
+
+	while (x->table[i] && x->key[x->table[i] - 1] != key)
+		i = (i + 1) & x->mask;
+	return i;
+}
+
+uint32_t keyidx_get(const struct keyidx *x, uint64_t key)
+{
+	uint64_t pos = slot_of(x, key);
+
+	return x->table[pos] ? x->table[pos] - 1 : NONE;
+}
+
+/* @key must already be in @x->key[@entry]. */
+void keyidx_put(struct keyidx *x, uint64_t key, uint32_t entry)
+{
+	x->table[slot_of(x, key)] = entry + 1;
+}
+
+/* Linear probing's deletion: shift the following run back. */
+void keyidx_del(struct keyidx *x, uint64_t key)
+{
+	uint64_t i = slot_of(x, key), j, home;
+
+	if (!x->table[i])
+		return;
+	x->table[i] = 0;
+	for (j = (i + 1) & x->mask; x->table[j]; j = (j + 1) & x->mask) {
+		home = x->key[x->table[j] - 1] & x->mask;
+		/* Move it back if its home is not in (i, j]. */
+		if ((j > i && (home <= i || home > j)) ||
+		    (j < i && home <= i && home > j)) {
+			x->table[i] = x->table[j];
+			x->table[j] = 0;
+			i = j;
+		}
+	}
+}
+
+int lru_init(struct lru *l, uint32_t entries)
+{
+	l->prev = calloc(entries ? entries : 1, sizeof(*l->prev));
+	l->next = calloc(entries ? entries : 1, sizeof(*l->next));
+	l->head = l->tail = NONE;
+	l->nr = 0;
+	return l->prev && l->next ? 0 : -ENOMEM;
+}
+
+void lru_fini(struct lru *l)
+{
+	free(l->prev);
+	free(l->next);
+	l->prev = l->next = NULL;
+}
+
+void lru_unlink(struct lru *l, uint32_t e)
+{
+	uint32_t p = l->prev[e], n = l->next[e];
+
+	if (p != NONE)
+		l->next[p] = n;
+	else
+		l->head = n;
+	if (n != NONE)
+		l->prev[n] = p;
+	else
+		l->tail = p;
+	l->nr--;
+}
+
+void lru_push(struct lru *l, uint32_t e)
+{
+	l->prev[e] = l->tail;
+	l->next[e] = NONE;
+	if (l->tail != NONE)
+		l->next[l->tail] = e;
+	else
+		l->head = e;
+	l->tail = e;
+	l->nr++;
+}
+
 /* ---- paged:B's own pool and prefix cache -------------------------------- */
 
 /**
  * struct paged - vLLM's block pool.
  * @users:	sequences using each block.
  * @key:	each block's key while @keyed.
- * @lru_prev, @lru_next: the LRU of cached blocks (keyed, no user).
+ * @lru:	the LRU of cached blocks (keyed, no user).
  * @free:	stack of blocks with no user and no key, @nr_free of them.
- * @table:	open-addressing index key -> block + 1 (0: empty).
+ * @idx:	the index of keyed blocks by key.
  */
 struct paged {
 	uint32_t *users;
 	uint64_t *key;
 	uint8_t *keyed;
-	uint32_t *lru_prev, *lru_next;
-	uint32_t lru_head, lru_tail, nr_lru;
+	struct lru lru;
 	uint32_t *free;
 	uint32_t nr_free;
-	uint32_t *table;
-	uint64_t mask;
+	struct keyidx idx;
 };
 
 static struct paged *paged(struct pool *p)
@@ -295,89 +529,20 @@ static struct paged *paged(struct pool *p)
 	return p->priv;
 }
 
-/* The slot holding @key, or the empty slot where it would go. */
-static uint64_t slot_of(const struct paged *pg, uint64_t key)
-{
-	uint64_t i = key & pg->mask;
-
-	while (pg->table[i] && pg->key[pg->table[i] - 1] != key)
-		i = (i + 1) & pg->mask;
-	return i;
-}
-
-static uint32_t table_get(const struct paged *pg, uint64_t key)
-{
-	uint64_t pos = slot_of(pg, key);
-
-	return pg->table[pos] ? pg->table[pos] - 1 : NONE;
-}
-
-static void table_put(struct paged *pg, uint64_t key, uint32_t b)
-{
-	pg->table[slot_of(pg, key)] = b + 1;
-}
-
-/* Linear probing's deletion: shift the following run back. */
-static void table_del(struct paged *pg, uint64_t key)
-{
-	uint64_t i = slot_of(pg, key), j, home;
-
-	if (!pg->table[i])
-		return;
-	pg->table[i] = 0;
-	for (j = (i + 1) & pg->mask; pg->table[j]; j = (j + 1) & pg->mask) {
-		home = pg->key[pg->table[j] - 1] & pg->mask;
-		/* Move it back if its home is not in (i, j]. */
-		if ((j > i && (home <= i || home > j)) ||
-		    (j < i && home <= i && home > j)) {
-			pg->table[i] = pg->table[j];
-			pg->table[j] = 0;
-			i = j;
-		}
-	}
-}
-
-static void lru_unlink(struct paged *pg, uint32_t b)
-{
-	uint32_t p = pg->lru_prev[b], n = pg->lru_next[b];
-
-	if (p != NONE)
-		pg->lru_next[p] = n;
-	else
-		pg->lru_head = n;
-	if (n != NONE)
-		pg->lru_prev[n] = p;
-	else
-		pg->lru_tail = p;
-	pg->nr_lru--;
-}
-
-static void lru_push(struct paged *pg, uint32_t b)
-{
-	pg->lru_prev[b] = pg->lru_tail;
-	pg->lru_next[b] = NONE;
-	if (pg->lru_tail != NONE)
-		pg->lru_next[pg->lru_tail] = b;
-	else
-		pg->lru_head = b;
-	pg->lru_tail = b;
-	pg->nr_lru++;
-}
-
 static int paged_alloc(struct pool *p, int eng, uint64_t *ids, uint32_t n)
 {
 	struct paged *pg = paged(p);
 	uint32_t i, b;
 
-	if ((uint64_t)pg->nr_free + pg->nr_lru < n)
+	if ((uint64_t)pg->nr_free + pg->lru.nr < n)
 		return -ENOSPC;
 	for (i = 0; i < n; i++) {
 		if (pg->nr_free) {
 			b = pg->free[--pg->nr_free];
 		} else {
-			b = pg->lru_head;
-			lru_unlink(pg, b);
-			table_del(pg, pg->key[b]);
+			b = pg->lru.head;
+			lru_unlink(&pg->lru, b);
+			keyidx_del(&pg->idx, pg->key[b]);
 			pg->keyed[b] = 0;
 		}
 		pg->users[b] = 1;
@@ -398,7 +563,7 @@ static void paged_put(struct pool *p, int eng, const uint64_t *ids,
 		if (--pg->users[b])
 			continue;
 		if (pg->keyed[b])
-			lru_push(pg, b);
+			lru_push(&pg->lru, b);
 		else
 			pg->free[pg->nr_free++] = b;
 	}
@@ -411,12 +576,12 @@ static uint32_t paged_lookup(struct pool *p, int eng, const uint64_t *keys,
 	uint32_t i;
 
 	for (i = 0; i < n; i++) {
-		uint32_t b = table_get(pg, keys[i]);
+		uint32_t b = keyidx_get(&pg->idx, keys[i]);
 
 		if (b == NONE)
 			break;
 		if (!pg->users[b]++)
-			lru_unlink(pg, b);
+			lru_unlink(&pg->lru, b);
 		ids[i] = b;
 	}
 	return i;
@@ -431,11 +596,11 @@ static void paged_publish(struct pool *p, int eng, const uint64_t *keys,
 	for (i = 0; i < n; i++) {
 		uint32_t b = (uint32_t)ids[i];
 
-		if (pg->keyed[b] || table_get(pg, keys[i]) != NONE)
+		if (pg->keyed[b] || keyidx_get(&pg->idx, keys[i]) != NONE)
 			continue;
 		pg->key[b] = keys[i];
 		pg->keyed[b] = 1;
-		table_put(pg, keys[i], b);
+		keyidx_put(&pg->idx, keys[i], b);
 	}
 }
 
@@ -448,10 +613,9 @@ static void paged_fini(struct pool *p)
 	free(pg->users);
 	free(pg->key);
 	free(pg->keyed);
-	free(pg->lru_prev);
-	free(pg->lru_next);
+	lru_fini(&pg->lru);
 	free(pg->free);
-	free(pg->table);
+	keyidx_fini(&pg->idx);
 	free(pg);
 	p->priv = NULL;
 }
@@ -473,7 +637,7 @@ int paged_pool_init(struct pool *p, const struct config *cfg, uint32_t B,
 		    const struct workload *w, int nr_w)
 {
 	struct paged *pg;
-	uint64_t nb = p->bytes / (B * cfg->g.bytes_per_token), slots = 2;
+	uint64_t nb = p->bytes / (B * cfg->g.bytes_per_token);
 	uint64_t reach = pool_reach(w, nr_w, B, NULL);
 	uint32_t i, nt;
 
@@ -491,20 +655,13 @@ int paged_pool_init(struct pool *p, const struct config *cfg, uint32_t B,
 	if (!pg)
 		return -ENOMEM;
 	p->priv = pg;
-	while (slots < 2ull * nt)
-		slots *= 2;
-	pg->mask = slots - 1;
 	pg->users = calloc(nt, sizeof(*pg->users));
 	pg->key = calloc(nt, sizeof(*pg->key));
 	pg->keyed = calloc(nt, 1);
-	pg->lru_prev = calloc(nt, sizeof(*pg->lru_prev));
-	pg->lru_next = calloc(nt, sizeof(*pg->lru_next));
 	pg->free = calloc(nt, sizeof(*pg->free));
-	pg->table = calloc(slots, sizeof(*pg->table));
-	if (!pg->users || !pg->key || !pg->keyed || !pg->lru_prev ||
-	    !pg->lru_next || !pg->free || !pg->table)
+	if (!pg->users || !pg->key || !pg->keyed || !pg->free ||
+	    lru_init(&pg->lru, nt) || keyidx_init(&pg->idx, nt, pg->key))
 		return -ENOMEM;
-	pg->lru_head = pg->lru_tail = NONE;
 	/* Block 0 goes out first. */
 	for (i = 0; i < nt; i++)
 		pg->free[i] = nt - 1 - i;

@@ -14,6 +14,10 @@
  *              pool with its in-engine prefix cache (vLLM's model)
  *   arena.c    kvarena's pool: the core allocator of driver/core.c, one
  *              client per engine, and its prefix cache
+ *   tier.c     the lower tier below an arena: host memory that keeps the
+ *              cached frames the arena reclaims, and preempted sequences
+ *              swapped out
+ *   cost.c     the timing model: prefill FLOPs and copies, per step
  *   report.c   the table, --json and --svg
  *   main.c     options, traces, runs
  */
@@ -38,9 +42,14 @@ enum pol_kind {
 	POL_KVARENA,		/* frames of the core allocator */
 };
 
+/* struct policy.flags (POL_KVARENA only) */
+#define POL_HOST	(1u << 0)	/* cached frames demoted to the tier */
+#define POL_SWAP	(1u << 1)	/* preempted sequences swapped to it */
+
 struct policy {
 	enum pol_kind kind;
 	uint32_t block_tokens;	/* POL_PAGED */
+	uint32_t flags;		/* POL_HOST, POL_SWAP */
 	char name[32];
 };
 
@@ -84,7 +93,13 @@ struct workload {
  * @reserved:	token policies: tokens reserved.
  * @ids:	block policies: the block table, @nr_ids entries (block
  *		index in the low 32 bits; a core handle for kvarena).
- * @nr_hit:	leading blocks of @ids that came from the prefix cache.
+ * @nr_hit:	blocks of @ids that the arena's prefix cache held (shared,
+ *		not written by this sequence).
+ * @shared:	block policies: per entry of @ids, whether it is one of
+ *		those (@cap_ids of them).
+ * @swapped:	frames of it in the lower tier's swap space while it waits
+ *		after a preemption (POL_SWAP), 0 otherwise.
+ * @swapped_tokens: the tokens they hold.
  * @admitted:	first admission done.
  */
 struct seq {
@@ -96,6 +111,9 @@ struct seq {
 	uint32_t nr_ids;
 	uint32_t cap_ids;
 	uint32_t nr_hit;
+	uint8_t *shared;
+	uint32_t swapped;
+	uint32_t swapped_tokens;
 	bool admitted;
 };
 
@@ -103,23 +121,43 @@ struct engine;
 struct pool;
 
 /**
+ * struct admission - what an admission took from where, in tokens.
+ * @hit:	served by the prefix cache: the arena's and the lower tier's.
+ * @hit_host:	of @hit, copied up from the lower tier.
+ * @swapped:	copied back from the swap space (a swapped sequence).
+ * @compute_from, @compute_to: the positions prefilled by computing;
+ *		the rest of [0, tokens) came from @hit and @swapped.
+ */
+struct admission {
+	uint32_t hit;
+	uint32_t hit_host;
+	uint32_t swapped;
+	uint32_t compute_from;
+	uint32_t compute_to;
+};
+
+/**
  * struct pol_ops - what a policy does to one sequence.
  * @fits:	whether the request could ever run in the engine's memory
  *		(at its full length, alone).
  * @admit:	take memory for @s->req's prompt plus the tokens already
  *		generated (@tokens in all), after looking the prompt up in
- *		the prefix cache; set *@hit to the prompt tokens the cache
- *		served.  All or nothing: -ENOSPC changes nothing.
+ *		the prefix cache; fill *@a with where the tokens came from.
+ *		All or nothing: -ENOSPC changes nothing.
  * @prefilled:	the prompt's KV is written: publish it.
  * @grow:	room for one more token; -ENOSPC changes nothing.
+ * @swap_out:	NULL, or before a preemption's release: copy what the
+ *		prefix cache will not keep of @s to the lower tier, if it
+ *		has room (sets @s->swapped).
  * @release:	give everything back (completion or preemption).
  */
 struct pol_ops {
 	bool (*fits)(const struct engine *e, const struct req *q);
 	int (*admit)(struct engine *e, struct seq *s, uint32_t tokens,
-		     uint32_t *hit);
+		     struct admission *a);
 	void (*prefilled)(struct engine *e, struct seq *s);
 	int (*grow)(struct engine *e, struct seq *s);
+	void (*swap_out)(struct engine *e, struct seq *s);
 	void (*release)(struct engine *e, struct seq *s);
 };
 
@@ -131,6 +169,8 @@ struct pol_ops {
  *		@lookup (one call per block taken).
  * @lookup:	the longest leading run of @keys in the prefix cache, each
  *		block of it taken by engine @eng; returns the run's length.
+ *		(With a lower tier, blk_admit() calls it again past the
+ *		keys the tier holds.)
  * @publish:	put the engine's blocks @ids under @keys (a key already
  *		present keeps its block).
  * @fini:	free the pool's state.
@@ -144,6 +184,37 @@ struct bpool_ops {
 			const uint64_t *ids, uint32_t n);
 	void (*fini)(struct pool *p);
 };
+
+#define KVSIM_NONE	0xffffffffu	/* no block or entry: end of a list */
+
+/*
+ * struct keyidx - an open-addressing index of entries by 64-bit key:
+ * @table holds entry + 1 (0: empty), @key[entry] each entry's key,
+ * linear probing, @mask + 1 slots (a power of two, at least twice the
+ * entries).  Used by paged:B's prefix cache and the lower tier.
+ */
+struct keyidx {
+	uint32_t *table;
+	uint64_t mask;
+	const uint64_t *key;
+};
+
+int keyidx_init(struct keyidx *x, uint32_t entries, const uint64_t *key);
+void keyidx_fini(struct keyidx *x);
+uint32_t keyidx_get(const struct keyidx *x, uint64_t key);
+void keyidx_put(struct keyidx *x, uint64_t key, uint32_t entry);
+void keyidx_del(struct keyidx *x, uint64_t key);
+
+/* struct lru - a list of entries by index, oldest at @head. */
+struct lru {
+	uint32_t *prev, *next;
+	uint32_t head, tail, nr;
+};
+
+int lru_init(struct lru *l, uint32_t entries);
+void lru_fini(struct lru *l);
+void lru_unlink(struct lru *l, uint32_t e);
+void lru_push(struct lru *l, uint32_t e);
 
 /**
  * struct pool - one memory: an engine's own, or an arena several share.
@@ -165,6 +236,8 @@ struct bpool_ops {
  * @held_blocks, @filled_tokens: blocks mapped by some sequence and the
  *		tokens in them (each counted once).
  * @nr_engines:	engines drawing on it.
+ * @host_bytes:	the size of its lower tier (POL_HOST, POL_SWAP).
+ * @tier:	the lower tier below it (POL_HOST, POL_SWAP), or NULL.
  */
 struct pool {
 	const struct policy *pol;
@@ -182,6 +255,42 @@ struct pool {
 	uint64_t held_blocks;
 	uint64_t filled_tokens;
 	int nr_engines;
+	uint64_t host_bytes;
+	struct tier *tier;
+};
+
+/**
+ * struct tier - the lower tier below one arena: host memory of @cap
+ * frames.  Cached frames the arena reclaims are demoted into it (copied
+ * down) instead of dropped, and stay there, inclusive of the arena: a
+ * frame promoted back is still below, so reclaiming it again copies
+ * nothing.  Its own LRU drops the oldest when it is full.  Swapped
+ * sequences' frames are pinned in it until their sequence comes back.
+ * @cap:	frames of host memory.
+ * @swapped:	frames pinned by swapped-out sequences.
+ * @nr:		cached frames in it (keys of @key).
+ * @nr_entries:	entries @key can hold (at most @cap: never more than
+ *		the trace's keyed blocks, see tier_init()).
+ * @key, @idx, @lru: the entries, their key index and their LRU.
+ * @free:	unused entries, @nr_free of them.
+ * @demoted, @dropped, @promoted: frames copied down, dropped from the
+ *		tier to make room, copied up, ever.
+ * @copy_bytes:	bytes the copies of the current step move (both ways);
+ *		the step loop takes them.
+ */
+struct tier {
+	uint64_t cap;
+	uint64_t swapped;
+	uint32_t nr;
+	uint32_t nr_entries;
+	uint64_t *key;
+	struct keyidx idx;
+	struct lru lru;
+	uint32_t *free;
+	uint32_t nr_free;
+	uint64_t demoted, dropped, promoted;
+	uint64_t frame_bytes;
+	uint64_t copy_bytes;
 };
 
 /* One point of the --svg series: means over a time bucket. */
@@ -207,10 +316,20 @@ struct stats {
 	uint64_t recomputed_tokens;
 	uint64_t prompt_tokens;		/* of the requests admitted */
 	uint64_t hit_tokens;		/* of those, from the cache */
+	uint64_t hit_host_tokens;	/* of those, from the lower tier */
+	uint64_t computed_tokens;	/* prefilled by computing, all */
+	uint64_t swaps;			/* preemptions swapped out */
+	uint64_t swapped_tokens;	/* tokens copied back instead of
+					 * recomputed */
+	uint64_t copy_bytes;		/* moved between the tiers */
+	double busy_s;			/* prefill compute and copies */
 	int64_t *delay_us;		/* admission delays, @nr_delay */
+	int64_t *ttft_us;		/* arrival to first token, @nr_delay */
 	uint32_t nr_delay;
 	double admit_p50_ms, admit_p99_ms;
+	double ttft_p50_ms, ttft_p99_ms;
 	double token_share, mean_running, prefix_hit_share;
+	double host_hit_share;
 };
 
 /**
@@ -238,6 +357,11 @@ struct engine {
 	uint64_t filled_tokens;		/* tokens in them */
 	uint64_t held_tokens_resv;	/* token policies: reserved */
 	uint64_t filled_tokens_resv;	/* token policies: held */
+	double step_flops;		/* prefill work of this step */
+	uint64_t step_copy;		/* bytes its tier copies moved */
+	uint32_t *first;		/* st.ttft_us of the requests first
+					 * admitted in this step */
+	uint32_t nr_first;
 	struct stats st;
 };
 
@@ -252,6 +376,11 @@ struct config {
 	uint64_t engine_min;		/* shared arena: bytes per engine */
 	uint64_t engine_max;
 	uint64_t bucket_us;		/* --svg sample width */
+	uint64_t host_bytes;		/* the lower tier of every arena */
+	double flops_per_s;		/* prefill rate; 0: no timing model */
+	double copy_bytes_per_s;	/* between the tiers */
+	double params;			/* the model's parameters */
+	uint32_t q_heads;		/* query heads */
 };
 
 /**
@@ -292,6 +421,22 @@ void bpool_common_fini(struct pool *p);
 uint32_t seq_prompt_keys(const struct seq *s, uint32_t block_tokens,
 			 uint64_t *keys, uint32_t max);
 
+/* tier.c */
+int tier_init(struct tier *t, uint64_t bytes, uint64_t frame_bytes,
+	      uint64_t keyed);
+void tier_fini(struct tier *t);
+void tier_demote(struct tier *t, uint64_t key);
+bool tier_has(const struct tier *t, uint64_t key);
+void tier_touch(struct tier *t, uint64_t key);
+bool tier_swap_out(struct tier *t, uint32_t frames);
+void tier_swap_in(struct tier *t, uint32_t frames);
+
+/* cost.c */
+double cost_prefill_flops(const struct config *cfg, uint64_t from,
+			  uint64_t to);
+int64_t cost_step_us(const struct config *cfg, double flops,
+		     uint64_t copy_bytes);
+
 /* arena.c */
 int arena_pool_init(struct pool *p, const struct config *cfg,
 		    int nr_engines, uint32_t min_frames, uint32_t max_frames,
@@ -304,6 +449,7 @@ uint64_t key_of_block(const struct req *r, uint32_t block_tokens,
 
 /* report.c */
 void report_table(const struct run *runs, int nr, int per_engine);
+void report_tiers(const struct run *runs, int nr, int per_engine);
 void report_json(const struct run *runs, int nr, int per_engine);
 int report_svg(const char *path, const struct run *runs, int nr,
 	       const char *title);

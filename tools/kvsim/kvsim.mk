@@ -7,7 +7,7 @@
 #   $(B)/tools/kvsim-san    the same under ASan/UBSan, for the tests
 
 KVSIM_SRCS := $(addprefix $(SRC)/tools/kvsim/,main.c sim.c tokens.c \
-		blocks.c arena.c keys.c report.c) $(KVT_SVG_SRCS) \
+		blocks.c arena.c keys.c report.c tier.c cost.c) $(KVT_SVG_SRCS) \
 	      $(KVT_COMMON_SRCS) $(SRC)/driver/core.c
 KVSIM_DEPS := $(KVSIM_SRCS) $(SRC)/tools/kvsim/kvsim.h $(KVT_COMMON_HDRS) \
 	      $(KVT_SVG_HDRS) \

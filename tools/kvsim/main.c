@@ -33,7 +33,16 @@ static void help(FILE *f)
 "      --kv-bytes S        the same in bytes: 4096, 64K, 2M, 1G (one is required)\n"
 "      --max-model-len N   longest sequence (default: the longest request)\n"
 "      --policy LIST       contiguous-max,contiguous-oracle,pow2,paged:B,kvarena\n"
-"                          (default: all five, paged:16)\n"
+"                          (default: all five, paged:16); kvarena+host,\n"
+"                          kvarena+swap, kvarena+host+swap: kvarena over a\n"
+"                          lower tier of host memory that keeps reclaimed\n"
+"                          cached frames (+host) and preempted sequences (+swap)\n"
+"      --host-gib X        the lower tier's size, GiB, or\n"
+"      --host-bytes S      the same in bytes (all engines together)\n"
+"      --gpu-tflops R      timing model: a step takes --step-ms plus its prefill\n"
+"                          at R TFLOP/s plus its copies between the tiers\n"
+"      --copy-gbs G        those copies' rate, GB/s (default 50)\n"
+"      --params N          the model's parameter count (default: the model's)\n"
 "      --step-ms MS        time of one step (default 20)\n"
 "      --prefill-budget T  prompt tokens prefilled per step (default: any)\n"
 "      --max-seqs N        running sequences per engine (default: any)\n"
@@ -44,6 +53,7 @@ static void help(FILE *f)
 "      --engine-min-gib X  shared arena: guaranteed to each engine (default 0)\n"
 "      --engine-max-gib X  shared arena: limit of each engine (default: all)\n"
 "      --requests N        only the first N requests of each trace\n"
+"      --time-scale F      arrivals F times as far apart (2: half the rate)\n"
 "      --json              one JSON object per line, per policy (and engine)\n"
 "      --svg FILE          running sequences and memory over time, as SVG\n"
 "  -h, --help\n"
@@ -56,7 +66,8 @@ enum {
 	OPT_FRAME = KVT_OPT_GEOM_END, OPT_KV, OPT_KV_BYTES, OPT_MAXLEN,
 	OPT_POLICY,
 	OPT_STEP, OPT_PREFILL, OPT_MAXSEQS, OPT_ENGINES, OPT_EMIN, OPT_EMAX,
-	OPT_REQUESTS, OPT_JSON, OPT_SVG, OPT_RR,
+	OPT_REQUESTS, OPT_JSON, OPT_SVG, OPT_RR, OPT_HOST, OPT_HOST_BYTES,
+	OPT_TFLOPS, OPT_COPY, OPT_PARAMS, OPT_TSCALE,
 };
 
 static const struct option options[] = {
@@ -77,6 +88,12 @@ static const struct option options[] = {
 	{ "round-robin",    no_argument,       NULL, OPT_RR },
 	{ "json",           no_argument,       NULL, OPT_JSON },
 	{ "svg",            required_argument, NULL, OPT_SVG },
+	{ "host-gib",       required_argument, NULL, OPT_HOST },
+	{ "host-bytes",     required_argument, NULL, OPT_HOST_BYTES },
+	{ "gpu-tflops",     required_argument, NULL, OPT_TFLOPS },
+	{ "copy-gbs",       required_argument, NULL, OPT_COPY },
+	{ "params",         required_argument, NULL, OPT_PARAMS },
+	{ "time-scale",     required_argument, NULL, OPT_TSCALE },
 	{ "help",           no_argument,       NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -98,6 +115,9 @@ struct args {
 	int json;
 	int round_robin;
 	const char *svg;
+	uint64_t host_fx, host_bytes;
+	int host_set;
+	uint64_t tflops_fx, copy_fx, params, tscale_fx;
 };
 
 static int parse_policies(struct args *a, const char *arg)
@@ -124,6 +144,15 @@ static int parse_policies(struct args *a, const char *arg)
 			p->kind = POL_POW2;
 		} else if (!strcmp(tok, "kvarena")) {
 			p->kind = POL_KVARENA;
+		} else if (!strcmp(tok, "kvarena+host")) {
+			p->kind = POL_KVARENA;
+			p->flags = POL_HOST;
+		} else if (!strcmp(tok, "kvarena+swap")) {
+			p->kind = POL_KVARENA;
+			p->flags = POL_SWAP;
+		} else if (!strcmp(tok, "kvarena+host+swap")) {
+			p->kind = POL_KVARENA;
+			p->flags = POL_HOST | POL_SWAP;
 		} else if (!strncmp(tok, "paged:", 6) &&
 			   !kvt_parse_u64(tok + 6, &B) && B && B <= 65536) {
 			p->kind = POL_PAGED;
@@ -138,7 +167,7 @@ static int parse_policies(struct args *a, const char *arg)
 		return 0;
 bad:
 	return kvt_bad("--policy",
-		       "a list of contiguous-max, contiguous-oracle, pow2, paged:B (B from 1 to 65536) and kvarena",
+		       "a list of contiguous-max, contiguous-oracle, pow2, paged:B (B from 1 to 65536) and kvarena (kvarena+host, kvarena+swap, kvarena+host+swap)",
 		       arg);
 }
 
@@ -276,6 +305,48 @@ static int parse_args(struct args *a, int argc, char **argv)
 		case OPT_SVG:
 			a->svg = optarg;
 			break;
+		case OPT_HOST:
+			err = get_gib("--host-gib", optarg, &a->host_fx);
+			a->host_set = 1;
+			a->host_bytes = 0;
+			break;
+		case OPT_HOST_BYTES:
+			if (kvt_parse_size(optarg, &a->host_bytes) ||
+			    a->host_bytes > (KVT_MAX_GIB << 30))
+				err = kvt_bad("--host-bytes",
+					      "a size from 0 to 1024T (4096, 64K, 2M, 1G, ...)",
+					      optarg);
+			a->host_set = 1;
+			a->host_fx = 0;
+			break;
+		case OPT_TFLOPS:
+			if (kvt_parse_fixed(optarg, &a->tflops_fx) ||
+			    !a->tflops_fx ||
+			    a->tflops_fx > 1000000 * KVT_FIX_SCALE)
+				err = kvt_bad("--gpu-tflops",
+					      "a rate above 0, up to 1000000 TFLOP/s",
+					      optarg);
+			break;
+		case OPT_COPY:
+			if (kvt_parse_fixed(optarg, &a->copy_fx) ||
+			    !a->copy_fx || a->copy_fx > 1000000 * KVT_FIX_SCALE)
+				err = kvt_bad("--copy-gbs",
+					      "a rate above 0, up to 1000000 GB/s",
+					      optarg);
+			break;
+		case OPT_TSCALE:
+			if (kvt_parse_fixed(optarg, &a->tscale_fx) ||
+			    a->tscale_fx < KVT_FIX_SCALE / 1000 ||
+			    a->tscale_fx > 1000 * KVT_FIX_SCALE)
+				err = kvt_bad("--time-scale",
+					      "a factor from 0.001 to 1000",
+					      optarg);
+			break;
+		case OPT_PARAMS:
+			err = get_count("--params", optarg, 1, 1ull << 50,
+					&a->params,
+					"a parameter count from 1 to 2^50");
+			break;
 		case 'h':
 			return -1;
 		default:
@@ -315,6 +386,13 @@ static int parse_args(struct args *a, int argc, char **argv)
 
 		parse_policies(a, def);
 	}
+	for (c = 0; c < a->nr_pol; c++)
+		if (a->pol[c].flags && !a->host_set)
+			return usage_err("kvarena+host and kvarena+swap need --host-gib or --host-bytes");
+	if (a->copy_fx && !a->tflops_fx)
+		return usage_err("--copy-gbs needs --gpu-tflops (the timing model)");
+	if (a->tflops_fx && !a->params && !a->geo.model)
+		return usage_err("--gpu-tflops needs --model or --params (the model's parameter count)");
 	return 0;
 }
 
@@ -390,6 +468,20 @@ static void free_workload(struct workload *w)
 	free(w->req);
 }
 
+/* Arrivals @fx / KVT_FIX_SCALE times as far from the first. */
+static void scale_arrivals(struct kvt_trace *t, uint64_t fx)
+{
+	double f = (double)fx / KVT_FIX_SCALE;
+	int64_t t0;
+	size_t i;
+
+	if (!t->nr)
+		return;
+	t0 = t->req[0].arrival_us;
+	for (i = 0; i < t->nr; i++)
+		t->req[i].arrival_us = t0 + (int64_t)((double)(t->req[i].arrival_us - t0) * f + 0.5);
+}
+
 /* ---- runs ------------------------------------------------------------ */
 
 /* Pool @p for the @nr_engines engines serving @w[0..@nr_engines). */
@@ -430,6 +522,8 @@ static int setup_run(struct run *r, const struct policy *pol,
 	}
 	for (i = 0; i < r->nr_pools; i++) {
 		r->pools[i].bytes = cfg->kv_bytes / (uint64_t)r->nr_pools;
+		r->pools[i].host_bytes = cfg->host_bytes /
+					 (uint64_t)r->nr_pools;
 		err = pool_init(&r->pools[i], pol, cfg,
 				lay == LAYOUT_SHARED ? n : 1, min_frames,
 				max_frames, &w[i]);
@@ -520,9 +614,20 @@ static void print_header(const struct args *a, const struct config *cfg,
 	       kva_dtype_name((enum kva_dtype)cfg->g.dtype), bpt);
 	printf("memory   %s of KV; kvarena frames of %s (%u tokens)\n", kv, fs,
 	       cfg->g.tokens_per_frame);
-	printf("engines  %llu; %u requests, %u refused (prompt over the max model len, %llu); step %.3g ms\n\n",
+	printf("engines  %llu; %u requests, %u refused (prompt over the max model len, %llu); step %.3g ms\n",
 	       (unsigned long long)a->engines, nr + rej, rej,
 	       (unsigned long long)cfg->max_len, (double)cfg->step_us / 1000);
+	if (a->host_set) {
+		kvt_fmt_bytes(kv, sizeof(kv), cfg->host_bytes);
+		printf("tier     %s of host memory below the arena (kvarena+host, kvarena+swap)\n",
+		       kv);
+	}
+	if (cfg->flops_per_s > 0)
+		printf("timing   a step: %.3g ms + prefill at %.6g TFLOP/s (%.4g GFLOP a token, %.6g B parameters) + copies at %.6g GB/s\n",
+		       (double)cfg->step_us / 1000, cfg->flops_per_s / 1e12,
+		       cost_prefill_flops(cfg, 0, 1) / 1e9, cfg->params / 1e9,
+		       cfg->copy_bytes_per_s / 1e9);
+	putchar('\n');
 }
 
 int main(int argc, char **argv)
@@ -572,6 +677,13 @@ int main(int argc, char **argv)
 		cfg.step_us = 1;
 	cfg.prefill_budget = a.prefill;
 	cfg.max_seqs = (uint32_t)a.max_seqs;
+	cfg.host_bytes = a.host_bytes ? a.host_bytes : gib_bytes(a.host_fx);
+	cfg.flops_per_s = (double)a.tflops_fx / KVT_FIX_SCALE * 1e12;
+	cfg.copy_bytes_per_s = a.copy_fx ?
+			       (double)a.copy_fx / KVT_FIX_SCALE * 1e9 : 50e9;
+	cfg.params = a.params ? (double)a.params :
+		     a.geo.model ? (double)a.geo.model->params : 0;
+	cfg.q_heads = a.geo.model ? a.geo.model->q_heads : cfg.g.kv_heads;
 
 	/* Every trace is read and checked before anything runs. */
 	for (k = 0; k < a.nr_traces; k++) {
@@ -584,6 +696,8 @@ int main(int argc, char **argv)
 		nr_loaded++;
 		qsort(traces[k].req, traces[k].nr, sizeof(struct kvt_req),
 		      cmp_arrival);
+		if (a.tscale_fx)
+			scale_arrivals(&traces[k], a.tscale_fx);
 	}
 	cfg.max_len = a.max_len;
 	if (!cfg.max_len) {
@@ -689,6 +803,8 @@ int main(int argc, char **argv)
 	} else {
 		print_header(&a, &cfg, traces, w);
 		report_table(runs, nr_runs, a.engines > 1);
+		if (a.host_set || cfg.flops_per_s > 0)
+			report_tiers(runs, nr_runs, a.engines > 1);
 	}
 	if (a.svg) {
 		char title[160];

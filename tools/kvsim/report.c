@@ -20,6 +20,33 @@ static double steps_per_s(const struct run *r)
 	return r->wall_s > 0 ? (double)r->total.steps / r->wall_s : 0;
 }
 
+/* A table's row: its label, its figures, and the run's speed or 0. */
+typedef void row_fn(const char *label, const struct stats *st, double sps);
+
+/* Each run's row, or with @per_engine each engine's and then all's. */
+static void rows(const struct run *runs, int nr, int per_engine, row_fn *fn)
+{
+	char label[64];
+	int i, k;
+
+	for (i = 0; i < nr; i++) {
+		const struct run *r = &runs[i];
+
+		if (!per_engine) {
+			fn(r->pol->name, &r->total, steps_per_s(r));
+			continue;
+		}
+		for (k = 0; k < r->nr_engines; k++) {
+			snprintf(label, sizeof(label), "%s %s e%d",
+				 r->pol->name, layout_word(r->layout), k);
+			fn(label, &r->eng[k].st, 0);
+		}
+		snprintf(label, sizeof(label), "%s %s all", r->pol->name,
+			 layout_word(r->layout));
+		fn(label, &r->total, steps_per_s(r));
+	}
+}
+
 static void row(const char *label, const struct stats *st, double sps)
 {
 	printf("%-30s %6.4f %7.1f %5u %9u %7u %7llu %10llu %8.1f %8.1f %6.4f",
@@ -36,7 +63,7 @@ static void row(const char *label, const struct stats *st, double sps)
 void report_table(const struct run *runs, int nr, int per_engine)
 {
 	char label[64];
-	int i, k;
+	int i;
 
 	printf("%-30s %6s %13s %9s %7s %7s %10s %17s %6s %9s\n", "",
 	       "token", "running", "", "", "", "recomputed", "admission ms",
@@ -44,22 +71,7 @@ void report_table(const struct run *runs, int nr, int per_engine)
 	printf("%-30s %6s %7s %5s %9s %7s %7s %10s %8s %8s %6s\n", "policy",
 	       "share", "mean", "peak", "completed", "refused", "preempt",
 	       "tokens", "p50", "p99", "hit");
-	for (i = 0; i < nr; i++) {
-		const struct run *r = &runs[i];
-
-		if (!per_engine) {
-			row(r->pol->name, &r->total, steps_per_s(r));
-			continue;
-		}
-		for (k = 0; k < r->nr_engines; k++) {
-			snprintf(label, sizeof(label), "%s %s e%d",
-				 r->pol->name, layout_word(r->layout), k);
-			row(label, &r->eng[k].st, 0);
-		}
-		snprintf(label, sizeof(label), "%s %s all", r->pol->name,
-			 layout_word(r->layout));
-		row(label, &r->total, steps_per_s(r));
-	}
+	rows(runs, nr, per_engine, row);
 	putchar('\n');
 	for (i = 0; i < nr; i++) {
 		const struct run *r = &runs[i];
@@ -73,6 +85,36 @@ void report_table(const struct run *runs, int nr, int per_engine)
 		       (unsigned long long)r->total.steps, r->total.span_s,
 		       r->wall_s);
 	}
+}
+
+static void tier_row(const char *label, const struct stats *st, double sps)
+{
+	const double gib = 1024.0 * 1024.0 * 1024.0;
+
+	printf("%-30s %6.4f %6.4f %6.4f %11llu %6llu %9llu %10llu %8.1f %9.1f %9.1f\n",
+	       label, st->prefix_hit_share - st->host_hit_share,
+	       st->host_hit_share, st->prefix_hit_share,
+	       (unsigned long long)st->computed_tokens,
+	       (unsigned long long)st->swaps,
+	       (unsigned long long)st->swapped_tokens,
+	       (unsigned long long)st->recomputed_tokens,
+	       (double)st->copy_bytes / gib, st->ttft_p50_ms, st->ttft_p99_ms);
+}
+
+/*
+ * The second table, with a lower tier or the timing model: where the
+ * prompts' cached tokens came from, what was computed, what preempted
+ * sequences cost, what moved between the tiers, time to first token.
+ */
+void report_tiers(const struct run *runs, int nr, int per_engine)
+{
+	printf("\n%-30s %20s %11s %30s %8s %19s\n", "", "prefix hit share",
+	       "prefill", "preempted: swaps, tokens", "copied",
+	       "first token ms");
+	printf("%-30s %6s %6s %6s %11s %6s %9s %10s %8s %9s %9s\n", "policy",
+	       "arena", "host", "all", "computed", "swaps", "swapped",
+	       "recomputed", "GiB", "p50", "p99");
+	rows(runs, nr, per_engine, tier_row);
 }
 
 static void json_obj(const struct run *r, const struct stats *st, int engine,
@@ -101,6 +143,15 @@ static void json_obj(const struct run *r, const struct stats *st, int engine,
 	printf(",\"prompt_tokens\":%llu,\"hit_tokens\":%llu",
 	       (unsigned long long)st->prompt_tokens,
 	       (unsigned long long)st->hit_tokens);
+	printf(",\"hit_host_tokens\":%llu,\"host_hit_share\":%.6f",
+	       (unsigned long long)st->hit_host_tokens, st->host_hit_share);
+	printf(",\"computed_tokens\":%llu,\"swaps\":%llu,\"swapped_tokens\":%llu,\"copy_bytes\":%llu",
+	       (unsigned long long)st->computed_tokens,
+	       (unsigned long long)st->swaps,
+	       (unsigned long long)st->swapped_tokens,
+	       (unsigned long long)st->copy_bytes);
+	printf(",\"ttft_p50_ms\":%.3f,\"ttft_p99_ms\":%.3f,\"busy_s\":%.3f",
+	       st->ttft_p50_ms, st->ttft_p99_ms, st->busy_s);
 	printf(",\"steps\":%llu,\"simulated_s\":%.3f",
 	       (unsigned long long)st->steps, st->span_s);
 	if (engine < 0)

@@ -24,7 +24,13 @@
  *     generated) is prefilled in this step: its KV is held from now on,
  *     less what the prefix cache already holds;
  *  4. figures: running sequences, bytes held by sequences and bytes
- *     holding tokens are added up, once per step.
+ *     holding tokens are added up, once per step, weighted by the
+ *     step's time.
+ *
+ * A step takes step_us, or with the timing model (cost.c) step_us plus
+ * the prefill the engines computed in it and the copies between their
+ * arenas and lower tiers.  A request's first token comes at the end of
+ * the step that admitted it.
  *
  * When no engine has anything running or waiting, time jumps to the next
  * arrival.  The engines take turns going first in each phase, so that
@@ -85,6 +91,10 @@ static void complete(struct engine *e, struct seq *s, uint32_t *left)
 
 static void preempt(struct engine *e, struct seq *s)
 {
+	if (e->ops->swap_out)
+		e->ops->swap_out(e, s);
+	if (s->swapped)
+		e->st.swaps++;
 	e->ops->release(e, s);
 	s->tokens = 0;
 	waiting_push_front(e, s);
@@ -131,27 +141,37 @@ static void admit(struct engine *e, const struct config *cfg, int64_t t,
 
 	while (e->nr_waiting) {
 		struct seq *s = waiting_front(e);
-		uint32_t need = s->req->prompt + s->generated, hit = 0;
+		uint32_t need = s->req->prompt + s->generated;
+		uint32_t cached = s->swapped_tokens;
+		struct admission a;
 
 		if (cfg->max_seqs && e->nr_running >= cfg->max_seqs)
 			break;
 		if (cfg->prefill_budget && used &&
-		    used + need > cfg->prefill_budget)
+		    used + need - cached > cfg->prefill_budget)
 			break;
-		if (e->ops->admit(e, s, need, &hit))
+		if (e->ops->admit(e, s, need, &a))
 			break;
 		waiting_pop(e);
 		s->tokens = need;
 		if (!s->admitted) {
 			s->admitted = true;
+			e->first[e->nr_first++] = e->st.nr_delay;
+			e->st.ttft_us[e->st.nr_delay] = t - s->req->arrival_us;
 			e->st.delay_us[e->st.nr_delay++] =
 				t - s->req->arrival_us;
 			e->st.prompt_tokens += s->req->prompt;
-			e->st.hit_tokens += hit;
+			e->st.hit_tokens += a.hit;
+			e->st.hit_host_tokens += a.hit_host;
 		} else {
-			e->st.recomputed_tokens += need - hit;
+			e->st.recomputed_tokens += a.compute_to -
+						   a.compute_from;
+			e->st.swapped_tokens += a.swapped;
 		}
-		used += need - hit;
+		e->st.computed_tokens += a.compute_to - a.compute_from;
+		e->step_flops += cost_prefill_flops(cfg, a.compute_from,
+						    a.compute_to);
+		used += need - a.hit - a.swapped;
 		e->ops->prefilled(e, s);
 		if (s->generated >= s->req->output)
 			complete(e, s, left);
@@ -195,8 +215,8 @@ static uint64_t pool_filled_bytes(const struct run *r, const struct pool *p)
 	return tok * r->cfg->g.bytes_per_token;
 }
 
-static int sample_add(struct run *r, int64_t t, double running, double held,
-		      double filled)
+static int sample_add(struct run *r, int64_t t, int64_t dur, double running,
+		      double held, double filled)
 {
 	const double gib = 1024.0 * 1024.0 * 1024.0;
 	uint64_t b;
@@ -205,7 +225,7 @@ static int sample_add(struct run *r, int64_t t, double running, double held,
 	if (!r->cfg->bucket_us)
 		return 0;
 	b = (uint64_t)t / r->cfg->bucket_us;
-	w = (double)r->cfg->step_us / (double)r->cfg->bucket_us;
+	w = (double)dur / (double)r->cfg->bucket_us;
 	if (b >= r->nr_samples) {
 		uint32_t n = r->nr_samples ? r->nr_samples : 256;
 		struct sample *ns;
@@ -226,18 +246,20 @@ static int sample_add(struct run *r, int64_t t, double running, double held,
 	return 0;
 }
 
-static int account(struct run *r, int64_t t)
+/* The figures of the step at @t, which took @dur. */
+static int account(struct run *r, int64_t t, int64_t dur)
 {
 	double running = 0, held = 0, filled = 0;
+	double w = (double)dur / (double)r->cfg->step_us;
 	int i;
 
 	for (i = 0; i < r->nr_engines; i++) {
 		struct engine *e = &r->eng[i];
 
 		e->st.steps++;
-		e->st.sum_running += e->nr_running;
-		e->st.sum_held += (double)engine_held_bytes(e);
-		e->st.sum_filled += (double)engine_filled_bytes(e, r->cfg);
+		e->st.sum_running += e->nr_running * w;
+		e->st.sum_held += (double)engine_held_bytes(e) * w;
+		e->st.sum_filled += (double)engine_filled_bytes(e, r->cfg) * w;
 		if (e->nr_running > e->st.peak_running)
 			e->st.peak_running = e->nr_running;
 		running += e->nr_running;
@@ -247,12 +269,12 @@ static int account(struct run *r, int64_t t)
 		filled += (double)pool_filled_bytes(r, &r->pools[i]);
 	}
 	r->total.steps++;
-	r->total.sum_running += running;
-	r->total.sum_held += held;
-	r->total.sum_filled += filled;
+	r->total.sum_running += running * w;
+	r->total.sum_held += held * w;
+	r->total.sum_filled += filled * w;
 	if (running > r->total.peak_running)
 		r->total.peak_running = (uint32_t)running;
-	return sample_add(r, t, running, held, filled);
+	return sample_add(r, t, dur, running, held, filled);
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -282,10 +304,15 @@ void stats_finish(struct stats *st, double span_s)
 	qsort(st->delay_us, st->nr_delay, sizeof(*st->delay_us), cmp_i64);
 	st->admit_p50_ms = percentile_ms(st->delay_us, st->nr_delay, 0.50);
 	st->admit_p99_ms = percentile_ms(st->delay_us, st->nr_delay, 0.99);
+	qsort(st->ttft_us, st->nr_delay, sizeof(*st->ttft_us), cmp_i64);
+	st->ttft_p50_ms = percentile_ms(st->ttft_us, st->nr_delay, 0.50);
+	st->ttft_p99_ms = percentile_ms(st->ttft_us, st->nr_delay, 0.99);
 	st->span_s = span_s;
 	st->token_share = st->sum_held > 0 ? st->sum_filled / st->sum_held : 0;
 	st->prefix_hit_share = st->prompt_tokens ?
 		(double)st->hit_tokens / (double)st->prompt_tokens : 0;
+	st->host_hit_share = st->prompt_tokens ?
+		(double)st->hit_host_tokens / (double)st->prompt_tokens : 0;
 }
 
 static int engine_init(struct engine *e, const struct workload *w)
@@ -297,7 +324,10 @@ static int engine_init(struct engine *e, const struct workload *w)
 	e->waiting = calloc(w->nr ? w->nr : 1, sizeof(*e->waiting));
 	e->running = calloc(w->nr ? w->nr : 1, sizeof(*e->running));
 	e->st.delay_us = calloc(w->nr ? w->nr : 1, sizeof(*e->st.delay_us));
-	if (!e->seqs || !e->waiting || !e->running || !e->st.delay_us)
+	e->st.ttft_us = calloc(w->nr ? w->nr : 1, sizeof(*e->st.ttft_us));
+	e->first = calloc(w->nr ? w->nr : 1, sizeof(*e->first));
+	if (!e->seqs || !e->waiting || !e->running || !e->st.delay_us ||
+	    !e->st.ttft_us || !e->first)
 		return -ENOMEM;
 	e->cap_waiting = w->nr ? w->nr : 1;
 	for (i = 0; i < w->nr; i++)
@@ -311,17 +341,66 @@ static void engine_fini(struct engine *e)
 	uint32_t i;
 
 	if (e->seqs)
-		for (i = 0; i < e->w->nr; i++)
+		for (i = 0; i < e->w->nr; i++) {
 			free(e->seqs[i].ids);
+			free(e->seqs[i].shared);
+		}
 	free(e->seqs);
 	free(e->waiting);
 	free(e->running);
 	free(e->st.delay_us);
+	free(e->st.ttft_us);
+	free(e->first);
 	free(e->refs);
 	e->seqs = NULL;
 	e->waiting = e->running = NULL;
-	e->st.delay_us = NULL;
+	e->st.delay_us = e->st.ttft_us = NULL;
+	e->first = NULL;
 	e->refs = NULL;
+}
+
+/* Bytes the tier below @e's pool has copied in this step so far. */
+static uint64_t tier_bytes(const struct engine *e)
+{
+	return e->pool->tier ? e->pool->tier->copy_bytes : 0;
+}
+
+/*
+ * The step at @t is done: its time from the engines' prefill and copies;
+ * the first tokens of the requests it admitted come at its end.
+ */
+static int64_t step_end(struct run *r, int64_t t)
+{
+	const struct config *cfg = r->cfg;
+	double flops = 0;
+	uint64_t copy = 0;
+	int64_t dur;
+	uint32_t j;
+	int i;
+
+	for (i = 0; i < r->nr_engines; i++) {
+		flops += r->eng[i].step_flops;
+		copy += r->eng[i].step_copy;
+	}
+	dur = cost_step_us(cfg, flops, copy);
+	for (i = 0; i < r->nr_pools; i++)
+		if (r->pools[i].tier)
+			r->pools[i].tier->copy_bytes = 0;
+	for (i = 0; i < r->nr_engines; i++) {
+		struct engine *e = &r->eng[i];
+
+		for (j = 0; j < e->nr_first; j++)
+			e->st.ttft_us[e->first[j]] += dur;
+		e->nr_first = 0;
+		e->st.copy_bytes += e->step_copy;
+		e->st.busy_s += (double)(cost_step_us(cfg, e->step_flops,
+						      e->step_copy) -
+					 cfg->step_us) / 1e6;
+		e->step_flops = 0;
+		e->step_copy = 0;
+	}
+	r->total.busy_s += (double)(dur - cfg->step_us) / 1e6;
+	return dur;
 }
 
 /*
@@ -349,20 +428,27 @@ int sim_run(struct run *r, const struct workload *w)
 		bool busy = false;
 		int64_t next = INT64_MAX;
 
+		int64_t dur;
+
 		prev_left = left;
 		for (k = 0; k < n; k++)
 			arrivals(&r->eng[(nstep + k) % n], t, &left);
 		for (k = 0; k < n; k++) {
 			struct engine *e = &r->eng[(nstep + k) % n];
+			uint64_t c0 = tier_bytes(e);
 
 			e->preempted = decode(e, &left);
+			e->step_copy += tier_bytes(e) - c0;
 		}
 		for (k = 0; k < n; k++) {
 			struct engine *e = &r->eng[(nstep + k) % n];
+			uint64_t c0 = tier_bytes(e);
 
 			if (!e->preempted)
 				admit(e, r->cfg, t, &left);
+			e->step_copy += tier_bytes(e) - c0;
 		}
+		dur = step_end(r, t);
 		for (i = 0; i < n; i++) {
 			struct engine *e = &r->eng[i];
 
@@ -373,12 +459,12 @@ int sim_run(struct run *r, const struct workload *w)
 				next = e->w->req[e->next_arrival].arrival_us;
 		}
 		if (left != prev_left)
-			last_done = t + step;
+			last_done = t + dur;
 		if (busy) {
-			err = account(r, t);
+			err = account(r, t, dur);
 			if (err)
 				return err;
-			t += step;
+			t += dur;
 			nstep++;
 		} else if (left) {
 			t = next > t ? next : t + step;
@@ -399,17 +485,26 @@ int sim_run(struct run *r, const struct workload *w)
 		tot->recomputed_tokens += st->recomputed_tokens;
 		tot->prompt_tokens += st->prompt_tokens;
 		tot->hit_tokens += st->hit_tokens;
+		tot->hit_host_tokens += st->hit_host_tokens;
+		tot->computed_tokens += st->computed_tokens;
+		tot->swaps += st->swaps;
+		tot->swapped_tokens += st->swapped_tokens;
+		tot->copy_bytes += st->copy_bytes;
 		tot->nr_delay += st->nr_delay;
 	}
 	r->total.delay_us = malloc((r->total.nr_delay ? r->total.nr_delay : 1) *
 				   sizeof(int64_t));
-	if (!r->total.delay_us)
+	r->total.ttft_us = malloc((r->total.nr_delay ? r->total.nr_delay : 1) *
+				  sizeof(int64_t));
+	if (!r->total.delay_us || !r->total.ttft_us)
 		return -ENOMEM;
 	r->total.nr_delay = 0;
 	for (i = 0; i < n; i++) {
 		struct stats *st = &r->eng[i].st;
 
 		memcpy(r->total.delay_us + r->total.nr_delay, st->delay_us,
+		       st->nr_delay * sizeof(int64_t));
+		memcpy(r->total.ttft_us + r->total.nr_delay, st->ttft_us,
 		       st->nr_delay * sizeof(int64_t));
 		r->total.nr_delay += st->nr_delay;
 		st->mean_running = last_done ?
@@ -443,7 +538,9 @@ void sim_free(struct run *r)
 		bpool_common_fini(p);
 	}
 	free(r->total.delay_us);
+	free(r->total.ttft_us);
 	free(r->samples);
 	r->total.delay_us = NULL;
+	r->total.ttft_us = NULL;
 	r->samples = NULL;
 }

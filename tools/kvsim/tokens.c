@@ -15,6 +15,7 @@
  * are the best these policies could do.
  */
 #include <errno.h>
+#include <string.h>
 
 #include "kvsim.h"
 
@@ -70,14 +71,15 @@ static int take(struct engine *e, struct seq *s, uint64_t more)
 }
 
 static int tok_admit(struct engine *e, struct seq *s, uint32_t tokens,
-		     uint32_t *hit)
+		     struct admission *a)
 {
 	int err = take(e, s, reservation(e, s->req, tokens));
 
 	if (err)
 		return err;
 	e->filled_tokens_resv += tokens;
-	*hit = 0;
+	memset(a, 0, sizeof(*a));
+	a->compute_to = tokens;
 	return 0;
 }
 

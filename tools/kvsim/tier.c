@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvsim - the lower tier below an arena (the kvarena+host and
+ * kvarena+swap policies): host memory that keeps, instead of dropping,
+ * the cached frames the arena reclaims, and holds the frames of
+ * preempted sequences swapped out.
+ *
+ * The tier is inclusive: a frame promoted back into the arena stays
+ * below too, so when the arena reclaims it again nothing is copied.
+ * Cached frames below are dropped oldest first (their own LRU) when the
+ * tier is full; swapped frames are pinned until their sequence is
+ * admitted again, and a swap-out that would not fit beside the other
+ * swapped sequences is refused (the sequence is recomputed instead).
+ * Every copy, either way, adds its frame's bytes to @copy_bytes, which
+ * the step loop turns into time (cost.c).
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "kvsim.h"
+
+/*
+ * tier_init() - a tier of @bytes of host memory in frames of
+ * @frame_bytes.  @keyed bounds the keys it could ever hold (the trace's
+ * keyed prompt blocks, pool_reach()), so that its tables cost what the
+ * trace does, however large the memory.  Returns 0 or -ENOMEM.
+ */
+int tier_init(struct tier *t, uint64_t bytes, uint64_t frame_bytes,
+	      uint64_t keyed)
+{
+	uint64_t n;
+	uint32_t i;
+
+	t->cap = bytes / frame_bytes;
+	t->frame_bytes = frame_bytes;
+	n = t->cap < keyed ? t->cap : keyed;
+	if (n >= KVSIM_NONE)
+		n = KVSIM_NONE - 1;
+	t->nr_entries = (uint32_t)n;
+	t->key = calloc(n ? n : 1, sizeof(*t->key));
+	t->free = calloc(n ? n : 1, sizeof(*t->free));
+	if (!t->key || !t->free || lru_init(&t->lru, t->nr_entries) ||
+	    keyidx_init(&t->idx, t->nr_entries, t->key))
+		return -ENOMEM;
+	for (i = 0; i < t->nr_entries; i++)
+		t->free[i] = t->nr_entries - 1 - i;
+	t->nr_free = t->nr_entries;
+	return 0;
+}
+
+void tier_fini(struct tier *t)
+{
+	free(t->key);
+	free(t->free);
+	lru_fini(&t->lru);
+	keyidx_fini(&t->idx);
+	t->key = NULL;
+	t->free = NULL;
+}
+
+/* Drop the oldest cached frame below. */
+static void drop_oldest(struct tier *t)
+{
+	uint32_t e = t->lru.head;
+
+	lru_unlink(&t->lru, e);
+	keyidx_del(&t->idx, t->key[e]);
+	t->free[t->nr_free++] = e;
+	t->nr--;
+	t->dropped++;
+}
+
+/* Room for what is cached below: the tier less the swapped frames. */
+static uint64_t cache_room(const struct tier *t)
+{
+	uint64_t room = t->cap - t->swapped;
+
+	return room < t->nr_entries ? room : t->nr_entries;
+}
+
+/*
+ * tier_demote() - the arena reclaims its cached frame of @key: keep it
+ * below.  A key already there is only made the newest (nothing to copy);
+ * a full tier drops its oldest first; a tier with no room for cached
+ * frames (all of it swapped) drops the frame as the arena alone would.
+ */
+void tier_demote(struct tier *t, uint64_t key)
+{
+	uint32_t e = keyidx_get(&t->idx, key);
+
+	if (e != KVSIM_NONE) {
+		lru_unlink(&t->lru, e);
+		lru_push(&t->lru, e);
+		return;
+	}
+	if (!cache_room(t))
+		return;
+	while (t->nr >= cache_room(t))
+		drop_oldest(t);
+	e = t->free[--t->nr_free];
+	t->key[e] = key;
+	keyidx_put(&t->idx, key, e);
+	lru_push(&t->lru, e);
+	t->nr++;
+	t->demoted++;
+	t->copy_bytes += t->frame_bytes;
+}
+
+bool tier_has(const struct tier *t, uint64_t key)
+{
+	return t->nr && keyidx_get(&t->idx, key) != KVSIM_NONE;
+}
+
+/*
+ * tier_touch() - a lookup found @key below and is about to copy it up:
+ * make it the newest, so that the demotions its allocation causes cannot
+ * drop it first.
+ */
+void tier_touch(struct tier *t, uint64_t key)
+{
+	uint32_t e = keyidx_get(&t->idx, key);
+
+	lru_unlink(&t->lru, e);
+	lru_push(&t->lru, e);
+}
+
+/*
+ * tier_swap_out() - pin @frames swapped out of the arena, dropping
+ * cached frames below to make room.  Returns false, changing nothing,
+ * when the tier cannot hold them beside the frames already swapped.
+ */
+bool tier_swap_out(struct tier *t, uint32_t frames)
+{
+	if (t->cap - t->swapped < frames)
+		return false;
+	t->swapped += frames;
+	while (t->nr > cache_room(t))
+		drop_oldest(t);
+	t->copy_bytes += (uint64_t)frames * t->frame_bytes;
+	return true;
+}
+
+/* tier_swap_in() - @frames swapped out earlier are copied back up. */
+void tier_swap_in(struct tier *t, uint32_t frames)
+{
+	t->swapped -= frames;
+	t->copy_bytes += (uint64_t)frames * t->frame_bytes;
+}
