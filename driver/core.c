@@ -254,6 +254,7 @@ int kva_core_init(struct kva_core *c, u32 nr_frames)
 	c->lru_head = KVA_NIL;
 	c->lru_tail = KVA_NIL;
 	c->holds_free = 0;
+	c->absent_head = KVA_NIL;
 	return 0;
 
 err_free:
@@ -516,8 +517,36 @@ static u32 free_pop(struct kva_core *c, struct kva_core_domain *dom)
 }
 
 /*
- * Frame @idx is free again: a new generation, and onto its domain's dirty
- * list if its data must not reach another domain, else the clean list.
+ * Whether a shrink may take one more free or cached frame now: one is
+ * left beyond what the unmet minimums count on.
+ */
+static bool may_retire(const struct kva_core *c)
+{
+	return c->shrink_pending && c->nr_free + c->nr_cached > c->unmet_min;
+}
+
+/* Take frame @idx, which is on no list and not counted free, out. */
+static void retire(struct kva_core *c, u32 idx)
+{
+	struct kva_frame *f = &c->frames[idx];
+
+	dom_put(c, f->dom);
+	f->dom = NULL;
+	f->flags = KVA_FRAME_ABSENT;
+	f->prev = KVA_NIL;
+	f->next = c->absent_head;
+	c->absent_head = idx;
+	c->nr_absent++;
+	c->shrink_pending--;
+	c->frames_retired++;
+	if (c->retired)
+		c->retired(c, idx);
+}
+
+/*
+ * Frame @idx is free again: a new generation, and out of the arena if a
+ * shrink waits for it, else onto its domain's dirty list if its data
+ * must not reach another domain, else the clean list.
  */
 static void free_push(struct kva_core *c, u32 idx)
 {
@@ -528,8 +557,13 @@ static void free_push(struct kva_core *c, u32 idx)
 	/* A handle names one tenure of a frame: the next one gets a new gen. */
 	if (++f->gen == 0)
 		f->gen = 1;
-	c->nr_free++;
 	c->frames_freed++;
+	/* may_retire() with the frame counted free, as it would be. */
+	if (c->shrink_pending && c->nr_free + c->nr_cached >= c->unmet_min) {
+		retire(c, idx);
+		return;
+	}
+	c->nr_free++;
 	if (c->clear != KVA_CLEAR_NONE && f->dom) {
 		dirty_push(c, idx);
 		return;
@@ -539,6 +573,8 @@ static void free_push(struct kva_core *c, u32 idx)
 	f->next = c->free_head;
 	c->free_head = idx;
 }
+
+static u32 take_out(struct kva_core *c);
 
 static void lru_add(struct kva_core *c, u32 idx)
 {
@@ -637,12 +673,18 @@ u32 kva_core_trim_domain(struct kva_core *c, struct kva_core_domain *d)
 static void frame_unheld(struct kva_core *c, u32 idx)
 {
 	charge_del(c, idx);
-	if (c->frames[idx].flags & KVA_FRAME_PUBLISHED) {
-		lru_add(c, idx);
-		kva_core_trim_domain(c, c->frames[idx].dom);
-	} else {
+	if (!(c->frames[idx].flags & KVA_FRAME_PUBLISHED)) {
 		free_push(c, idx);
+		return;
 	}
+	lru_add(c, idx);
+	if (may_retire(c)) {
+		/* A shrink waits: cached frames go as free ones do. */
+		reclaim_frame(c, idx, true);
+		c->cache_reclaims++;
+		return;
+	}
+	kva_core_trim_domain(c, c->frames[idx].dom);
 }
 
 /* @cl lets go of frame @idx, which it holds. */
@@ -816,6 +858,9 @@ u32 kva_core_detach(struct kva_core *c, struct kva_core_client *cl)
 	c->nr_clients--;
 	dom_put(c, cl->dom);
 	cl->dom = NULL;
+	/* Its minimum no longer keeps free frames from a shrink. */
+	if (c->shrink_pending)
+		take_out(c);
 	return n;
 }
 
@@ -840,20 +885,29 @@ int kva_core_set_limits(struct kva_core *c, struct kva_core_client *cl,
 	if (ret)
 		return ret;
 	new_unmet = min > cl->charged ? min - cl->charged : 0;
-	if (new_unmet > c->nr_free + c->nr_cached -
-	    (c->unmet_min - old_unmet))
+	if ((u64)new_unmet + (c->unmet_min - old_unmet) + c->shrink_pending >
+	    (u64)c->nr_free + c->nr_cached)
 		return -ENOSPC;
 	c->unmet_min = c->unmet_min - old_unmet + new_unmet;
 	cl->min = min;
 	cl->max = max;
+	/* A lower minimum may free frames a shrink waits for. */
+	if (c->shrink_pending)
+		take_out(c);
 	return 0;
 }
 
 /* Free and cached frames @cl may take, not counting its max. */
 static u32 pool_for(const struct kva_core *c, const struct kva_core_client *cl)
 {
-	/* Others' unmet minimums are off limits; our own is ours to take. */
-	return c->nr_free + c->nr_cached - (c->unmet_min - unmet(cl));
+	/*
+	 * Our own unmet minimum is ours to take; beyond every minimum, what
+	 * a shrink waits for is nobody's.
+	 */
+	u32 beyond = c->nr_free + c->nr_cached - c->unmet_min;
+
+	beyond = beyond > c->shrink_pending ? beyond - c->shrink_pending : 0;
+	return unmet(cl) + beyond;
 }
 
 /**
@@ -979,7 +1033,8 @@ int kva_core_alloc(struct kva_core *c, struct kva_core_client *cl,
 		}
 		n = avail;
 	}
-	if (n > c->nr_free)
+	/* A frame reclaimed may go to a shrink: it takes its own share. */
+	while (n > c->nr_free && c->lru_head != KVA_NIL)
 		reclaim(c, n - c->nr_free, true);
 	/* Frames it may take as they are: clean ones, and its domain's. */
 	if (c->clear == KVA_CLEAR_DOMAIN && cl->dom)
@@ -1080,11 +1135,16 @@ void kva_core_put_clean(struct kva_core *c, const u32 *idx, u32 n)
 
 		if (KVA_WARN_ON(f->flags != KVA_FRAME_CLEANING))
 			continue;
+		c->nr_cleaning--;
+		c->frames_cleaned++;
+		if (may_retire(c)) {
+			c->nr_free--;
+			retire(c, idx[i]);
+			continue;
+		}
 		f->flags = 0;
 		f->next = c->free_head;
 		c->free_head = idx[i];
-		c->nr_cleaning--;
-		c->frames_cleaned++;
 	}
 }
 
@@ -1383,6 +1443,121 @@ err_unmark:
 
 /* ---- checking ---------------------------------------------------------------------------- */
 
+/* ---- resizing ------------------------------------------------------------ */
+
+/*
+ * Take out what a shrink waits for, as far as free and cached frames
+ * beyond the unmet minimums go: free ones first (clean, then dirty),
+ * then cached ones, oldest first.  Returns how many.
+ */
+static u32 take_out(struct kva_core *c)
+{
+	u32 done = 0, idx;
+
+	while (may_retire(c) && (kva_core_clean(c) || c->dirty)) {
+		if (kva_core_clean(c)) {
+			idx = c->free_head;
+			c->free_head = c->frames[idx].next;
+		} else {
+			idx = dirty_pop(c, c->dirty);
+		}
+		c->nr_free--;
+		retire(c, idx);
+		done++;
+	}
+	while (may_retire(c) && c->lru_head != KVA_NIL) {
+		/* free_push() takes it out. */
+		reclaim_frame(c, c->lru_head, true);
+		c->cache_reclaims++;
+		done++;
+	}
+	return done;
+}
+
+/**
+ * kva_core_shrink() - take @n frames out of the arena.
+ * @c:	the core.
+ * @n:	how many.
+ *
+ * Free frames go first (clean, then dirty: their data leaves with their
+ * memory), then cached ones, oldest first (reclaimed, as for an
+ * allocation), but never one that an unmet minimum counts on, and never
+ * a held frame.  The rest the core waits for (struct kva_core
+ * .shrink_pending): kept from every client from now on, and taken as
+ * frames come free, cached or cleared.  The capacity is the new one at
+ * once (kva_core_capacity()).  Each frame taken out, now or later, is
+ * told to @c->retired.
+ *
+ * Return: the frames taken out now; -EINVAL if @n is 0 or would leave no
+ * frame; -EBUSY if the clients' minimums need more than would be left.
+ * On error nothing changes.
+ */
+int kva_core_shrink(struct kva_core *c, u32 n)
+{
+	const struct kva_core_client *cl;
+	u64 mins = 0;
+
+	if (!n || n >= kva_core_capacity(c))
+		return -EINVAL;
+	for (cl = c->clients; cl; cl = cl->next)
+		mins += cl->min;
+	if (mins > kva_core_capacity(c) - n)
+		return -EBUSY;
+	c->shrink_pending += n;
+	return (int)take_out(c);
+}
+
+/**
+ * kva_core_shrink_cancel() - stop waiting for the frames a shrink has not
+ * taken yet; those taken stay out.
+ * @c:	the core.
+ *
+ * Return: how many it was still waiting for (back in the capacity).
+ */
+u32 kva_core_shrink_cancel(struct kva_core *c)
+{
+	u32 n = c->shrink_pending;
+
+	c->shrink_pending = 0;
+	return n;
+}
+
+/**
+ * kva_core_grow() - add up to @n frames to the arena.
+ * @c:		the core.
+ * @n:		how many.
+ * @idx:	room for @n indices: the frames brought back in.
+ *
+ * A shrink still waiting is cut first (those frames were never taken);
+ * then frames taken out before come back, free, with no domain.  Their
+ * memory is the caller's to set up before anything can allocate them
+ * (before it drops its lock).  The table does not grow: at most the
+ * frames kva_core_init() made.
+ *
+ * Return: the number of frames brought back (written to @idx); the
+ * capacity grew by that many plus what the shrink no longer waits for.
+ */
+u32 kva_core_grow(struct kva_core *c, u32 n, u32 *idx)
+{
+	u32 cut = n < c->shrink_pending ? n : c->shrink_pending, done = 0;
+
+	c->shrink_pending -= cut;
+	n -= cut;
+	while (done < n && c->absent_head != KVA_NIL) {
+		u32 i = c->absent_head;
+		struct kva_frame *f = &c->frames[i];
+
+		c->absent_head = f->next;
+		c->nr_absent--;
+		f->flags = 0;
+		f->next = c->free_head;
+		c->free_head = i;
+		c->nr_free++;
+		idx[done++] = i;
+	}
+	return done;
+}
+
 /* A free frame on a list: clean (@dom NULL) or one domain's dirty one. */
 static int check_free_frame(const struct kva_core *c, u32 idx, u32 *n,
 			    const struct kva_core_domain *dom)
@@ -1440,6 +1615,27 @@ static int check_free_and_lru(const struct kva_core *c)
 		prev = idx;
 	}
 	if (KVA_WARN_ON(n != c->nr_cached || c->lru_tail != prev))
+		return -EUCLEAN;
+	return 0;
+}
+
+static int check_absent(const struct kva_core *c)
+{
+	u32 idx, n = 0;
+
+	for (idx = c->absent_head; idx != KVA_NIL;
+	     idx = c->frames[idx].next) {
+		const struct kva_frame *f;
+
+		if (KVA_WARN_ON(idx >= c->nr_frames || ++n > c->nr_absent))
+			return -EUCLEAN;
+		f = &c->frames[idx];
+		if (KVA_WARN_ON(f->flags != KVA_FRAME_ABSENT || f->refs ||
+				f->charge || f->dom) ||
+		    KVA_WARN_ON(f->holds != KVA_NIL || f->hnext != KVA_NIL))
+			return -EUCLEAN;
+	}
+	if (KVA_WARN_ON(n != c->nr_absent))
 		return -EUCLEAN;
 	return 0;
 }
@@ -1625,7 +1821,9 @@ int kva_core_check(const struct kva_core *c)
 {
 	int ret;
 
-	if (KVA_WARN_ON(c->nr_free + c->nr_cached > c->nr_frames) ||
+	if (KVA_WARN_ON((u64)c->nr_free + c->nr_cached + c->nr_absent >
+			c->nr_frames) ||
+	    KVA_WARN_ON(c->shrink_pending > c->nr_frames - c->nr_absent) ||
 	    KVA_WARN_ON(c->nr_dirty + c->nr_cleaning > c->nr_free) ||
 	    KVA_WARN_ON(c->unmet_min > c->nr_free + c->nr_cached) ||
 	    KVA_WARN_ON(c->frames_allocated - c->frames_freed !=
@@ -1633,6 +1831,8 @@ int kva_core_check(const struct kva_core *c)
 	    KVA_WARN_ON(c->holds_used > c->nr_holds))
 		return -EUCLEAN;
 	ret = check_free_and_lru(c);
+	if (!ret)
+		ret = check_absent(c);
 	if (!ret)
 		ret = check_index(c);
 	if (!ret)

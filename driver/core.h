@@ -41,10 +41,19 @@
  *             the other clients' unmet minimums, and no more than
  *             max - held
  *
- * Invariants (kva_core_check()): free + cached + held = capacity, with
- * held the frames with at least one holder; the sum of the unmet
- * minimums is at most free + cached; every cached frame is published
- * (has exactly one key); no key names two frames.
+ * Invariants (kva_core_check()): free + cached + held + absent = the
+ * table's frames, with held the frames with at least one holder; the
+ * sum of the unmet minimums is at most free + cached; every cached frame
+ * is published (has exactly one key); no key names two frames.
+ *
+ * Resizing.  The capacity is the table's frames less the absent ones:
+ * frames taken out by kva_core_shrink(), whose memory the owner gives
+ * back, until kva_core_grow() brings them in again (with new memory).
+ * A shrink takes free frames first, then cached ones, never a held one,
+ * and never a frame that an unmet minimum counts on; what it cannot take
+ * at once it waits for (@shrink_pending), keeping that many out of every
+ * client's reach, and takes each frame as it comes free or would be
+ * cached.  The owner hears of every frame taken out through @retired.
  *
  * The prefix cache.  PUBLISH puts a frame the caller holds under a key;
  * the caller keeps its hold.  LOOKUP walks a chain of keys and takes a
@@ -111,6 +120,7 @@ struct kva_core_client;
 #define KVA_FRAME_PUBLISHED	(1u << 2) /* under a key in the index */
 #define KVA_FRAME_CACHED	(1u << 3) /* published, unheld, on the LRU */
 #define KVA_FRAME_CLEANING	(1u << 4) /* free, off the lists, being cleared */
+#define KVA_FRAME_ABSENT	(1u << 5) /* taken out of the arena (resize) */
 
 /**
  * struct kva_core_domain - a cache domain: the clients that see one
@@ -336,6 +346,15 @@ struct kva_core_events {
  * @may_clear:		NULL, or says whether dirty frame @idx may be taken
  *			to be cleared now (kva_core_take_dirty() leaves the
  *			others on their domain's dirty list).
+ * @nr_absent:		frames taken out (KVA_FRAME_ABSENT), on the absent
+ *			list: not part of the capacity.
+ * @absent_head:	the absent list (LIFO, by struct kva_frame.next).
+ * @shrink_pending:	frames a shrink still waits for: kept from every
+ *			client, taken as they come free.
+ * @frames_retired:	frames taken out, ever.
+ * @retired:		NULL, or told of each frame taken out, as it is
+ *			(under the caller's lock: nothing may sleep); its
+ *			memory is the owner's to give back.
  */
 struct kva_core {
 	struct kva_frame *frames;
@@ -375,6 +394,11 @@ struct kva_core {
 	u32 dom_cached_max;
 	void (*dom_release)(struct kva_core *c, struct kva_core_domain *d);
 	bool (*may_clear)(struct kva_core *c, u32 idx);
+	u32 nr_absent;
+	u32 absent_head;
+	u32 shrink_pending;
+	u64 frames_retired;
+	void (*retired)(struct kva_core *c, u32 idx);
 };
 
 int kva_core_init(struct kva_core *c, u32 nr_frames);
@@ -449,21 +473,38 @@ struct kva_hold *kva_core_holds_grow(struct kva_core *c,
 				     struct kva_hold *recs, u32 nr);
 void kva_core_holds_free(struct kva_hold *recs);
 
+int kva_core_shrink(struct kva_core *c, u32 n);
+u32 kva_core_shrink_cancel(struct kva_core *c);
+u32 kva_core_grow(struct kva_core *c, u32 n, u32 *idx);
+
 int kva_core_check(const struct kva_core *c);
+
+/*
+ * The arena's frames: the table's less those taken out and those a
+ * shrink still waits for (the size it is becoming).
+ */
+static inline u32 kva_core_capacity(const struct kva_core *c)
+{
+	return c->nr_frames - c->nr_absent - c->shrink_pending;
+}
 
 /* Frames with at least one holder. */
 static inline u32 kva_core_held(const struct kva_core *c)
 {
-	return c->nr_frames - c->nr_free - c->nr_cached;
+	return c->nr_frames - c->nr_free - c->nr_cached - c->nr_absent;
 }
 
 /*
  * Frames a client without a guarantee could still get: free and cached
- * frames less every unmet minimum (the pressure measure).
+ * frames less every unmet minimum and what a shrink waits for (the
+ * pressure measure).
  */
 static inline u32 kva_core_headroom(const struct kva_core *c)
 {
-	return c->nr_free + c->nr_cached - c->unmet_min;
+	u32 kept = c->unmet_min + c->shrink_pending;
+
+	return c->nr_free + c->nr_cached > kept ?
+	       c->nr_free + c->nr_cached - kept : 0;
 }
 
 /* Free frames anyone may take as they are. */

@@ -1112,6 +1112,243 @@ TEST(clear_always_clears_within_a_domain_too)
 	kva_core_fini(&t.c);
 }
 
+/* ---- resizing ----------------------------------------------------------------- */
+
+struct resize {
+	struct kva_core c;
+	struct kva_core_client a, b;
+	u32 retired[NR];
+	u32 nr_retired;
+};
+
+static void resize_retired(struct kva_core *c, u32 idx)
+{
+	struct resize *t = (struct resize *)c;
+
+	t->retired[t->nr_retired++] = idx;
+}
+
+static int resize_init(struct resize *t, u32 min_a)
+{
+	memset(t, 0, sizeof(*t));
+	if (kva_core_init(&t->c, NR))
+		return -1;
+	t->c.retired = resize_retired;
+	if (kva_core_attach(&t->c, &t->a, min_a, 0) ||
+	    kva_core_attach(&t->c, &t->b, 0, 0))
+		return -1;
+	return 0;
+}
+
+/* Detach both, check that every frame is back, free the core. */
+static int resize_fini(struct resize *t)
+{
+	u32 idx[NR];
+	int ret = 0;
+
+	kva_core_detach(&t->c, &t->a);
+	kva_core_detach(&t->c, &t->b);
+	kva_core_shrink_cancel(&t->c);
+	kva_core_grow(&t->c, NR, idx);
+	kva_core_drop_cache(&t->c);
+	if (t->c.nr_free != NR || t->c.nr_absent || kva_core_check(&t->c))
+		ret = -1;
+	kva_core_fini(&t->c);
+	return ret;
+}
+
+TEST(shrink_takes_free_frames_at_once_and_grow_brings_them_back)
+{
+	struct resize t;
+	u32 idx[NR], i;
+	u64 h[NR];
+
+	ASSERT_EQ(0, resize_init(&t, 0));
+	ASSERT_EQ(NR / 2, kva_core_shrink(&t.c, NR / 2));
+	EXPECT_EQ(NR / 2, t.nr_retired);
+	EXPECT_EQ(NR / 2, t.c.nr_absent);
+	EXPECT_EQ(NR / 2, kva_core_capacity(&t.c));
+	EXPECT_EQ(0, t.c.shrink_pending);
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	/* The arena is half as large: half can be had, no more. */
+	EXPECT_EQ(NR / 2, kva_core_available(&t.c, &t.a));
+	EXPECT_EQ(-ENOSPC, kva_core_alloc(&t.c, &t.a, h, NR / 2 + 1, false));
+	ASSERT_EQ(NR / 2, kva_core_alloc(&t.c, &t.a, h, NR / 2, false));
+	/* No frame taken out is handed out. */
+	for (i = 0; i < NR / 2; i++)
+		EXPECT_EQ(KVA_FRAME_ABSENT, t.c.frames[t.retired[i]].flags);
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.a, h, NR / 2));
+	/* Grow: the same frames come back, free. */
+	ASSERT_EQ(NR / 2, kva_core_grow(&t.c, NR / 2, idx));
+	EXPECT_EQ(NR, kva_core_capacity(&t.c));
+	EXPECT_EQ(NR, t.c.nr_free);
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	ASSERT_EQ(NR, kva_core_alloc(&t.c, &t.b, h, NR, false));
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.b, h, NR));
+	/* No more than the table: nothing to bring back. */
+	EXPECT_EQ(0, kva_core_grow(&t.c, 1, idx));
+	EXPECT_EQ(0, resize_fini(&t));
+}
+
+TEST(shrink_never_takes_a_held_frame_and_waits_for_it)
+{
+	struct resize t;
+	u64 h[NR], one;
+	u32 i;
+
+	ASSERT_EQ(0, resize_init(&t, 0));
+	ASSERT_EQ(NR - 4, kva_core_alloc(&t.c, &t.a, h, NR - 4, false));
+	/* 8 asked for, 4 free: 4 now, 4 awaited. */
+	ASSERT_EQ(4, kva_core_shrink(&t.c, 8));
+	EXPECT_EQ(4, t.c.shrink_pending);
+	EXPECT_EQ(NR - 8, kva_core_capacity(&t.c));
+	for (i = 0; i < t.nr_retired; i++)
+		EXPECT_EQ(0, t.c.frames[t.retired[i]].refs);
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	/* What is awaited is nobody's to take. */
+	EXPECT_EQ(0, kva_core_available(&t.c, &t.b));
+	EXPECT_EQ(0, kva_core_headroom(&t.c));
+	/* Frames freed go to the shrink until it is done, then back free. */
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.a, h, 3));
+	EXPECT_EQ(1, t.c.shrink_pending);
+	EXPECT_EQ(0, t.c.nr_free);
+	EXPECT_EQ(-ENOSPC, kva_core_alloc(&t.c, &t.b, &one, 1, true));
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.a, h + 3, 2));
+	EXPECT_EQ(0, t.c.shrink_pending);
+	EXPECT_EQ(1, t.c.nr_free);
+	EXPECT_EQ(8, t.c.nr_absent);
+	EXPECT_EQ(8, t.nr_retired);
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	/* Their handles are stale, and stay so after a grow. */
+	EXPECT_EQ(-ESTALE, kva_core_free(&t.c, &t.a, h, 1));
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.a, h + 5, NR - 9));
+	EXPECT_EQ(0, resize_fini(&t));
+}
+
+TEST(shrink_takes_cached_frames_after_free_ones_and_as_they_come)
+{
+	struct resize t;
+	u64 mine[4], got[4];
+
+	ASSERT_EQ(0, resize_init(&t, 0));
+	ASSERT_EQ(4, kva_core_alloc(&t.c, &t.a, mine, 4, false));
+	ASSERT_EQ(4, publish(&t.c, &t.a, 0, mine, 4, NULL));
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.a, mine, 2));
+	EXPECT_EQ(2, t.c.nr_cached);
+	/* NR - 4 free, 2 cached: the free go first, then the oldest cached. */
+	ASSERT_EQ(NR - 3, kva_core_shrink(&t.c, NR - 3));
+	EXPECT_EQ(0, t.c.nr_free);
+	EXPECT_EQ(1, t.c.nr_cached);
+	EXPECT_EQ(1, t.c.cache_reclaims);
+	EXPECT_EQ(0, lookup_run(&t.c, &t.b, 0, 1, got));
+	ASSERT_EQ(1, lookup_run(&t.c, &t.b, 1, 1, got));
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.b, got, 1));
+	EXPECT_EQ(1, t.c.nr_cached);
+	/* Capacity 3, a holds 2: the cached one goes, the next is awaited. */
+	ASSERT_EQ(1, kva_core_shrink(&t.c, 2));
+	EXPECT_EQ(0, t.c.nr_cached);
+	EXPECT_EQ(1, t.c.shrink_pending);
+	EXPECT_EQ(1, kva_core_capacity(&t.c));
+	/* A frame that would be cached goes to the shrink instead. */
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.a, mine + 2, 1));
+	EXPECT_EQ(0, t.c.shrink_pending);
+	EXPECT_EQ(0, t.c.nr_cached);
+	EXPECT_EQ(3, t.c.cache_reclaims);
+	EXPECT_EQ(1, t.c.nr_published);
+	EXPECT_EQ(NR - 1, t.c.nr_absent);
+	EXPECT_EQ(NR - 1, t.nr_retired);
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	/* The last one, published and held, stays cached when let go. */
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.a, mine + 3, 1));
+	EXPECT_EQ(1, t.c.nr_cached);
+	EXPECT_EQ(0, resize_fini(&t));
+}
+
+TEST(shrink_keeps_the_frames_an_unmet_minimum_counts_on)
+{
+	struct kva_core_client extra;
+	struct resize t;
+	u64 h[NR];
+
+	/* a is guaranteed 16 and holds none: 16 free frames are its. */
+	ASSERT_EQ(0, resize_init(&t, 16));
+	EXPECT_EQ(-EBUSY, kva_core_shrink(&t.c, NR - 15));
+	EXPECT_EQ(0, t.c.nr_absent);
+	EXPECT_EQ(-EINVAL, kva_core_shrink(&t.c, NR));
+	EXPECT_EQ(-EINVAL, kva_core_shrink(&t.c, 0));
+	ASSERT_EQ(0, kva_core_check(&t.c));
+	/* b holds 40: of the 24 free, 16 are a's; 8 go now, 8 are awaited. */
+	ASSERT_EQ(40, kva_core_alloc(&t.c, &t.b, h, 40, false));
+	ASSERT_EQ(8, kva_core_shrink(&t.c, 16));
+	EXPECT_EQ(8, t.c.shrink_pending);
+	EXPECT_EQ(16, t.c.nr_free);
+	EXPECT_EQ(16, kva_core_available(&t.c, &t.a));
+	EXPECT_EQ(0, kva_core_available(&t.c, &t.b));
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	/* A minimum that the shrink's frames would have to cover: refused. */
+	EXPECT_EQ(-ENOSPC, kva_core_attach(&t.c, &extra, 1, 0));
+	EXPECT_EQ(0, kva_core_attach(&t.c, &extra, 0, 0));
+	kva_core_detach(&t.c, &extra);
+	/* a's minimum lowered: its free frames go to the shrink at once. */
+	ASSERT_EQ(0, kva_core_set_limits(&t.c, &t.a, 8, 0));
+	EXPECT_EQ(0, t.c.shrink_pending);
+	EXPECT_EQ(8, t.c.nr_free);
+	EXPECT_EQ(NR - 16, kva_core_capacity(&t.c));
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.b, h, 40));
+	EXPECT_EQ(0, resize_fini(&t));
+}
+
+TEST(cancel_and_grow_end_a_shrink_that_waits)
+{
+	struct resize t;
+	u32 idx[NR];
+	u64 h[NR];
+
+	ASSERT_EQ(0, resize_init(&t, 0));
+	ASSERT_EQ(NR, kva_core_alloc(&t.c, &t.a, h, NR, false));
+	ASSERT_EQ(0, kva_core_shrink(&t.c, 10));
+	EXPECT_EQ(10, kva_core_shrink_cancel(&t.c));
+	EXPECT_EQ(NR, kva_core_capacity(&t.c));
+	ASSERT_EQ(0, kva_core_shrink(&t.c, 10));
+	/* A grow first cuts what the shrink still waits for. */
+	EXPECT_EQ(0, kva_core_grow(&t.c, 6, idx));
+	EXPECT_EQ(4, t.c.shrink_pending);
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.a, h, 6));
+	EXPECT_EQ(4, t.c.nr_absent);
+	EXPECT_EQ(2, t.c.nr_free);
+	ASSERT_EQ(4, kva_core_grow(&t.c, 8, idx));
+	EXPECT_EQ(NR, kva_core_capacity(&t.c));
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.a, h + 6, NR - 6));
+	EXPECT_EQ(0, resize_fini(&t));
+}
+
+TEST(a_dirty_frame_is_taken_out_with_its_data_and_comes_back_clean)
+{
+	struct doms t;
+	u32 idx[NR];
+	u64 h[NR];
+
+	ASSERT_EQ(0, doms_init(&t, KVA_CLEAR_DOMAIN));
+	ASSERT_EQ(NR, kva_core_alloc(&t.c, &t.x, h, NR, false));
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.x, h, NR));
+	EXPECT_EQ(NR, t.c.nr_dirty);
+	ASSERT_EQ(NR - 1, kva_core_shrink(&t.c, NR - 1));
+	EXPECT_EQ(1, t.c.nr_dirty);
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	ASSERT_EQ(NR - 1, kva_core_grow(&t.c, NR - 1, idx));
+	/* Back in, no domain's: the other domain may take them at once. */
+	EXPECT_EQ(NR - 1, kva_core_clean(&t.c));
+	ASSERT_EQ(NR - 1, kva_core_alloc(&t.c, &t.y, h, NR - 1, false));
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.y, h, NR - 1));
+	kva_core_detach(&t.c, &t.x);
+	kva_core_detach(&t.c, &t.y);
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	kva_core_fini(&t.c);
+}
+
 TEST(key_index_stays_flat_at_a_million_entries)
 {
 	const u32 n = 1u << 20, batch = 4096;

@@ -4,7 +4,8 @@
  * operations on four clients (attach with limits, alloc, partial alloc,
  * free of held, stale, forged or duplicated handles, set_limits, detach,
  * publish of held or forged handles under a few keys, lookup of key
- * chains, hold-record growth) over a small arena.  After every operation
+ * chains, hold-record growth, shrinking and growing the arena) over a
+ * small arena.  After every operation
  * kva_core_check() verifies every invariant, and the clients' holds are
  * checked against a list of handles kept here.
  */
@@ -71,6 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fz_client m[NCL];
 	struct kva_core c;
 	u64 buf[NR + 2], stale = 0;
+	u32 idx[NR];
 	size_t pos = 0;
 	u32 i;
 
@@ -79,7 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	c.seed = 1;	/* a run depends on its input only */
 	while (pos + 3 <= size) {
-		uint8_t op = data[pos] % 10, a = data[pos + 1], b = data[pos + 2];
+		uint8_t op = data[pos] % 12, a = data[pos + 1], b = data[pos + 2];
 		struct fz_client *x = &m[(data[pos] >> 3) % NCL];
 		int ret;
 
@@ -209,12 +211,40 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 9:	/* reclaim some cached frames ahead of need */
 			kva_core_reclaim(&c, a % 8);
 			break;
+		case 10: {	/* shrink: never a held frame, never below */
+			u32 n = a % 16, cap = kva_core_capacity(&c);
+			u32 held = kva_core_held(&c);
+
+			ret = kva_core_shrink(&c, n);
+			if (ret < 0 ? (ret != -EINVAL && ret != -EBUSY) ||
+				      kva_core_capacity(&c) != cap :
+			    (u32)ret > n || kva_core_capacity(&c) != cap - n ||
+			    kva_core_held(&c) != held)
+				abort();
+			break;
+		}
+		case 11: {	/* grow, or end a shrink that waits */
+			u32 n = a % 16, cap = kva_core_capacity(&c);
+
+			if (b & 1) {
+				kva_core_shrink_cancel(&c);
+			} else if (kva_core_grow(&c, n, idx) > n ||
+				   kva_core_capacity(&c) !=
+				   cap + (n < NR - cap ? n : NR - cap)) {
+				abort();
+			}
+			break;
+		}
 		}
 		check(&c, m);
 	}
 	for (i = 0; i < NCL; i++)
 		if (m[i].attached && kva_core_detach(&c, &m[i].cl) != m[i].n)
 			abort();
+	/* Nobody holds anything: every shrink is done; then all back in. */
+	if (c.shrink_pending)
+		abort();
+	kva_core_grow(&c, NR, idx);
 	if (c.nr_free + c.nr_cached != NR || c.unmet_min ||
 	    c.nr_published != c.nr_cached || kva_core_check(&c))
 		abort();
