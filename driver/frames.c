@@ -334,7 +334,9 @@ static const struct vm_operations_struct kva_fmap_vm_ops = {
  * Only MAP_SHARED, only frames the client holds, writable only where it
  * holds them alone, never executable: -EINVAL for a private mapping or a
  * range past the arena, -EACCES for a frame the client does not hold (any
- * more) or PROT_WRITE over a frame it shares, -EPERM for PROT_EXEC.
+ * more) or PROT_WRITE over a frame it shares, -EPERM for PROT_EXEC,
+ * -ESHUTDOWN once an administrator evicted the client (as for its
+ * commands: what it held is gone, and so is the client).
  */
 static int kva_fmap_mmap(struct file *file, struct vm_area_struct *vma)
 {
@@ -355,7 +357,9 @@ static int kva_fmap_mmap(struct file *file, struct vm_area_struct *vma)
 		return -EINVAL;
 
 	mutex_lock(&a->lock);
-	for (i = start / ppf; i <= (end - 1) / ppf; i++) {
+	if (fm->cl && fm->cl->evicted)
+		ret = -ESHUTDOWN;
+	for (i = start / ppf; !ret && i <= (end - 1) / ppf; i++) {
 		enum kva_access acc = KVA_ACCESS_NONE;
 
 		if (fm->cl)

@@ -573,7 +573,9 @@ struct kva_grow {
  *
  * Return: 0, or -EINVAL (a sequence twice or from another arena),
  * -EFBIG (a sequence would pass its max_tokens), -ENOSPC (not enough
- * frames for all), or the backend's error.
+ * frames for all), -ESHUTDOWN (device mode: an administrator evicted this
+ * client, whose frames and mappings are all gone: close the arena), or
+ * the backend's error.
  */
 int kva_seq_grow_batch(struct kva_arena *arena, const struct kva_grow *reqs,
 		       unsigned int nr);

@@ -329,6 +329,13 @@ static int host_map(struct kva_arena *a, uint64_t va, const uint32_t *idx,
 			 h->files[f->file].fd, (off_t)f->mem);
 		if (p == MAP_FAILED) {
 			ret = fail(a, errno);
+			/*
+			 * MAP_FIXED may have unmapped what was there before
+			 * the file refused (Linux before 6.12 does): the
+			 * run's range is reserved again too, never a hole
+			 * that another mmap() could take.
+			 */
+			i = j;
 			goto err_unmap;
 		}
 		i = j;

@@ -300,7 +300,10 @@ static int cow_copy(struct kva_arena *a, struct grow_plan *p,
  * the caller has waited for the engine's stream (kva_quiesce(), or the
  * copy's wait) before the first swap.  On failure the slot
  * maps @from again; should even that fail, the slot is left unmapped and
- * the result is -EIO (the backend's own error is in backend_error).
+ * the result is -EIO (the backend's own error is in backend_error), or
+ * -ESHUTDOWN if the module refused because the client was evicted: then
+ * every frame of it is gone anyway, and that is what the caller must
+ * hear.
  */
 static int swap_slot(struct kva_arena *a, struct kva_seq_impl *s, uint32_t k,
 		     uint32_t from, uint32_t to)
@@ -315,7 +318,7 @@ static int swap_slot(struct kva_arena *a, struct kva_seq_impl *s, uint32_t k,
 	}
 	ret = a->vmm->map(a, va, &to, 1);
 	if (ret && a->vmm->map(a, va, &from, 1))
-		return -EIO;
+		return ret == -ESHUTDOWN ? ret : -EIO;
 	return ret;
 }
 

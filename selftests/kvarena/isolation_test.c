@@ -963,6 +963,7 @@ TEST_F(iso, evicted_client_loses_its_mappings_and_frames_and_gets_eshutdown)
 		CHECK(touch_gets_sigbus(m, false));
 		CHECK(map_frames(ff.fd, KVARENA_HANDLE_IDX(h[1]), 1,
 				 PROT_READ) == MAP_FAILED);
+		CHECK_EQ(ESHUTDOWN, errno);
 		CHECK_EQ(-ESHUTDOWN, kva_alloc(a, h, 1, 0));
 		f.handles = (__u64)(unsigned long)h;
 		CHECK_EQ(-ESHUTDOWN, kva_ioctl(a, KVARENA_IOC_FREE, &f));

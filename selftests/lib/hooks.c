@@ -19,6 +19,8 @@ static struct {
 static const char *armed;
 static unsigned int armed_nth;
 static int armed_err;
+static void (*armed_fn)(void *);
+static void *armed_arg;
 
 static unsigned int *counter(const char *site)
 {
@@ -46,9 +48,23 @@ int kva_testing_fault(const char *site)
 	kva_testing_pass(site);
 	if (armed && !strcmp(armed, site) && !--armed_nth) {
 		armed = NULL;
+		if (armed_fn) {
+			armed_fn(armed_arg);
+			armed_fn = NULL;
+			return 0;
+		}
 		return -armed_err;
 	}
 	return 0;
+}
+
+void hooks_call(const char *site, unsigned int nth, void (*fn)(void *),
+		void *arg)
+{
+	armed = site;
+	armed_nth = nth;
+	armed_fn = fn;
+	armed_arg = arg;
 }
 
 void hooks_fail(const char *site, unsigned int nth, int err)
@@ -56,11 +72,13 @@ void hooks_fail(const char *site, unsigned int nth, int err)
 	armed = site;
 	armed_nth = nth;
 	armed_err = err;
+	armed_fn = NULL;
 }
 
 void hooks_reset(void)
 {
 	armed = NULL;
+	armed_fn = NULL;
 	memset(seen, 0, sizeof(seen));
 }
 

@@ -15,6 +15,10 @@
 /* Make the @nth next pass through @site (1 = the next one) fail with
  * -@err.  One site is armed at a time. */
 void hooks_fail(const char *site, unsigned int nth, int err);
+/* Run @fn(@arg) at the @nth next pass through @site, which then goes on
+ * as if unarmed (something to happen at that moment: an eviction). */
+void hooks_call(const char *site, unsigned int nth, void (*fn)(void *),
+		void *arg);
 /* Disarm, and zero the pass counts. */
 void hooks_reset(void);
 /* Passes through @site since the last reset. */

@@ -20,10 +20,13 @@
  * Needs: root, kvarena.ko loaded, /dev/kvarena.  Each test makes its own
  * arenas, named after its pid, and destroys them.
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -420,6 +423,66 @@ TEST_F(dev, failed_frame_fd_fails_the_grow_and_returns_the_frames)
 	EXPECT_EQ(0, held_frames(self->a));
 	ASSERT_EQ(0, kva_seq_grow(s, 3 * TPF));
 	EXPECT_EQ(3, module_stat(self->name).nr_held);
+	kva_seq_free(s);
+}
+
+/* What the eviction hook needs: the arena and the client. */
+struct evict_arg {
+	const char *name;
+	uint32_t client_id;
+	int ret;
+};
+
+/* An administrator's EVICT of the client, from its own open file. */
+static void evict_now(void *p)
+{
+	struct evict_arg *e = p;
+	struct kvarena_evict ev = { .client_id = e->client_id };
+	int fd = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
+
+	snprintf(ev.name, sizeof(ev.name), "%s", e->name);
+	e->ret = fd < 0 ? -errno :
+		 ioctl(fd, KVARENA_IOC_EVICT, &ev) ? -errno : 0;
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * Evicted between the copy of a shared frame and the copy taking the
+ * shared frame's place: the module refuses the mapping with ESHUTDOWN,
+ * which the grow passes on, and the slot - whose old mapping a refused
+ * mmap(MAP_FIXED) may have removed (Linux 6.1 does) - is still the
+ * sequence's: nothing else can be mapped there.
+ */
+TEST_F(dev, eviction_in_a_copy_on_write_grow_is_eshutdown_and_leaves_no_hole)
+{
+	struct evict_arg e = { .name = self->name, .ret = 1 };
+	struct kva_arena_info info;
+	struct kva_seq *s, *c;
+	void *p, *slot;
+
+	ASSERT_EQ(0, kva_arena_info(self->a, &info));
+	e.client_id = info.client_id;
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 4 * TPF, &s));
+	ASSERT_EQ(0, kva_seq_grow(s, TPF + TPF / 2));
+	ASSERT_EQ(0, kva_seq_fork(s, &c));
+	/* Its next token goes to the shared frame: copied first. */
+	hooks_reset();
+	hooks_call("host.map", 2, evict_now, &e);
+	EXPECT_EQ(-ESHUTDOWN, kva_seq_grow(c, 1));
+	EXPECT_EQ(0, e.ret);
+	/* The copy's scratch mapping, the swap, the way back. */
+	EXPECT_EQ(3, hooks_count("host.map"));
+	EXPECT_EQ(TPF + TPF / 2, c->tokens);
+	slot = (void *)(uintptr_t)(c->base + FS);
+	p = mmap(slot, FS, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS |
+		 MAP_FIXED_NOREPLACE, -1, 0);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EEXIST, errno);
+	if (p != MAP_FAILED)
+		munmap(p, FS);
+	EXPECT_EQ(0, module_stat(self->name).nr_clients);
+	kva_seq_free(c);
 	kva_seq_free(s);
 }
 

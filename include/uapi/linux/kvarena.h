@@ -926,7 +926,8 @@ struct kvarena_event {
  * (a stuck, stopped or runaway process): every mapping of its frames is
  * zapped (the next touch raises SIGBUS), every frame and guarantee it held
  * returns to the arena, it leaves the CLIENTS table, and every later
- * client command on its file fails with -ESHUTDOWN.  Its holds go as at
+ * client command on its file fails with -ESHUTDOWN, as does an mmap() of
+ * its frames file (FRAME_FD's).  Its holds go as at
  * release: a frame other clients hold too stays theirs, and a published
  * one nobody else holds stays cached.  -ENOENT for no such client;
  * -EOPNOTSUPP for a client of a CUDA arena, whose imported allocations
