@@ -695,6 +695,8 @@ long kva_ioc_evict(void __user *argp)
 		held = cl->core.held;
 		kva_client_detach(a, cl);
 		WRITE_ONCE(cl->evicted, true);
+		if (fmap)
+			kva_fmap_evicted(fmap);
 		/* A poll() of its own wakes to EPOLLERR. */
 		wake_up_interruptible_all(&a->pressure_wq);
 		ret = 0;

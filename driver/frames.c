@@ -254,6 +254,7 @@ void kva_unpin_backing(struct kva_arena *a)
 struct kva_fmap {
 	struct kva_arena *arena;	/* a reference */
 	struct kva_client *cl;		/* arena->lock; NULL once released */
+	bool evicted;			/* arena->lock; its client was */
 	struct rw_semaphore sem;	/* faults read, revocation writes */
 };
 
@@ -357,7 +358,7 @@ static int kva_fmap_mmap(struct file *file, struct vm_area_struct *vma)
 		return -EINVAL;
 
 	mutex_lock(&a->lock);
-	if (fm->cl && fm->cl->evicted)
+	if (fm->evicted)
 		ret = -ESHUTDOWN;
 	for (i = start / ppf; !ret && i <= (end - 1) / ppf; i++) {
 		enum kva_access acc = KVA_ACCESS_NONE;
@@ -577,4 +578,13 @@ void kva_fmap_detach(struct kva_client *cl)
 		return;
 	fm = cl->fmap_file->private_data;
 	fm->cl = NULL;
+}
+
+/* ...by an administrator's EVICT: an mmap() is refused as it was. */
+void kva_fmap_evicted(struct file *file)
+{
+	struct kva_fmap *fm = file->private_data;
+
+	lockdep_assert_held(&fm->arena->lock);
+	fm->evicted = true;
 }

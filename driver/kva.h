@@ -273,6 +273,7 @@ int kva_fmap_revoke_begin(struct kva_client *cl, bool nonblock);
 void kva_fmap_zap(struct kva_client *cl, u32 idx);
 void kva_fmap_revoke_end(struct kva_client *cl);
 void kva_fmap_detach(struct kva_client *cl);
+void kva_fmap_evicted(struct file *file);
 void kva_fmap_lock_zap(struct file *file);
 void kva_fmap_unlock(struct file *file);
 
