@@ -679,8 +679,8 @@ static void frame_unheld(struct kva_core *c, u32 idx)
 	}
 	lru_add(c, idx);
 	if (may_retire(c)) {
-		/* A shrink waits: cached frames go as free ones do. */
-		reclaim_frame(c, idx, true);
+		/* A shrink waits: the oldest cached frame goes to it. */
+		reclaim_frame(c, c->lru_head, true);
 		c->cache_reclaims++;
 		return;
 	}
@@ -885,8 +885,9 @@ int kva_core_set_limits(struct kva_core *c, struct kva_core_client *cl,
 	if (ret)
 		return ret;
 	new_unmet = min > cl->charged ? min - cl->charged : 0;
-	if ((u64)new_unmet + (c->unmet_min - old_unmet) + c->shrink_pending >
-	    (u64)c->nr_free + c->nr_cached)
+	/* Only a larger reservation needs room; a shrink's is none. */
+	if (new_unmet > old_unmet &&
+	    new_unmet - old_unmet > kva_core_headroom(c))
 		return -ENOSPC;
 	c->unmet_min = c->unmet_min - old_unmet + new_unmet;
 	cl->min = min;
@@ -1476,8 +1477,9 @@ static u32 take_out(struct kva_core *c)
 
 /**
  * kva_core_shrink() - take @n frames out of the arena.
- * @c:	the core.
- * @n:	how many.
+ * @c:		the core.
+ * @n:		how many.
+ * @taken:	set to the frames taken out now.
  *
  * Free frames go first (clean, then dirty: their data leaves with their
  * memory), then cached ones, oldest first (reclaimed, as for an
@@ -1488,11 +1490,15 @@ static u32 take_out(struct kva_core *c)
  * once (kva_core_capacity()).  Each frame taken out, now or later, is
  * told to @c->retired.
  *
- * Return: the frames taken out now; -EINVAL if @n is 0 or would leave no
- * frame; -EBUSY if the clients' minimums need more than would be left.
- * On error nothing changes.
+ * The owner gives a retired frame's memory back; a dirty one's data goes
+ * with it, so it must be memory nobody else can still reach (for a CUDA
+ * arena: no importer of it left, what @c->may_clear tells).
+ *
+ * Return: 0, with *@taken the frames taken out now; -EINVAL if @n is 0 or
+ * would leave no frame; -EBUSY if the clients' minimums need more than
+ * would be left.  On error nothing changes.
  */
-int kva_core_shrink(struct kva_core *c, u32 n)
+int kva_core_shrink(struct kva_core *c, u32 n, u32 *taken)
 {
 	const struct kva_core_client *cl;
 	u64 mins = 0;
@@ -1504,7 +1510,8 @@ int kva_core_shrink(struct kva_core *c, u32 n)
 	if (mins > kva_core_capacity(c) - n)
 		return -EBUSY;
 	c->shrink_pending += n;
-	return (int)take_out(c);
+	*taken = take_out(c);
+	return 0;
 }
 
 /**
@@ -1808,9 +1815,10 @@ static int check_clients(const struct kva_core *c)
  * kva_core_check() - verify every invariant (tests and fuzzing).
  * @c:	the core.
  *
- * Walks the free list, the LRU, the key index, every frame's holders and
- * every client's charged frames and hold records, and checks the counts
- * against each other: free + cached + held = capacity, every cached frame
+ * Walks the free list, the LRU, the absent list, the key index, every
+ * frame's holders and every client's charged frames and hold records,
+ * and checks the counts against each other: free + cached + held +
+ * absent = the table's frames, every cached frame
  * has exactly one key, each held frame is charged to one client, each
  * client's held, charged and shared match what it has, and the unmet
  * minimums fit in the free and cached frames.  O(frames + holds).

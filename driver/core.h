@@ -328,10 +328,12 @@ struct kva_core_events {
  * @alloc_failures:	kva_core_alloc() calls that returned -ENOSPC.
  * @frames_allocated:	frames taken from the free list, ever.
  * @frames_freed:	frames returned to the free list, ever (free,
- *			detach, reclaim).
+ *			detach, reclaim), or taken out by a shrink as
+ *			they were.
  * @cache_hits:		keys LOOKUP found (frames it returned), ever.
  * @cache_misses:	keys LOOKUP was asked for and did not return.
- * @cache_reclaims:	cached frames reclaimed for allocations, ever.
+ * @cache_reclaims:	cached frames reclaimed for allocations (and for
+ *			shrinks), ever.
  * @events:		NULL, or who to tell about the prefix cache.
  * @clear:		enum kva_clear, set by the owner after init (none by
  *			default: every free frame is clean).
@@ -473,7 +475,7 @@ struct kva_hold *kva_core_holds_grow(struct kva_core *c,
 				     struct kva_hold *recs, u32 nr);
 void kva_core_holds_free(struct kva_hold *recs);
 
-int kva_core_shrink(struct kva_core *c, u32 n);
+int kva_core_shrink(struct kva_core *c, u32 n, u32 *taken);
 u32 kva_core_shrink_cancel(struct kva_core *c);
 u32 kva_core_grow(struct kva_core *c, u32 n, u32 *idx);
 

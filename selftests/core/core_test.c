@@ -1140,6 +1140,15 @@ static int resize_init(struct resize *t, u32 min_a)
 	return 0;
 }
 
+/* kva_core_shrink(): the frames taken out now, or its error. */
+static int shrink(struct kva_core *c, u32 n)
+{
+	u32 taken = 0;
+	int ret = kva_core_shrink(c, n, &taken);
+
+	return ret ? ret : (int)taken;
+}
+
 /* Detach both, check that every frame is back, free the core. */
 static int resize_fini(struct resize *t)
 {
@@ -1164,7 +1173,7 @@ TEST(shrink_takes_free_frames_at_once_and_grow_brings_them_back)
 	u64 h[NR];
 
 	ASSERT_EQ(0, resize_init(&t, 0));
-	ASSERT_EQ(NR / 2, kva_core_shrink(&t.c, NR / 2));
+	ASSERT_EQ(NR / 2, shrink(&t.c, NR / 2));
 	EXPECT_EQ(NR / 2, t.nr_retired);
 	EXPECT_EQ(NR / 2, t.c.nr_absent);
 	EXPECT_EQ(NR / 2, kva_core_capacity(&t.c));
@@ -1199,7 +1208,7 @@ TEST(shrink_never_takes_a_held_frame_and_waits_for_it)
 	ASSERT_EQ(0, resize_init(&t, 0));
 	ASSERT_EQ(NR - 4, kva_core_alloc(&t.c, &t.a, h, NR - 4, false));
 	/* 8 asked for, 4 free: 4 now, 4 awaited. */
-	ASSERT_EQ(4, kva_core_shrink(&t.c, 8));
+	ASSERT_EQ(4, shrink(&t.c, 8));
 	EXPECT_EQ(4, t.c.shrink_pending);
 	EXPECT_EQ(NR - 8, kva_core_capacity(&t.c));
 	for (i = 0; i < t.nr_retired; i++)
@@ -1236,7 +1245,7 @@ TEST(shrink_takes_cached_frames_after_free_ones_and_as_they_come)
 	ASSERT_EQ(0, kva_core_free(&t.c, &t.a, mine, 2));
 	EXPECT_EQ(2, t.c.nr_cached);
 	/* NR - 4 free, 2 cached: the free go first, then the oldest cached. */
-	ASSERT_EQ(NR - 3, kva_core_shrink(&t.c, NR - 3));
+	ASSERT_EQ(NR - 3, shrink(&t.c, NR - 3));
 	EXPECT_EQ(0, t.c.nr_free);
 	EXPECT_EQ(1, t.c.nr_cached);
 	EXPECT_EQ(1, t.c.cache_reclaims);
@@ -1245,7 +1254,7 @@ TEST(shrink_takes_cached_frames_after_free_ones_and_as_they_come)
 	ASSERT_EQ(0, kva_core_free(&t.c, &t.b, got, 1));
 	EXPECT_EQ(1, t.c.nr_cached);
 	/* Capacity 3, a holds 2: the cached one goes, the next is awaited. */
-	ASSERT_EQ(1, kva_core_shrink(&t.c, 2));
+	ASSERT_EQ(1, shrink(&t.c, 2));
 	EXPECT_EQ(0, t.c.nr_cached);
 	EXPECT_EQ(1, t.c.shrink_pending);
 	EXPECT_EQ(1, kva_core_capacity(&t.c));
@@ -1272,14 +1281,14 @@ TEST(shrink_keeps_the_frames_an_unmet_minimum_counts_on)
 
 	/* a is guaranteed 16 and holds none: 16 free frames are its. */
 	ASSERT_EQ(0, resize_init(&t, 16));
-	EXPECT_EQ(-EBUSY, kva_core_shrink(&t.c, NR - 15));
+	EXPECT_EQ(-EBUSY, shrink(&t.c, NR - 15));
 	EXPECT_EQ(0, t.c.nr_absent);
-	EXPECT_EQ(-EINVAL, kva_core_shrink(&t.c, NR));
-	EXPECT_EQ(-EINVAL, kva_core_shrink(&t.c, 0));
+	EXPECT_EQ(-EINVAL, shrink(&t.c, NR));
+	EXPECT_EQ(-EINVAL, shrink(&t.c, 0));
 	ASSERT_EQ(0, kva_core_check(&t.c));
 	/* b holds 40: of the 24 free, 16 are a's; 8 go now, 8 are awaited. */
 	ASSERT_EQ(40, kva_core_alloc(&t.c, &t.b, h, 40, false));
-	ASSERT_EQ(8, kva_core_shrink(&t.c, 16));
+	ASSERT_EQ(8, shrink(&t.c, 16));
 	EXPECT_EQ(8, t.c.shrink_pending);
 	EXPECT_EQ(16, t.c.nr_free);
 	EXPECT_EQ(16, kva_core_available(&t.c, &t.a));
@@ -1299,6 +1308,57 @@ TEST(shrink_keeps_the_frames_an_unmet_minimum_counts_on)
 	EXPECT_EQ(0, resize_fini(&t));
 }
 
+TEST(limits_change_while_a_shrink_waits)
+{
+	struct resize t;
+	u64 h[NR];
+
+	ASSERT_EQ(0, resize_init(&t, 16));
+	ASSERT_EQ(40, kva_core_alloc(&t.c, &t.b, h, 40, false));
+	/* 24 free, 16 of them a's: 8 now, 9 awaited. */
+	ASSERT_EQ(8, shrink(&t.c, 17));
+	EXPECT_EQ(9, t.c.shrink_pending);
+	/* Only b's max: nothing to reserve, so no room needed. */
+	EXPECT_EQ(0, kva_core_set_limits(&t.c, &t.b, 0, 50));
+	/* a's minimum lowered by less than what is awaited: 8 more go. */
+	EXPECT_EQ(0, kva_core_set_limits(&t.c, &t.a, 8, 0));
+	EXPECT_EQ(1, t.c.shrink_pending);
+	EXPECT_EQ(8, t.c.nr_free);
+	/* Raised again: the frames went to the shrink, none is left. */
+	EXPECT_EQ(-ENOSPC, kva_core_set_limits(&t.c, &t.a, 9, 0));
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.b, h, 40));
+	EXPECT_EQ(0, t.c.shrink_pending);
+	EXPECT_EQ(0, resize_fini(&t));
+}
+
+TEST(a_waiting_shrink_takes_the_oldest_cached_frame)
+{
+	u64 h[NR], mine[2], got[1];
+	struct resize t;
+
+	/* a's minimum of 2 is covered by its 2 cached frames. */
+	ASSERT_EQ(0, resize_init(&t, 2));
+	ASSERT_EQ(2, kva_core_alloc(&t.c, &t.a, mine, 2, false));
+	ASSERT_EQ(2, publish(&t.c, &t.a, 0, mine, 2, NULL));
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.a, mine, 2));
+	ASSERT_EQ(NR - 2, kva_core_alloc(&t.c, &t.b, h, NR - 2, false));
+	ASSERT_EQ(1, publish(&t.c, &t.b, 9, h, 1, NULL));
+	ASSERT_EQ(0, shrink(&t.c, 1));
+	EXPECT_EQ(1, t.c.shrink_pending);
+	/* b's frame is cached, and the oldest, key 0, goes. */
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.b, h, 1));
+	EXPECT_EQ(0, t.c.shrink_pending);
+	EXPECT_EQ(2, t.c.nr_cached);
+	/* Looked up by a, whose minimum the cached frames cover. */
+	EXPECT_EQ(0, lookup_run(&t.c, &t.a, 0, 1, got));
+	ASSERT_EQ(1, lookup_run(&t.c, &t.a, 9, 1, got));
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.a, got, 1));
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.b, h + 1, NR - 3));
+	EXPECT_EQ(0, resize_fini(&t));
+}
+
 TEST(cancel_and_grow_end_a_shrink_that_waits)
 {
 	struct resize t;
@@ -1307,10 +1367,10 @@ TEST(cancel_and_grow_end_a_shrink_that_waits)
 
 	ASSERT_EQ(0, resize_init(&t, 0));
 	ASSERT_EQ(NR, kva_core_alloc(&t.c, &t.a, h, NR, false));
-	ASSERT_EQ(0, kva_core_shrink(&t.c, 10));
+	ASSERT_EQ(0, shrink(&t.c, 10));
 	EXPECT_EQ(10, kva_core_shrink_cancel(&t.c));
 	EXPECT_EQ(NR, kva_core_capacity(&t.c));
-	ASSERT_EQ(0, kva_core_shrink(&t.c, 10));
+	ASSERT_EQ(0, shrink(&t.c, 10));
 	/* A grow first cuts what the shrink still waits for. */
 	EXPECT_EQ(0, kva_core_grow(&t.c, 6, idx));
 	EXPECT_EQ(4, t.c.shrink_pending);
@@ -1334,7 +1394,7 @@ TEST(a_dirty_frame_is_taken_out_with_its_data_and_comes_back_clean)
 	ASSERT_EQ(NR, kva_core_alloc(&t.c, &t.x, h, NR, false));
 	ASSERT_EQ(0, kva_core_free(&t.c, &t.x, h, NR));
 	EXPECT_EQ(NR, t.c.nr_dirty);
-	ASSERT_EQ(NR - 1, kva_core_shrink(&t.c, NR - 1));
+	ASSERT_EQ(NR - 1, shrink(&t.c, NR - 1));
 	EXPECT_EQ(1, t.c.nr_dirty);
 	EXPECT_EQ(0, kva_core_check(&t.c));
 	ASSERT_EQ(NR - 1, kva_core_grow(&t.c, NR - 1, idx));

@@ -213,12 +213,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 10: {	/* shrink: never a held frame, never below */
 			u32 n = a % 16, cap = kva_core_capacity(&c);
-			u32 held = kva_core_held(&c);
+			u32 held = kva_core_held(&c), taken = 0;
 
-			ret = kva_core_shrink(&c, n);
-			if (ret < 0 ? (ret != -EINVAL && ret != -EBUSY) ||
-				      kva_core_capacity(&c) != cap :
-			    (u32)ret > n || kva_core_capacity(&c) != cap - n ||
+			ret = kva_core_shrink(&c, n, &taken);
+			if (ret ? (ret != -EINVAL && ret != -EBUSY) ||
+				  kva_core_capacity(&c) != cap :
+			    taken > n || kva_core_capacity(&c) != cap - n ||
 			    kva_core_held(&c) != held)
 				abort();
 			break;
