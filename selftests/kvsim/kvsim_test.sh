@@ -200,6 +200,30 @@ check kvarena_small_tier_drops_its_oldest rc 0 quiet \
 	key hit_tokens 1536 key hit_host_tokens 0 \
 	key prefix_hit_share 0.451765 key copy_bytes 26112 key completed 4
 
+# A disk of 64 frames below a host tier of 5: what the host tier drops
+# goes to the disk.  Request 2's 10 demotions leave request 1's blocks
+# 37..41 in host memory and 32..36 on disk.  Request 3 finds 0..31 in the
+# arena, 32..41 below - 5 on disk, 5 in host memory - and 42..61 in the
+# arena: 62 blocks again, 992 tokens, 80 from each tier.  Its reclaims
+# push request 1's 37..41 and request 2's 32..36 to the disk; request 4
+# finds 32..36 on disk, 37..41 in host memory, 42 above: 688 tokens.
+# 2192 in all, as with the large host tier; 160 from host memory, 160
+# from disk.  Arena <-> host: 30 demotions and 20 promotions, 50 * 512 =
+# 25600; host <-> disk: 20 written (request 4's reclaims drop 5 keys the
+# disk has already) and 10 read, 30 * 512 = 15360.
+# shellcheck disable=SC2086
+run -t "$TMP/prefix.jsonl" $G --kv-bytes 32K --policy kvarena+host \
+	--host-bytes 2560 --disk-bytes 32K --json
+check kvarena_disk_below_the_host_tier_keeps_what_it_drops rc 0 quiet \
+	key hit_tokens 2192 key hit_host_tokens 160 key hit_disk_tokens 160 \
+	key copy_bytes 25600 key disk_bytes 15360 key completed 4
+
+# shellcheck disable=SC2086
+run -t "$TMP/prefix.jsonl" $G --kv-bytes 32K --policy kvarena+swap \
+	--host-bytes 2560 --disk-bytes 32K
+check disk_needs_a_host_tier rc 2 noout \
+	err1 'kvsim: --disk-gib and --disk-bytes need kvarena+host (the disk lies below its host tier)'
+
 # kvarena+swap on the preemption case above: the newer request's 2
 # frames (32 tokens, no keys) go to a 1K tier and come back at its
 # readmission: nothing recomputed, 32 tokens swapped, 4 frames copied

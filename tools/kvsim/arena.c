@@ -32,7 +32,8 @@
 struct arena {
 	struct kva_core core;
 	struct tier tier;
-	bool has_tier;
+	struct tier disk;
+	bool has_tier, has_disk;
 	struct kva_core_client cl[KVSIM_MAX_ENGINES];
 	int nr_clients;
 	uint32_t *uses[KVSIM_MAX_ENGINES];	/* sequences of the engine
@@ -193,6 +194,8 @@ static void arena_fini(struct pool *p)
 	kva_core_fini(&a->core);
 	if (a->has_tier)
 		tier_fini(&a->tier);
+	if (a->has_disk)
+		tier_fini(&a->disk);
 	free(a->batch);
 	free(a->chain);
 	free(a);
@@ -290,6 +293,14 @@ int arena_pool_init(struct pool *p, const struct config *cfg,
 		p->tier = &a->tier;
 		if (p->pol->flags & POL_HOST)
 			a->core.events = &arena_events;
+	}
+	if ((p->pol->flags & POL_HOST) && p->disk_bytes) {
+		a->has_disk = true;
+		err = tier_init(&a->disk, p->disk_bytes, cfg->g.frame_size,
+				keyed ? keyed : 1);
+		if (err)
+			return err;
+		a->tier.below = &a->disk;
 	}
 	for (i = 0; i < nr_engines; i++) {
 		err = kva_core_attach(&a->core, &a->cl[i], min_frames,

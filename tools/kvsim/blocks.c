@@ -142,20 +142,24 @@ static bool blk_fits(const struct engine *e, const struct req *q)
 
 /*
  * The prefix cache's run for @keys: the arena's leading run, then, with a
- * lower tier, the keys below that follow it, then the arena's again past
- * them, and so on while either has the next key.  Blocks of the arena's
- * runs are held (@s->shared); keys below are made the newest there, to
- * be copied up into new blocks.  Returns the run's length; *@below: how
- * many of it are below.
+ * lower tier, the keys below that follow it (in the host tier or on the
+ * disk under it), then the arena's again past them, and so on while any
+ * has the next key.  Blocks of the arena's runs are held (@s->shared);
+ * keys below are made the newest where they are, to be copied up into
+ * new blocks.  Returns the run's length; *@below: how many of it are
+ * below, *@disk: how many of those on the disk.
  */
 static uint32_t lookup_run(struct engine *e, struct seq *s,
-			   const uint64_t *keys, uint32_t nk, uint32_t *below)
+			   const uint64_t *keys, uint32_t nk, uint32_t *below,
+			   uint32_t *disk)
 {
 	struct pool *p = e->pool;
 	struct tier *t = p->tier;
 	uint32_t pos = 0, i, k;
+	int lv;
 
 	*below = 0;
+	*disk = 0;
 	while (pos < nk) {
 		k = p->ops->lookup(p, e->client, keys + pos, nk - pos,
 				   s->ids + pos);
@@ -165,8 +169,10 @@ static uint32_t lookup_run(struct engine *e, struct seq *s,
 		pos += k;
 		if (!t)
 			break;
-		for (k = pos; k < nk && tier_has(t, keys[k]); k++)
+		for (k = pos; k < nk && (lv = tier_level(t, keys[k])); k++) {
 			tier_touch(t, keys[k]);
+			*disk += lv == 2;
+		}
 		if (k == pos)
 			break;
 		*below += k - pos;
@@ -199,7 +205,7 @@ static int blk_admit(struct engine *e, struct seq *s, uint32_t tokens,
 {
 	struct pool *p = e->pool;
 	uint32_t B = p->block_tokens, nb = (uint32_t)blocks_for(p, tokens);
-	uint32_t run = 0, below = 0, nk = 0, fresh = 0, i, k;
+	uint32_t run = 0, below = 0, disk = 0, nk = 0, fresh = 0, i, k;
 	uint64_t *ids;
 
 	seq_reserve(s, nb + 1);
@@ -210,7 +216,7 @@ static int blk_admit(struct engine *e, struct seq *s, uint32_t tokens,
 
 		nk = seq_prompt_keys(s, B, keys, nb);
 		if (nk)
-			run = lookup_run(e, s, keys, nk, &below);
+			run = lookup_run(e, s, keys, nk, &below, &disk);
 	}
 	if (nb > s->nr_hit) {
 		ids = ids_buf(nb - s->nr_hit);
@@ -234,13 +240,19 @@ static int blk_admit(struct engine *e, struct seq *s, uint32_t tokens,
 	s->nr_ids = nb;
 	memset(a, 0, sizeof(*a));
 	a->hit = run * B;
-	a->hit_host = below * B;
+	a->hit_host = (below - disk) * B;
+	a->hit_disk = disk * B;
 	a->compute_from = run * B;
 	a->compute_to = tokens;
-	if (below)
+	if (below) {
 		p->tier->promoted += below;
-	if (below)
 		p->tier->copy_bytes += (uint64_t)below * p->tier->frame_bytes;
+	}
+	if (disk) {
+		p->tier->below->promoted += disk;
+		p->tier->below->copy_bytes += (uint64_t)disk *
+					      p->tier->frame_bytes;
+	}
 	if (s->swapped) {
 		k = nb - s->swapped;	/* the keyed blocks before them */
 		tier_swap_in(p->tier, s->swapped);

@@ -4,8 +4,9 @@
  *
  * Without it a step takes --step-ms whatever it does.  With it, a step
  * takes --step-ms (the decode step) plus the prefill its engines computed
- * at --gpu-tflops, plus the copies between the arena and its lower tier
- * at --copy-gbs, one after the other: nothing overlaps, so the tier's
+ * at --gpu-tflops, plus the copies between the arena and its host tier
+ * at --copy-gbs, plus those between the host tier and the disk at
+ * --disk-gbs, one after the other: nothing overlaps, so the tiers'
  * copies cost their whole time (the upper bound of what they cost).
  *
  * Prefill FLOPs of positions [from, to) of one sequence: the weights,
@@ -31,13 +32,14 @@ double cost_prefill_flops(const struct config *cfg, uint64_t from,
 }
 
 int64_t cost_step_us(const struct config *cfg, double flops,
-		     uint64_t copy_bytes)
+		     uint64_t copy_bytes, uint64_t disk_bytes)
 {
 	double us;
 
 	if (cfg->flops_per_s <= 0)
 		return cfg->step_us;
 	us = flops / cfg->flops_per_s * 1e6 +
-	     (double)copy_bytes / cfg->copy_bytes_per_s * 1e6;
+	     (double)copy_bytes / cfg->copy_bytes_per_s * 1e6 +
+	     (double)disk_bytes / cfg->disk_bytes_per_s * 1e6;
 	return cfg->step_us + (int64_t)(us + 0.5);
 }

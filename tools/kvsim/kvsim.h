@@ -14,9 +14,9 @@
  *              pool with its in-engine prefix cache (vLLM's model)
  *   arena.c    kvarena's pool: the core allocator of driver/core.c, one
  *              client per engine, and its prefix cache
- *   tier.c     the lower tier below an arena: host memory that keeps the
+ *   tier.c     the lower tiers below an arena: host memory that keeps the
  *              cached frames the arena reclaims, and preempted sequences
- *              swapped out
+ *              swapped out; a disk below it for what it drops
  *   cost.c     the timing model: prefill FLOPs and copies, per step
  *   report.c   the table, --json and --svg
  *   main.c     options, traces, runs
@@ -123,7 +123,8 @@ struct pool;
 /**
  * struct admission - what an admission took from where, in tokens.
  * @hit:	served by the prefix cache: the arena's and the lower tier's.
- * @hit_host:	of @hit, copied up from the lower tier.
+ * @hit_host:	of @hit, copied up from the host tier.
+ * @hit_disk:	of @hit, copied up from the disk below it.
  * @swapped:	copied back from the swap space (a swapped sequence).
  * @compute_from, @compute_to: the positions prefilled by computing;
  *		the rest of [0, tokens) came from @hit and @swapped.
@@ -131,6 +132,7 @@ struct pool;
 struct admission {
 	uint32_t hit;
 	uint32_t hit_host;
+	uint32_t hit_disk;
 	uint32_t swapped;
 	uint32_t compute_from;
 	uint32_t compute_to;
@@ -237,6 +239,7 @@ void lru_push(struct lru *l, uint32_t e);
  *		tokens in them (each counted once).
  * @nr_engines:	engines drawing on it.
  * @host_bytes:	the size of its lower tier (POL_HOST, POL_SWAP).
+ * @disk_bytes:	the size of the disk below that (POL_HOST).
  * @tier:	the lower tier below it (POL_HOST, POL_SWAP), or NULL.
  */
 struct pool {
@@ -256,6 +259,7 @@ struct pool {
 	uint64_t filled_tokens;
 	int nr_engines;
 	uint64_t host_bytes;
+	uint64_t disk_bytes;
 	struct tier *tier;
 };
 
@@ -275,8 +279,11 @@ struct pool {
  * @free:	unused entries, @nr_free of them.
  * @demoted, @dropped, @promoted: frames copied down, dropped from the
  *		tier to make room, copied up, ever.
- * @copy_bytes:	bytes the copies of the current step move (both ways);
- *		the step loop takes them.
+ * @copy_bytes:	bytes the copies of the current step move over the
+ *		tier's link to the level above (both ways); the step loop
+ *		takes them.
+ * @below:	the disk tier below a host tier, or NULL: what the host
+ *		tier drops is demoted there, and found there by lookups.
  */
 struct tier {
 	uint64_t cap;
@@ -291,6 +298,7 @@ struct tier {
 	uint64_t demoted, dropped, promoted;
 	uint64_t frame_bytes;
 	uint64_t copy_bytes;
+	struct tier *below;
 };
 
 /* One point of the --svg series: means over a time bucket. */
@@ -316,12 +324,14 @@ struct stats {
 	uint64_t recomputed_tokens;
 	uint64_t prompt_tokens;		/* of the requests admitted */
 	uint64_t hit_tokens;		/* of those, from the cache */
-	uint64_t hit_host_tokens;	/* of those, from the lower tier */
+	uint64_t hit_host_tokens;	/* of those, from the host tier */
+	uint64_t hit_disk_tokens;	/* of those, from the disk */
 	uint64_t computed_tokens;	/* prefilled by computing, all */
 	uint64_t swaps;			/* preemptions swapped out */
 	uint64_t swapped_tokens;	/* tokens copied back instead of
 					 * recomputed */
-	uint64_t copy_bytes;		/* moved between the tiers */
+	uint64_t copy_bytes;		/* moved between arena and host */
+	uint64_t disk_bytes;		/* moved between host and disk */
 	double busy_s;			/* prefill compute and copies */
 	int64_t *delay_us;		/* admission delays, @nr_delay */
 	int64_t *ttft_us;		/* arrival to first token, @nr_delay */
@@ -330,6 +340,7 @@ struct stats {
 	double ttft_p50_ms, ttft_p99_ms;
 	double token_share, mean_running, prefix_hit_share;
 	double host_hit_share;
+	double disk_hit_share;
 };
 
 /**
@@ -359,6 +370,7 @@ struct engine {
 	uint64_t filled_tokens_resv;	/* token policies: held */
 	double step_flops;		/* prefill work of this step */
 	uint64_t step_copy;		/* bytes its tier copies moved */
+	uint64_t step_disk;		/* of those, to and from disk */
 	uint32_t *first;		/* st.ttft_us of the requests first
 					 * admitted in this step */
 	uint32_t nr_first;
@@ -378,7 +390,9 @@ struct config {
 	uint64_t bucket_us;		/* --svg sample width */
 	uint64_t host_bytes;		/* the lower tier of every arena */
 	double flops_per_s;		/* prefill rate; 0: no timing model */
-	double copy_bytes_per_s;	/* between the tiers */
+	double copy_bytes_per_s;	/* between arena and host */
+	uint64_t disk_bytes;		/* the disk below the host tier */
+	double disk_bytes_per_s;	/* between host and disk */
 	double params;			/* the model's parameters */
 	uint32_t q_heads;		/* query heads */
 };
@@ -426,7 +440,7 @@ int tier_init(struct tier *t, uint64_t bytes, uint64_t frame_bytes,
 	      uint64_t keyed);
 void tier_fini(struct tier *t);
 void tier_demote(struct tier *t, uint64_t key);
-bool tier_has(const struct tier *t, uint64_t key);
+int tier_level(const struct tier *t, uint64_t key);
 void tier_touch(struct tier *t, uint64_t key);
 bool tier_swap_out(struct tier *t, uint32_t frames);
 void tier_swap_in(struct tier *t, uint32_t frames);
@@ -435,7 +449,7 @@ void tier_swap_in(struct tier *t, uint32_t frames);
 double cost_prefill_flops(const struct config *cfg, uint64_t from,
 			  uint64_t to);
 int64_t cost_step_us(const struct config *cfg, double flops,
-		     uint64_t copy_bytes);
+		     uint64_t copy_bytes, uint64_t disk_bytes);
 
 /* arena.c */
 int arena_pool_init(struct pool *p, const struct config *cfg,

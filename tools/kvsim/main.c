@@ -39,9 +39,12 @@ static void help(FILE *f)
 "                          cached frames (+host) and preempted sequences (+swap)\n"
 "      --host-gib X        the lower tier's size, GiB, or\n"
 "      --host-bytes S      the same in bytes (all engines together)\n"
+"      --disk-gib X        a disk below the host tier of kvarena+host, GiB, or\n"
+"      --disk-bytes S      the same in bytes: what the host tier drops goes there\n"
 "      --gpu-tflops R      timing model: a step takes --step-ms plus its prefill\n"
 "                          at R TFLOP/s plus its copies between the tiers\n"
-"      --copy-gbs G        those copies' rate, GB/s (default 50)\n"
+"      --copy-gbs G        arena <-> host copies' rate, GB/s (default 50)\n"
+"      --disk-gbs G        host <-> disk copies' rate, GB/s (default 6)\n"
 "      --params N          the model's parameter count (default: the model's)\n"
 "      --step-ms MS        time of one step (default 20)\n"
 "      --prefill-budget T  prompt tokens prefilled per step (default: any)\n"
@@ -67,7 +70,8 @@ enum {
 	OPT_POLICY,
 	OPT_STEP, OPT_PREFILL, OPT_MAXSEQS, OPT_ENGINES, OPT_EMIN, OPT_EMAX,
 	OPT_REQUESTS, OPT_JSON, OPT_SVG, OPT_RR, OPT_HOST, OPT_HOST_BYTES,
-	OPT_TFLOPS, OPT_COPY, OPT_PARAMS, OPT_TSCALE,
+	OPT_TFLOPS, OPT_COPY, OPT_PARAMS, OPT_TSCALE, OPT_DISK, OPT_DISK_BYTES,
+	OPT_DISK_GBS,
 };
 
 static const struct option options[] = {
@@ -94,6 +98,9 @@ static const struct option options[] = {
 	{ "copy-gbs",       required_argument, NULL, OPT_COPY },
 	{ "params",         required_argument, NULL, OPT_PARAMS },
 	{ "time-scale",     required_argument, NULL, OPT_TSCALE },
+	{ "disk-gib",       required_argument, NULL, OPT_DISK },
+	{ "disk-bytes",     required_argument, NULL, OPT_DISK_BYTES },
+	{ "disk-gbs",       required_argument, NULL, OPT_DISK_GBS },
 	{ "help",           no_argument,       NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -118,6 +125,8 @@ struct args {
 	uint64_t host_fx, host_bytes;
 	int host_set;
 	uint64_t tflops_fx, copy_fx, params, tscale_fx;
+	uint64_t disk_fx, disk_bytes, disk_gbs_fx;
+	int disk_set;
 };
 
 static int parse_policies(struct args *a, const char *arg)
@@ -334,6 +343,28 @@ static int parse_args(struct args *a, int argc, char **argv)
 					      "a rate above 0, up to 1000000 GB/s",
 					      optarg);
 			break;
+		case OPT_DISK:
+			err = get_gib("--disk-gib", optarg, &a->disk_fx);
+			a->disk_set = 1;
+			a->disk_bytes = 0;
+			break;
+		case OPT_DISK_BYTES:
+			if (kvt_parse_size(optarg, &a->disk_bytes) ||
+			    a->disk_bytes > (KVT_MAX_GIB << 30))
+				err = kvt_bad("--disk-bytes",
+					      "a size from 0 to 1024T (4096, 64K, 2M, 1G, ...)",
+					      optarg);
+			a->disk_set = 1;
+			a->disk_fx = 0;
+			break;
+		case OPT_DISK_GBS:
+			if (kvt_parse_fixed(optarg, &a->disk_gbs_fx) ||
+			    !a->disk_gbs_fx ||
+			    a->disk_gbs_fx > 1000000 * KVT_FIX_SCALE)
+				err = kvt_bad("--disk-gbs",
+					      "a rate above 0, up to 1000000 GB/s",
+					      optarg);
+			break;
 		case OPT_TSCALE:
 			if (kvt_parse_fixed(optarg, &a->tscale_fx) ||
 			    a->tscale_fx < KVT_FIX_SCALE / 1000 ||
@@ -389,8 +420,15 @@ static int parse_args(struct args *a, int argc, char **argv)
 	for (c = 0; c < a->nr_pol; c++)
 		if (a->pol[c].flags && !a->host_set)
 			return usage_err("kvarena+host and kvarena+swap need --host-gib or --host-bytes");
-	if (a->copy_fx && !a->tflops_fx)
-		return usage_err("--copy-gbs needs --gpu-tflops (the timing model)");
+	if (a->disk_set) {
+		for (c = 0; c < a->nr_pol; c++)
+			if (a->pol[c].flags & POL_HOST)
+				break;
+		if (c == a->nr_pol)
+			return usage_err("--disk-gib and --disk-bytes need kvarena+host (the disk lies below its host tier)");
+	}
+	if ((a->copy_fx || a->disk_gbs_fx) && !a->tflops_fx)
+		return usage_err("--copy-gbs and --disk-gbs need --gpu-tflops (the timing model)");
 	if (a->tflops_fx && !a->params && !a->geo.model)
 		return usage_err("--gpu-tflops needs --model or --params (the model's parameter count)");
 	return 0;
@@ -524,6 +562,8 @@ static int setup_run(struct run *r, const struct policy *pol,
 		r->pools[i].bytes = cfg->kv_bytes / (uint64_t)r->nr_pools;
 		r->pools[i].host_bytes = cfg->host_bytes /
 					 (uint64_t)r->nr_pools;
+		r->pools[i].disk_bytes = cfg->disk_bytes /
+					 (uint64_t)r->nr_pools;
 		err = pool_init(&r->pools[i], pol, cfg,
 				lay == LAYOUT_SHARED ? n : 1, min_frames,
 				max_frames, &w[i]);
@@ -619,14 +659,24 @@ static void print_header(const struct args *a, const struct config *cfg,
 	       (unsigned long long)cfg->max_len, (double)cfg->step_us / 1000);
 	if (a->host_set) {
 		kvt_fmt_bytes(kv, sizeof(kv), cfg->host_bytes);
-		printf("tier     %s of host memory below the arena (kvarena+host, kvarena+swap)\n",
+		printf("tier     %s of host memory below the arena (kvarena+host, kvarena+swap)",
 		       kv);
+		if (a->disk_set) {
+			kvt_fmt_bytes(kv, sizeof(kv), cfg->disk_bytes);
+			printf(", %s of disk below it (kvarena+host)", kv);
+		}
+		putchar('\n');
 	}
-	if (cfg->flops_per_s > 0)
-		printf("timing   a step: %.3g ms + prefill at %.6g TFLOP/s (%.4g GFLOP a token, %.6g B parameters) + copies at %.6g GB/s\n",
+	if (cfg->flops_per_s > 0) {
+		printf("timing   a step: %.3g ms + prefill at %.6g TFLOP/s (%.4g GFLOP a token, %.6g B parameters) + copies at %.6g GB/s",
 		       (double)cfg->step_us / 1000, cfg->flops_per_s / 1e12,
 		       cost_prefill_flops(cfg, 0, 1) / 1e9, cfg->params / 1e9,
 		       cfg->copy_bytes_per_s / 1e9);
+		if (a->disk_set)
+			printf(", to disk at %.6g GB/s",
+			       cfg->disk_bytes_per_s / 1e9);
+		putchar('\n');
+	}
 	putchar('\n');
 }
 
@@ -681,6 +731,9 @@ int main(int argc, char **argv)
 	cfg.flops_per_s = (double)a.tflops_fx / KVT_FIX_SCALE * 1e12;
 	cfg.copy_bytes_per_s = a.copy_fx ?
 			       (double)a.copy_fx / KVT_FIX_SCALE * 1e9 : 50e9;
+	cfg.disk_bytes = a.disk_bytes ? a.disk_bytes : gib_bytes(a.disk_fx);
+	cfg.disk_bytes_per_s = a.disk_gbs_fx ?
+			       (double)a.disk_gbs_fx / KVT_FIX_SCALE * 1e9 : 6e9;
 	cfg.params = a.params ? (double)a.params :
 		     a.geo.model ? (double)a.geo.model->params : 0;
 	cfg.q_heads = a.geo.model ? a.geo.model->q_heads : cfg.g.kv_heads;

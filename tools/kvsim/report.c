@@ -91,14 +91,16 @@ static void tier_row(const char *label, const struct stats *st, double sps)
 {
 	const double gib = 1024.0 * 1024.0 * 1024.0;
 
-	printf("%-30s %6.4f %6.4f %6.4f %11llu %6llu %9llu %10llu %8.1f %9.1f %9.1f\n",
-	       label, st->prefix_hit_share - st->host_hit_share,
-	       st->host_hit_share, st->prefix_hit_share,
+	printf("%-30s %6.4f %6.4f %6.4f %6.4f %11llu %6llu %9llu %10llu %8.1f %8.1f %9.1f %9.1f\n",
+	       label, st->prefix_hit_share - st->host_hit_share -
+	       st->disk_hit_share, st->host_hit_share, st->disk_hit_share,
+	       st->prefix_hit_share,
 	       (unsigned long long)st->computed_tokens,
 	       (unsigned long long)st->swaps,
 	       (unsigned long long)st->swapped_tokens,
 	       (unsigned long long)st->recomputed_tokens,
-	       (double)st->copy_bytes / gib, st->ttft_p50_ms, st->ttft_p99_ms);
+	       (double)st->copy_bytes / gib, (double)st->disk_bytes / gib,
+	       st->ttft_p50_ms, st->ttft_p99_ms);
 }
 
 /*
@@ -108,12 +110,12 @@ static void tier_row(const char *label, const struct stats *st, double sps)
  */
 void report_tiers(const struct run *runs, int nr, int per_engine)
 {
-	printf("\n%-30s %20s %11s %30s %8s %19s\n", "", "prefix hit share",
-	       "prefill", "preempted: swaps, tokens", "copied",
+	printf("\n%-30s %27s %11s %30s %17s %19s\n", "", "prefix hit share",
+	       "prefill", "preempted: swaps, tokens", "copied GiB",
 	       "first token ms");
-	printf("%-30s %6s %6s %6s %11s %6s %9s %10s %8s %9s %9s\n", "policy",
-	       "arena", "host", "all", "computed", "swaps", "swapped",
-	       "recomputed", "GiB", "p50", "p99");
+	printf("%-30s %6s %6s %6s %6s %11s %6s %9s %10s %8s %8s %9s %9s\n",
+	       "policy", "arena", "host", "disk", "all", "computed", "swaps",
+	       "swapped", "recomputed", "host", "disk", "p50", "p99");
 	rows(runs, nr, per_engine, tier_row);
 }
 
@@ -145,11 +147,14 @@ static void json_obj(const struct run *r, const struct stats *st, int engine,
 	       (unsigned long long)st->hit_tokens);
 	printf(",\"hit_host_tokens\":%llu,\"host_hit_share\":%.6f",
 	       (unsigned long long)st->hit_host_tokens, st->host_hit_share);
+	printf(",\"hit_disk_tokens\":%llu,\"disk_hit_share\":%.6f",
+	       (unsigned long long)st->hit_disk_tokens, st->disk_hit_share);
 	printf(",\"computed_tokens\":%llu,\"swaps\":%llu,\"swapped_tokens\":%llu,\"copy_bytes\":%llu",
 	       (unsigned long long)st->computed_tokens,
 	       (unsigned long long)st->swaps,
 	       (unsigned long long)st->swapped_tokens,
 	       (unsigned long long)st->copy_bytes);
+	printf(",\"disk_bytes\":%llu", (unsigned long long)st->disk_bytes);
 	printf(",\"ttft_p50_ms\":%.3f,\"ttft_p99_ms\":%.3f,\"busy_s\":%.3f",
 	       st->ttft_p50_ms, st->ttft_p99_ms, st->busy_s);
 	printf(",\"steps\":%llu,\"simulated_s\":%.3f",

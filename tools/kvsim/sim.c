@@ -163,6 +163,7 @@ static void admit(struct engine *e, const struct config *cfg, int64_t t,
 			e->st.prompt_tokens += s->req->prompt;
 			e->st.hit_tokens += a.hit;
 			e->st.hit_host_tokens += a.hit_host;
+			e->st.hit_disk_tokens += a.hit_disk;
 		} else {
 			e->st.recomputed_tokens += a.compute_to -
 						   a.compute_from;
@@ -313,6 +314,8 @@ void stats_finish(struct stats *st, double span_s)
 		(double)st->hit_tokens / (double)st->prompt_tokens : 0;
 	st->host_hit_share = st->prompt_tokens ?
 		(double)st->hit_host_tokens / (double)st->prompt_tokens : 0;
+	st->disk_hit_share = st->prompt_tokens ?
+		(double)st->hit_disk_tokens / (double)st->prompt_tokens : 0;
 }
 
 static int engine_init(struct engine *e, const struct workload *w)
@@ -365,6 +368,14 @@ static uint64_t tier_bytes(const struct engine *e)
 	return e->pool->tier ? e->pool->tier->copy_bytes : 0;
 }
 
+/* ...and the disk below that. */
+static uint64_t disk_bytes(const struct engine *e)
+{
+	const struct tier *t = e->pool->tier;
+
+	return t && t->below ? t->below->copy_bytes : 0;
+}
+
 /*
  * The step at @t is done: its time from the engines' prefill and copies;
  * the first tokens of the requests it admitted come at its end.
@@ -373,7 +384,7 @@ static int64_t step_end(struct run *r, int64_t t)
 {
 	const struct config *cfg = r->cfg;
 	double flops = 0;
-	uint64_t copy = 0;
+	uint64_t copy = 0, disk = 0;
 	int64_t dur;
 	uint32_t j;
 	int i;
@@ -381,11 +392,17 @@ static int64_t step_end(struct run *r, int64_t t)
 	for (i = 0; i < r->nr_engines; i++) {
 		flops += r->eng[i].step_flops;
 		copy += r->eng[i].step_copy;
+		disk += r->eng[i].step_disk;
 	}
-	dur = cost_step_us(cfg, flops, copy);
-	for (i = 0; i < r->nr_pools; i++)
-		if (r->pools[i].tier)
-			r->pools[i].tier->copy_bytes = 0;
+	dur = cost_step_us(cfg, flops, copy, disk);
+	for (i = 0; i < r->nr_pools; i++) {
+		struct tier *tr = r->pools[i].tier;
+
+		if (tr)
+			tr->copy_bytes = 0;
+		if (tr && tr->below)
+			tr->below->copy_bytes = 0;
+	}
 	for (i = 0; i < r->nr_engines; i++) {
 		struct engine *e = &r->eng[i];
 
@@ -393,11 +410,14 @@ static int64_t step_end(struct run *r, int64_t t)
 			e->st.ttft_us[e->first[j]] += dur;
 		e->nr_first = 0;
 		e->st.copy_bytes += e->step_copy;
+		e->st.disk_bytes += e->step_disk;
 		e->st.busy_s += (double)(cost_step_us(cfg, e->step_flops,
-						      e->step_copy) -
+						      e->step_copy,
+						      e->step_disk) -
 					 cfg->step_us) / 1e6;
 		e->step_flops = 0;
 		e->step_copy = 0;
+		e->step_disk = 0;
 	}
 	r->total.busy_s += (double)(dur - cfg->step_us) / 1e6;
 	return dur;
@@ -435,18 +455,20 @@ int sim_run(struct run *r, const struct workload *w)
 			arrivals(&r->eng[(nstep + k) % n], t, &left);
 		for (k = 0; k < n; k++) {
 			struct engine *e = &r->eng[(nstep + k) % n];
-			uint64_t c0 = tier_bytes(e);
+			uint64_t c0 = tier_bytes(e), d0 = disk_bytes(e);
 
 			e->preempted = decode(e, &left);
 			e->step_copy += tier_bytes(e) - c0;
+			e->step_disk += disk_bytes(e) - d0;
 		}
 		for (k = 0; k < n; k++) {
 			struct engine *e = &r->eng[(nstep + k) % n];
-			uint64_t c0 = tier_bytes(e);
+			uint64_t c0 = tier_bytes(e), d0 = disk_bytes(e);
 
 			if (!e->preempted)
 				admit(e, r->cfg, t, &left);
 			e->step_copy += tier_bytes(e) - c0;
+			e->step_disk += disk_bytes(e) - d0;
 		}
 		dur = step_end(r, t);
 		for (i = 0; i < n; i++) {
@@ -486,10 +508,12 @@ int sim_run(struct run *r, const struct workload *w)
 		tot->prompt_tokens += st->prompt_tokens;
 		tot->hit_tokens += st->hit_tokens;
 		tot->hit_host_tokens += st->hit_host_tokens;
+		tot->hit_disk_tokens += st->hit_disk_tokens;
 		tot->computed_tokens += st->computed_tokens;
 		tot->swaps += st->swaps;
 		tot->swapped_tokens += st->swapped_tokens;
 		tot->copy_bytes += st->copy_bytes;
+		tot->disk_bytes += st->disk_bytes;
 		tot->nr_delay += st->nr_delay;
 	}
 	r->total.delay_us = malloc((r->total.nr_delay ? r->total.nr_delay : 1) *

@@ -13,6 +13,12 @@
  * swapped sequences is refused (the sequence is recomputed instead).
  * Every copy, either way, adds its frame's bytes to @copy_bytes, which
  * the step loop turns into time (cost.c).
+ *
+ * A disk tier (struct tier.below, --disk-gib) lies below the host tier
+ * the same way: the cached frames the host tier drops are demoted to it
+ * (over the disk's link), and a lookup finds keys there as it does in
+ * the host tier; a frame found on disk is read (the disk's link) and
+ * copied up to the arena (the host tier's).  Swaps stay in host memory.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -58,11 +64,13 @@ void tier_fini(struct tier *t)
 	t->free = NULL;
 }
 
-/* Drop the oldest cached frame below. */
+/* Drop the oldest cached frame below, to the disk if there is one. */
 static void drop_oldest(struct tier *t)
 {
 	uint32_t e = t->lru.head;
 
+	if (t->below)
+		tier_demote(t->below, t->key[e]);
 	lru_unlink(&t->lru, e);
 	keyidx_del(&t->idx, t->key[e]);
 	t->free[t->nr_free++] = e;
@@ -106,20 +114,32 @@ void tier_demote(struct tier *t, uint64_t key)
 	t->copy_bytes += t->frame_bytes;
 }
 
-bool tier_has(const struct tier *t, uint64_t key)
+static bool tier_has(const struct tier *t, uint64_t key)
 {
 	return t->nr && keyidx_get(&t->idx, key) != KVSIM_NONE;
 }
 
+/* tier_level() - where @key is below: 1 the host tier, 2 the disk, 0 not. */
+int tier_level(const struct tier *t, uint64_t key)
+{
+	if (tier_has(t, key))
+		return 1;
+	return t->below && tier_has(t->below, key) ? 2 : 0;
+}
+
 /*
  * tier_touch() - a lookup found @key below and is about to copy it up:
- * make it the newest, so that the demotions its allocation causes cannot
- * drop it first.
+ * make it the newest where it is, so that the demotions its allocation
+ * causes cannot drop it first.
  */
 void tier_touch(struct tier *t, uint64_t key)
 {
 	uint32_t e = keyidx_get(&t->idx, key);
 
+	if (e == KVSIM_NONE) {
+		tier_touch(t->below, key);
+		return;
+	}
 	lru_unlink(&t->lru, e);
 	lru_push(&t->lru, e);
 }
