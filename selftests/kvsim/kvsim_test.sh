@@ -249,6 +249,11 @@ run -t "$TMP/two.csv" $G --kv-bytes 2K --policy kvarena+host
 check tier_needs_its_size rc 2 noout \
 	err1 'kvsim: kvarena+host and kvarena+swap need --host-gib or --host-bytes'
 
+# shellcheck disable=SC2086
+run -t "$TMP/one.csv" $G --kv-bytes 2K --policy kvarena+host --host-bytes 3X
+check bad_tier_size_is_named rc 2 noout \
+	err1 'kvsim: --host-bytes must be a size from 0 to 1024T (4096, 64K, 2M, 1G, ...): got 3X'
+
 # --- the timing model ------------------------------------------------------
 
 # --params 1000000 at 0.001 TFLOP/s (10^9 FLOP/s): the 8-token prompt of
@@ -279,6 +284,11 @@ run -t "$TMP/two.csv" $G --kv-bytes 2K --policy kvarena \
 	--params 1000000 --gpu-tflops 0.001 --json
 check timing_model_charges_recomputation rc 0 quiet \
 	key ttft_p99_ms 84.009 key busy_s 0.128 key recomputed_tokens 32
+
+# shellcheck disable=SC2086
+run -t "$TMP/one.csv" $G --kv-bytes 2K --params 1000 --gpu-tflops 0
+check bad_rate_is_named rc 2 noout \
+	err1 'kvsim: --gpu-tflops must be a rate above 0, up to 1000000 TFLOP/s: got 0'
 
 # shellcheck disable=SC2086
 run -t "$TMP/one.csv" $G --kv-bytes 2K --gpu-tflops 100

@@ -195,6 +195,35 @@ static int get_count(const char *opt, const char *arg, uint64_t lo,
 	return 0;
 }
 
+/* A tier's size: --X-gib into *@fx, or --X-bytes into *@bytes. */
+static int get_tier_size(const char *opt, const char *arg, uint64_t *fx,
+			 uint64_t *bytes)
+{
+	*fx = 0;
+	*bytes = 0;
+	if (strstr(opt, "-gib"))
+		return get_gib(opt, arg, fx);
+	if (kvt_parse_size(arg, bytes) || *bytes > (KVT_MAX_GIB << 30))
+		return kvt_bad(opt, "a size from 0 to 1024T (4096, 64K, 2M, 1G, ...)",
+			       arg);
+	return 0;
+}
+
+/* A rate above 0, up to a million @unit. */
+static int get_rate(const char *opt, const char *arg, uint64_t *fx,
+		    const char *unit)
+{
+	char what[64];
+
+	if (kvt_parse_fixed(arg, fx) || !*fx ||
+	    *fx > 1000000 * KVT_FIX_SCALE) {
+		snprintf(what, sizeof(what), "a rate above 0, up to 1000000 %s",
+			 unit);
+		return kvt_bad(opt, what, arg);
+	}
+	return 0;
+}
+
 static int bad_option(int c, char **argv)
 {
 	if (c == ':')
@@ -315,55 +344,29 @@ static int parse_args(struct args *a, int argc, char **argv)
 			a->svg = optarg;
 			break;
 		case OPT_HOST:
-			err = get_gib("--host-gib", optarg, &a->host_fx);
-			a->host_set = 1;
-			a->host_bytes = 0;
-			break;
 		case OPT_HOST_BYTES:
-			if (kvt_parse_size(optarg, &a->host_bytes) ||
-			    a->host_bytes > (KVT_MAX_GIB << 30))
-				err = kvt_bad("--host-bytes",
-					      "a size from 0 to 1024T (4096, 64K, 2M, 1G, ...)",
-					      optarg);
+			err = get_tier_size(c == OPT_HOST ? "--host-gib" :
+					    "--host-bytes", optarg,
+					    &a->host_fx, &a->host_bytes);
 			a->host_set = 1;
-			a->host_fx = 0;
-			break;
-		case OPT_TFLOPS:
-			if (kvt_parse_fixed(optarg, &a->tflops_fx) ||
-			    !a->tflops_fx ||
-			    a->tflops_fx > 1000000 * KVT_FIX_SCALE)
-				err = kvt_bad("--gpu-tflops",
-					      "a rate above 0, up to 1000000 TFLOP/s",
-					      optarg);
-			break;
-		case OPT_COPY:
-			if (kvt_parse_fixed(optarg, &a->copy_fx) ||
-			    !a->copy_fx || a->copy_fx > 1000000 * KVT_FIX_SCALE)
-				err = kvt_bad("--copy-gbs",
-					      "a rate above 0, up to 1000000 GB/s",
-					      optarg);
 			break;
 		case OPT_DISK:
-			err = get_gib("--disk-gib", optarg, &a->disk_fx);
-			a->disk_set = 1;
-			a->disk_bytes = 0;
-			break;
 		case OPT_DISK_BYTES:
-			if (kvt_parse_size(optarg, &a->disk_bytes) ||
-			    a->disk_bytes > (KVT_MAX_GIB << 30))
-				err = kvt_bad("--disk-bytes",
-					      "a size from 0 to 1024T (4096, 64K, 2M, 1G, ...)",
-					      optarg);
+			err = get_tier_size(c == OPT_DISK ? "--disk-gib" :
+					    "--disk-bytes", optarg,
+					    &a->disk_fx, &a->disk_bytes);
 			a->disk_set = 1;
-			a->disk_fx = 0;
+			break;
+		case OPT_TFLOPS:
+			err = get_rate("--gpu-tflops", optarg, &a->tflops_fx,
+				       "TFLOP/s");
+			break;
+		case OPT_COPY:
+			err = get_rate("--copy-gbs", optarg, &a->copy_fx, "GB/s");
 			break;
 		case OPT_DISK_GBS:
-			if (kvt_parse_fixed(optarg, &a->disk_gbs_fx) ||
-			    !a->disk_gbs_fx ||
-			    a->disk_gbs_fx > 1000000 * KVT_FIX_SCALE)
-				err = kvt_bad("--disk-gbs",
-					      "a rate above 0, up to 1000000 GB/s",
-					      optarg);
+			err = get_rate("--disk-gbs", optarg, &a->disk_gbs_fx,
+				       "GB/s");
 			break;
 		case OPT_TSCALE:
 			if (kvt_parse_fixed(optarg, &a->tscale_fx) ||
