@@ -30,24 +30,6 @@
 
 #define NONE	KVSIM_NONE
 
-static uint64_t *scratch_keys;
-static uint32_t scratch_cap;
-
-static uint64_t *keys_buf(uint32_t n)
-{
-	if (n > scratch_cap) {
-		uint64_t *k = realloc(scratch_keys, n * sizeof(*k));
-
-		if (!k) {
-			fprintf(stderr, "%s: out of memory\n", kvt_prog);
-			exit(KVT_EXIT_IMPOSSIBLE);
-		}
-		scratch_keys = k;
-		scratch_cap = n;
-	}
-	return scratch_keys;
-}
-
 static void *grow_or_die(void *p, size_t size)
 {
 	p = realloc(p, size);
@@ -56,6 +38,18 @@ static void *grow_or_die(void *p, size_t size)
 		exit(KVT_EXIT_IMPOSSIBLE);
 	}
 	return p;
+}
+
+static uint64_t *keys_buf(uint32_t n)
+{
+	static uint64_t *buf;
+	static uint32_t cap;
+
+	if (n > cap) {
+		buf = grow_or_die(buf, n * sizeof(*buf));
+		cap = n;
+	}
+	return buf;
 }
 
 static void seq_reserve(struct seq *s, uint32_t n)
@@ -244,15 +238,8 @@ static int blk_admit(struct engine *e, struct seq *s, uint32_t tokens,
 	a->hit_disk = disk * B;
 	a->compute_from = run * B;
 	a->compute_to = tokens;
-	if (below) {
-		p->tier->promoted += below;
-		p->tier->copy_bytes += (uint64_t)below * p->tier->frame_bytes;
-	}
-	if (disk) {
-		p->tier->below->promoted += disk;
-		p->tier->below->copy_bytes += (uint64_t)disk *
-					      p->tier->frame_bytes;
-	}
+	if (below)
+		tier_promote(p->tier, below, disk);
 	if (s->swapped) {
 		k = nb - s->swapped;	/* the keyed blocks before them */
 		tier_swap_in(p->tier, s->swapped);

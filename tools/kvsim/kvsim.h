@@ -442,6 +442,7 @@ void tier_fini(struct tier *t);
 void tier_demote(struct tier *t, uint64_t key);
 int tier_level(const struct tier *t, uint64_t key);
 void tier_touch(struct tier *t, uint64_t key);
+void tier_promote(struct tier *t, uint32_t n, uint32_t disk);
 bool tier_swap_out(struct tier *t, uint32_t frames);
 void tier_swap_in(struct tier *t, uint32_t frames);
 

@@ -145,6 +145,20 @@ void tier_touch(struct tier *t, uint64_t key)
 }
 
 /*
+ * tier_promote() - @n frames found below are copied up into the arena,
+ * @disk of them read from the disk first.
+ */
+void tier_promote(struct tier *t, uint32_t n, uint32_t disk)
+{
+	t->promoted += n;
+	t->copy_bytes += (uint64_t)n * t->frame_bytes;
+	if (disk) {
+		t->below->promoted += disk;
+		t->below->copy_bytes += (uint64_t)disk * t->frame_bytes;
+	}
+}
+
+/*
  * tier_swap_out() - pin @frames swapped out of the arena, dropping
  * cached frames below to make room.  Returns false, changing nothing,
  * when the tier cannot hold them beside the frames already swapped.
