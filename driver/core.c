@@ -204,31 +204,35 @@ u64 kva_core_table_bytes(u32 nr_frames)
 }
 
 /**
- * kva_core_init() - set up @c with @nr_frames free frames and an empty
- * prefix cache.
+ * kva_core_init_max() - set up @c with @nr_frames free frames in a table
+ * of @max_frames, and an empty prefix cache.
  * @c:		the core to set up.
- * @nr_frames:	its capacity.
+ * @nr_frames:	its capacity, 1..@max_frames.
+ * @max_frames:	the table: what kva_core_grow() may bring the capacity up
+ *		to.  Frames @nr_frames and above start absent, as if taken
+ *		out by a shrink.
  *
  * Makes everything the core uses later but the hold records beyond the
  * first few: the frame table, a key slot per frame and a bucket per frame
  * (rounded up to a power of two) for the key index.
  *
- * Return: 0, -EINVAL for a zero or too large @nr_frames, -ENOMEM.
+ * Return: 0, -EINVAL for a zero or too large @nr_frames or @max_frames,
+ * -ENOMEM.
  */
-int kva_core_init(struct kva_core *c, u32 nr_frames)
+int kva_core_init_max(struct kva_core *c, u32 nr_frames, u32 max_frames)
 {
 	u32 i, nb;
 
 	*c = (struct kva_core){ 0 };
-	if (!nr_frames || nr_frames == KVA_NIL)
+	if (!nr_frames || nr_frames > max_frames || max_frames == KVA_NIL)
 		return -EINVAL;
-	nb = nr_buckets(nr_frames);
-	c->frames = kva_shim_calloc(nr_frames, sizeof(*c->frames));
-	c->keys = kva_shim_calloc(nr_frames, sizeof(*c->keys));
+	nb = nr_buckets(max_frames);
+	c->frames = kva_shim_calloc(max_frames, sizeof(*c->frames));
+	c->keys = kva_shim_calloc(max_frames, sizeof(*c->keys));
 	c->buckets = kva_shim_calloc(nb, sizeof(*c->buckets));
 	if (!c->frames || !c->keys || !c->buckets)
 		goto err_free;
-	c->nr_holds = nr_frames < KVA_HOLDS_INIT ? nr_frames : KVA_HOLDS_INIT;
+	c->nr_holds = max_frames < KVA_HOLDS_INIT ? max_frames : KVA_HOLDS_INIT;
 	c->holds = kva_core_holds_alloc(c->nr_holds);
 	if (!c->holds)
 		goto err_free;
@@ -236,25 +240,32 @@ int kva_core_init(struct kva_core *c, u32 nr_frames)
 		c->holds[i].fnext = i + 1 < c->nr_holds ? i + 1 : KVA_NIL;
 	for (i = 0; i < nb; i++)
 		c->buckets[i] = KVA_NIL;
-	for (i = 0; i < nr_frames; i++) {
-		c->frames[i].dom = NULL;
-		c->frames[i].dnext = KVA_NIL;
-		c->frames[i].dprev = KVA_NIL;
-		c->frames[i].gen = 1;
-		c->frames[i].next = i + 1 < nr_frames ? i + 1 : KVA_NIL;
-		c->frames[i].prev = KVA_NIL;
-		c->frames[i].holds = KVA_NIL;
-		c->frames[i].hnext = KVA_NIL;
+	for (i = 0; i < max_frames; i++) {
+		struct kva_frame *f = &c->frames[i];
+		/* Free frames and absent ones are each a list in index order. */
+		u32 last = i < nr_frames ? nr_frames : max_frames;
+
+		f->dom = NULL;
+		f->dnext = KVA_NIL;
+		f->dprev = KVA_NIL;
+		f->gen = 1;
+		f->next = i + 1 < last ? i + 1 : KVA_NIL;
+		f->prev = i > nr_frames ? i - 1 : KVA_NIL;
+		f->holds = KVA_NIL;
+		f->hnext = KVA_NIL;
+		if (i >= nr_frames)
+			f->flags = KVA_FRAME_ABSENT;
 	}
 	c->hash_mask = nb - 1;
 	c->seed = kva_shim_random_u64();
-	c->nr_frames = nr_frames;
+	c->nr_frames = max_frames;
 	c->nr_free = nr_frames;
 	c->free_head = 0;
 	c->lru_head = KVA_NIL;
 	c->lru_tail = KVA_NIL;
 	c->holds_free = 0;
-	c->absent_head = KVA_NIL;
+	c->nr_absent = max_frames - nr_frames;
+	c->absent_head = c->nr_absent ? nr_frames : KVA_NIL;
 	return 0;
 
 err_free:
@@ -263,6 +274,19 @@ err_free:
 	kva_shim_free(c->buckets);
 	*c = (struct kva_core){ 0 };
 	return -ENOMEM;
+}
+
+/**
+ * kva_core_init() - set up @c with @nr_frames free frames and an empty
+ * prefix cache, in a table of that size.
+ * @c:		the core to set up.
+ * @nr_frames:	its capacity.
+ *
+ * Return: as kva_core_init_max().
+ */
+int kva_core_init(struct kva_core *c, u32 nr_frames)
+{
+	return kva_core_init_max(c, nr_frames, nr_frames);
 }
 
 /**
@@ -535,6 +559,8 @@ static void retire(struct kva_core *c, u32 idx)
 	f->flags = KVA_FRAME_ABSENT;
 	f->prev = KVA_NIL;
 	f->next = c->absent_head;
+	if (c->absent_head != KVA_NIL)
+		c->frames[c->absent_head].prev = idx;
 	c->absent_head = idx;
 	c->nr_absent++;
 	c->shrink_pending--;
@@ -1529,6 +1555,25 @@ u32 kva_core_shrink_cancel(struct kva_core *c)
 	return n;
 }
 
+/* Bring absent frame @i in, free and clean. */
+static void bring_in(struct kva_core *c, u32 i)
+{
+	struct kva_frame *f = &c->frames[i];
+
+	if (f->prev != KVA_NIL)
+		c->frames[f->prev].next = f->next;
+	else
+		c->absent_head = f->next;
+	if (f->next != KVA_NIL)
+		c->frames[f->next].prev = f->prev;
+	c->nr_absent--;
+	f->flags = 0;
+	f->prev = KVA_NIL;
+	f->next = c->free_head;
+	c->free_head = i;
+	c->nr_free++;
+}
+
 /**
  * kva_core_grow() - add up to @n frames to the arena.
  * @c:		the core.
@@ -1536,12 +1581,12 @@ u32 kva_core_shrink_cancel(struct kva_core *c)
  * @idx:	room for @n indices: the frames brought back in.
  *
  * A shrink still waiting is cut first (those frames were never taken);
- * then frames taken out before come back, free, with no domain.  Their
- * memory is the caller's to set up before anything can allocate them
- * (before it drops its lock).  The table does not grow: at most the
- * frames kva_core_init() made.
+ * then absent frames come in, free, with no domain, the most recently
+ * taken out first.  Their memory is the caller's to set up before
+ * anything can allocate them (before it drops its lock).  The table does
+ * not grow: at most the frames kva_core_init_max() made.
  *
- * Return: the number of frames brought back (written to @idx); the
+ * Return: the number of frames brought in (written to @idx); the
  * capacity grew by that many plus what the shrink no longer waits for.
  */
 u32 kva_core_grow(struct kva_core *c, u32 n, u32 *idx)
@@ -1551,18 +1596,48 @@ u32 kva_core_grow(struct kva_core *c, u32 n, u32 *idx)
 	c->shrink_pending -= cut;
 	n -= cut;
 	while (done < n && c->absent_head != KVA_NIL) {
-		u32 i = c->absent_head;
-		struct kva_frame *f = &c->frames[i];
-
-		c->absent_head = f->next;
-		c->nr_absent--;
-		f->flags = 0;
-		f->next = c->free_head;
-		c->free_head = i;
-		c->nr_free++;
-		idx[done++] = i;
+		idx[done] = c->absent_head;
+		bring_in(c, idx[done++]);
 	}
 	return done;
+}
+
+/**
+ * kva_core_grow_frames() - bring the absent frames @idx in.
+ * @c:		the core.
+ * @idx:	@n frame indices, each absent, none twice.
+ * @n:		how many.
+ *
+ * For an owner that chooses which frames come back (those whose memory
+ * it has ready).  A shrink still waiting is not cut: see kva_core_grow().
+ * The frames come in free and clean; their memory must be set up before
+ * the caller drops its lock.
+ *
+ * Return: 0, or -EINVAL (and nothing changed) if an index is out of the
+ * table, not absent or given twice.
+ */
+int kva_core_grow_frames(struct kva_core *c, const u32 *idx, u32 n)
+{
+	u32 i;
+	int ret = 0;
+
+	for (i = 0; i < n && !ret; i++) {
+		if (idx[i] >= c->nr_frames ||
+		    c->frames[idx[i]].flags != KVA_FRAME_ABSENT)
+			ret = -EINVAL;
+		else
+			c->frames[idx[i]].flags |= KVA_FRAME_MARK;
+	}
+	/* Unmark what was marked: all of them, or those before the bad one. */
+	while (i--)
+		if (idx[i] < c->nr_frames &&
+		    c->frames[idx[i]].flags == (KVA_FRAME_ABSENT | KVA_FRAME_MARK))
+			c->frames[idx[i]].flags = KVA_FRAME_ABSENT;
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++)
+		bring_in(c, idx[i]);
+	return 0;
 }
 
 /* A free frame on a list: clean (@dom NULL) or one domain's dirty one. */
@@ -1628,15 +1703,17 @@ static int check_free_and_lru(const struct kva_core *c)
 
 static int check_absent(const struct kva_core *c)
 {
-	u32 idx, n = 0;
+	u32 idx, prev = KVA_NIL, n = 0;
 
 	for (idx = c->absent_head; idx != KVA_NIL;
-	     idx = c->frames[idx].next) {
+	     prev = idx, idx = c->frames[idx].next) {
 		const struct kva_frame *f;
 
 		if (KVA_WARN_ON(idx >= c->nr_frames || ++n > c->nr_absent))
 			return -EUCLEAN;
 		f = &c->frames[idx];
+		if (KVA_WARN_ON(f->prev != prev))
+			return -EUCLEAN;
 		if (KVA_WARN_ON(f->flags != KVA_FRAME_ABSENT || f->refs ||
 				f->charge || f->dom) ||
 		    KVA_WARN_ON(f->holds != KVA_NIL || f->hnext != KVA_NIL))

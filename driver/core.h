@@ -306,7 +306,8 @@ struct kva_core_events {
  * @holds:		@nr_holds hold records.
  * @clients:		attached clients (struct kva_core_client.next).
  * @seed:		keys the index's hash; random at init.
- * @nr_frames:		capacity.
+ * @nr_frames:		the table's frames: the capacity, absent frames
+ *			included (kva_core_capacity()).
  * @nr_free:		frames no client holds that are not cached: on the
  *			clean list, on a domain's dirty list or being
  *			cleared.
@@ -350,7 +351,8 @@ struct kva_core_events {
  *			others on their domain's dirty list).
  * @nr_absent:		frames taken out (KVA_FRAME_ABSENT), on the absent
  *			list: not part of the capacity.
- * @absent_head:	the absent list (LIFO, by struct kva_frame.next).
+ * @absent_head:	the absent list (LIFO, by struct kva_frame.next and
+ *			.prev).
  * @shrink_pending:	frames a shrink still waits for: kept from every
  *			client, taken as they come free.
  * @frames_retired:	frames taken out, ever.
@@ -404,6 +406,7 @@ struct kva_core {
 };
 
 int kva_core_init(struct kva_core *c, u32 nr_frames);
+int kva_core_init_max(struct kva_core *c, u32 nr_frames, u32 max_frames);
 u64 kva_core_table_bytes(u32 nr_frames);
 void kva_core_fini(struct kva_core *c);
 
@@ -478,6 +481,7 @@ void kva_core_holds_free(struct kva_hold *recs);
 int kva_core_shrink(struct kva_core *c, u32 n, u32 *taken);
 u32 kva_core_shrink_cancel(struct kva_core *c);
 u32 kva_core_grow(struct kva_core *c, u32 n, u32 *idx);
+int kva_core_grow_frames(struct kva_core *c, const u32 *idx, u32 n);
 
 int kva_core_check(const struct kva_core *c);
 

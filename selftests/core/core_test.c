@@ -1199,6 +1199,56 @@ TEST(shrink_takes_free_frames_at_once_and_grow_brings_them_back)
 	EXPECT_EQ(0, resize_fini(&t));
 }
 
+TEST(a_table_larger_than_the_arena_grows_into_chosen_frames)
+{
+	struct kva_core_client cl;
+	struct kva_core c;
+	u32 idx[4], rest[NR], i;
+	u64 h[NR];
+
+	EXPECT_EQ(-EINVAL, kva_core_init_max(&c, NR + 1, NR));
+	EXPECT_EQ(-EINVAL, kva_core_init_max(&c, 0, NR));
+	ASSERT_EQ(0, kva_core_init_max(&c, NR / 2, NR));
+	EXPECT_EQ(NR, c.nr_frames);
+	EXPECT_EQ(NR / 2, c.nr_absent);
+	EXPECT_EQ(NR / 2, kva_core_capacity(&c));
+	EXPECT_EQ(0, kva_core_check(&c));
+	/* A max of 0 is the table, so a client keeps up with a grow. */
+	ASSERT_EQ(0, kva_core_attach(&c, &cl, 0, 0));
+	EXPECT_EQ(NR, cl.max);
+	ASSERT_EQ(NR / 2, kva_core_alloc(&c, &cl, h, NR / 2, false));
+	for (i = 0; i < NR / 2; i++)
+		EXPECT_GT(NR / 2, KVA_HANDLE_IDX(h[i]));
+	EXPECT_EQ(-ENOSPC, kva_core_alloc(&c, &cl, h + NR / 2, 1, false));
+	/* Chosen frames, not the list's order; a bad list changes nothing. */
+	idx[0] = NR - 1;
+	idx[1] = NR / 2 + 3;
+	idx[2] = NR - 1;
+	EXPECT_EQ(-EINVAL, kva_core_grow_frames(&c, idx, 3));
+	idx[2] = 0;			/* held, not absent */
+	EXPECT_EQ(-EINVAL, kva_core_grow_frames(&c, idx, 3));
+	idx[2] = NR;			/* past the table */
+	EXPECT_EQ(-EINVAL, kva_core_grow_frames(&c, idx, 3));
+	EXPECT_EQ(NR / 2, c.nr_absent);
+	EXPECT_EQ(0, kva_core_check(&c));
+	ASSERT_EQ(0, kva_core_grow_frames(&c, idx, 2));
+	EXPECT_EQ(NR / 2 - 2, c.nr_absent);
+	EXPECT_EQ(0, kva_core_check(&c));
+	ASSERT_EQ(2, kva_core_alloc(&c, &cl, h + NR / 2, 2, false));
+	EXPECT_EQ(NR / 2 + 3, KVA_HANDLE_IDX(h[NR / 2]));
+	EXPECT_EQ(NR - 1, KVA_HANDLE_IDX(h[NR / 2 + 1]));
+	/* The rest by the list: every absent frame, none twice. */
+	ASSERT_EQ(NR / 2 - 2, kva_core_grow(&c, NR, rest));
+	EXPECT_EQ(0, kva_core_check(&c));
+	ASSERT_EQ(NR / 2 - 2,
+		  kva_core_alloc(&c, &cl, h + NR / 2 + 2, NR / 2 - 2, false));
+	EXPECT_EQ(NR, cl.held);
+	ASSERT_EQ(0, kva_core_free(&c, &cl, h, NR));
+	kva_core_detach(&c, &cl);
+	EXPECT_EQ(0, kva_core_check(&c));
+	kva_core_fini(&c);
+}
+
 TEST(shrink_never_takes_a_held_frame_and_waits_for_it)
 {
 	struct resize t;
