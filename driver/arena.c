@@ -218,19 +218,27 @@ bool kva_arena_permits(struct kva_arena *a, u32 acc, unsigned int how)
 	return (mode & acc) || kva_admin(how);
 }
 
+/* The frames of the arena's table: what it may grow to. */
+static u32 kva_create_table(const struct kvarena_arena_create *c)
+{
+	return c->max_frames ? c->max_frames : c->nr_frames;
+}
+
 /*
- * Bytes of the tables that an arena of @c->nr_frames frames allocates at
- * ARENA_CREATE: the core's (frame table, key slots, key index), each
- * frame's backing and, for host memory, a page pointer per page.
+ * Bytes of the tables that an arena of kva_create_table() frames
+ * allocates at ARENA_CREATE: the core's (frame table, key slots, key
+ * index), each frame's backing and, for host memory, a page pointer per
+ * page.
  */
 static u64 kva_arena_table_bytes(const struct kvarena_arena_create *c)
 {
-	u64 bytes = kva_core_table_bytes(c->nr_frames) +
-		    (u64)c->nr_frames * sizeof(struct kva_backing);
+	u32 table = kva_create_table(c);
+	u64 bytes = kva_core_table_bytes(table) +
+		    (u64)table * sizeof(struct kva_backing);
 
 	if (c->mem_kind == KVARENA_MEM_HOST &&
 	    !(c->flags & KVARENA_CREATE_NO_BACKING))
-		bytes += (u64)c->nr_frames * (c->frame_size >> PAGE_SHIFT) *
+		bytes += (u64)table * (c->frame_size >> PAGE_SHIFT) *
 			 sizeof(struct page *);
 	return bytes + kva_scrub_table_bytes(c);
 }
@@ -240,6 +248,7 @@ long kva_ioc_arena_create(void __user *argp)
 	struct kvarena_arena_create c;
 	struct kva_arena *a;
 	u64 table_bytes;
+	u32 table;
 	int ret;
 
 	if (copy_from_user(&c, argp, sizeof(c)))
@@ -253,6 +262,7 @@ long kva_ioc_arena_create(void __user *argp)
 		c.mode = KVARENA_MODE_DEFAULT;
 	}
 
+	table = kva_create_table(&c);
 	table_bytes = kva_arena_table_bytes(&c);
 	if (!kva_table_reserve(table_bytes))
 		return -ENOMEM;
@@ -281,12 +291,15 @@ long kva_ioc_arena_create(void __user *argp)
 	INIT_LIST_HEAD(&a->clients);
 	idr_init(&a->client_ids);
 	init_waitqueue_head(&a->pressure_wq);
-	ret = kva_core_init(&a->core, c.nr_frames);
+	ret = kva_core_init_max(&a->core, c.nr_frames, table);
 	if (ret)
 		goto err_free_arena;
 	kva_domains_init(a);
+	kva_resize_init(a);
 	a->core.dom_cached_max = c.domain_cached_max;
-	a->backing = kvcalloc(c.nr_frames, sizeof(*a->backing), KVA_GFP_TABLE);
+	if (!(c.flags & KVARENA_CREATE_NO_BACKING))
+		a->nr_unready = c.nr_frames;
+	a->backing = kvcalloc(table, sizeof(*a->backing), KVA_GFP_TABLE);
 	if (!a->backing) {
 		ret = -ENOMEM;
 		goto err_fini_core;
@@ -294,12 +307,13 @@ long kva_ioc_arena_create(void __user *argp)
 	if (c.mem_kind == KVARENA_MEM_HOST &&
 	    !(c.flags & KVARENA_CREATE_NO_BACKING)) {
 		/* Host memory the machine has not got cannot be pinned. */
-		u64 pages = c.nr_frames * (c.frame_size >> PAGE_SHIFT);
+		u64 ppf = c.frame_size >> PAGE_SHIFT;
 
 		ret = -ENOMEM;
-		if (pages > totalram_pages())
+		if (c.nr_frames * ppf > totalram_pages())
 			goto err_free_backing;
-		a->pages = kvcalloc(pages, sizeof(*a->pages), KVA_GFP_TABLE);
+		a->pages = kvcalloc(table * ppf, sizeof(*a->pages),
+				    KVA_GFP_TABLE);
 		if (!a->pages)
 			goto err_free_backing;
 	}
@@ -356,6 +370,7 @@ static void kva_arena_kill(struct kva_arena *a)
 	mutex_unlock(&a->lock);
 	/* The clearing worker sees @dead and takes no more frames. */
 	cancel_work_sync(&a->clear_work);
+	kva_resize_kill(a);
 	/*
 	 * No client, no SET_BACKING in flight, no clearing, and no new ones:
 	 * nothing can touch the pages or the files any more.
@@ -446,6 +461,35 @@ static int check_backing_file(struct kva_arena *a, struct file *file,
 	return 0;
 }
 
+/*
+ * Pin the pages of the frames [@first, @first + @nr) marked pinned (those
+ * in the arena), a run at a time; on failure none stays pinned.
+ */
+static int kva_pin_present(struct kva_arena *a, u32 first, u32 nr)
+{
+	u32 i = first, end = first + nr, run, j;
+	int ret = 0;
+
+	if (!a->pages)
+		return 0;
+	while (i < end && !ret) {
+		if (!a->backing[i].pinned) {
+			i++;
+			continue;
+		}
+		for (run = 1; i + run < end && a->backing[i + run].pinned; run++)
+			;
+		ret = kva_pin_backing(a, a->backing[i].file,
+				      a->backing[i].offset, i, run);
+		if (!ret)
+			i += run;
+	}
+	if (ret)
+		for (j = first; j < i; j++)
+			kva_unpin_frame(a, j);
+	return ret;
+}
+
 long kva_ioc_set_backing(void __user *argp)
 {
 	struct kvarena_set_backing b;
@@ -480,10 +524,13 @@ long kva_ioc_set_backing(void __user *argp)
 		goto err_put_file;
 
 	/*
-	 * Claim the range under the lock, pin its pages without it (that can
-	 * take a while), then count it as backed.  backing_busy keeps
-	 * ARENA_DESTROY away meanwhile; ATTACH waits for nr_backed.
+	 * Claim the range under the lock, pin the pages of its frames that
+	 * are in the arena without it (that can take a while), then count
+	 * it as backed.  backing_busy keeps ARENA_DESTROY away meanwhile;
+	 * ATTACH waits for nr_unready; resize_lock keeps frames from coming
+	 * in or going out of the arena meanwhile (resize.c).
 	 */
+	mutex_lock(&a->resize_lock);
 	mutex_lock(&a->lock);
 	if (a->dead) {
 		ret = -ENOENT;
@@ -501,25 +548,33 @@ long kva_ioc_set_backing(void __user *argp)
 		bk->file = get_file(file);
 		bk->offset = b.offset + (u64)i * a->frame_size;
 		bk->nr_refs = b.nr_frames;
+		bk->pinned = a->pages &&
+			     !(a->core.frames[b.first_frame + i].flags &
+			       KVA_FRAME_ABSENT);
 	}
 	a->backing_busy++;
 	mutex_unlock(&a->lock);
 
-	ret = a->pages ? kva_pin_backing(a, file, b.offset, b.first_frame,
-					 b.nr_frames) : 0;
+	ret = kva_pin_present(a, b.first_frame, b.nr_frames);
 
 	mutex_lock(&a->lock);
 	a->backing_busy--;
-	if (ret) {
-		for (i = b.first_frame; i < b.first_frame + b.nr_frames; i++) {
-			fput(a->backing[i].file);
-			a->backing[i].file = NULL;
+	for (i = b.first_frame; i < b.first_frame + b.nr_frames; i++) {
+		struct kva_backing *bk = &a->backing[i];
+
+		if (ret) {
+			fput(bk->file);
+			bk->file = NULL;
+			bk->pinned = false;
+		} else if (!(a->core.frames[i].flags & KVA_FRAME_ABSENT)) {
+			a->nr_unready--;
 		}
-	} else {
-		a->nr_backed += b.nr_frames;
 	}
+	if (!ret)
+		a->nr_backed += b.nr_frames;
 err_unlock:
 	mutex_unlock(&a->lock);
+	mutex_unlock(&a->resize_lock);
 err_put_file:
 	fput(file);
 err_put_arena:
@@ -628,14 +683,26 @@ static void kva_stat_domain(struct kva_arena *a, struct kvarena_stat *s,
 	}
 }
 
-long kva_ioc_stat(struct kva_client *cl, void __user *argp, unsigned int how)
+static_assert(offsetof(struct kvarena_stat, max_frames) ==
+	      KVARENA_STAT_SIZE_V1);
+
+/*
+ * @size: the struct's size in the command (KVARENA_STAT_SIZE_V1 for the
+ * struct of before KVARENA_FEAT_RESIZE): that much is read and written.
+ */
+long kva_ioc_stat(struct kva_client *cl, void __user *argp, size_t size,
+		  unsigned int how)
 {
-	struct kvarena_stat s;
+	struct kvarena_stat s = { 0 }, in;
 	struct kva_arena *a;
 	u64 dom;
 
-	if (copy_from_user(&s, argp, sizeof(s)))
+	if (copy_from_user(&in, argp, size))
 		return -EFAULT;
+	/* Only these are read; every other field is written. */
+	memcpy(s.name, in.name, sizeof(s.name));
+	s.flags = in.flags;
+	s.index = in.index;
 	if (kva_check_stat(&s))
 		return -EINVAL;
 
@@ -652,7 +719,11 @@ long kva_ioc_stat(struct kva_client *cl, void __user *argp, unsigned int how)
 	memcpy(s.mem_uuid, a->mem_uuid, sizeof(s.mem_uuid));
 
 	mutex_lock(&a->lock);
-	s.nr_frames = a->core.nr_frames;
+	s.max_frames = a->core.nr_frames;
+	s.nr_frames = a->core.nr_frames - a->core.nr_absent;
+	s.nr_absent = a->core.nr_absent;
+	s.nr_shrinking = a->core.shrink_pending;
+	s.frames_retired = a->core.frames_retired;
 	s.nr_free = a->core.nr_free;
 	s.nr_held = kva_core_held(&a->core);
 	s.nr_cached = a->core.nr_cached;
@@ -694,5 +765,5 @@ long kva_ioc_stat(struct kva_client *cl, void __user *argp, unsigned int how)
 	mutex_unlock(&a->lock);
 	kva_arena_put(a);
 
-	return copy_to_user(argp, &s, sizeof(s)) ? -EFAULT : 0;
+	return copy_to_user(argp, &s, size) ? -EFAULT : 0;
 }

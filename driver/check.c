@@ -25,6 +25,7 @@ int kva_cmd_need(unsigned int cmd)
 	switch (cmd) {
 	case KVARENA_IOC_VERSION:
 	case KVARENA_IOC_STAT:
+	case KVA_IOC_STAT_V1:
 	case KVARENA_IOC_CLIENTS:
 	case KVARENA_IOC_EVENTS_FD:
 		return KVA_ANYONE;
@@ -34,6 +35,7 @@ int kva_cmd_need(unsigned int cmd)
 	case KVARENA_IOC_ARENA_DESTROY:
 	case KVARENA_IOC_ARENA_SET_BACKING:
 	case KVARENA_IOC_ARENA_SET_POLICY:
+	case KVARENA_IOC_ARENA_RESIZE:
 	case KVARENA_IOC_SET_LIMITS:
 	case KVARENA_IOC_EVICT:
 		return KVA_ADMIN;
@@ -129,7 +131,7 @@ int kva_check_create(const struct kvarena_arena_create *c)
 {
 	if ((c->flags & ~(KVARENA_CREATE_NO_BACKING | KVARENA_CREATE_ACCESS |
 			  KVARENA_CREATE_CLEAR_ALWAYS)) ||
-	    c->cache_domains > KVARENA_DOMAINS_ARENA || c->reserved1 ||
+	    c->cache_domains > KVARENA_DOMAINS_ARENA ||
 	    !all_zero(c->reserved, sizeof(c->reserved)))
 		return -EINVAL;
 	if (c->domain_cached_max > c->nr_frames)
@@ -149,12 +151,28 @@ int kva_check_create(const struct kvarena_arena_create *c)
 		return -EINVAL;
 	if (!c->nr_frames || c->nr_frames > KVARENA_MAX_FRAMES)
 		return -EINVAL;
+	if (c->max_frames &&
+	    (c->max_frames < c->nr_frames || c->max_frames > KVARENA_MAX_FRAMES))
+		return -EINVAL;
 	if (c->mem_kind != KVARENA_MEM_HOST && c->mem_kind != KVARENA_MEM_CUDA)
 		return -EINVAL;
 	if (c->mem_kind == KVARENA_MEM_HOST &&
 	    (c->mem_dev || !all_zero(c->mem_uuid, sizeof(c->mem_uuid))))
 		return -EINVAL;
 	if (c->low_watermark > c->nr_frames)
+		return -EINVAL;
+	return 0;
+}
+
+/* The size against the arena's table is the command's to check. */
+int kva_check_resize(const struct kvarena_arena_resize *r)
+{
+	if ((r->flags & ~KVARENA_RESIZE_CANCEL) || r->reserved0 ||
+	    r->reserved1 || !all_zero(r->reserved, sizeof(r->reserved)) ||
+	    kva_name_valid(r->name))
+		return -EINVAL;
+	if (r->flags & KVARENA_RESIZE_CANCEL ?
+	    r->nr_frames || r->timeout_ms : !r->nr_frames)
 		return -EINVAL;
 	return 0;
 }

@@ -37,6 +37,10 @@ enum kva_need {
 	KVA_CLIENT,		/* writer attached to an arena */
 };
 
+/* STAT with the struct of before KVARENA_FEAT_RESIZE: still taken. */
+#define KVA_IOC_STAT_V1	_IOC(_IOC_READ | _IOC_WRITE, KVARENA_IOC_MAGIC, \
+			     0x09, KVARENA_STAT_SIZE_V1)
+
 int kva_cmd_need(unsigned int cmd);
 bool kva_cmd_nonblock(unsigned int cmd);
 
@@ -45,6 +49,7 @@ int kva_name_valid(const char *name);
 int kva_check_version(const struct kvarena_version *v);
 int kva_check_create(const struct kvarena_arena_create *c);
 int kva_check_destroy(const struct kvarena_arena_destroy *d);
+int kva_check_resize(const struct kvarena_arena_resize *r);
 int kva_check_set_backing(const struct kvarena_set_backing *b);
 int kva_check_policy(const struct kvarena_arena_policy *p);
 int kva_check_policy_values(u32 mode, u32 min_limit, u32 max_default,

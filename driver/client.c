@@ -165,8 +165,7 @@ long kva_ioc_attach(struct kva_client *cl, void __user *argp,
 	}
 	mutex_lock(&a->lock);
 	/* Every frame a client can get has memory behind it. */
-	if (!(a->flags & KVARENA_CREATE_NO_BACKING) &&
-	    a->nr_backed < a->core.nr_frames) {
+	if (a->nr_unready) {
 		ret = -ENODATA;
 		goto err_unlock_arena;
 	}
@@ -213,7 +212,7 @@ long kva_ioc_attach(struct kva_client *cl, void __user *argp,
 	smp_store_release(&cl->arena, a);
 	wake_up_interruptible_all(&cl->attach_wq);
 
-	at.nr_frames = a->core.nr_frames;
+	at.nr_frames = a->core.nr_frames - a->core.nr_absent;
 	at.mem_kind = a->mem_kind;
 	at.frame_size = a->frame_size;
 	at.bytes_per_token = a->bytes_per_token;

@@ -57,7 +57,8 @@ void kva_domains_init(struct kva_arena *a)
 		a->core.clear = (a->flags & KVARENA_CREATE_CLEAR_ALWAYS) ?
 				KVA_CLEAR_ALWAYS : KVA_CLEAR_DOMAIN;
 	/* The stock of clean frames the worker keeps, when it can. */
-	a->clean_target = max3(a->low_watermark, a->core.nr_frames / 16, 1u);
+	a->clean_target = max3(a->low_watermark,
+			       kva_core_capacity(&a->core) / 16, 1u);
 }
 
 /* kva_domains_fini() - the arena is being freed: every domain goes. */

@@ -227,6 +227,23 @@ int kva_pin_backing(struct kva_arena *a, struct file *file, u64 offset,
 	return ret;
 }
 
+/**
+ * kva_unpin_frame() - drop the pins of frame @idx's pages, which no client
+ * can reach (absent, or never in the arena).
+ * @a:		the host arena.
+ * @idx:	the frame.
+ */
+void kva_unpin_frame(struct kva_arena *a, u32 idx)
+{
+	unsigned long ppf = a->frame_size >> PAGE_SHIFT;
+	struct page **p = a->pages + (unsigned long)idx * ppf;
+
+	if (!p[0])
+		return;
+	kva_unpin(p, ppf);
+	memset(p, 0, ppf * sizeof(*p));
+}
+
 /* Drop the pins of every backed frame; the arena is dying. */
 void kva_unpin_backing(struct kva_arena *a)
 {

@@ -2,8 +2,9 @@
 /*
  * kvarena.ko internals.
  *
- * Lock order: kva_arenas_lock (the arena list), then arena->lock (one
- * arena's frames, backing and clients).  A fault on a frames file takes
+ * Lock order: kva_arenas_lock (the arena list), then arena->resize_lock
+ * (one arena's size and which frames have memory: resize.c), then
+ * arena->lock (one arena's frames, backing and clients).  A fault on a frames file takes
  * its fmap->sem, then arena->lock (frames.c).  No user memory is touched
  * with arena->lock held unless page faults are disabled: a fault there
  * could be one of ours.
@@ -51,11 +52,17 @@ struct kva_policy {
  * What frame i of an arena is: bytes [offset, offset + frame_size) of
  * file, one of @nr_refs frames that one SET_BACKING gave it to (each holds
  * a reference: more than that means an fd or a mapping out there).
+ * @pinned: a host arena's pages of the frame are pinned in arena->pages
+ * (while the frame is in the arena).  @release_next: the next frame on
+ * arena->release_head.  Both under arena->resize_lock, and @release_next
+ * under arena->lock while on the list.
  */
 struct kva_backing {
 	struct file *file;
 	u64 offset;
 	u32 nr_refs;
+	bool pinned;
+	u32 release_next;
 };
 
 struct kva_arena {
@@ -84,7 +91,8 @@ struct kva_arena {
 	 */
 	struct page **pages;
 	u32 nr_backed;
-	u32 backing_busy;		/* SET_BACKINGs pinning pages now */
+	u32 nr_unready;			/* frames in the arena with no backing */
+	u32 backing_busy;		/* SET_BACKINGs, RESIZEs under way */
 	struct list_head clients;	/* struct kva_client.node */
 	struct idr client_ids;		/* id -> struct kva_client */
 	u32 nr_clients;			/* also read as a hint, unlocked */
@@ -114,6 +122,18 @@ struct kva_arena {
 	u64 scrub_seq;			/* moves on every kva_scrub_kick() */
 	u32 scrub_need;			/* clean frames refused ALLOCs wanted */
 	u32 nr_orphans;			/* taken by a scrubber that went away */
+
+	/*
+	 * Resizing (resize.c).  @resize_lock: one resize, SET_BACKING or
+	 * release of memory at a time.  @release_head: frames taken out
+	 * whose memory is still to be given back (by @release_work or the
+	 * next resize), under @lock.  @resize_wq: shrinks waiting for
+	 * frames, woken as each is taken out.
+	 */
+	struct mutex resize_lock;
+	u32 release_head;
+	struct work_struct release_work;
+	wait_queue_head_t resize_wq;
 };
 
 struct kva_client {
@@ -183,7 +203,8 @@ int kva_policy_from_user(struct kva_policy *p, u32 uid, u32 gid, u32 mode,
 long kva_ioc_arena_create(void __user *argp);
 long kva_ioc_arena_destroy(void __user *argp);
 long kva_ioc_set_backing(void __user *argp);
-long kva_ioc_stat(struct kva_client *cl, void __user *argp, unsigned int how);
+long kva_ioc_stat(struct kva_client *cl, void __user *argp, size_t size,
+		  unsigned int how);
 long kva_ioc_set_policy(void __user *argp);
 
 /* client.c */
@@ -256,6 +277,7 @@ void kva_scrub_kick(struct kva_arena *a);
 int kva_scrub_short(struct kva_client *cl, u32 n);
 void kva_scrub_detach(struct kva_arena *a, struct kva_client *cl);
 u32 kva_scrub_quarantined(struct kva_arena *a);
+void kva_scrub_forget(struct kva_arena *a, u32 idx);
 long kva_ioc_scrub(struct kva_client *cl, void __user *argp,
 		   unsigned int how);
 
@@ -266,6 +288,7 @@ int kva_check_host_backing(struct kva_arena *a, struct file *file,
 			   u64 offset, u64 len);
 int kva_pin_backing(struct kva_arena *a, struct file *file, u64 offset,
 		    u32 first, u32 nr);
+void kva_unpin_frame(struct kva_arena *a, u32 idx);
 void kva_unpin_backing(struct kva_arena *a);
 int kva_fmap_create(struct kva_client *cl, struct kva_arena *a);
 #define KVA_FMAP_ALL	U32_MAX		/* kva_fmap_zap(): every frame */
@@ -282,6 +305,11 @@ long kva_ioc_publish(struct kva_client *cl, void __user *argp,
 		     unsigned int how);
 long kva_ioc_lookup(struct kva_client *cl, void __user *argp,
 		    unsigned int how);
+
+/* resize.c */
+void kva_resize_init(struct kva_arena *a);
+void kva_resize_kill(struct kva_arena *a);
+long kva_ioc_arena_resize(void __user *argp);
 
 /* sysfs.c */
 int kva_sysfs_init(struct kobject *parent);

@@ -90,7 +90,7 @@ static long kva_ioc_version(void __user *argp, unsigned int how)
 	v.abi_version = KVARENA_ABI_VERSION;
 	v.features = KVARENA_FEAT_POLL | KVARENA_FEAT_POLLOUT |
 		     KVARENA_FEAT_DOMAINS | KVARENA_FEAT_CLEAR |
-		     KVARENA_FEAT_SCRUB |
+		     KVARENA_FEAT_SCRUB | KVARENA_FEAT_RESIZE |
 		     KVARENA_FEAT_SYSFS |
 		     KVARENA_FEAT_PREFIX | KVARENA_FEAT_EVENTS;
 #ifdef KVA_URING_CMD
@@ -177,7 +177,8 @@ long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp,
 	case KVARENA_IOC_SET_USAGE:
 		return kva_ioc_set_usage(cl, argp, how);
 	case KVARENA_IOC_STAT:
-		return kva_ioc_stat(cl, argp, how);
+	case KVA_IOC_STAT_V1:
+		return kva_ioc_stat(cl, argp, _IOC_SIZE(cmd), how);
 	case KVARENA_IOC_CLIENTS:
 		return kva_ioc_clients(cl, argp, how);
 	case KVARENA_IOC_SET_LIMITS:
@@ -192,6 +193,8 @@ long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp,
 		return kva_ioc_events_fd(cl, argp, how);
 	case KVARENA_IOC_SCRUB:
 		return kva_ioc_scrub(cl, argp, how);
+	case KVARENA_IOC_ARENA_RESIZE:
+		return kva_ioc_arena_resize(argp);
 	}
 	return -ENOTTY;
 }

@@ -105,6 +105,21 @@ void kva_scrub_fini(struct kva_arena *a)
 	a->scrub = NULL;
 }
 
+/**
+ * kva_scrub_forget() - frame @idx lost its memory (taken out of the
+ * arena): its importers hold the old allocation, not what it gets next.
+ * @a:		the arena (locked).
+ * @idx:	the frame.
+ */
+void kva_scrub_forget(struct kva_arena *a, u32 idx)
+{
+	lockdep_assert_held(&a->lock);
+	if (!a->scrub)
+		return;
+	importers_free(a->scrub[idx].imp);
+	a->scrub[idx].imp = NULL;
+}
+
 /*
  * Has the process @pid (a thread group) exited?  A zombie has: its memory
  * and files, the driver's imports among them, are gone before its

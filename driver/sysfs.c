@@ -8,9 +8,11 @@
  *
  * One difference: "free" counts only frames that have memory.  STAT's
  * nr_free counts every frame no client holds, and a half-made arena's
- * frames without memory are in it (nr_frames - nr_backed); here they are
- * "unbacked", so that free + held + unbacked = nr_frames and nobody
- * reading free takes a half-made arena for an empty one.
+ * frames without memory are in it; here they are "unbacked", so that
+ * free + cached + held + unbacked = nr_frames and nobody reading free
+ * takes a half-made arena for an empty one.  nr_frames is the arena's
+ * size now, absent the frames a shrink took out (nr_frames + absent =
+ * max_frames), shrinking those it still waits for.
  */
 #include <linux/kobject.h>
 #include <linux/sysfs.h>
@@ -21,13 +23,11 @@ static struct kobject *kva_arenas_kobj;
 
 #define to_arena(k) container_of(k, struct kva_arena, kobj)
 
-/* Frames without memory: none in an accounting-only arena. */
+/* Frames in the arena without memory: none in an accounting-only one. */
 static u32 kva_unbacked(struct kva_arena *a)
 {
 	lockdep_assert_held(&a->lock);
-	if (a->flags & KVARENA_CREATE_NO_BACKING)
-		return 0;
-	return a->core.nr_frames - a->nr_backed;
+	return a->nr_unready;
 }
 
 /* Free frames with memory; a client never holds one without. */
@@ -72,7 +72,11 @@ KVA_CONST_ATTR(low_watermark, "%u");
 KVA_CONST_ATTR(mem_dev, "%u");
 KVA_LOCKED_ATTR(mem_kind, "%s",
 		a->mem_kind == KVARENA_MEM_CUDA ? "cuda" : "host");
-KVA_LOCKED_ATTR(nr_frames, "%u", a->core.nr_frames);
+KVA_LOCKED_ATTR(nr_frames, "%u", a->core.nr_frames - a->core.nr_absent);
+KVA_LOCKED_ATTR(max_frames, "%u", a->core.nr_frames);
+KVA_LOCKED_ATTR(absent, "%u", a->core.nr_absent);
+KVA_LOCKED_ATTR(shrinking, "%u", a->core.shrink_pending);
+KVA_LOCKED_ATTR(frames_retired, "%llu", a->core.frames_retired);
 KVA_LOCKED_ATTR(free, "%u", kva_free_backed(a));
 KVA_LOCKED_ATTR(unbacked, "%u", kva_unbacked(a));
 KVA_LOCKED_ATTR(held, "%u", kva_core_held(&a->core));
@@ -121,6 +125,10 @@ static struct attribute *kva_arena_attrs[] = {
 	&alloc_failures_attr.attr,
 	&frames_allocated_attr.attr,
 	&frames_freed_attr.attr,
+	&max_frames_attr.attr,
+	&absent_attr.attr,
+	&shrinking_attr.attr,
+	&frames_retired_attr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(kva_arena);

@@ -31,8 +31,8 @@
  *    (-EACCES otherwise).
  *  - Everything else needs the file open for writing (-EBADF otherwise).
  *  - ARENA_CREATE, ARENA_DESTROY, ARENA_SET_BACKING, ARENA_SET_POLICY,
- *    SET_LIMITS and EVICT also need CAP_SYS_ADMIN (-EPERM otherwise), and
- *    are taken over ioctl() only (-EPERM over io_uring).
+ *    ARENA_RESIZE, SET_LIMITS and EVICT also need CAP_SYS_ADMIN (-EPERM
+ *    otherwise), and are taken over ioctl() only (-EPERM over io_uring).
  *  - ATTACH: a writer whom the arena's mode lets attach (-EACCES
  *    otherwise), within the arena's client policy unless it has
  *    CAP_SYS_ADMIN (-EPERM otherwise).
@@ -60,9 +60,10 @@
  *  ENOSPC   ALLOC, LOOKUP or a min guarantee cannot be met (free and
  *           cached frames, other clients' guarantees, or the client's max)
  *  ENOTCONN the file is not attached to an arena
- *  ENODATA  ATTACH before every frame of the arena has its backing (the
- *           provider is still registering memory); FRAME_FD of a frame
- *           with no backing
+ *  ENODATA  ATTACH or ARENA_RESIZE before every frame of the arena has
+ *           its backing (the provider is still registering memory);
+ *           FRAME_FD of a frame with no backing; ARENA_RESIZE growing
+ *           into frames that have none
  *  EFAULT   a user pointer could not be read or written
  *  ENOMEM   the module could not allocate memory for the command
  *  ESHUTDOWN the client was evicted by an administrator (EVICT): its
@@ -115,6 +116,7 @@ enum kvarena_mem {
 #define KVARENA_FEAT_DOMAINS	((__u64)1 << 6)	/* cache domains */
 #define KVARENA_FEAT_CLEAR	((__u64)1 << 7)	/* host frames cleared between domains */
 #define KVARENA_FEAT_SCRUB	((__u64)1 << 8)	/* SCRUB: CUDA frames cleared by the owner */
+#define KVARENA_FEAT_RESIZE	((__u64)1 << 9)	/* ARENA_RESIZE, max_frames */
 
 /*
  * Cache domains.  Every client belongs to one cache domain, fixed at
@@ -232,13 +234,18 @@ struct kvarena_version {
  *			(0: no cap, at most @nr_frames): a domain past it
  *			loses its own oldest cached frame, so that one
  *			tenant's prefixes cannot flush another's.
- * @reserved1:		must be zero.
+ * @max_frames:		the most frames ARENA_RESIZE may bring the arena
+ *			to: its table, @nr_frames..KVARENA_MAX_FRAMES (0:
+ *			@nr_frames, an arena that can shrink and grow back
+ *			but no further).  Frames @nr_frames and above start
+ *			out of the arena (absent, see struct
+ *			kvarena_arena_resize).
  * @reserved:		must be zero.
  *
  * The frames exist as handles at once; ARENA_SET_BACKING tells the module
- * what memory each frame is.  Until every frame has its backing, ATTACH
- * is refused with -ENODATA, so no client ever holds a frame without memory.
- * -EEXIST if the name is taken.
+ * what memory each frame is.  Until every frame in the arena (not the
+ * absent ones) has its backing, ATTACH is refused with -ENODATA, so no
+ * client ever holds a frame without memory.  -EEXIST if the name is taken.
  */
 struct kvarena_arena_create {
 	char  name[KVARENA_NAME_LEN];
@@ -258,7 +265,7 @@ struct kvarena_arena_create {
 	__u32 cache_domains;
 	__u8  mem_uuid[16];
 	__u32 domain_cached_max;
-	__u32 reserved1;
+	__u32 max_frames;
 	__u64 reserved[3];
 };
 
@@ -294,9 +301,12 @@ struct kvarena_arena_destroy {
  * @reserved:		must be zero.
  *
  * The module takes a reference to the file, so the memory outlives the
- * process that made it; the reference is dropped at ARENA_DESTROY.  Each
+ * process that made it; the reference is dropped at ARENA_DESTROY (and,
+ * for a CUDA arena, when ARENA_RESIZE takes the frame out).  Each
  * frame's backing may be set once (-EBUSY if any frame of the range has
- * one already; nothing is changed then).  -EINVAL on an arena created
+ * one already; nothing is changed then).  Absent frames (struct
+ * kvarena_arena_resize) may be given backing too, for a later grow: a
+ * host arena's pages are pinned only while a frame is in the arena.  -EINVAL on an arena created
  * with KVARENA_CREATE_NO_BACKING.  A CUDA arena registers one fd
  * per frame (nr_frames = 1, offset = 0), since cuMemMap() maps whole
  * allocations.
@@ -537,8 +547,26 @@ struct kvarena_usage {
  *			a process FRAME_FD gave one to is alive, or an fd
  *			or mapping of its memory is open (see struct
  *			kvarena_scrub).
+ * @max_frames:		the table: the most frames ARENA_RESIZE may bring
+ *			the arena to.
+ * @nr_absent:		frames out of the arena (ARENA_RESIZE), their
+ *			memory given back; @nr_frames + @nr_absent =
+ *			@max_frames.
+ * @nr_shrinking:	frames a shrink still waits for (held ones, and
+ *			those the clients' minimums count on): the target
+ *			a client under pressure can help meet by freeing
+ *			frames.  The arena is becoming @nr_frames -
+ *			@nr_shrinking; meanwhile that many of its free and
+ *			cached frames are out of every client's reach.
+ * @reserved0:		zero.
+ * @frames_retired:	frames taken out of the arena by shrinks, ever.
+ * @reserved:		zero.
  *
- * Capacity is always @nr_free + @nr_cached + @nr_held.
+ * Capacity is always @nr_free + @nr_cached + @nr_held = @nr_frames.
+ *
+ * The struct grew with KVARENA_FEAT_RESIZE (@max_frames on); the command
+ * number of the struct before it (KVARENA_STAT_SIZE_V1 bytes) is still
+ * taken and fills that much.
  */
 struct kvarena_stat {
 	char  name[KVARENA_NAME_LEN];
@@ -583,7 +611,16 @@ struct kvarena_stat {
 	__u64 frames_cleared;
 	__u32 domain_cached_max;
 	__u32 nr_quarantined;
+	__u32 max_frames;
+	__u32 nr_absent;
+	__u32 nr_shrinking;
+	__u32 reserved0;
+	__u64 frames_retired;
+	__u64 reserved[4];
 };
+
+/* The size of struct kvarena_stat before @max_frames. */
+#define KVARENA_STAT_SIZE_V1	264
 
 /**
  * struct kvarena_client_info - one row of KVARENA_IOC_CLIENTS.
@@ -1001,6 +1038,78 @@ struct kvarena_scrub {
 	__u64 reserved[2];
 };
 
+/* struct kvarena_arena_resize.flags */
+#define KVARENA_RESIZE_CANCEL	(1u << 0)	/* stop a shrink's waiting */
+
+/**
+ * struct kvarena_arena_resize - KVARENA_IOC_ARENA_RESIZE, CAP_SYS_ADMIN.
+ * @name:		arena name.
+ * @nr_frames:		the size to become, 1..the arena's max_frames
+ *			(struct kvarena_arena_create); 0 with
+ *			KVARENA_RESIZE_CANCEL.
+ * @flags:		KVARENA_RESIZE_CANCEL: stop waiting for the frames
+ *			a shrink has not taken yet; they stay in the arena
+ *			(those taken stay out).
+ * @timeout_ms:		a shrink that cannot take every frame at once
+ *			waits up to this many milliseconds for the rest
+ *			(0: not at all).
+ * @out_frames:		out: frames in the arena now (struct kvarena_stat
+ *			.nr_frames).
+ * @out_shrinking:	out: frames the shrink still waits for.
+ * @out_absent:		out: frames out of the arena.
+ * @reserved0:		must be zero.
+ * @reserved1:		must be zero.
+ * @reserved:		must be zero.
+ *
+ * Shrink (@nr_frames below what the arena has or is becoming): frames go
+ * out free ones first, then cached ones, oldest first (reclaimed, each a
+ * KVARENA_EVENT_REMOVED); never a held frame, and never one that a
+ * client's unmet minimum counts on.  What cannot go at once is waited
+ * for: kept out of every client's reach from now on (ALLOC sees the new
+ * size at once, held frames stay where they are) and taken as clients
+ * free frames, so the arena reports pressure until it is done - the
+ * target, for a client that wants to help, is STAT's @nr_shrinking.
+ * The call waits up to @timeout_ms, ends early on a signal, and returns
+ * 0 either way: the out fields say how far it got, and the shrink goes
+ * on after it returns until done, grown over or cancelled.  -EBUSY (and
+ * nothing done) when the clients' minimums add up to more than
+ * @nr_frames.
+ *
+ * The memory of a frame taken out goes back: a host arena's pages are
+ * unpinned and punched out of the backing file (FALLOC_FL_PUNCH_HOLE), so
+ * the machine has them again (unless something else holds them: another
+ * mapping of the backing file, say); a CUDA arena's backing file is let
+ * go, and its allocation is freed once its provider and every importer
+ * let go of it too.  Frames taken out before the call returns have their
+ * memory back by then; later ones, a moment after.
+ *
+ * Grow (@nr_frames above): a shrink still waiting is cut first; then
+ * absent frames that have backing come in, free and clean (a host
+ * arena's pages are pinned again, in the caller's context: new pages,
+ * zeroed).  All or nothing: -EINVAL beyond max_frames, -ENODATA when too
+ * few absent frames have backing (a CUDA arena's frames taken out lose
+ * theirs: ARENA_SET_BACKING gives new memory first), -ENOMEM when the
+ * pages cannot be had; nothing changes then.  Clients see the new size at
+ * their next ALLOC; a client's max of 0 at ATTACH is the table, so it
+ * keeps up.
+ *
+ * -ENODATA before every frame in the arena has its backing.  Resizes of
+ * one arena run one at a time (a waiting shrink does not hold the
+ * others up).
+ */
+struct kvarena_arena_resize {
+	char  name[KVARENA_NAME_LEN];
+	__u32 nr_frames;
+	__u32 flags;
+	__u32 timeout_ms;
+	__u32 out_frames;
+	__u32 out_shrinking;
+	__u32 out_absent;
+	__u32 reserved0;
+	__u32 reserved1;
+	__u64 reserved[2];
+};
+
 /**
  * struct kvarena_uring_cmd - the command area of an IORING_OP_URING_CMD SQE.
  * @arg:	user pointer to the command's struct, exactly as the third
@@ -1037,5 +1146,6 @@ struct kvarena_uring_cmd {
 #define KVARENA_IOC_EVICT	  _IOWR(KVARENA_IOC_MAGIC, 0x0f, struct kvarena_evict)
 #define KVARENA_IOC_EVENTS_FD	  _IOWR(KVARENA_IOC_MAGIC, 0x10, struct kvarena_events_fd)
 #define KVARENA_IOC_SCRUB	  _IOWR(KVARENA_IOC_MAGIC, 0x11, struct kvarena_scrub)
+#define KVARENA_IOC_ARENA_RESIZE  _IOWR(KVARENA_IOC_MAGIC, 0x12, struct kvarena_arena_resize)
 
 #endif /* _UAPI_LINUX_KVARENA_H */

@@ -1,0 +1,628 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ARENA_RESIZE: an arena shrinks and grows at runtime.  The memory of the
+ * frames a shrink takes out goes back - measured on the arena's own
+ * backing file (its allocated blocks), which nothing else on the machine
+ * moves - and comes back, zeroed, when it grows; a held frame is never
+ * taken, and a shrink waits for it; clients allocating and looking up
+ * meanwhile see a consistent arena.
+ */
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "kselftest_harness.h"
+#include "kva_test.h"
+#include "kva_uring.h"
+
+#define NR	64			/* frames at create */
+#define MAX	128			/* the table */
+#define FSIZE	(64 * 1024)
+
+static int make_memfd(size_t size)
+{
+	int fd = memfd_create("kvarena-resize", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd >= 0 && (ftruncate(fd, size) ||
+			fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Bytes of memory the backing file has now. */
+static long long backing_bytes(int mfd)
+{
+	struct stat st;
+
+	return fstat(mfd, &st) ? -1 : (long long)st.st_blocks * 512;
+}
+
+static int create_max(int fd, const char *name, __u32 nr, __u32 max,
+		      __u32 flags, __u32 low_watermark)
+{
+	struct kvarena_arena_create c = {
+		.frame_size = FSIZE,
+		.nr_frames = nr,
+		.max_frames = max,
+		.mem_kind = KVARENA_MEM_HOST,
+		.low_watermark = low_watermark,
+		.flags = flags,
+	};
+
+	snprintf(c.name, sizeof(c.name), "%s", name);
+	return kva_ioctl(fd, KVARENA_IOC_ARENA_CREATE, &c);
+}
+
+/* RESIZE to @nr (or cancel); the out fields go to @out if given. */
+static int resize(int fd, const char *name, __u32 nr, __u32 flags,
+		  __u32 timeout_ms, struct kvarena_arena_resize *out)
+{
+	struct kvarena_arena_resize r = { .nr_frames = nr, .flags = flags,
+					  .timeout_ms = timeout_ms };
+	int ret;
+
+	snprintf(r.name, sizeof(r.name), "%s", name);
+	ret = kva_ioctl(fd, KVARENA_IOC_ARENA_RESIZE, &r);
+	if (out)
+		*out = r;
+	return ret;
+}
+
+/* Map frame @h of client @fd, or NULL. */
+static char *map_frame(int fd, __u64 h, int prot)
+{
+	struct kvarena_frame_fd ff;
+	char *p;
+
+	if (kva_frame_fd(fd, h, &ff))
+		return NULL;
+	p = mmap(NULL, FSIZE, prot, MAP_SHARED, ff.fd, ff.offset);
+	close(ff.fd);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Write @tag over frame @h; 0 or -1. */
+static int fill(int fd, __u64 h, int tag)
+{
+	char *p = map_frame(fd, h, PROT_READ | PROT_WRITE);
+
+	if (!p)
+		return -1;
+	memset(p, tag, FSIZE);
+	munmap(p, FSIZE);
+	return 0;
+}
+
+/* Whether every byte of frame @h is @tag. */
+static bool holds(int fd, __u64 h, int tag)
+{
+	char *p = map_frame(fd, h, PROT_READ);
+	bool ok = p != NULL;
+	size_t i;
+
+	for (i = 0; ok && i < FSIZE; i++)
+		ok = p[i] == (char)tag;
+	if (p)
+		munmap(p, FSIZE);
+	return ok;
+}
+
+/*
+ * A host arena of NR frames in a table of MAX, every frame of the table
+ * given backing in one memfd (only those in the arena have pages), and
+ * one client.
+ */
+FIXTURE(rz) {
+	int admin;
+	int cl;
+	int mfd;
+	char name[32];
+	__u64 h[MAX];
+};
+
+FIXTURE_SETUP(rz)
+{
+	snprintf(self->name, sizeof(self->name), "rz%d", getpid());
+	self->admin = kva_open(O_RDWR);
+	ASSERT_LE(0, self->admin);
+	self->mfd = make_memfd((size_t)MAX * FSIZE);
+	ASSERT_LE(0, self->mfd);
+	ASSERT_EQ(0, create_max(self->admin, self->name, NR, MAX, 0, 8));
+	ASSERT_EQ(0, kva_set_backing(self->admin, self->name, 0, MAX,
+				     self->mfd, 0));
+	self->cl = kva_open(O_RDWR);
+	ASSERT_LE(0, self->cl);
+	ASSERT_EQ(0, kva_attach(self->cl, self->name, "rz", 0, 0, NULL));
+}
+
+FIXTURE_TEARDOWN(rz)
+{
+	close(self->cl);
+	EXPECT_EQ(0, kva_wait_no_clients(self->admin, self->name));
+	EXPECT_EQ(0, kva_destroy(self->admin, self->name));
+	close(self->mfd);
+	close(self->admin);
+}
+
+/* STAT's levels add up. */
+static bool add_up(const struct kvarena_stat *s)
+{
+	if (s->nr_free + s->nr_cached + s->nr_held == s->nr_frames &&
+	    s->nr_frames + s->nr_absent == s->max_frames &&
+	    s->nr_shrinking <= s->nr_frames)
+		return true;
+	fprintf(stderr, "# levels: free %u cached %u held %u frames %u absent %u max %u shrinking %u\n",
+		s->nr_free, s->nr_cached, s->nr_held, s->nr_frames,
+		s->nr_absent, s->max_frames, s->nr_shrinking);
+	return false;
+}
+
+static bool sums(int fd, const char *name)
+{
+	struct kvarena_stat s;
+
+	return !kva_stat(fd, name, &s) && add_up(&s);
+}
+
+/* STAT's levels add up, and say @frames, @absent, @shrinking. */
+static bool levels(int fd, const char *name, __u32 frames, __u32 absent,
+		   __u32 shrinking)
+{
+	struct kvarena_stat s;
+
+	if (kva_stat(fd, name, &s) || !add_up(&s))
+		return false;
+	if (s.nr_frames != frames || s.nr_absent != absent ||
+	    s.nr_shrinking != shrinking) {
+		fprintf(stderr, "# levels: frames %u absent %u shrinking %u, want %u %u %u\n",
+			s.nr_frames, s.nr_absent, s.nr_shrinking, frames,
+			absent, shrinking);
+		return false;
+	}
+	return true;
+}
+
+TEST_F(rz, only_frames_in_the_arena_have_memory)
+{
+	struct kvarena_attach at;
+	struct kvarena_stat s;
+	int c2 = kva_open(O_RDWR);
+
+	ASSERT_EQ(0, kva_stat(self->admin, self->name, &s));
+	EXPECT_EQ(NR, s.nr_frames);
+	EXPECT_EQ(MAX, s.max_frames);
+	EXPECT_EQ(MAX - NR, s.nr_absent);
+	EXPECT_EQ(0, s.nr_shrinking);
+	EXPECT_EQ(MAX, s.nr_backed);
+	EXPECT_EQ((long long)NR * FSIZE, backing_bytes(self->mfd));
+	ASSERT_EQ(0, kva_attach(c2, self->name, "c2", 0, 0, &at));
+	EXPECT_EQ(NR, at.nr_frames);
+	close(c2);
+	/* No handle of a frame outside the arena is ever given. */
+	ASSERT_EQ(NR, kva_alloc(self->cl, self->h, NR, 0));
+	EXPECT_EQ(-ENOSPC, kva_alloc(self->cl, self->h + NR, 1, 0));
+	for (int i = 0; i < NR; i++)
+		EXPECT_GT(NR, KVARENA_HANDLE_IDX(self->h[i]));
+}
+
+TEST_F(rz, shrink_by_half_returns_the_memory_and_grow_brings_it_back)
+{
+	struct kvarena_arena_resize r;
+	int i;
+
+	ASSERT_EQ(8, kva_alloc(self->cl, self->h, 8, 0));
+	for (i = 0; i < 8; i++)
+		ASSERT_EQ(0, fill(self->cl, self->h[i], 0x40 + i));
+	ASSERT_EQ((long long)NR * FSIZE, backing_bytes(self->mfd));
+
+	ASSERT_EQ(0, resize(self->admin, self->name, NR / 2, 0, 0, &r));
+	EXPECT_EQ(NR / 2, r.out_frames);
+	EXPECT_EQ(0, r.out_shrinking);
+	EXPECT_EQ(MAX - NR / 2, r.out_absent);
+	EXPECT_TRUE(levels(self->admin, self->name, NR / 2, MAX - NR / 2, 0));
+	/* Half the memory is back with the machine, by the call's return. */
+	EXPECT_EQ((long long)NR / 2 * FSIZE, backing_bytes(self->mfd));
+	/* Held frames stayed where they were, whole. */
+	for (i = 0; i < 8; i++)
+		EXPECT_TRUE(holds(self->cl, self->h[i], 0x40 + i));
+	/* The client sees the new size at its next ALLOC. */
+	EXPECT_EQ(-ENOSPC, kva_alloc(self->cl, self->h + 8, NR / 2 - 7, 0));
+	ASSERT_EQ(NR / 2 - 8, kva_alloc(self->cl, self->h + 8, NR / 2 - 8, 0));
+	ASSERT_EQ(0, kva_free(self->cl, self->h + 8, NR / 2 - 8));
+
+	/* Beyond the size at create, to the table. */
+	ASSERT_EQ(0, resize(self->admin, self->name, MAX, 0, 0, &r));
+	EXPECT_EQ(MAX, r.out_frames);
+	EXPECT_EQ(0, r.out_absent);
+	EXPECT_TRUE(levels(self->admin, self->name, MAX, 0, 0));
+	EXPECT_EQ((long long)MAX * FSIZE, backing_bytes(self->mfd));
+	/* A max of 0 at ATTACH keeps up with the arena. */
+	ASSERT_EQ(MAX - 8, kva_alloc(self->cl, self->h + 8, MAX - 8, 0));
+	for (i = 0; i < 8; i++)
+		EXPECT_TRUE(holds(self->cl, self->h[i], 0x40 + i));
+	ASSERT_EQ(0, kva_free(self->cl, self->h, MAX));
+}
+
+TEST_F(rz, no_data_outlives_a_shrink)
+{
+	struct kvarena_attach a = { .flags = KVARENA_ATTACH_PRIVATE };
+	int other = kva_open(O_RDWR), i, kept = 0, zero = 0;
+	__u64 h2[NR];
+
+	ASSERT_EQ(NR, kva_alloc(self->cl, self->h, NR, 0));
+	for (i = 0; i < NR; i++)
+		ASSERT_EQ(0, fill(self->cl, self->h[i], 0x5a));
+	ASSERT_EQ(0, kva_free(self->cl, self->h, NR));
+	/*
+	 * Every frame holds the client's data; 60 go out and come back.
+	 * Frames the clearing worker has in hand go out as it gives them
+	 * back: the wait covers them.
+	 */
+	ASSERT_EQ(0, resize(self->admin, self->name, 4, 0, 10000, NULL));
+	EXPECT_EQ(4LL * FSIZE, backing_bytes(self->mfd));
+	ASSERT_EQ(0, resize(self->admin, self->name, NR, 0, 0, NULL));
+	/*
+	 * Within its own domain a client may get its freed frames back as
+	 * they are (unless the worker cleared them meanwhile): at most the 4
+	 * that stayed in.  The 60 that went out are new memory.
+	 */
+	ASSERT_EQ(NR, kva_alloc(self->cl, self->h, NR, 0));
+	for (i = 0; i < NR; i++) {
+		kept += holds(self->cl, self->h[i], 0x5a);
+		zero += holds(self->cl, self->h[i], 0);
+	}
+	EXPECT_GE(4, kept);
+	EXPECT_EQ(NR, kept + zero);
+	ASSERT_EQ(0, kva_free(self->cl, self->h, NR));
+	/* Another domain gets every frame zeroed. */
+	snprintf(a.name, sizeof(a.name), "%s", self->name);
+	ASSERT_EQ(0, kva_ioctl(other, KVARENA_IOC_ATTACH, &a));
+	ASSERT_EQ(NR, kva_alloc(other, h2, NR, 0));
+	for (i = 0; i < NR; i++)
+		EXPECT_TRUE(holds(other, h2[i], 0));
+	close(other);
+}
+
+TEST_F(rz, shrink_never_takes_a_held_frame_and_waits_for_it)
+{
+	struct kvarena_arena_resize r;
+	struct kvarena_stat s;
+	int i, status;
+	pid_t pid;
+
+	ASSERT_EQ(NR - 4, kva_alloc(self->cl, self->h, NR - 4, 0));
+	for (i = 0; i < NR - 4; i++)
+		ASSERT_EQ(0, fill(self->cl, self->h[i], i));
+	/* 48 asked for, 4 free: 4 now, 44 awaited; no wait asked for. */
+	ASSERT_EQ(0, resize(self->admin, self->name, 16, 0, 0, &r));
+	EXPECT_EQ(NR - 4, r.out_frames);
+	EXPECT_EQ(44, r.out_shrinking);
+	EXPECT_TRUE(levels(self->admin, self->name, NR - 4, MAX - NR + 4, 44));
+	EXPECT_EQ((long long)(NR - 4) * FSIZE, backing_bytes(self->mfd));
+	for (i = 0; i < NR - 4; i++)
+		EXPECT_TRUE(holds(self->cl, self->h[i], i));
+	/* Pressure: nothing can be had, and the clients are told so. */
+	ASSERT_EQ(0, kva_stat(self->admin, self->name, &s));
+	EXPECT_EQ(KVARENA_STATE_PRESSURE, s.state & KVARENA_STATE_PRESSURE);
+	EXPECT_EQ(-ENOSPC, kva_alloc(self->cl, self->h + NR, 1, 0));
+	/* Each frame freed goes out at once. */
+	ASSERT_EQ(0, kva_free(self->cl, self->h, 20));
+	EXPECT_TRUE(levels(self->admin, self->name, NR - 24, MAX - NR + 24,
+			   24));
+	/* A waiting RESIZE returns when the last one comes. */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int a = kva_open(O_RDWR);
+
+		if (resize(a, self->name, 16, 0, 20000, &r))
+			_exit(1);
+		_exit(r.out_shrinking || r.out_frames != 16 ? 2 : 0);
+	}
+	usleep(200 * 1000);
+	ASSERT_EQ(0, kva_free(self->cl, self->h + 20, NR - 24 - 16));
+	ASSERT_EQ(0, kva_free(self->cl, self->h + NR - 20, 16));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, kva_exited(status));
+	EXPECT_TRUE(levels(self->admin, self->name, 16, MAX - 16, 0));
+	EXPECT_EQ(16LL * FSIZE, backing_bytes(self->mfd));
+	ASSERT_EQ(0, kva_stat(self->admin, self->name, &s));
+	EXPECT_EQ(0, s.state & KVARENA_STATE_PRESSURE);
+	EXPECT_EQ(MAX - 16 - (MAX - NR), s.frames_retired);
+}
+
+TEST_F(rz, a_wait_ends_at_its_timeout_and_the_shrink_goes_on)
+{
+	struct kvarena_arena_resize r;
+	struct timespec t0, t1;
+	long ms;
+
+	ASSERT_EQ(NR, kva_alloc(self->cl, self->h, NR, 0));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ASSERT_EQ(0, resize(self->admin, self->name, NR - 10, 0, 300, &r));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	EXPECT_LE(250, ms);
+	EXPECT_EQ(NR, r.out_frames);
+	EXPECT_EQ(10, r.out_shrinking);
+	ASSERT_EQ(0, kva_free(self->cl, self->h, 12));
+	EXPECT_TRUE(levels(self->admin, self->name, NR - 10, MAX - NR + 10, 0));
+	/* The other two are free again, in the arena. */
+	EXPECT_EQ(2, kva_alloc(self->cl, self->h, 3, KVARENA_ALLOC_PARTIAL));
+}
+
+TEST_F(rz, cancel_keeps_what_was_taken_out)
+{
+	struct kvarena_arena_resize r;
+
+	ASSERT_EQ(NR - 4, kva_alloc(self->cl, self->h, NR - 4, 0));
+	ASSERT_EQ(0, resize(self->admin, self->name, 16, 0, 0, &r));
+	EXPECT_EQ(44, r.out_shrinking);
+	ASSERT_EQ(0, resize(self->admin, self->name, 0, KVARENA_RESIZE_CANCEL,
+			    0, &r));
+	EXPECT_EQ(NR - 4, r.out_frames);
+	EXPECT_EQ(0, r.out_shrinking);
+	EXPECT_TRUE(levels(self->admin, self->name, NR - 4, MAX - NR + 4, 0));
+	/* Freed frames stay in: nothing waits for them now. */
+	ASSERT_EQ(0, kva_free(self->cl, self->h, NR - 4));
+	EXPECT_TRUE(levels(self->admin, self->name, NR - 4, MAX - NR + 4, 0));
+	ASSERT_EQ(NR - 4, kva_alloc(self->cl, self->h, NR - 4, 0));
+}
+
+TEST_F(rz, grow_cuts_a_waiting_shrink_first)
+{
+	struct kvarena_arena_resize r;
+
+	ASSERT_EQ(NR, kva_alloc(self->cl, self->h, NR, 0));
+	ASSERT_EQ(0, resize(self->admin, self->name, 16, 0, 0, &r));
+	EXPECT_EQ(48, r.out_shrinking);
+	ASSERT_EQ(0, resize(self->admin, self->name, 40, 0, 0, &r));
+	EXPECT_EQ(NR, r.out_frames);
+	EXPECT_EQ(24, r.out_shrinking);
+	ASSERT_EQ(0, resize(self->admin, self->name, NR + 8, 0, 0, &r));
+	EXPECT_EQ(NR + 8, r.out_frames);
+	EXPECT_EQ(0, r.out_shrinking);
+	EXPECT_EQ(MAX - NR - 8, r.out_absent);
+	EXPECT_EQ((long long)(NR + 8) * FSIZE, backing_bytes(self->mfd));
+	EXPECT_EQ(8, kva_alloc(self->cl, self->h + NR, 9, KVARENA_ALLOC_PARTIAL));
+}
+
+TEST_F(rz, cached_frames_go_out_oldest_first_and_are_reported)
+{
+	struct kvarena_events_fd ev = { .flags = KVARENA_EVENTS_NONBLOCK };
+	struct kvarena_event *e;
+	char buf[4096];
+	__u64 again[4];
+	ssize_t n;
+	int removed = 0;
+
+	snprintf(ev.name, sizeof(ev.name), "%s", self->name);
+	ASSERT_EQ(0, kva_ioctl(self->admin, KVARENA_IOC_EVENTS_FD, &ev));
+	ASSERT_EQ(NR, kva_alloc(self->cl, self->h, NR, 0));
+	ASSERT_EQ(4, publish(self->cl, 7, self->h, 4));
+	ASSERT_EQ(4, publish(self->cl, 8, self->h + 4, 4));
+	/* Chain 7 is cached first, so it is older. */
+	ASSERT_EQ(0, kva_free(self->cl, self->h, 8));
+	/* 56 held, 8 cached: a shrink by 4 takes chain 7. */
+	ASSERT_EQ(0, resize(self->admin, self->name, NR - 4, 0, 0, NULL));
+	EXPECT_TRUE(levels(self->admin, self->name, NR - 4, MAX - NR + 4, 0));
+	EXPECT_EQ(0, lookup(self->cl, 7, 0, 4, again));
+	EXPECT_EQ(4, lookup(self->cl, 8, 0, 4, again));
+	n = read(ev.fd, buf, sizeof(buf));
+	for (ssize_t off = 0; n > 0 && off < n; off += e->size) {
+		e = (struct kvarena_event *)(buf + off);
+		removed += e->type == KVARENA_EVENT_REMOVED;
+	}
+	EXPECT_EQ(4, removed);
+	close(ev.fd);
+}
+
+TEST_F(rz, bad_resizes_are_refused_and_change_nothing)
+{
+	struct kvarena_arena_resize r = { .nr_frames = 8 };
+	struct io_uring ring;
+	int ro, c2 = kva_open(O_RDWR), status;
+	pid_t pid;
+
+	EXPECT_EQ(-EINVAL, resize(self->admin, self->name, 0, 0, 0, NULL));
+	EXPECT_EQ(-EINVAL, resize(self->admin, self->name, MAX + 1, 0, 0, NULL));
+	EXPECT_EQ(-EINVAL, resize(self->admin, self->name, 8, 1u << 5, 0, NULL));
+	EXPECT_EQ(-EINVAL, resize(self->admin, self->name, 8,
+				  KVARENA_RESIZE_CANCEL, 0, NULL));
+	EXPECT_EQ(-EINVAL, resize(self->admin, self->name, 0,
+				  KVARENA_RESIZE_CANCEL, 10, NULL));
+	snprintf(r.name, sizeof(r.name), "%s", self->name);
+	r.reserved[1] = 1;
+	EXPECT_EQ(-EINVAL, kva_ioctl(self->admin, KVARENA_IOC_ARENA_RESIZE, &r));
+	r.reserved[1] = 0;
+	r.reserved0 = 1;
+	EXPECT_EQ(-EINVAL, kva_ioctl(self->admin, KVARENA_IOC_ARENA_RESIZE, &r));
+	EXPECT_EQ(-EFAULT, kva_ioctl(self->admin, KVARENA_IOC_ARENA_RESIZE,
+				     (void *)8));
+	EXPECT_EQ(-ENOENT, resize(self->admin, "no-such-arena", 8, 0, 0, NULL));
+	/* Guarantees count: 40 guaranteed does not fit in 32. */
+	ASSERT_EQ(0, kva_attach(c2, self->name, "min", 40, 0, NULL));
+	EXPECT_EQ(-EBUSY, resize(self->admin, self->name, 32, 0, 0, NULL));
+	EXPECT_EQ(0, resize(self->admin, self->name, 40, 0, 0, NULL));
+	close(c2);
+	EXPECT_TRUE(levels(self->admin, self->name, 40, MAX - 40, 0));
+	/* Only administrators, only over ioctl(), only on a writable open. */
+	ro = kva_open(O_RDONLY);
+	EXPECT_EQ(-EBADF, resize(ro, self->name, 8, 0, 0, NULL));
+	close(ro);
+	ASSERT_EQ(0, io_uring_queue_init(4, &ring, 0));
+	r.reserved0 = 0;
+	EXPECT_EQ(-EPERM, kva_uring_one(&ring, self->admin,
+					KVARENA_IOC_ARENA_RESIZE, &r, 0));
+	io_uring_queue_exit(&ring);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int fd = kva_open(O_RDWR);
+
+		if (setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(3);
+		_exit(resize(fd, self->name, 8, 0, 0, NULL) == -EPERM ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, kva_exited(status));
+	EXPECT_TRUE(levels(self->admin, self->name, 40, MAX - 40, 0));
+}
+
+TEST(growing_into_frames_without_memory_is_enodata)
+{
+	int admin = kva_open(O_RDWR), cl = kva_open(O_RDWR);
+	int mfd = make_memfd((size_t)MAX * FSIZE);
+	struct kvarena_arena_resize r;
+
+	ASSERT_LE(0, mfd);
+	ASSERT_EQ(0, create_max(admin, "rz-unbacked", NR, MAX, 0, 0));
+	EXPECT_EQ(-ENODATA, resize(admin, "rz-unbacked", NR / 2, 0, 0, NULL));
+	ASSERT_EQ(0, kva_set_backing(admin, "rz-unbacked", 0, NR, mfd, 0));
+	/* Ready with the frames in the arena backed; absent ones need none. */
+	ASSERT_EQ(0, kva_attach(cl, "rz-unbacked", "c", 0, 0, NULL));
+	EXPECT_EQ((long long)NR * FSIZE, backing_bytes(mfd));
+	EXPECT_EQ(-ENODATA, resize(admin, "rz-unbacked", NR + 1, 0, 0, NULL));
+	EXPECT_TRUE(levels(admin, "rz-unbacked", NR, MAX - NR, 0));
+	/* Memory given to absent frames is not pinned until they come in. */
+	ASSERT_EQ(0, kva_set_backing(admin, "rz-unbacked", NR, 8, mfd,
+				     (__u64)NR * FSIZE));
+	EXPECT_EQ((long long)NR * FSIZE, backing_bytes(mfd));
+	EXPECT_EQ(-ENODATA, resize(admin, "rz-unbacked", NR + 9, 0, 0, NULL));
+	ASSERT_EQ(0, resize(admin, "rz-unbacked", NR + 8, 0, 0, &r));
+	EXPECT_EQ(NR + 8, r.out_frames);
+	EXPECT_EQ((long long)(NR + 8) * FSIZE, backing_bytes(mfd));
+	close(cl);
+	EXPECT_EQ(0, kva_wait_no_clients(admin, "rz-unbacked"));
+	EXPECT_EQ(0, kva_destroy(admin, "rz-unbacked"));
+	close(mfd);
+	close(admin);
+}
+
+TEST(an_accounting_arena_resizes_without_memory)
+{
+	int admin = kva_open(O_RDWR), cl = kva_open(O_RDWR);
+	__u64 h[MAX];
+
+	ASSERT_EQ(0, create_max(admin, "rz-acct", NR, MAX,
+				KVARENA_CREATE_NO_BACKING, 0));
+	ASSERT_EQ(0, kva_attach(cl, "rz-acct", "c", 0, 0, NULL));
+	ASSERT_EQ(0, resize(admin, "rz-acct", MAX, 0, 0, NULL));
+	ASSERT_EQ(MAX, kva_alloc(cl, h, MAX, 0));
+	ASSERT_EQ(0, kva_free(cl, h, MAX));
+	ASSERT_EQ(0, resize(admin, "rz-acct", 1, 0, 0, NULL));
+	EXPECT_TRUE(levels(admin, "rz-acct", 1, MAX - 1, 0));
+	EXPECT_EQ(-ENOSPC, kva_alloc(cl, h, 2, 0));
+	close(cl);
+	EXPECT_EQ(0, kva_destroy(admin, "rz-acct"));
+	close(admin);
+}
+
+TEST(stat_of_the_struct_before_resize_still_answers)
+{
+	unsigned long v1 = _IOC(_IOC_READ | _IOC_WRITE, KVARENA_IOC_MAGIC,
+				0x09, KVARENA_STAT_SIZE_V1);
+	int admin = kva_open(O_RDWR);
+	unsigned char buf[sizeof(struct kvarena_stat) + 16];
+	struct kvarena_stat *s = (struct kvarena_stat *)buf;
+	size_t i;
+
+	ASSERT_EQ(0, create_max(admin, "rz-v1", NR, MAX,
+				KVARENA_CREATE_NO_BACKING, 0));
+	memset(buf, 0xa5, sizeof(buf));
+	memset(buf, 0, KVARENA_STAT_SIZE_V1);
+	snprintf(s->name, sizeof(s->name), "rz-v1");
+	ASSERT_EQ(0, kva_ioctl(admin, v1, buf));
+	EXPECT_EQ(NR, s->nr_frames);
+	EXPECT_EQ(NR, s->nr_free);
+	/* Not a byte past the old struct is written. */
+	for (i = KVARENA_STAT_SIZE_V1; i < sizeof(buf); i++)
+		ASSERT_EQ(0xa5, buf[i]);
+	EXPECT_EQ(0, kva_destroy(admin, "rz-v1"));
+	close(admin);
+}
+
+/*
+ * Clients allocate, write, check, publish, look up and free while the
+ * arena shrinks and grows under them: no frame of theirs ever changes,
+ * and the levels add up at the end.
+ */
+#define WORKERS	3
+#define ROUNDS	150
+
+static int worker(const char *name, int w)
+{
+	int fd = kva_open(O_RDWR), round, bad = 0;
+	__u64 h[8], got[4];
+
+	if (kva_attach(fd, name, "worker", 0, 0, NULL))
+		return 10;
+	for (round = 0; round < ROUNDS && !bad; round++) {
+		int n = kva_alloc(fd, h, 8, KVARENA_ALLOC_PARTIAL), i;
+
+		if (n == -ENOSPC) {
+			usleep(1000);
+			continue;
+		}
+		if (n < 0)
+			return 11;
+		for (i = 0; i < n && !bad; i++)
+			bad = fill(fd, h[i], w * 16 + i) ? 12 : 0;
+		for (i = 0; i < n && !bad; i++)
+			bad = holds(fd, h[i], w * 16 + i) ? 0 : 13;
+		if (!bad && n >= 2 && publish(fd, 1000 * w + round, h, 2) != 2)
+			bad = 14;
+		if (!bad && kva_free(fd, h, n))
+			bad = 15;
+		/* The last round's prefix, if it is still cached. */
+		n = round ? lookup(fd, 1000 * w + round - 1, 0, 2, got) : 0;
+		if (!bad && n < 0 && n != -ENOSPC)
+			bad = 16;
+		if (!bad && n > 0 && !holds(fd, got[0], w * 16))
+			bad = 17;
+		if (!bad && n > 0 && kva_free(fd, got, n))
+			bad = 18;
+	}
+	close(fd);
+	return bad;
+}
+
+TEST_F(rz, clients_work_on_while_the_arena_shrinks_and_grows)
+{
+	static const __u32 sizes[] = { 16, MAX, 8, NR, 24, MAX / 2, 12, NR };
+	pid_t pid[WORKERS];
+	int w, status, i = 0;
+
+	for (w = 0; w < WORKERS; w++) {
+		pid[w] = fork();
+		ASSERT_LE(0, pid[w]);
+		if (!pid[w])
+			_exit(worker(self->name, w + 1));
+	}
+	for (;;) {
+		bool running = false;
+
+		for (w = 0; w < WORKERS; w++)
+			if (pid[w] && waitpid(pid[w], &status, WNOHANG) == pid[w]) {
+				EXPECT_EQ(0, kva_exited(status));
+				pid[w] = 0;
+			}
+		for (w = 0; w < WORKERS; w++)
+			running |= pid[w] != 0;
+		if (!running)
+			break;
+		EXPECT_EQ(0, resize(self->admin, self->name,
+				    sizes[i++ % ARRAY_SIZE(sizes)], 0, 20, NULL));
+		EXPECT_TRUE(sums(self->admin, self->name));
+	}
+	/* Frames the clearing worker holds go out as it gives them back. */
+	ASSERT_EQ(0, resize(self->admin, self->name, NR, 0, 10000, NULL));
+	EXPECT_LT(4, i);
+	EXPECT_TRUE(levels(self->admin, self->name, NR, MAX - NR, 0));
+	EXPECT_EQ((long long)NR * FSIZE, backing_bytes(self->mfd));
+}
+
+TEST_HARNESS_MAIN
