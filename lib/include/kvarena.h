@@ -284,7 +284,8 @@ const char *kva_transport_name(enum kva_transport transport);
  *
  * Arena-wide (all clients; from the module in device mode):
  * @frame_size:		bytes per frame.
- * @nr_frames:		capacity.
+ * @nr_frames:		capacity now (an administrator may resize the arena:
+ *			kvarenactl resize).
  * @nr_free:		frames nobody holds.
  * @nr_held:		frames held.
  * @nr_clients:		clients attached (1 when embedded).
@@ -309,7 +310,14 @@ const char *kva_transport_name(enum kva_transport transport);
  * @nr_published:	frames under a key, held or cached.
  * @cache_hits:		keys LOOKUP found, ever.
  * @cache_misses:	keys LOOKUP was given and did not return, ever.
- * @reserved:		zero.
+ *
+ * Resizing (arena-wide; 0 from a module without it):
+ * @nr_shrinking:	frames a shrink of the arena still waits for: it
+ *			takes each frame any client frees until it has as
+ *			many.  While it waits the arena is under pressure
+ *			(kva_poll_fd()); an engine that frees this many
+ *			frames (preempting, dropping its own cache) ends it.
+ * @max_frames:		the most frames the arena may be grown to.
  */
 struct kva_stat {
 	uint64_t frame_size;
@@ -330,7 +338,8 @@ struct kva_stat {
 	uint32_t nr_published;
 	uint64_t cache_hits;
 	uint64_t cache_misses;
-	uint64_t reserved[1];
+	uint32_t nr_shrinking;
+	uint32_t max_frames;
 };
 
 /**
@@ -435,6 +444,10 @@ int kva_scrub(struct kva_arena *arena, unsigned int max, int timeout_ms);
  * @low_watermark:	pressure threshold in frames, 0 for none.
  * @bytes_per_token:	for the tools' token figures, 0 if unknown.
  * @flags:		KVA_OPEN_PREFAULT, KVA_OPEN_HUGETLB (host).
+ * @max_frames:		the most frames the arena may be resized to (0:
+ *			@nr_frames).  Host: the memfd covers them all, its
+ *			pages allocated for @nr_frames only.  CUDA: memory
+ *			for @nr_frames only.
  * @device:		device node (NULL: $KVA_DEVICE, then /dev/kvarena).
  * @cuda_library:	as for kva_open().
  * @reserved:		must be zero.
@@ -448,7 +461,7 @@ struct kva_arena_params {
 	uint32_t low_watermark;
 	uint64_t bytes_per_token;
 	uint32_t flags;
-	uint32_t reserved0;
+	uint32_t max_frames;
 	const char *device;
 	const char *cuda_library;
 	uint64_t reserved[4];

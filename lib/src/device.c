@@ -195,11 +195,22 @@ static int dev_report(struct kva_arena *a, const struct kva_usage_report *u)
 	return ret ? ret : c.res;
 }
 
+/*
+ * STAT; a module from before KVARENA_FEAT_RESIZE knows only the struct's
+ * first KVARENA_STAT_SIZE_V1 bytes (the rest stays zero).
+ */
 static int stat_by_name(int fd, const char *name, struct kvarena_stat *s)
 {
+	int ret;
+
 	*s = (struct kvarena_stat){ 0 };
 	snprintf(s->name, sizeof(s->name), "%s", name);
-	return dev_ioctl(fd, KVARENA_IOC_STAT, s);
+	ret = dev_ioctl(fd, KVARENA_IOC_STAT, s);
+	if (ret == -ENOTTY)
+		ret = dev_ioctl(fd, _IOC(_IOC_READ | _IOC_WRITE,
+					 KVARENA_IOC_MAGIC, 0x09,
+					 KVARENA_STAT_SIZE_V1), s);
+	return ret;
 }
 
 static int dev_stat(struct kva_arena *a, struct kva_stat *st)
@@ -222,6 +233,8 @@ static int dev_stat(struct kva_arena *a, struct kva_stat *st)
 	st->nr_published = s.nr_published;
 	st->cache_hits = s.cache_hits;
 	st->cache_misses = s.cache_misses;
+	st->nr_shrinking = s.nr_shrinking;
+	st->max_frames = s.max_frames ? s.max_frames : s.nr_frames;
 	return 0;
 }
 
@@ -446,7 +459,9 @@ int kva_device_open(struct kva_arena *a, const struct kva_open_opts *o,
 	a->prov_priv = d;
 	strcpy(a->name, name);
 	a->frame_size = at.frame_size;
-	a->nr_frames = at.nr_frames;
+	/* Handles index the table, which a resize may fill up to its max. */
+	a->nr_frames = st.max_frames > at.nr_frames ? st.max_frames :
+		       at.nr_frames;
 	a->backend = at.mem_kind == KVARENA_MEM_CUDA ? KVA_BACKEND_CUDA :
 		KVA_BACKEND_HOST;
 	a->mem_dev = st.mem_dev;
@@ -497,7 +512,8 @@ int kva_arena_create(const struct kva_arena_params *p)
 	int fd, ret;
 
 	if (!p || check_name(p->name) || !p->nr_frames ||
-	    p->mem_kind > KVA_BACKEND_CUDA || p->reserved0 ||
+	    p->mem_kind > KVA_BACKEND_CUDA ||
+	    (p->max_frames && p->max_frames < p->nr_frames) ||
 	    (p->flags & ~(KVA_OPEN_PREFAULT | KVA_OPEN_HUGETLB)) ||
 	    !kva_all_zero(p->reserved, ARRAY_SIZE(p->reserved)))
 		return -EINVAL;
@@ -508,6 +524,7 @@ int kva_arena_create(const struct kva_arena_params *p)
 	strcpy(c.name, p->name);
 	c.frame_size = p->frame_size;
 	c.nr_frames = p->nr_frames;
+	c.max_frames = p->max_frames;
 	c.mem_kind = p->mem_kind == KVA_BACKEND_CUDA ? KVARENA_MEM_CUDA :
 		KVARENA_MEM_HOST;
 	c.mem_dev = p->mem_dev;

@@ -75,6 +75,7 @@ static int emb_stat(struct kva_arena *a, struct kva_stat *st)
 	st->nr_published = e->core.nr_published;
 	st->cache_hits = e->core.cache_hits;
 	st->cache_misses = e->core.cache_misses;
+	st->max_frames = e->core.nr_frames;
 	return 0;
 }
 

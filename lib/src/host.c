@@ -97,8 +97,9 @@ static int prefault(int fd, uint64_t size, uint32_t flags)
 }
 
 /* One memfd of @size bytes, pre-faulted if asked. */
-static int host_memfd(const char *name, uint64_t size, uint32_t flags,
-		      int *out)
+/* A memfd of @size bytes, its first @used allocated if @flags say so. */
+static int host_memfd(const char *name, uint64_t size, uint64_t used,
+		      uint32_t flags, int *out)
 {
 	char label[64];
 	unsigned int mfd = MFD_CLOEXEC | MFD_ALLOW_SEALING;
@@ -118,7 +119,7 @@ static int host_memfd(const char *name, uint64_t size, uint32_t flags,
 		goto err_close;
 	}
 	if (flags & (KVA_OPEN_PREFAULT | KVA_OPEN_HUGETLB)) {
-		ret = prefault(fd, size, flags);
+		ret = prefault(fd, used, flags);
 		if (ret)
 			goto err_close;
 	}
@@ -167,6 +168,7 @@ static int host_init(struct kva_arena *a, const struct kva_open_opts *o)
 			goto err_free;
 		}
 		ret = host_memfd(a->name, a->frame_size * a->nr_frames,
+				 a->frame_size * a->nr_frames,
 				 a->flags, &fd);
 		if (ret)
 			goto err_free;
@@ -379,19 +381,24 @@ const struct kva_vmm kva_host_vmm = {
 	.copy = host_copy,
 };
 
-/* kva_arena_create(): one memfd behind every frame. */
+/*
+ * kva_arena_create(): one memfd behind every frame of the table; the
+ * module pins the pages of the frames in the arena only.
+ */
 int kva_host_provision(int dev_fd, const struct kva_arena_params *p)
 {
+	uint32_t table = p->max_frames ? p->max_frames : p->nr_frames;
 	int ret, fd;
 
 	ret = check_flags(p->frame_size, p->flags);
 	if (ret)
 		return ret;
-	ret = host_memfd(p->name, p->frame_size * p->nr_frames, p->flags, &fd);
+	ret = host_memfd(p->name, p->frame_size * table,
+			 p->frame_size * p->nr_frames, p->flags, &fd);
 	if (ret)
 		return ret;
 	/* The module takes its own reference to the file. */
-	ret = kva_device_set_backing(dev_fd, p->name, 0, p->nr_frames, fd, 0);
+	ret = kva_device_set_backing(dev_fd, p->name, 0, table, fd, 0);
 	close(fd);
 	return ret;
 }

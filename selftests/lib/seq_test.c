@@ -232,9 +232,9 @@ TEST(arena_create_and_destroy_check_their_arguments_first)
 	p.reserved[0] = 1;
 	EXPECT_EQ(-EINVAL, kva_arena_create(&p));
 	p.reserved[0] = 0;
-	p.reserved0 = 1;
+	p.max_frames = 3;		/* below nr_frames */
 	EXPECT_EQ(-EINVAL, kva_arena_create(&p));
-	p.reserved0 = 0;
+	p.max_frames = 0;
 	/* Good arguments: now the device is missing, or is not kvarena. */
 	EXPECT_EQ(-ENODEV, kva_arena_create(&p));
 	EXPECT_EQ(-ENODEV, kva_arena_destroy(&p));

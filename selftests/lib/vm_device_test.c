@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -590,6 +591,73 @@ TEST(arena_create_registers_one_memfd_behind_every_frame)
 	/* Destroy is refused while a client is attached. */
 	EXPECT_EQ(-EBUSY, destroy_arena(name));
 	close(dev);
+	EXPECT_EQ(0, destroy_arena(name));
+}
+
+/* ARENA_RESIZE of @name to @nr frames, by an administrator's open. */
+static int resize_arena(const char *name, uint32_t nr)
+{
+	struct kvarena_arena_resize r = { .nr_frames = nr };
+	int dev = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC), ret;
+
+	if (dev < 0)
+		return -errno;
+	strcpy(r.name, name);
+	ret = ioctl(dev, KVARENA_IOC_ARENA_RESIZE, &r) ? -errno : 0;
+	close(dev);
+	return ret;
+}
+
+TEST(a_handle_grows_with_its_arena_and_sees_a_shrink_wait)
+{
+	char name[KVARENA_NAME_LEN];
+	struct kva_arena_params p = {
+		.name = pid_name(name, "grow"), .nr_frames = NR,
+		.max_frames = 2 * NR, .frame_size = FS,
+		.mem_kind = KVA_BACKEND_HOST, .low_watermark = 1,
+	};
+	struct pollfd pfd = { .events = POLLPRI };
+	struct kva_arena *a;
+	struct kva_stat st;
+	uint64_t h[2 * NR];
+
+	ASSERT_EQ(0, kva_arena_create(&p));
+	/* One memfd over the table; pages only for the frames in the arena. */
+	EXPECT_EQ(2 * NR, module_stat(name).nr_backed);
+	ASSERT_EQ(0, open_device(&a, name, KVA_TRANSPORT_IOCTL));
+	ASSERT_EQ(0, kva_stat(a, &st));
+	EXPECT_EQ(NR, st.nr_frames);
+	EXPECT_EQ(2 * NR, st.max_frames);
+	EXPECT_EQ(0, st.nr_shrinking);
+	EXPECT_EQ(-ENOSPC, kva_alloc(a, h, NR + 1, 0));
+
+	/* Grown after the open: frames past the size at open are handles too. */
+	ASSERT_EQ(0, resize_arena(name, 2 * NR));
+	ASSERT_EQ((int)(2 * NR), kva_alloc(a, h, 2 * NR, 0));
+	ASSERT_EQ(0, kva_stat(a, &st));
+	EXPECT_EQ(2 * NR, st.nr_frames);
+	EXPECT_EQ(2 * NR, st.held);
+	ASSERT_EQ(0, kva_free(a, h + 2 * NR - 4, 4));
+
+	/*
+	 * Shrunk with all but 4 frames held: those 4 go, the rest is waited
+	 * for, and the arena is under pressure until the engine frees them.
+	 */
+	pfd.fd = kva_poll_fd(a);
+	ASSERT_LE(0, pfd.fd);
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+	ASSERT_EQ(0, resize_arena(name, NR));
+	ASSERT_EQ(0, kva_stat(a, &st));
+	EXPECT_EQ(2 * NR - 4, st.nr_frames);
+	EXPECT_EQ(NR - 4, st.nr_shrinking);
+	EXPECT_EQ(1, poll(&pfd, 1, 0));
+	EXPECT_EQ(POLLPRI, pfd.revents & POLLPRI);
+	ASSERT_EQ(0, kva_free(a, h, NR - 4));
+	ASSERT_EQ(0, kva_stat(a, &st));
+	EXPECT_EQ(NR, st.nr_frames);
+	EXPECT_EQ(0, st.nr_shrinking);
+	ASSERT_EQ(0, kva_free(a, h + NR - 4, NR));
+	kva_close(a);
 	EXPECT_EQ(0, destroy_arena(name));
 }
 

@@ -83,7 +83,8 @@ class Stat(ctypes.Structure):
         ("nr_published", c_u32),
         ("cache_hits", c_u64),
         ("cache_misses", c_u64),
-        ("reserved", c_u64 * 1),
+        ("nr_shrinking", c_u32),
+        ("max_frames", c_u32),
     ]
 
 
@@ -98,7 +99,7 @@ class ArenaParams(ctypes.Structure):
         ("low_watermark", c_u32),
         ("bytes_per_token", c_u64),
         ("flags", c_u32),
-        ("reserved0", c_u32),
+        ("max_frames", c_u32),
         ("device", c_char_p),
         ("cuda_library", c_char_p),
         ("reserved", c_u64 * 4),
