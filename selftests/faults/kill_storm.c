@@ -24,18 +24,22 @@
  * administrator would, it EVICTs a random client instead, whatever it is
  * doing: its frames go back, its mappings are zapped, its commands fail
  * with ESHUTDOWN (and a worker that sees that exits, or dies of SIGBUS
- * touching a revoked mapping, and is replaced).  After every kill and
+ * touching a revoked mapping, and is replaced).  And now and then it
+ * resizes an arena (ARENA_RESIZE) to a random size, shrinking it under
+ * frames the workers hold (the shrink waits for them) or growing it back,
+ * sometimes cancelling a shrink that waits.  After every kill and
  * every eviction it checks the counts that hold at any moment; at the end
- * it kills the rest, waits
+ * it kills the rest, grows every arena back to its size at create, waits
  * for every client to be gone (a killed process's io_uring is torn down by
  * a kernel worker, after the process is reaped) and checks every arena:
- * nothing held, reserved or filled, free + cached = capacity, as many
+ * nothing held, reserved or filled, nothing absent or awaited by a
+ * shrink, free + cached = capacity, as many
  * keys published as frames cached, frames_allocated - frames_freed =
  * held + cached.  The kernel log is checked by
  * the VM runner.
  *
  *   kill_storm [--kills N] [--workers N] [--delay-ms N] [--evict-every N]
- *              [--seed S]
+ *              [--resize-every N] [--seed S]
  *
  * Prints "kill storm: N kills, E evictions, M frames lost" (M must be 0).
  */
@@ -559,6 +563,86 @@ static void reap_orphans(void)
 		;
 }
 
+struct resizes {
+	unsigned long done, shrinks, grows, cancels, waiting, refused;
+};
+
+/*
+ * ARENA_RESIZE @name (of @nr frames at create) to a random size from a
+ * quarter of it to all of it, or cancel a waiting shrink.  Returns 0, or
+ * 1 for an error no resize may give (a shrink below the clients'
+ * minimums is refused, and is not one).
+ */
+static int resize_one(int fd, const char *name, uint32_t nr,
+		      struct fz_rng *r, struct resizes *rs)
+{
+	struct kvarena_arena_resize z = { 0 };
+	struct kvarena_stat s;
+	int ret;
+
+	fz_name(z.name, "%s", name);
+	if (fz_stat(fd, name, &s))
+		return 1;
+	if (s.nr_shrinking && fz_one_in(r, 2)) {
+		z.flags = KVARENA_RESIZE_CANCEL;
+		rs->cancels++;
+	} else {
+		z.nr_frames = nr / 4 + fz_below(r, nr - nr / 4 + 1);
+		if (z.nr_frames < s.nr_frames - s.nr_shrinking)
+			rs->shrinks++;
+		else
+			rs->grows++;
+	}
+	ret = fz_ioctl(fd, KVARENA_IOC_ARENA_RESIZE, &z);
+	if (ret == -EBUSY && !z.flags) {
+		rs->refused++;
+		return 0;
+	}
+	if (ret) {
+		printf("# %s: RESIZE to %u (flags %u): %s\n", name, z.nr_frames,
+		       z.flags, strerror(-ret));
+		return 1;
+	}
+	rs->done++;
+	rs->waiting += z.out_shrinking != 0;
+	/* Now and then an administrator thinks better of a shrink at once. */
+	if (z.out_shrinking && fz_one_in(r, 3)) {
+		z.flags = KVARENA_RESIZE_CANCEL;
+		z.nr_frames = 0;
+		ret = fz_ioctl(fd, KVARENA_IOC_ARENA_RESIZE, &z);
+		if (ret) {
+			printf("# %s: RESIZE cancel: %s\n", name, strerror(-ret));
+			return 1;
+		}
+		rs->cancels++;
+	}
+	if (z.out_frames + z.out_absent != nr ||
+	    (z.flags && z.out_shrinking)) {
+		printf("# %s: RESIZE to %u (flags %u): %u frames, %u absent, "
+		       "%u awaited\n", name, z.nr_frames, z.flags, z.out_frames,
+		       z.out_absent, z.out_shrinking);
+		return 1;
+	}
+	return 0;
+}
+
+/* Back to @nr frames, nothing awaited; 0 or 1. */
+static int resize_back(int fd, const char *name, uint32_t nr)
+{
+	struct kvarena_arena_resize z = { .nr_frames = nr };
+	int ret;
+
+	fz_name(z.name, "%s", name);
+	ret = fz_ioctl(fd, KVARENA_IOC_ARENA_RESIZE, &z);
+	if (ret || z.out_frames != nr || z.out_absent || z.out_shrinking) {
+		printf("# %s: RESIZE back to %u: %s, %u frames, %u absent, "
+		       "%u awaited\n", name, nr, strerror(-ret), z.out_frames,
+		       z.out_absent, z.out_shrinking);
+		return 1;
+	}
+	return 0;
+}
+
 static int check_now(int fd, const char *name)
 {
 	struct kvarena_stat s;
@@ -576,11 +660,13 @@ int main(int argc, char **argv)
 		{ "kills", 1, NULL, 'k' }, { "workers", 1, NULL, 'w' },
 		{ "delay-ms", 1, NULL, 'd' }, { "seed", 1, NULL, 's' },
 		{ "evict-every", 1, NULL, 'e' },
+		{ "resize-every", 1, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned long kills = 1000, nworkers = 6, delay_ms = 8, done = 0;
-	unsigned long evict_every = 4;
+	unsigned long evict_every = 4, resize_every = 4;
 	struct evictions ev = { 0 };
+	struct resizes rs = { 0 };
 	unsigned long by_kind[W_KINDS] = { 0 };
 	struct worker w[MAX_WORKERS] = { 0 };
 	uint64_t seed = fz_clock_seed();
@@ -597,8 +683,9 @@ int main(int argc, char **argv)
 		case 'd': delay_ms = strtoul(optarg, NULL, 0); break;
 		case 's': seed = strtoull(optarg, NULL, 0); break;
 		case 'e': evict_every = strtoul(optarg, NULL, 0); break;
+		case 'r': resize_every = strtoul(optarg, NULL, 0); break;
 		default:
-			fprintf(stderr, "usage: kill_storm [--kills N] [--workers N] [--delay-ms N] [--evict-every N] [--seed S]\n");
+			fprintf(stderr, "usage: kill_storm [--kills N] [--workers N] [--delay-ms N] [--evict-every N] [--resize-every N] [--seed S]\n");
 			return 2;
 		}
 	}
@@ -606,8 +693,9 @@ int main(int argc, char **argv)
 		nworkers = MAX_WORKERS;
 	printf("TAP version 13\n1..1\n");
 	printf("# kill storm: seed 0x%016" PRIx64 ", %lu kills, %lu workers, "
-	       "delays up to %lu ms, an eviction every %lu kills or so\n",
-	       seed, kills, nworkers, delay_ms, evict_every);
+	       "delays up to %lu ms, an eviction every %lu kills or so, "
+	       "a resize every %lu\n",
+	       seed, kills, nworkers, delay_ms, evict_every, resize_every);
 	fflush(stdout);
 	fz_seed(&r, seed);
 
@@ -641,6 +729,12 @@ int main(int argc, char **argv)
 			failures += evict_one(fd, name, w, nworkers, &r, &ev);
 			failures += check_now(fd, name);
 		}
+		if (resize_every && fz_one_in(&r, resize_every)) {
+			bool host = fz_one_in(&r, 2);
+
+			failures += resize_one(fd, host ? arena_host : arena_acct,
+					       host ? NR_HOST : NR_ACCT, &r, &rs);
+		}
 		/* Only a kill of a live worker counts: it may be evicted and gone. */
 		k = kill_worker(v, &ev);
 		if (k > 0) {
@@ -657,6 +751,8 @@ int main(int argc, char **argv)
 		if (w[i].pid)
 			failures += kill_worker(&w[i], &ev) < 0;
 	reap_orphans();
+	failures += resize_back(fd, arena_host, NR_HOST);
+	failures += resize_back(fd, arena_acct, NR_ACCT);
 
 	settle_host = fz_wait_no_clients(fd, arena_host, 60);
 	settle_acct = fz_wait_no_clients(fd, arena_acct, 60);
@@ -682,8 +778,12 @@ int main(int argc, char **argv)
 	       "first); evicted workers that gave up on ESHUTDOWN %lu, died of "
 	       "SIGBUS %lu\n", ev.done, ev.frames, ev.raced, ev.gave_up,
 	       ev.sigbus);
-	printf("kill storm: %lu kills, %lu evictions, %u frames lost\n", done,
-	       ev.done, lost_host + lost_acct);
+	printf("# resizes: %lu (%lu shrinks, %lu of them left waiting for "
+	       "held frames, %lu grows, %lu cancels; %lu below the minimums "
+	       "refused)\n", rs.done, rs.shrinks, rs.waiting, rs.grows,
+	       rs.cancels, rs.refused);
+	printf("kill storm: %lu kills, %lu evictions, %lu resizes, %u frames "
+	       "lost\n", done, ev.done, rs.done, lost_host + lost_acct);
 	fz_ktap_result("kill_storm", failures || lost_host || lost_acct ||
 			done < kills);
 	return failures || lost_host || lost_acct || done < kills;
