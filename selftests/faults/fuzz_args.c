@@ -80,7 +80,7 @@ static bool spec_create(const struct kvarena_arena_create *c)
 	uint64_t fs = c->frame_size;
 	bool access = c->flags & KVARENA_CREATE_ACCESS;
 
-	return RSV(c, reserved1) && RSV(c, reserved) &&
+	return RSV(c, reserved) &&
 	       !(c->flags & ~(KVARENA_CREATE_NO_BACKING | KVARENA_CREATE_ACCESS |
 			      KVARENA_CREATE_CLEAR_ALWAYS)) &&
 	       /* "not with KVARENA_CREATE_NO_BACKING" */
@@ -95,6 +95,9 @@ static bool spec_create(const struct kvarena_arena_create *c)
 	       fs && !(fs & (fs - 1)) && fs >= KVARENA_MIN_FRAME_SIZE &&
 	       fs >= KVA_CHECK_PAGE_SIZE && fs <= KVARENA_MAX_FRAME_SIZE &&
 	       c->nr_frames >= 1 && c->nr_frames <= KVARENA_MAX_FRAMES &&
+	       /* "@nr_frames..KVARENA_MAX_FRAMES (0: @nr_frames ...)" */
+	       (!c->max_frames || (c->max_frames >= c->nr_frames &&
+				   c->max_frames <= KVARENA_MAX_FRAMES)) &&
 	       (c->mem_kind == KVARENA_MEM_HOST ||
 		c->mem_kind == KVARENA_MEM_CUDA) &&
 	       /* "0 for host", "zero for host arenas" */
@@ -109,6 +112,21 @@ static bool spec_destroy(const struct kvarena_arena_destroy *d)
 {
 	return !d->flags && RSV(d, reserved0) && RSV(d, reserved) &&
 	       spec_name(d->name);
+}
+
+/*
+ * "@nr_frames: the size to become, 1..the arena's max_frames; 0 with
+ * KVARENA_RESIZE_CANCEL" (the table is the command's to check).  A
+ * cancel waits for nothing: @timeout_ms 0 with it (check.c's rule).
+ */
+static bool spec_resize(const struct kvarena_arena_resize *r)
+{
+	bool cancel = r->flags & KVARENA_RESIZE_CANCEL;
+
+	/* The out fields are not looked at. */
+	return !(r->flags & ~KVARENA_RESIZE_CANCEL) && RSV(r, reserved0) &&
+	       RSV(r, reserved1) && RSV(r, reserved) && spec_name(r->name) &&
+	       (cancel ? !r->nr_frames && !r->timeout_ms : r->nr_frames >= 1);
 }
 
 static bool spec_backing(const struct kvarena_set_backing *b)
@@ -296,6 +314,7 @@ static int check_clients(const struct kvarena_clients *c)
 ADAPT(version, struct kvarena_version, kva_check_version, spec_version)
 ADAPT(create, struct kvarena_arena_create, kva_check_create, spec_create)
 ADAPT(destroy, struct kvarena_arena_destroy, kva_check_destroy, spec_destroy)
+ADAPT(resize, struct kvarena_arena_resize, kva_check_resize, spec_resize)
 ADAPT(backing, struct kvarena_set_backing, kva_check_set_backing, spec_backing)
 ADAPT(attach, struct kvarena_attach, kva_check_attach, spec_attach)
 ADAPT(alloc, struct kvarena_frames, check_alloc, spec_alloc)
@@ -327,6 +346,9 @@ static const struct cmd cmds[] = {
 	CMD(frame_fd, KVARENA_IOC_FRAME_FD, struct kvarena_frame_fd, KVA_CLIENT, false),
 	CMD(usage, KVARENA_IOC_SET_USAGE, struct kvarena_usage, KVA_CLIENT, true),
 	CMD(stat, KVARENA_IOC_STAT, struct kvarena_stat, KVA_ANYONE, false),
+	/* "the struct before it (KVARENA_STAT_SIZE_V1 bytes) is still taken" */
+	{ "stat_v1", KVA_IOC_STAT_V1, KVARENA_STAT_SIZE_V1, KVA_ANYONE, false,
+	  chk_stat, spc_stat },
 	CMD(clients, KVARENA_IOC_CLIENTS, struct kvarena_clients, KVA_ANYONE, false),
 	CMD(limits, KVARENA_IOC_SET_LIMITS, struct kvarena_limits, KVA_ADMIN, false),
 	CMD(policy, KVARENA_IOC_ARENA_SET_POLICY, struct kvarena_arena_policy, KVA_ADMIN, false),
@@ -335,6 +357,7 @@ static const struct cmd cmds[] = {
 	CMD(lookup, KVARENA_IOC_LOOKUP, struct kvarena_prefix, KVA_CLIENT, true),
 	CMD(events_fd, KVARENA_IOC_EVENTS_FD, struct kvarena_events_fd, KVA_ANYONE, false),
 	CMD(scrub, KVARENA_IOC_SCRUB, struct kvarena_scrub, KVA_CLIENT, false),
+	CMD(resize, KVARENA_IOC_ARENA_RESIZE, struct kvarena_arena_resize, KVA_ADMIN, false),
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 

@@ -32,6 +32,13 @@
  *     -ESHUTDOWN (and on no other file);
  *   - what the process holds, by the module's CLIENTS table, is what its
  *     own successful ALLOCs and FREEs say (checked every few calls);
+ *   - a STAT's counts add up (free, cached and held frames are the
+ *     arena's; it and its absent frames are the table), and STAT of the
+ *     struct of before KVARENA_FEAT_RESIZE writes no more than that;
+ *   - ARENA_RESIZE never leaves a shrink waiting for every frame, and of
+ *     an arena of the process's own (nobody else's to resize) leaves it
+ *     becoming the size asked for, or with no shrink waiting after a
+ *     cancel;
  * and at the end, once every process is gone, every arena is quiet
  * (nothing held, counts add up) and every arena the fuzzer made is gone.
  * The kernel log is checked by the VM runner.
@@ -58,6 +65,11 @@
 #define POOL		128	/* stale and foreign handles remembered */
 #define MAX_ARENAS	4	/* arenas a process made, alive at once */
 #define SLOT		4096	/* bytes of one argument buffer */
+#define STAT_V1_TAIL	32	/* bytes past a STAT_V1 struct that must stay */
+
+/* STAT with the struct of before KVARENA_FEAT_RESIZE: still taken. */
+#define IOC_STAT_V1	_IOC(_IOC_READ | _IOC_WRITE, KVARENA_IOC_MAGIC, \
+			     0x09, KVARENA_STAT_SIZE_V1)
 
 static const char *const shared_name = "fz-shared";
 
@@ -162,6 +174,7 @@ static uint32_t arena_tag(struct proc *p, const char *name);
 static void build_publish(struct proc *p, struct call *c);
 static void build_lookup(struct proc *p, struct call *c);
 static void build_scrub(struct proc *p, struct call *c);
+static void build_resize(struct proc *p, struct call *c);
 
 #define ADMIN_ERRS (E_ANY | E(EPERM) | E(EBADF) | E(ENOENT) | E(ENOMEM))
 /* Client commands: ENOTCONN marks them (see one_call()). */
@@ -193,6 +206,8 @@ static const struct cmd_desc cmds[] = {
 	  CLIENT_ERRS, 3, build_usage },
 	{ "STAT", KVARENA_IOC_STAT, sizeof(struct kvarena_stat),
 	  E_ANY | E(ENOENT) | E(EACCES), 3, build_stat },
+	{ "STAT_V1", IOC_STAT_V1, KVARENA_STAT_SIZE_V1,
+	  E_ANY | E(ENOENT) | E(EACCES), 1, build_stat },
 	{ "CLIENTS", KVARENA_IOC_CLIENTS, sizeof(struct kvarena_clients),
 	  E_ANY | E(ENOENT) | E(EACCES) | E(ENOMEM), 3, build_clients },
 	{ "SET_LIMITS", KVARENA_IOC_SET_LIMITS, sizeof(struct kvarena_limits),
@@ -212,6 +227,9 @@ static const struct cmd_desc cmds[] = {
 	{ "SCRUB", KVARENA_IOC_SCRUB, sizeof(struct kvarena_scrub),
 	  CLIENT_ERRS | E(EOPNOTSUPP) | E(EPERM) | E(ENOENT) | E(ESTALE) |
 	  E(EINTR), 2, build_scrub },
+	{ "ARENA_RESIZE", KVARENA_IOC_ARENA_RESIZE,
+	  sizeof(struct kvarena_arena_resize),
+	  ADMIN_ERRS | E(EBUSY) | E(ENODATA), 2, build_resize },
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -508,7 +526,29 @@ static void build_create(struct proc *p, struct call *c)
 		c->why = "an unknown create flag";
 	}
 	a->domain_cached_max = fz_one_in(&p->r, 8) ? fz_below(&p->r, 4) : 0;
-	MUTATE_FIELD(p, c, a, reserved1);
+	/* A table to grow into now and then, a few times the arena at most. */
+	if (a->nr_frames && a->nr_frames <= KVARENA_MAX_FRAMES) {
+		switch (fz_below(&p->r, 12)) {
+		case 0: case 1: case 2:
+			a->max_frames = a->nr_frames +
+				fz_below(&p->r, 3 * (a->nr_frames < NR_OWN ?
+						     a->nr_frames : NR_OWN) + 1);
+			break;
+		case 3:
+			if (a->nr_frames < 2)
+				break;
+			a->max_frames = 1 + fz_below(&p->r, a->nr_frames - 1);
+			c->must_fail = true;
+			c->why = "max_frames below nr_frames";
+			break;
+		case 4:
+			a->max_frames = KVARENA_MAX_FRAMES + 1 +
+				fz_below(&p->r, 0xffffffffu - KVARENA_MAX_FRAMES);
+			c->must_fail = true;
+			c->why = "max_frames past KVARENA_MAX_FRAMES";
+			break;
+		}
+	}
 	MUTATE_FIELD(p, c, a, reserved);
 	scribble(p, a, sizeof(*a));
 }
@@ -712,6 +752,12 @@ static void build_stat(struct proc *p, struct call *c)
 	/* Outputs are ignored on input. */
 	s->nr_free = (uint32_t)fz_next(&p->r);
 	s->nr_quarantined = (uint32_t)fz_next(&p->r);
+	/* Past the struct of before: to stay as it is (check_stat()). */
+	if (c->cmd == IOC_STAT_V1)
+		memset((uint8_t *)s + KVARENA_STAT_SIZE_V1, 0xa5,
+		       STAT_V1_TAIL + 1);
+	else
+		s->nr_shrinking = (uint32_t)fz_next(&p->r);
 }
 
 static void build_clients(struct proc *p, struct call *c)
@@ -981,6 +1027,62 @@ static void build_scrub(struct proc *p, struct call *c)
 	MUTATE_FIELD(p, c, sc, reserved);
 }
 
+/*
+ * ARENA_RESIZE: shrinks and grows within the table or past it, or a
+ * cancel; waits of a few milliseconds at most, so that nobody stalls.
+ */
+static void build_resize(struct proc *p, struct call *c)
+{
+	struct kvarena_arena_resize *r = slot(p, 0);
+
+	memset(r, 0, sizeof(*r));
+	pick_name(p, r->name);
+	switch (fz_below(&p->r, 10)) {
+	case 0:
+		r->flags = KVARENA_RESIZE_CANCEL;
+		break;
+	case 1:
+		c->must_fail = true;
+		c->why = "a size of 0";
+		break;
+	case 2:
+		r->nr_frames = KVARENA_MAX_FRAMES + 1 +
+			       fz_below(&p->r, 0xffffffffu - KVARENA_MAX_FRAMES);
+		c->must_fail = true;
+		c->why = "a size past KVARENA_MAX_FRAMES";
+		break;
+	case 3: case 4:
+		/* The shared arena's table and past it. */
+		r->nr_frames = 1 + fz_below(&p->r, NR_SHARED + NR_OWN);
+		break;
+	default:
+		r->nr_frames = 1 + fz_below(&p->r, 4 * NR_OWN);
+		break;
+	}
+	r->timeout_ms = fz_one_in(&p->r, 4) ? fz_below(&p->r, 21) : 0;
+	if ((r->flags & KVARENA_RESIZE_CANCEL) && r->timeout_ms) {
+		c->must_fail = true;
+		c->why = "a cancel that would wait";
+	}
+	if ((r->flags & KVARENA_RESIZE_CANCEL) && fz_one_in(&p->r, 4)) {
+		r->nr_frames = 1 + fz_below(&p->r, NR_SHARED);
+		c->must_fail = true;
+		c->why = "a cancel with a size";
+	}
+	/* Outputs are ignored on input. */
+	r->out_frames = (uint32_t)fz_next(&p->r);
+	r->out_shrinking = (uint32_t)fz_next(&p->r);
+	r->out_absent = (uint32_t)fz_next(&p->r);
+	if (fz_one_in(&p->r, 16)) {
+		r->flags |= 1u << (1 + fz_below(&p->r, 31));
+		c->must_fail = true;
+		c->why = "an unknown resize flag";
+	}
+	MUTATE_FIELD(p, c, r, reserved0);
+	MUTATE_FIELD(p, c, r, reserved1);
+	MUTATE_FIELD(p, c, r, reserved);
+}
+
 /* ---- one call ------------------------------------------------------------ */
 
 static int pick_cmd(struct proc *p)
@@ -1126,6 +1228,66 @@ static void account_evict(struct proc *p, const struct call *c,
 	     e->name);
 }
 
+/*
+ * A STAT is taken under the arena's lock: its counts add up.  The struct
+ * of before KVARENA_FEAT_RESIZE is written no further than its size.
+ */
+static void check_stat(struct proc *p, const struct call *c,
+		       const struct kvarena_stat *s)
+{
+	const uint8_t *tail = (const uint8_t *)s + KVARENA_STAT_SIZE_V1;
+	unsigned int i;
+
+	if ((uint64_t)s->nr_free + s->nr_cached + s->nr_held != s->nr_frames)
+		fail(p, c, "%.32s: free %u + cached %u + held %u != %u frames",
+		     s->name, s->nr_free, s->nr_cached, s->nr_held,
+		     s->nr_frames);
+	if (c->cmd == IOC_STAT_V1) {
+		for (i = 0; i < STAT_V1_TAIL; i++) {
+			if (tail[i] != 0xa5) {
+				fail(p, c, "wrote byte %u past its %u bytes",
+				     i, KVARENA_STAT_SIZE_V1);
+				return;
+			}
+		}
+		return;
+	}
+	if ((uint64_t)s->nr_frames + s->nr_absent != s->max_frames ||
+	    s->max_frames > KVARENA_MAX_FRAMES ||
+	    s->nr_shrinking >= s->nr_frames)
+		fail(p, c, "%.32s: %u frames + %u absent, table %u, %u going",
+		     s->name, s->nr_frames, s->nr_absent, s->max_frames,
+		     s->nr_shrinking);
+	if (s->reserved0 || s->reserved[0] || s->reserved[1] ||
+	    s->reserved[2] || s->reserved[3])
+		fail(p, c, "%.32s: reserved fields written", s->name);
+}
+
+/*
+ * Frames taken out later leave the size it is becoming as it is; only a
+ * resize changes that, and an arena of ours is nobody else's to resize.
+ */
+static void check_resize(struct proc *p, const struct call *c,
+			 const struct kvarena_arena_resize *r)
+{
+	uint32_t t = arena_tag(p, r->name);
+	bool cancel = r->flags & KVARENA_RESIZE_CANCEL;
+
+	if (r->out_shrinking >= r->out_frames ||
+	    (uint64_t)r->out_frames + r->out_absent > KVARENA_MAX_FRAMES) {
+		fail(p, c, "%.32s: %u frames, %u going, %u absent", r->name,
+		     r->out_frames, r->out_shrinking, r->out_absent);
+		return;
+	}
+	if (!t || t == 0xffffffffu)
+		return;
+	if (cancel ? r->out_shrinking != 0 :
+		     r->out_frames - r->out_shrinking != r->nr_frames)
+		fail(p, c, "%.32s: %s %u, now %u frames, %u going", r->name,
+		     cancel ? "cancelled, size" : "resized to",
+		     r->nr_frames, r->out_frames, r->out_shrinking);
+}
+
 /* What a successful call changed, in the process's own picture. */
 static void account(struct proc *p, struct call *c, int ret)
 {
@@ -1259,6 +1421,10 @@ static void account(struct proc *p, struct call *c, int ret)
 		close(e->fd);
 	} else if (d->cmd == KVARENA_IOC_EVICT) {
 		account_evict(p, c, c->arg);
+	} else if (d->cmd == KVARENA_IOC_STAT || d->cmd == IOC_STAT_V1) {
+		check_stat(p, c, c->arg);
+	} else if (d->cmd == KVARENA_IOC_ARENA_RESIZE) {
+		check_resize(p, c, c->arg);
 	} else if (d->cmd == KVARENA_IOC_ARENA_DESTROY) {
 		const struct kvarena_arena_destroy *a = c->arg;
 
@@ -1333,8 +1499,8 @@ static void one_call(struct proc *p)
 		/* Learn what it did anyway, to stay in step. */
 	}
 	if (kf->rdonly && !ret && c.cmd != KVARENA_IOC_VERSION &&
-	    c.cmd != KVARENA_IOC_STAT && c.cmd != KVARENA_IOC_CLIENTS &&
-	    c.cmd != KVARENA_IOC_EVENTS_FD)
+	    c.cmd != KVARENA_IOC_STAT && c.cmd != IOC_STAT_V1 &&
+	    c.cmd != KVARENA_IOC_CLIENTS && c.cmd != KVARENA_IOC_EVENTS_FD)
 		fail(p, &c, "a read-only file was let mutate");
 	/* Read-only memory reads as zeros: not the struct we built. */
 	if (kind == PTR_GOOD)

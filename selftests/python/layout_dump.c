@@ -58,14 +58,14 @@ int main(void)
 	F(kva_stat, my_filled_tokens); F(kva_stat, my_filled_bytes);
 	F(kva_stat, nr_cached); F(kva_stat, nr_published);
 	F(kva_stat, cache_hits); F(kva_stat, cache_misses);
-	F(kva_stat, reserved);
+	F(kva_stat, nr_shrinking); F(kva_stat, max_frames);
 	END();
 	BEGIN(kva_arena_params);
 	F(kva_arena_params, name); F(kva_arena_params, nr_frames);
 	F(kva_arena_params, mem_kind); F(kva_arena_params, frame_size);
 	F(kva_arena_params, mem_dev); F(kva_arena_params, low_watermark);
 	F(kva_arena_params, bytes_per_token); F(kva_arena_params, flags);
-	F(kva_arena_params, reserved0); F(kva_arena_params, device);
+	F(kva_arena_params, max_frames); F(kva_arena_params, device);
 	F(kva_arena_params, cuda_library); F(kva_arena_params, reserved);
 	END();
 	BEGIN(kva_geometry);
@@ -106,7 +106,10 @@ int main(void)
 	F(kvarena_stat, cache_reclaims); F(kvarena_stat, domain);
 	F(kvarena_stat, nr_dirty); F(kvarena_stat, dom_cached);
 	F(kvarena_stat, frames_cleared); F(kvarena_stat, domain_cached_max);
-	F(kvarena_stat, nr_quarantined);
+	F(kvarena_stat, nr_quarantined); F(kvarena_stat, max_frames);
+	F(kvarena_stat, nr_absent); F(kvarena_stat, nr_shrinking);
+	F(kvarena_stat, reserved0); F(kvarena_stat, frames_retired);
+	F(kvarena_stat, reserved);
 	END();
 	BEGIN(kvarena_client_info);
 	F(kvarena_client_info, client_id); F(kvarena_client_info, pid);

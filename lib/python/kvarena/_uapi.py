@@ -85,6 +85,12 @@ class StatArg(ctypes.Structure):
         ("frames_cleared", c_u64),
         ("domain_cached_max", c_u32),
         ("nr_quarantined", c_u32),
+        ("max_frames", c_u32),
+        ("nr_absent", c_u32),
+        ("nr_shrinking", c_u32),
+        ("reserved0", c_u32),
+        ("frames_retired", c_u64),
+        ("reserved", c_u64 * 4),
     ]
 
 
