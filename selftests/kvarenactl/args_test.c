@@ -59,7 +59,9 @@ struct row {
 /* create checks MemAvailable before the device: either may stop it. */
 #define CREATE_FAILS	"kvarenactl: "
 
-#define N32	"a whole number from 1 to 16777216"
+/* A frame count, or a size of whole frames. */
+#define OR_SIZE	", or a size of whole frames (512Mi)"
+#define N32	"a whole number from 1 to 16777216" OR_SIZE
 #define SIZES	" (bytes, or with K, M, G, T: 64Ki, 2M, 2.0Mi)"
 #define FRAME_SIZE "a size from 4Ki to 1Gi" SIZES ", a power of two"
 #define BPT	"a size from 1 to 1Gi" SIZES ", at most the frame size"
@@ -67,7 +69,7 @@ struct row {
 #define SECS	"seconds from 0.01 to 86400, at most 3 decimals"
 #define COUNT	"a whole number from 1 to 18446744073709551615"
 #define BACKEND	"host, cuda or cuda:DEVICE (DEVICE 0 to 2147483647)"
-#define FRAMES0	"a whole number from 0 to 16777216"
+#define FRAMES0	"a whole number from 0 to 16777216" OR_SIZE
 #define ID	"a whole number from 1 to 4294967295"
 #define NAME_RULE "1-31 characters of A-Z a-z 0-9 _ . -, not starting with '.'"
 
@@ -594,6 +596,126 @@ static const struct row rows[] = {
 	  "kill", "x", "vllm", "--min", "1"),
 	RP("id", EDGE, 1, NODEV, "kill", "x", "--id", "1"),
 
+	/* ---- frame counts as sizes: whole frames of the frame size ---- */
+	R("frames", BAD, 2, USAGE("create", "--frames \"3Mi\": not a whole number of 2Mi frames"),
+	  "create", "x", "--frames", "3Mi"),
+	R("frames", BAD, 2, USAGE("create", "--frames \"1.5Mi\": not a whole number of 1Mi frames"),
+	  "create", "x", "--frame-size", "1M", "--frames", "1.5Mi"),
+	R("frames", BAD, 2, USAGE("create", "--frames \"64Ti\": out of range: 17179869184 frames of 4Ki; want " N32),
+	  "create", "x", "--frames", "64Ti", "--frame-size", "4K"),
+	R("frames", BAD, 2, USAGE("create", "--frames \"0K\": out of range: 0 frames of 2Mi; want " N32),
+	  "create", "x", "--frames", "0K"),
+	R("frames", BAD, 2, USAGE("create", "--frames \"2.5\": want " N32),
+	  "create", "x", "--frames", "2.5"),
+	RP("frames", EDGE, 1, NODEV, "create", "x", "--frames", "256Ki",
+	   "--frame-size", "64K"),
+	RP("frames", EDGE, 1, NODEV, "create", "x", "--frame-size", "4K",
+	   "--frames", "4KiB"),
+	R("low-watermark", BAD, 2, USAGE("create", "--low-watermark 5 is above --frames 4"),
+	  "create", "x", "--frames", "256K", "--frame-size", "64K",
+	  "--low-watermark", "320K"),
+	RP("low-watermark", EDGE, 1, NODEV, "create", "x", "--frames", "4",
+	   "--frame-size", "64K", "--low-watermark", "256Ki"),
+	R("client-max-limit", BAD, 2, USAGE("create", "--client-max-limit 5 is above --frames 4"),
+	  "create", "x", "--frames", "4", "--frame-size", "64K",
+	  "--client-max-limit", "320K"),
+	R("client-min-limit", BAD, 2, USAGE("create", "--client-min-limit \"100K\": not a whole number of 64Ki frames"),
+	  "create", "x", "--frames", "4", "--frame-size", "64K",
+	  "--client-min-limit", "100K"),
+	RP("client-max-default", EDGE, 1, NODEV, "create", "x", "--frames", "4",
+	   "--frame-size", "64K", "--client-max-default", "128Ki"),
+	R("domain-cached-max", BAD, 2, USAGE("create", "--domain-cached-max \"1X\": want " PFRAMES),
+	  "create", "x", "--frames", "4", "--domain-cached-max", "1X"),
+	/* limit: in the arena's frames, once STAT said their size. */
+	RP("min", EDGE, 1, NODEV, "limit", "x", "#1", "--min", "1Gi",
+	   "--max", "2"),
+	RP("max", EDGE, 1, NODEV, "limit", "x", "#1", "--max", "2.5Gi"),
+	R("max", BAD, 2, USAGE("limit", "--max \"2.5Q\": want " PFRAMES),
+	  "limit", "x", "#1", "--max", "2.5Q"),
+	RP("client-max-limit", EDGE, 1, NODEV, "limit", "x",
+	   "--client-max-limit", "1Ti"),
+
+#define MAXF	N32 ", at least --frames"
+	R("max-frames", MISSING, 2, USAGE("create", "--max-frames needs a value: " MAXF),
+	  "create", "x", "--frames", "4", "--max-frames"),
+	R("max-frames", BAD, 2, USAGE("create", "--max-frames 3 is below --frames 4"),
+	  "create", "x", "--frames", "4", "--max-frames", "3"),
+	R("max-frames", BAD, 2, USAGE("create", "--max-frames \"0\": out of range: want " MAXF),
+	  "create", "x", "--frames", "4", "--max-frames", "0"),
+	R("max-frames", BAD, 2, USAGE("create", "--max-frames \"16777217\": out of range: want " MAXF),
+	  "create", "x", "--frames", "4", "--max-frames", "16777217"),
+	R("max-frames", BAD, 2, USAGE("create", "--max-frames \"3Mi\": not a whole number of 2Mi frames"),
+	  "create", "x", "--frames", "1", "--max-frames", "3Mi"),
+	R("max-frames", BAD, 2, USAGE("create", "--max-frames 2 is below --frames 4"),
+	  "create", "x", "--frames", "4", "--max-frames", "4Mi"),
+	R("max-frames", BAD, 2, USAGE("resize", "--max-frames does not apply to resize"),
+	  "resize", "x", "--max-frames", "4"),
+	RP("max-frames", EDGE, 1, NODEV, "create", "x", "--frames", "1",
+	   "--frame-size", "4K", "--max-frames", "16777216"),
+	RP("max-frames", EDGE, 1, NODEV, "create", "x", "--frames", "4",
+	   "--frame-size", "4K", "--max-frames", "4"),
+	RP("max-frames", EDGE, 1, NODEV, "create", "x", "--frames", "4Mi",
+	   "--max-frames", "1Gi"),
+
+	/* ---- resize ---- */
+#define RSIZE	N32 ", at most the arena's --max-frames"
+#define RBYTES	"a size of 1 to 16777216 whole frames (bytes, or with K, M, G, T: 512Mi, 1.5Gi), at most the arena's --max-frames"
+	R(NULL, OTHER, 2, USAGE("resize", "usage: kvarenactl resize NAME --frames N | --bytes SIZE [--wait SECONDS] | NAME --cancel"),
+	  "resize", "--frames", "1"),
+	R(NULL, OTHER, 2, USAGE("resize", "give the new size: --frames N or --bytes SIZE (or --cancel)"),
+	  "resize", "x"),
+	R(NULL, OTHER, 2, USAGE("resize", "give the new size: --frames N or --bytes SIZE (or --cancel)"),
+	  "resize", "x", "--wait", "1"),
+	R(NULL, OTHER, 2, USAGE("resize", "--frames or --bytes, not both"),
+	  "resize", "x", "--frames", "2", "--bytes", "4M"),
+	R(NULL, OTHER, 2, USAGE("resize", "unexpected argument \"y\""),
+	  "resize", "x", "y", "--frames", "2"),
+	R(NULL, OTHER, 2, "kvarenactl: resize: bad arena name \"a b\": " NAME_RULE "\n",
+	  "resize", "a b", "--frames", "2"),
+	R(NULL, OTHER, 0, "", "help", "resize"),
+	R("frames", MISSING, 2, USAGE("resize", "--frames needs a value: " RSIZE),
+	  "resize", "x", "--frames"),
+	R("frames", BAD, 2, USAGE("resize", "--frames \"0\": out of range: want " RSIZE),
+	  "resize", "x", "--frames", "0"),
+	R("frames", BAD, 2, USAGE("resize", "--frames \"1x\": want " RSIZE),
+	  "resize", "x", "--frames", "1x"),
+	RP("frames", EDGE, 1, NODEV, "resize", "x", "--frames", "1"),
+	RP("frames", EDGE, 1, NODEV, "resize", "x", "--frames", "16777216"),
+	RP("frames", EDGE, 1, NODEV, "resize", "x", "--frames", "512Mi"),
+	/* resize's --bytes is a size; the views' -b, --bytes a flag. */
+	R("bytes", MISSING, 2, USAGE("resize", "--bytes needs a value: " RBYTES),
+	  "resize", "x", "--bytes"),
+	R("bytes", BAD, 2, USAGE("resize", "--bytes \"1X\": want " RBYTES),
+	  "resize", "x", "--bytes", "1X"),
+	R("bytes", BAD, 2, USAGE("resize", "--bytes \"2.5\": want " RBYTES),
+	  "resize", "x", "--bytes=2.5"),
+	R("bytes", BAD, 2, USAGE("resize", "--bytes \"-1\": want " RBYTES),
+	  "resize", "x", "--bytes", "-1"),
+	R("bytes", BAD, 2, USAGE("resize", "--bytes does not apply to resize"),
+	  "-b", "resize", "x", "--frames", "2"),
+	R("bytes", BAD, 2, USAGE("clients", "unexpected argument \"1G\""),
+	  "clients", "x", "--bytes", "1G"),
+	RP("bytes", EDGE, 1, NODEV, "resize", "x", "--bytes", "1Gi"),
+	RP("bytes", EDGE, 1, NODEV, "resize", "x", "--bytes", "4096"),
+	RP("bytes", EDGE, 1, NODEV, "--bytes", "stat"),
+	RP("bytes", EDGE, 1, NODEV, "stat", "--bytes"),
+	RP("bytes", EDGE, 1, NODEV, "-jb", "top", "-n", "1"),
+	R("wait", MISSING, 2, USAGE("resize", "--wait needs a value: seconds from 0 to 86400, at most 3 decimals"),
+	  "resize", "x", "--frames", "2", "--wait"),
+	R("wait", BAD, 2, USAGE("resize", "--wait \"1m\": want seconds from 0 to 86400, at most 3 decimals"),
+	  "resize", "x", "--frames", "2", "--wait", "1m"),
+	RP("wait", EDGE, 1, NODEV, "resize", "x", "--frames", "2", "--wait",
+	   "86400"),
+	R("cancel", BAD, 2, USAGE("resize", "--cancel takes no value"),
+	  "resize", "x", "--cancel=1"),
+	R("cancel", BAD, 2, USAGE("resize", "--cancel goes alone: no --frames, --bytes or --wait"),
+	  "resize", "x", "--cancel", "--frames", "2"),
+	R("cancel", BAD, 2, USAGE("resize", "--cancel goes alone: no --frames, --bytes or --wait"),
+	  "resize", "x", "--wait", "1", "--cancel"),
+	R("cancel", BAD, 2, USAGE("stat", "--cancel does not apply to stat"),
+	  "stat", "--cancel"),
+	RP("cancel", EDGE, 1, NODEV, "resize", "x", "--cancel"),
+
 	R("help", BAD, 2, "kvarenactl: --help takes no value\nTry 'kvarenactl help'.\n",
 	  "--help=me"),
 	R("help", EDGE, 0, "", "stat", "--help"),
@@ -704,7 +826,17 @@ static const char *show(const struct row *w)
 
 /* ---- the tests ------------------------------------------------------------------ */
 
-TEST(every_row_exits_and_says_what_the_table_says)
+/*
+ * The tests that run every row: a few hundred runs of the tool, which
+ * under ASan take longer than the harness's default 30 s.
+ */
+#define ROWS_TIMEOUT 300
+
+FIXTURE(rows) {};
+FIXTURE_SETUP(rows) {}
+FIXTURE_TEARDOWN(rows) {}
+
+TEST_F_TIMEOUT(rows, every_row_exits_and_says_what_the_table_says, ROWS_TIMEOUT)
 {
 	for (size_t i = 0; i < NR_ROWS; i++) {
 		const struct row *w = &rows[i];
@@ -731,7 +863,7 @@ TEST(every_row_exits_and_says_what_the_table_says)
 	}
 }
 
-TEST(no_output_has_a_control_character)
+TEST_F_TIMEOUT(rows, no_output_has_a_control_character, ROWS_TIMEOUT)
 {
 	for (size_t i = 0; i < NR_ROWS; i++) {
 		struct result r;

@@ -11,7 +11,15 @@
  * a row below with the commands that take it in its cmds (CB(C_CREATE)),
  * and a row of each kind in selftests/kvarenactl/args_test.c, which fails
  * until there is one.  Checks that need several options go in the
- * command's check function.
+ * command's check function.  Two rows may have one name for different
+ * commands (--bytes: a flag of the views, resize's size): after the
+ * command word the row for that command is taken, before it the first.
+ *
+ * A frame count (V_FRAMES) may be given as a size too, "512Mi": a bare
+ * number is frames, a number with a unit is bytes, made frames with the
+ * frame size once it is known - create's --frame-size in check_create(),
+ * the arena's (STAT) for limit and resize, which call
+ * kvactl_frames_resolve() - and refused unless it is whole frames.
  *
  * Every piece of the command line that is echoed in a message goes
  * through kvactl_quote(), so that no input, however made, puts a control
@@ -30,7 +38,8 @@
 /* ---- commands ------------------------------------------------------------ */
 
 enum cmd_id { C_STAT, C_CLIENTS, C_TOP, C_METRICS, C_CREATE, C_DESTROY,
-	      C_LIMIT, C_KILL, C_EVICT, C_EVENTS, C_SCRUB, C_HELP, NR_CMDS };
+	      C_LIMIT, C_KILL, C_EVICT, C_EVENTS, C_SCRUB, C_RESIZE, C_HELP,
+	      NR_CMDS };
 
 #define CB(c)		(1u << (c))
 #define C_VIEW		(CB(C_STAT) | CB(C_CLIENTS) | CB(C_TOP))
@@ -51,6 +60,8 @@ static int check_limit(struct kvactl_opts *o);
 static int check_kill(struct kvactl_opts *o);
 static int check_evict(struct kvactl_opts *o);
 static int check_events(struct kvactl_opts *o);
+static int check_resize(struct kvactl_opts *o);
+static const struct command *find_command(const char *name);
 
 static const struct command commands[NR_CMDS] = {
 	[C_STAT] = { "stat", kvactl_cmd_stat, 0, 1, "[NAME]",
@@ -110,6 +121,15 @@ static const struct command commands[NR_CMDS] = {
 		"or SIGTERM, -n COUNT frames, or --wait SECONDS with nothing to clear.\n"
 		"Without a scrubber a CUDA arena's frames stay in the cache domain that\n"
 		"last held them; host arenas need none (the module clears them).\n" },
+	[C_RESIZE] = { "resize", kvactl_cmd_resize, 1, 1,
+		"NAME --frames N | --bytes SIZE [--wait SECONDS] | NAME --cancel",
+		"Shrink an arena, giving its memory back, or grow it up to its --max-frames",
+		check_resize,
+		"A shrink takes free frames, then cached ones, at once, and held ones as\n"
+		"their clients free them (--wait waits for them; exit status 1 if some\n"
+		"are still held then); --cancel stops waiting, and they stay.  A grow\n"
+		"brings frames back up to the arena's --max-frames, with new memory.\n"
+		"N and SIZE are the arena's new size; SIZE is whole frames (512Mi).\n" },
 	[C_HELP] = { "help", NULL, 0, 1, "[COMMAND]",
 		"This help, or a command's options and their limits" },
 };
@@ -123,6 +143,8 @@ enum value_type {
 	V_SIZE,		/* bytes in [min, max] (2097152, 2M, 2.0Mi), uint64_t */
 	V_SECONDS,	/* milliseconds in [min, max] from seconds, unsigned int */
 	V_WORD,		/* read by ->parse */
+	V_FRAMES,	/* frames in [min, max] into a uint32_t, or a size of
+			 * whole frames (512Mi; ->bytes: any number is bytes) */
 };
 
 struct option_row {
@@ -138,6 +160,7 @@ struct option_row {
 	unsigned int cmds;		/* CB(C_x) of the commands taking it */
 	const char *help;		/* for `help COMMAND` */
 	bool pow2;			/* V_SIZE: a power of two */
+	bool bytes;			/* V_FRAMES: a bare number is bytes too */
 };
 
 static int parse_backend(struct kvactl_opts *o, const char *arg);
@@ -177,7 +200,7 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 	[OPT_WIDTH] = { "width", 'w', V_U32, "COLUMNS", OFF(width), 40, 10000,
 		.cmds = CB(C_TOP),
 		.help = "screen width; default $COLUMNS, else the terminal's" },
-	[OPT_FRAMES] = { "frames", 0, V_U32, "N", OFF(frames), 1,
+	[OPT_FRAMES] = { "frames", 0, V_FRAMES, "N", OFF(frames), 1,
 		KVARENA_MAX_FRAMES, .cmds = CB(C_CREATE),
 		.help = "frames in the arena (required)" },
 	[OPT_FRAME_SIZE] = { "frame-size", 0, V_SIZE, "SIZE", OFF(frame_size),
@@ -187,7 +210,7 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 	[OPT_BACKEND] = { "backend", 0, V_WORD, "MEMORY", 0, 0, INT32_MAX,
 		parse_backend, "host, cuda or cuda:DEVICE (DEVICE 0 to 2147483647)",
 		CB(C_CREATE), "where the memory is; default host" },
-	[OPT_LOW_WATERMARK] = { "low-watermark", 0, V_U32, "N",
+	[OPT_LOW_WATERMARK] = { "low-watermark", 0, V_FRAMES, "N",
 		OFF(low_watermark), 0, KVARENA_MAX_FRAMES,
 		.want = "at most --frames", .cmds = CB(C_CREATE),
 		.help = "pressure below N free frames; default 0: never" },
@@ -225,17 +248,17 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		"octal bits of 0666: r views, w attaches (0660)",
 		CB(C_CREATE) | CB(C_LIMIT),
 		"who may view and attach; default 0666" },
-	[OPT_CLIENT_MIN_LIMIT] = { "client-min-limit", 0, V_U32, "N",
+	[OPT_CLIENT_MIN_LIMIT] = { "client-min-limit", 0, V_FRAMES, "N",
 		OFF(client_min_limit), 0, KVARENA_MAX_FRAMES,
 		.want = "at most the arena's frames",
 		.cmds = CB(C_CREATE) | CB(C_LIMIT),
 		.help = "guarantee a user's clients may ask for, together; default 0" },
-	[OPT_CLIENT_MAX_DEFAULT] = { "client-max-default", 0, V_U32, "N",
+	[OPT_CLIENT_MAX_DEFAULT] = { "client-max-default", 0, V_FRAMES, "N",
 		OFF(client_max_default), 0, KVARENA_MAX_FRAMES,
 		.want = "at most the arena's frames",
 		.cmds = CB(C_CREATE) | CB(C_LIMIT),
 		.help = "max of a client that asks for none; 0: --client-max-limit" },
-	[OPT_CLIENT_MAX_LIMIT] = { "client-max-limit", 0, V_U32, "N",
+	[OPT_CLIENT_MAX_LIMIT] = { "client-max-limit", 0, V_FRAMES, "N",
 		OFF(client_max_limit), 0, KVARENA_MAX_FRAMES,
 		.want = "at most the arena's frames",
 		.cmds = CB(C_CREATE) | CB(C_LIMIT),
@@ -244,7 +267,7 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		parse_cache_domains, "uid, gid or arena",
 		CB(C_CREATE) | CB(C_LIMIT),
 		"who shares prefixes: the clients of one uid (default), of one gid, or all" },
-	[OPT_DOMAIN_CACHED_MAX] = { "domain-cached-max", 0, V_U32, "N",
+	[OPT_DOMAIN_CACHED_MAX] = { "domain-cached-max", 0, V_FRAMES, "N",
 		OFF(domain_cached_max), 0, KVARENA_MAX_FRAMES,
 		.want = "at most the arena's frames",
 		.cmds = CB(C_CREATE) | CB(C_LIMIT),
@@ -258,10 +281,10 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 	[OPT_ID] = { "id", 0, V_U32, "ID", OFF(client_id), 1, UINT32_MAX,
 		.cmds = CB(C_LIMIT) | CB(C_KILL) | CB(C_EVICT),
 		.help = "the client by its id (as CLIENT #ID)" },
-	[OPT_MIN] = { "min", 0, V_U32, "N", OFF(min), 0, KVARENA_MAX_FRAMES,
+	[OPT_MIN] = { "min", 0, V_FRAMES, "N", OFF(min), 0, KVARENA_MAX_FRAMES,
 		.want = "at most the arena's frames", .cmds = CB(C_LIMIT),
 		.help = "frames guaranteed to the client" },
-	[OPT_MAX] = { "max", 0, V_U32, "N", OFF(max), 0, KVARENA_MAX_FRAMES,
+	[OPT_MAX] = { "max", 0, V_FRAMES, "N", OFF(max), 0, KVARENA_MAX_FRAMES,
 		.want = "at most the arena's frames",
 		.cmds = CB(C_LIMIT),
 		.help = "frames the client may hold; 0: the whole arena" },
@@ -308,6 +331,25 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 	[OPT_SALT] = { "salt", 0, V_WORD, "FROM", 0, 0, 0, parse_salt,
 		"domain or none", CB(C_EVENTS),
 		"blocks' salt and hash: with their cache domain (default) or not" },
+	[OPT_MAX_FRAMES] = { "max-frames", 0, V_FRAMES, "N", OFF(max_frames),
+		1, KVARENA_MAX_FRAMES, .want = "at least --frames",
+		.cmds = CB(C_CREATE),
+		.help = "frames resize may grow it to; default --frames" },
+	[OPT_RESIZE_FRAMES] = { "frames", 0, V_FRAMES, "N", OFF(frames), 1,
+		KVARENA_MAX_FRAMES, .want = "at most the arena's --max-frames",
+		.cmds = CB(C_RESIZE),
+		.help = "the arena's new size (or --bytes)" },
+	[OPT_RESIZE_BYTES] = { "bytes", 0, V_FRAMES, "SIZE", OFF(frames), 1,
+		KVARENA_MAX_FRAMES, .want = "at most the arena's --max-frames",
+		.cmds = CB(C_RESIZE),
+		.help = "the arena's new size in bytes (or --frames)",
+		.bytes = true },
+	[OPT_RESIZE_WAIT] = { "wait", 0, V_SECONDS, "SECONDS", OFF(wait_ms), 0,
+		MAX_SECONDS * 1000ull, .cmds = CB(C_RESIZE),
+		.help = "wait this long for held frames a shrink takes; default 0" },
+	[OPT_CANCEL] = { "cancel", 0, V_FLAG, NULL, OFF(cancel),
+		.cmds = CB(C_RESIZE),
+		.help = "stop a shrink's waiting: the frames still held stay" },
 	[OPT_HELP] = { "help", 'h', V_FLAG, NULL, 0, .cmds = C_ALL,
 		.help = "this help" },
 	[OPT_VERSION] = { "version", 'V', V_FLAG, NULL, 0, .cmds = C_ALL,
@@ -387,6 +429,19 @@ static char *want(char *buf, size_t size, const struct option_row *r,
 		break;
 	case V_WORD:
 		n = snprintf(buf, size, "%s", r->want);
+		break;
+	case V_FRAMES:
+		if (r->bytes)
+			n = snprintf(buf, size, "a size of %llu to %llu whole frames%s",
+				     (unsigned long long)r->min,
+				     (unsigned long long)r->max,
+				     full ? " (bytes, or with K, M, G, T: 512Mi, 1.5Gi)" :
+				     " (1.5Gi)");
+		else
+			n = snprintf(buf, size, "%s%llu to %llu, or a size of whole frames (512Mi)",
+				     full ? "a whole number from " : "",
+				     (unsigned long long)r->min,
+				     (unsigned long long)r->max);
 		break;
 	}
 	if (r->type != V_WORD && r->want && n >= 0 && (size_t)n < size)
@@ -639,6 +694,18 @@ static int take_value(struct kvactl_opts *o, const struct command *cmd,
 	case V_SECONDS:
 		err = kvactl_parse_seconds(arg, &v);
 		break;
+	case V_FRAMES:
+		err = r->bytes ? -EINVAL : kvactl_parse_u64(arg, &v);
+		if (err == -EINVAL) {
+			/* A size: frames once the frame size is known. */
+			err = kvactl_parse_size(arg, &v);
+			if (!err) {
+				o->sizes[r - opts] = arg;
+				return 0;
+			}
+		}
+		o->sizes[r - opts] = NULL;
+		break;
 	}
 	if (!err && (v < r->min || v > r->max))
 		err = -ERANGE;
@@ -648,6 +715,7 @@ static int take_value(struct kvactl_opts *o, const struct command *cmd,
 		return bad_value(cmd, r, arg, err);
 	switch (r->type) {
 	case V_U32:
+	case V_FRAMES:
 		*(uint32_t *)field = (uint32_t)v;
 		break;
 	case V_SECONDS:
@@ -658,6 +726,59 @@ static int take_value(struct kvactl_opts *o, const struct command *cmd,
 		break;
 	}
 	return 0;
+}
+
+/* ---- frame counts given as sizes ------------------------------------------------ */
+
+/* --min above --max, both given, once both are frame counts. */
+static int check_min_max(const struct command *cmd,
+			 const struct kvactl_opts *o)
+{
+	if (kvactl_given(o, OPT_MIN) && kvactl_given(o, OPT_MAX) && o->max &&
+	    o->min > o->max)
+		return usage_err(cmd, "--min %u is above --max %u", o->min,
+				 o->max);
+	return 0;
+}
+
+static int resolve_frames(const struct command *cmd, struct kvactl_opts *o,
+			  uint64_t frame_size)
+{
+	char q[KVACTL_QUOTE_LEN], w[256], b[KVACTL_NUM_LEN];
+
+	for (int i = 0; i < KVACTL_NR_OPTS; i++) {
+		const struct option_row *r = &opts[i];
+		uint64_t bytes, n;
+
+		if (!o->sizes[i] || !kvactl_given(o, (enum kvactl_opt)i))
+			continue;
+		if (kvactl_parse_size(o->sizes[i], &bytes))
+			return bad_value(cmd, r, o->sizes[i], -EINVAL);
+		if (bytes % frame_size)
+			return usage_err(cmd, "--%s %s: not a whole number of %s frames",
+					 r->name, kvactl_quote(q, o->sizes[i]),
+					 kvactl_fmt_size_exact(b, frame_size));
+		n = bytes / frame_size;
+		if (n < r->min || n > r->max)
+			return usage_err(cmd, "--%s %s: out of range: %llu frames of %s; want %s",
+					 r->name, kvactl_quote(q, o->sizes[i]),
+					 (unsigned long long)n,
+					 kvactl_fmt_size_exact(b, frame_size),
+					 want(w, sizeof(w), r, true));
+		*(uint32_t *)((char *)o + r->off) = (uint32_t)n;
+		o->sizes[i] = NULL;
+	}
+	return 0;
+}
+
+int kvactl_frames_resolve(struct kvactl_opts *o, uint64_t frame_size)
+{
+	const struct command *cmd = find_command(o->cmd);
+	int ret = resolve_frames(cmd, o, frame_size);
+
+	if (!ret && cmd == &commands[C_LIMIT])
+		ret = check_min_max(cmd, o);
+	return ret;
 }
 
 /* ---- checks that need several options --------------------------------------- */
@@ -688,6 +809,7 @@ static int check_policy(const struct command *cmd,
 static int check_create(struct kvactl_opts *o)
 {
 	const struct command *cmd = &commands[C_CREATE];
+	uint32_t table;
 	int err;
 	char b[2][KVACTL_NUM_LEN];
 	bool geometry = kvactl_given(o, OPT_LAYERS) ||
@@ -697,6 +819,13 @@ static int check_create(struct kvactl_opts *o)
 
 	if (!kvactl_given(o, OPT_FRAMES))
 		return usage_err(cmd, "--frames is required");
+	err = resolve_frames(cmd, o, o->frame_size);
+	if (err)
+		return err;
+	table = kvactl_given(o, OPT_MAX_FRAMES) ? o->max_frames : o->frames;
+	if (table < o->frames)
+		return usage_err(cmd, "--max-frames %u is below --frames %u",
+				 o->max_frames, o->frames);
 	if (o->low_watermark > o->frames)
 		return usage_err(cmd, "--low-watermark %u is above --frames %u",
 				 o->low_watermark, o->frames);
@@ -780,11 +909,10 @@ static int check_limit(struct kvactl_opts *o)
 		return ret;
 	if (!kvactl_given(o, OPT_MIN) && !kvactl_given(o, OPT_MAX))
 		return usage_err(cmd, "give --min, --max or both");
-	if (kvactl_given(o, OPT_MIN) && kvactl_given(o, OPT_MAX) && o->max &&
-	    o->min > o->max)
-		return usage_err(cmd, "--min %u is above --max %u", o->min,
-				 o->max);
-	return 0;
+	/* Sizes are compared once the arena's frame size made them frames. */
+	if (o->sizes[OPT_MIN] || o->sizes[OPT_MAX])
+		return 0;
+	return check_min_max(cmd, o);
 }
 
 static int check_kill(struct kvactl_opts *o)
@@ -815,6 +943,23 @@ static int check_events(struct kvactl_opts *o)
 	return 0;
 }
 
+static int check_resize(struct kvactl_opts *o)
+{
+	const struct command *cmd = &commands[C_RESIZE];
+	bool frames = kvactl_given(o, OPT_RESIZE_FRAMES);
+	bool bytes = kvactl_given(o, OPT_RESIZE_BYTES);
+
+	if (o->cancel && (frames || bytes || kvactl_given(o, OPT_RESIZE_WAIT)))
+		return usage_err(cmd, "--cancel goes alone: no --frames, --bytes or --wait");
+	if (o->cancel)
+		return 0;
+	if (frames && bytes)
+		return usage_err(cmd, "--frames or --bytes, not both");
+	if (!frames && !bytes)
+		return usage_err(cmd, "give the new size: --frames N or --bytes SIZE (or --cancel)");
+	return 0;
+}
+
 /* ---- help --------------------------------------------------------------------- */
 
 static void help(FILE *f)
@@ -827,9 +972,8 @@ static void help(FILE *f)
 "  clients [NAME]    one row per client: limits, frames held, filled, failures\n"
 "  top [NAME] [-d SECONDS] [-n COUNT] [-w COLUMNS]   both, redrawn; q quits\n"
 "  metrics [NAME]    the Prometheus text exposition format\n"
-"  create NAME --frames N [--frame-size SIZE] [--backend host|cuda[:DEV]]\n"
-"        [--bytes-per-token SIZE | --layers N --kv-heads N --head-dim N] ...\n"
-"                    an arena and its memory, kept until destroy\n"
+"  create NAME --frames N [--max-frames N] [--frame-size SIZE] [--backend B]\n"
+"        [--bytes-per-token SIZE | --layers N ...] ...   an arena and its memory\n"
 "  destroy NAME [--wait SECONDS]   refused while clients are attached\n"
 "  limit NAME CLIENT [--min N] [--max N]   CLIENT: a label, or --id ID\n"
 "  limit NAME [--owner U] [--group G] [--mode M] [--client-...]  the policy\n"
@@ -837,13 +981,14 @@ static void help(FILE *f)
 "  evict NAME CLIENT  take a host arena client's frames back, revoked\n"
 "  events NAME [--zmq ENDPOINT]   KV events as JSON lines, or vLLM's on ZeroMQ\n"
 "  scrub NAME [-n COUNT] [--wait SECONDS]  clear CUDA frames between domains\n"
+"  resize NAME --frames N | --bytes SIZE [--wait SECONDS]   shrink or grow it\n"
 "  help [COMMAND]    a command's options and their limits\n"
 "\n"
 "  -j, --json   JSON output (stat, clients, top)   -p, --pretty   indented JSON\n"
 "  -b, --bytes  exact byte counts, not 1.5Gi        -h, --help     -V, --version\n"
-"SIZE: 2097152, 2M, 2Mi, 2.0Mi or 2MiB.  Viewing needs read access to the\n"
-"device; create, destroy and limit need CAP_SYS_ADMIN.  Exit status: 0 ok,\n"
-"1 the operation failed, 2 usage error.  See Documentation/operators.rst.\n",
+"SIZE: 2097152, 2M, 2Mi, 2.0Mi or 2MiB; a frame count N may be a SIZE (512Mi).\n"
+"Changes need CAP_SYS_ADMIN, viewing read access to the device.  Exit status:\n"
+"0 ok, 1 the operation failed, 2 usage error.  See Documentation/operators.rst.\n",
 	      f);
 }
 
@@ -877,13 +1022,26 @@ static void help_command(FILE *f, const struct command *cmd)
 
 /* ---- the parser ------------------------------------------------------------------ */
 
-static const struct option_row *find_long(const char *name, size_t len)
+/*
+ * The row of option --@name (@len bytes of it) for command @cmd: the one
+ * that command takes, else (no command yet, or one that does not take
+ * it) the first of that name.
+ */
+static const struct option_row *find_long(const char *name, size_t len,
+					  const struct command *cmd)
 {
-	for (int i = 0; i < KVACTL_NR_OPTS; i++)
-		if (opts[i].name && strlen(opts[i].name) == len &&
-		    !strncmp(opts[i].name, name, len))
+	const struct option_row *first = NULL;
+
+	for (int i = 0; i < KVACTL_NR_OPTS; i++) {
+		if (!opts[i].name || strlen(opts[i].name) != len ||
+		    strncmp(opts[i].name, name, len))
+			continue;
+		if (cmd && (opts[i].cmds & CB(cmd - commands)))
 			return &opts[i];
-	return NULL;
+		if (!first)
+			first = &opts[i];
+	}
+	return first;
 }
 
 static const struct option_row *find_short(char c)
@@ -988,7 +1146,8 @@ static int parse_words(int argc, char **argv, struct parse *p,
 		} else if (a[1] == '-') {
 			const char *eq = strchr(a + 2, '=');
 			size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-			const struct option_row *r = find_long(a + 2, len);
+			const struct option_row *r = find_long(a + 2, len,
+								 p->cmd);
 			const char *v = eq ? eq + 1 : NULL;
 
 			if (!r)

@@ -11,6 +11,14 @@
  * fails or is interrupted (Ctrl-C, SIGTERM, SIGHUP), the arena is
  * destroyed again.  The module holds a reference to every backing file,
  * so the memory lives on after kvarenactl exits, until destroy.
+ *
+ * An arena made with --max-frames has a table of that many frames, those
+ * beyond --frames absent until resize grows it.  Host memory is one memfd
+ * for the whole table, sparse: only the frames in the arena get pages now,
+ * and the whole table is registered, so that a grow needs no new backing
+ * (the module pins a frame's pages only while it is in the arena, and
+ * punches them out of the memfd when a shrink takes it).  A CUDA arena's
+ * frames get allocations only when they come in (resize.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -98,15 +106,22 @@ static int clear_pages(int fd, uint64_t size, uint64_t page)
 	return 0;
 }
 
+/* The frames of the arena's table: --max-frames, else --frames. */
+static uint32_t table_frames(const struct kvactl_opts *o)
+{
+	return o->max_frames > o->frames ? o->max_frames : o->frames;
+}
+
 /*
- * Host memory: one memfd of every frame, its pages allocated and cleared
- * now (so that a shortage shows here, not as SIGBUS in a serving process),
- * sealed so that nobody can shrink it under a mapping.  Returns the fd or
- * -1.
+ * Host memory: one memfd of every frame of the table, the pages of the
+ * frames in the arena allocated and cleared now (so that a shortage shows
+ * here, not as SIGBUS in a serving process), sealed so that nobody can
+ * shrink it under a mapping.  Returns the fd or -1.
  */
 static int host_memory(const struct kvactl_opts *o, const char *name)
 {
 	uint64_t size = (uint64_t)o->frames * o->frame_size;
+	uint64_t table = (uint64_t)table_frames(o) * o->frame_size;
 	unsigned int flags = MFD_CLOEXEC | MFD_ALLOW_SEALING;
 	char mname[64], b[KVACTL_NUM_LEN];
 	int fd, err;
@@ -123,9 +138,9 @@ static int host_memory(const struct kvactl_opts *o, const char *name)
 			   o->hugepages ? " (no hugetlbfs for 2 MiB pages?)" : "");
 		return -1;
 	}
-	if (ftruncate(fd, (off_t)size)) {
+	if (ftruncate(fd, (off_t)table)) {
 		kvactl_err("create: sizing the memory to %s: %s",
-			   kvactl_fmt_size(b, size, false), strerror(errno));
+			   kvactl_fmt_size(b, table, false), strerror(errno));
 		goto err_close;
 	}
 	err = fallocate(fd, 0, 0, (off_t)size) ? errno : 0;
@@ -206,20 +221,19 @@ static char *headroom_desc(char buf[64], const struct kvactl_opts *o)
 /*
  * Host memory is allocated in full, as shmem that no process maps: the
  * OOM killer would not blame kvarenactl for it but some serving process.
- * So ask first, and leave the headroom.
+ * So ask first, and leave the headroom: @size bytes more for @cmd.
  */
-static int check_host_memory(const struct kvactl_opts *o)
+int kvactl_check_host_memory(const struct kvactl_opts *o, const char *cmd,
+			     uint64_t size)
 {
-	uint64_t size = (uint64_t)o->frames * o->frame_size;
 	uint64_t avail = meminfo("MemAvailable"), keep = headroom(o);
 	char b[3][KVACTL_NUM_LEN], d[64];
 
-	if (o->cuda || o->hugepages || avail == UINT64_MAX ||
-	    (size <= avail && keep <= avail - size))
+	if (avail == UINT64_MAX || (size <= avail && keep <= avail - size))
 		return 0;
-	kvactl_err("create: %s of host memory asked for, but MemAvailable is %s and create keeps %s of it free (--headroom: %s)",
-		   kvactl_fmt_size(b[0], size, false),
-		   kvactl_fmt_size(b[1], avail, false),
+	kvactl_err("%s: %s of host memory asked for, but MemAvailable is %s and %s keeps %s of it free (--headroom: %s)",
+		   cmd, kvactl_fmt_size(b[0], size, false),
+		   kvactl_fmt_size(b[1], avail, false), cmd,
 		   kvactl_fmt_size(b[2], keep, false), headroom_desc(d, o));
 	return -1;
 }
@@ -230,10 +244,12 @@ static void report(const struct kvactl_opts *o, const char *name)
 	uint64_t size = (uint64_t)o->frames * o->frame_size;
 	char b[3][KVACTL_NUM_LEN], d[64];
 
-	printf("arena %s: %u %s of %s, %s ", name, o->frames,
+	printf("arena %s: %u %s of %s, ", name, o->frames,
 	       o->frames == 1 ? "frame" : "frames",
-	       kvactl_fmt_size(b[0], o->frame_size, false),
-	       kvactl_fmt_size(b[1], size, false));
+	       kvactl_fmt_size(b[0], o->frame_size, false));
+	if (table_frames(o) > o->frames)
+		printf("up to %u (resize), ", table_frames(o));
+	printf("%s ", kvactl_fmt_size(b[1], size, false));
 	if (o->cuda)
 		printf("on cuda:%u\n", o->cuda_dev);
 	else if (o->hugepages)
@@ -271,7 +287,8 @@ static int back_host(int fd, const struct kvactl_opts *o, const char *name)
 
 	if (mfd < 0)
 		return -1;
-	err = set_backing(fd, name, 0, o->frames, mfd);
+	/* The whole table: absent frames' pages come at a grow. */
+	err = set_backing(fd, name, 0, table_frames(o), mfd);
 	close(mfd);
 	return err ? -1 : 0;
 }
@@ -323,6 +340,7 @@ int kvactl_cmd_create(const struct kvactl_opts *o)
 		.client_max_limit = o->client_max_limit,
 		.cache_domains = o->cache_domains,
 		.domain_cached_max = o->domain_cached_max,
+		.max_frames = kvactl_given(o, OPT_MAX_FRAMES) ? o->max_frames : 0,
 	};
 	struct kvactl_cuda *cu = NULL;
 	int fd, err, ret = KVACTL_FAIL;
@@ -344,7 +362,9 @@ int kvactl_cmd_create(const struct kvactl_opts *o)
 		}
 		c.flags |= KVARENA_CREATE_CLEAR_ALWAYS;
 	}
-	if (check_host_memory(o))
+	if (!o->cuda && !o->hugepages &&
+	    kvactl_check_host_memory(o, "create",
+				     (uint64_t)o->frames * o->frame_size))
 		return KVACTL_FAIL;
 	if (o->cuda) {
 		cu = kvactl_cuda_open(o->cuda_dev, o->frame_size);
@@ -498,6 +518,17 @@ static uint32_t unreserved_for(const struct kvarena_stat *s,
 	return s->nr_free > others ? s->nr_free - others : 0;
 }
 
+/* "the arena's 16 frames", or "the 64 frames the arena may grow to". */
+static char *table_desc(char buf[64], const struct kvarena_stat *s)
+{
+	if (kvactl_max_frames(s) != s->nr_frames)
+		snprintf(buf, 64, "the %u frames the arena may grow to",
+			 kvactl_max_frames(s));
+	else
+		snprintf(buf, 64, "the arena's %u frames", s->nr_frames);
+	return buf;
+}
+
 /* limit NAME [policy options]: the arena's policy, changed where given. */
 static int set_policy(int fd, const struct kvactl_opts *o,
 		      const struct kvarena_stat *s)
@@ -521,18 +552,22 @@ static int set_policy(int fd, const struct kvactl_opts *o,
 				     o->domain_cached_max :
 				     s->domain_cached_max,
 	};
-	uint32_t max = p.client_max_limit ? p.client_max_limit : s->nr_frames;
+	/* The module measures limits against the table, what it may grow to. */
+	uint32_t table = kvactl_max_frames(s);
+	uint32_t max = p.client_max_limit ? p.client_max_limit : table;
+	char t[64];
 	int err;
 
+	table_desc(t, s);
 	/* Say which number is wrong; the module would only say EINVAL. */
-	if (p.client_max_limit > s->nr_frames) {
-		kvactl_err("limit: --client-max-limit %u is above the arena's %u frames",
-			   p.client_max_limit, s->nr_frames);
+	if (p.client_max_limit > table) {
+		kvactl_err("limit: --client-max-limit %u is above %s",
+			   p.client_max_limit, t);
 		return KVACTL_FAIL;
 	}
-	if (p.domain_cached_max > s->nr_frames) {
-		kvactl_err("limit: --domain-cached-max %u is above the arena's %u frames",
-			   p.domain_cached_max, s->nr_frames);
+	if (p.domain_cached_max > table) {
+		kvactl_err("limit: --domain-cached-max %u is above %s",
+			   p.domain_cached_max, t);
 		return KVACTL_FAIL;
 	}
 	if (p.client_min_limit > max || p.client_max_default > max) {
@@ -551,13 +586,16 @@ static int set_policy(int fd, const struct kvactl_opts *o,
 	return err ? KVACTL_FAIL : KVACTL_OK;
 }
 
-int kvactl_cmd_limit(const struct kvactl_opts *o)
+int kvactl_cmd_limit(const struct kvactl_opts *opts)
 {
+	struct kvactl_opts copy = *opts, *o = &copy;
 	const char *name = o->args[0];
 	const struct kvarena_client_info *c;
 	const struct kvarena_stat *s;
 	struct kvarena_limits l = { 0 };
 	struct kvactl_snap snap;
+	uint32_t table;
+	char t[64];
 	int fd, err, ret = KVACTL_FAIL;
 
 	fd = kvactl_open(true, "limit");
@@ -566,6 +604,13 @@ int kvactl_cmd_limit(const struct kvactl_opts *o)
 	if (kvactl_snap_read(fd, o->cmd, name, true, &snap))
 		goto out_close;
 	s = &snap.arenas[0].st;
+	table = kvactl_max_frames(s);
+	table_desc(t, s);
+	/* Sizes (--max 4Gi) in the arena's frames. */
+	ret = kvactl_frames_resolve(o, s->frame_size);
+	if (ret)
+		goto out_free;
+	ret = KVACTL_FAIL;
 	if (kvactl_policy_given(o)) {
 		ret = set_policy(fd, o, s);
 		goto out_free;
@@ -580,12 +625,12 @@ int kvactl_cmd_limit(const struct kvactl_opts *o)
 	l.min_frames = kvactl_given(o, OPT_MIN) ? o->min : c->min_frames;
 	l.max_frames = kvactl_given(o, OPT_MAX) ? o->max : c->max_frames;
 	/* Say which number is wrong; the module would only say EINVAL. */
-	if (l.max_frames > s->nr_frames) {
-		kvactl_err("limit: --max %u is above the arena's %u frames",
-			   l.max_frames, s->nr_frames);
+	if (l.max_frames > table) {
+		kvactl_err("limit: --max %u is above %s",
+			   l.max_frames, t);
 		goto out_free;
 	}
-	if (l.min_frames > (l.max_frames ? l.max_frames : s->nr_frames)) {
+	if (l.min_frames > (l.max_frames ? l.max_frames : table)) {
 		if (!kvactl_given(o, OPT_MAX))
 			kvactl_err("limit: --min %u is above the client's max, %u",
 				   l.min_frames, l.max_frames);
@@ -593,8 +638,8 @@ int kvactl_cmd_limit(const struct kvactl_opts *o)
 			kvactl_err("limit: --max %u is below the client's min, %u",
 				   l.max_frames, l.min_frames);
 		else
-			kvactl_err("limit: --min %u is above the arena's %u frames",
-				   l.min_frames, s->nr_frames);
+			kvactl_err("limit: --min %u is above %s",
+				   l.min_frames, t);
 		goto out_free;
 	}
 	err = kvactl_ioctl(fd, KVARENA_IOC_SET_LIMITS, &l);

@@ -9,6 +9,7 @@
  *   view.c     stat, clients, top
  *   metrics.c  the Prometheus text exposition format
  *   create.c   create, destroy, limit; host (memfd) frames
+ *   resize.c   resize: an arena shrunk or grown within its max frames
  *   holders.c  the processes that hold each client (/proc/PID/fdinfo);
  *              kill
  *   cuda.c     CUDA frames through libcuda.so.1, loaded at run time
@@ -54,6 +55,8 @@ enum kvactl_opt {
 	OPT_ZMQ, OPT_REPLAY, OPT_TOPIC, OPT_MEDIUM, OPT_HASHES, OPT_OLDEST,
 	OPT_LAYOUT, OPT_LINGER, OPT_DP_RANK, OPT_BIND, OPT_CONNECT,
 	OPT_WAIT_SUBSCRIBERS, OPT_SALT,
+	OPT_MAX_FRAMES, OPT_RESIZE_FRAMES, OPT_RESIZE_BYTES, OPT_RESIZE_WAIT,
+	OPT_CANCEL,
 	OPT_HELP, OPT_VERSION,
 	KVACTL_NR_OPTS
 };
@@ -66,6 +69,11 @@ struct kvactl_opts {
 	const char *args[KVACTL_MAX_ARGS]; /* its positional arguments */
 	int nargs;
 	uint64_t given;			/* 1 << enum kvactl_opt, if given */
+	/*
+	 * Frame counts given as sizes (512Mi): the value, made a count with
+	 * the frame size by kvactl_frames_resolve().
+	 */
+	const char *sizes[KVACTL_NR_OPTS];
 
 	/* viewing */
 	bool json;
@@ -75,8 +83,10 @@ struct kvactl_opts {
 	uint64_t iterations;		/* top; 0: until q */
 	uint32_t width;			/* top: columns; 0: $COLUMNS, the tty */
 
-	/* create */
+	/* create, resize */
 	uint32_t frames;
+	uint32_t max_frames;		/* create: the table; 0: --frames */
+	bool cancel;			/* resize --cancel */
 	uint64_t frame_size;
 	bool cuda;
 	uint32_t cuda_dev;
@@ -139,6 +149,14 @@ static inline bool kvactl_policy_given(const struct kvactl_opts *o)
  * status to leave with (help printed, or a usage error reported).
  */
 int kvactl_cmdline(int argc, char **argv, struct kvactl_opts *o);
+
+/*
+ * The frame counts @o has as sizes (a value with a unit, or resize's
+ * --bytes) made counts of @frame_size frames, each checked against its
+ * option's range, and the checks that need them done.  0, or the usage
+ * error's exit status after saying which value is wrong and why.
+ */
+int kvactl_frames_resolve(struct kvactl_opts *o, uint64_t frame_size);
 
 /* ---- messages ------------------------------------------------------------ */
 
@@ -204,10 +222,28 @@ static inline uint32_t kvactl_available(const struct kvarena_stat *s)
 {
 	uint32_t unreserved = s->nr_free > s->nr_reserved ?
 			      s->nr_free - s->nr_reserved : 0;
+	uint64_t avail = (uint64_t)unreserved + s->nr_cached;
 
 	if (kvactl_unbacked(s))
 		return 0;
-	return unreserved + s->nr_cached;
+	/* A waiting shrink keeps that many free and cached frames out of reach. */
+	return avail > s->nr_shrinking ? (uint32_t)(avail - s->nr_shrinking) : 0;
+}
+
+/*
+ * The frames an arena may have: its table (struct kvarena_stat
+ * .max_frames; a module without ARENA_RESIZE leaves it 0).
+ */
+static inline uint32_t kvactl_max_frames(const struct kvarena_stat *s)
+{
+	return s->max_frames > s->nr_frames ? s->max_frames : s->nr_frames;
+}
+
+/* The arena can grow, was shrunk, or a shrink waits: the views say so. */
+static inline bool kvactl_resizable(const struct kvarena_stat *s)
+{
+	return kvactl_max_frames(s) != s->nr_frames || s->nr_shrinking ||
+	       s->frames_retired;
 }
 
 /* Tokens per frame, T_f = floor(frame_size / bytes_per_token); 0 if unknown. */
@@ -317,6 +353,7 @@ int kvactl_cmd_metrics(const struct kvactl_opts *o);
 int kvactl_cmd_create(const struct kvactl_opts *o);
 int kvactl_cmd_destroy(const struct kvactl_opts *o);
 int kvactl_cmd_limit(const struct kvactl_opts *o);
+int kvactl_cmd_resize(const struct kvactl_opts *o);	/* resize.c */
 int kvactl_cmd_events(const struct kvactl_opts *o);	/* events.c */
 int kvactl_cmd_scrub(const struct kvactl_opts *o);	/* scrub.c */
 
@@ -330,6 +367,10 @@ kvactl_find_client(const struct kvactl_arena *a, const struct kvactl_opts *o);
 /* view.c, for top */
 void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact);
 void kvactl_json_stat(struct kvactl_json *j, const struct kvactl_arena *a);
+
+/* create.c, for resize: MemAvailable for @size more bytes, headroom kept. */
+int kvactl_check_host_memory(const struct kvactl_opts *o, const char *cmd,
+			     uint64_t size);
 
 /* ---- who holds each client (holders.c) ------------------------------------------- */
 
