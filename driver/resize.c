@@ -221,7 +221,11 @@ static int kva_grow(struct kva_arena *a, u32 target)
 
 	mutex_lock(&a->lock);
 	if (ret) {
-		/* The shrink waits again for what was cut: as it was. */
+		/*
+		 * The shrink waits again for what was cut, as it was - unless
+		 * a guarantee given meanwhile needs those frames (-EBUSY):
+		 * then it stays cut, as the header says.
+		 */
 		if (cut && !kva_core_shrink(c, cut, &unused))
 			kva_arena_update_pressure(a);
 	} else if (n) {

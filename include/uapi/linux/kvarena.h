@@ -54,7 +54,7 @@
  *  EEXIST   ARENA_CREATE of a name in use
  *  EBUSY    ARENA_DESTROY with clients attached; ATTACH twice; backing set
  *           twice on a frame; PUBLISH of a frame published under another
- *           key
+ *           key; ARENA_RESIZE below what the clients' minimums add up to
  *  EAGAIN   io_uring only: the command would block; io_uring retries it
  *           from a worker thread by itself
  *  ENOSPC   ALLOC, LOOKUP or a min guarantee cannot be met (free and
@@ -1052,7 +1052,7 @@ struct kvarena_scrub {
  *			(those taken stay out).
  * @timeout_ms:		a shrink that cannot take every frame at once
  *			waits up to this many milliseconds for the rest
- *			(0: not at all).
+ *			(0: not at all); 0 with KVARENA_RESIZE_CANCEL.
  * @out_frames:		out: frames in the arena now (struct kvarena_stat
  *			.nr_frames).
  * @out_shrinking:	out: frames the shrink still waits for.
@@ -1089,7 +1089,9 @@ struct kvarena_scrub {
  * zeroed).  All or nothing: -EINVAL beyond max_frames, -ENODATA when too
  * few absent frames have backing (a CUDA arena's frames taken out lose
  * theirs: ARENA_SET_BACKING gives new memory first), -ENOMEM when the
- * pages cannot be had; nothing changes then.  Clients see the new size at
+ * pages cannot be had; nothing changes then (but that a shrink which
+ * was waiting, and which the grow cut, stays cut if a client was given
+ * a guarantee meanwhile that needs its frames).  Clients see the new size at
  * their next ALLOC; a client's max of 0 at ATTACH is the table, so it
  * keeps up.
  *
