@@ -1779,6 +1779,191 @@ TEST(destroy_waits_for_clients_to_leave)
 	waitpid(killer, NULL, 0);
 }
 
+/* ---- resize ------------------------------------------------------------------ */
+
+TEST_F(ctl, limit_takes_sizes_in_the_arenas_frames)
+{
+	struct run r;
+
+	/* 448Ki of 64Ki frames: 7. */
+	CTL(&r, "limit", "ctl", "vllm-a", "--max", "448Ki");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	CTL(&r, "clients", "ctl", "-j");
+	EXPECT_NE(NULL, strstr(r.out, "\"min_frames\":2,\"max_frames\":7,"))
+		TH_LOG("%s", r.out);
+	CTL(&r, "limit", "ctl", "vllm-a", "--max", "100K");
+	EXPECT_EQ(2, r.rc);
+	EXPECT_STREQ("kvarenactl: limit: --max \"100K\": not a whole number of 64Ki frames\nTry 'kvarenactl help limit'.\n",
+		     r.err);
+	CTL(&r, "limit", "ctl", "vllm-a", "--min", "1Mi", "--max", "512Ki");
+	EXPECT_EQ(2, r.rc);
+	EXPECT_STREQ("kvarenactl: limit: --min 16 is above --max 8\nTry 'kvarenactl help limit'.\n",
+		     r.err);
+	CTL(&r, "limit", "ctl", "vllm-a", "--max", "2Mi");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: limit: --max 32 is above the arena's 16 frames\n",
+		     r.err);
+	/* A fixed arena's views say nothing of resizing. */
+	CTL(&r, "stat", "ctl");
+	EXPECT_EQ(NULL, strstr(r.out, "resize")) TH_LOG("%s", r.out);
+}
+
+TEST(create_max_frames_and_resize_give_memory_back_and_take_it_again)
+{
+	struct kvarena_stat s;
+	long before, kib;
+	char cg[128];
+	struct run r;
+
+	destroy("rs");
+	ASSERT_EQ(0, kva_memcg_enter("kvarenactl-resize", cg, sizeof(cg)));
+	/* The tool's own memfd is shmem of this group too: made first. */
+	CTL(&r, "--version");
+	ASSERT_EQ(0, r.rc);
+	before = kva_memcg_shmem_kib(cg);
+	ASSERT_LE(0, before);
+	CTL(&r, "create", "rs", "--frames", "8Mi", "--max-frames", "16",
+	    "--frame-size", "1M");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_TRUE(starts(r.out, "arena rs: 8 frames of 1.0Mi, up to 16 (resize), 8.0Mi of host memory; "))
+		TH_LOG("%s", r.out);
+	ASSERT_EQ(0, stat_of("rs", &s));
+	EXPECT_EQ(8, s.nr_frames);
+	EXPECT_EQ(16, s.max_frames);
+	EXPECT_EQ(8, s.nr_absent);
+	EXPECT_EQ(8, s.nr_free);
+	/* Sparse: pages for the 8 frames in the arena only. */
+	kib = kva_memcg_shmem_kib(cg) - before;
+	EXPECT_LE(8 * 1024 - 256, kib);
+	EXPECT_GE(8 * 1024 + 256, kib);
+	CTL(&r, "stat", "rs");
+	EXPECT_NE(NULL, strstr(r.out, "\nresize: 8 of at most 16 frames (8.0Mi of 16Mi), 8 absent; 0 frames taken out by shrinks\n"))
+		TH_LOG("%s", r.out);
+
+	CTL(&r, "resize", "rs", "--frames", "4");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_STREQ("resize: rs is 4 frames (4.0Mi); 4 frames (4.0Mi) of memory returned\n",
+		     r.out);
+	kib = kva_memcg_shmem_kib(cg) - before;
+	EXPECT_LE(4 * 1024 - 256, kib);
+	EXPECT_GE(4 * 1024 + 256, kib);
+
+	CTL(&r, "resize", "rs", "--bytes", "16Mi");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_STREQ("resize: rs is 16 frames (16Mi); 12 frames (12Mi) brought in, new memory\n",
+		     r.out);
+	kib = kva_memcg_shmem_kib(cg) - before;
+	EXPECT_LE(16 * 1024 - 256, kib);
+	EXPECT_GE(16 * 1024 + 256, kib);
+	CTL(&r, "stat", "rs", "-j");
+	EXPECT_NE(NULL, strstr(r.out, "\"resize\":{\"max_frames\":16,\"absent\":0,\"shrinking\":0,\"retired\":4}"))
+		TH_LOG("%s", r.out);
+	CTL(&r, "metrics", "rs");
+	EXPECT_NE(NULL, strstr(r.out, "\nkvarena_frames_retired_total{arena=\"rs\"} 4\n"))
+		TH_LOG("%s", r.out);
+
+	/* Refusals: beyond the table, not whole frames, no capability. */
+	CTL(&r, "resize", "rs", "--frames", "17");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: resize: \"rs\" may grow to 16 frames (16Mi), not 17 (17Mi): its --max-frames at create\n",
+		     r.err);
+	CTL(&r, "resize", "rs", "--bytes", "1.5Mi");
+	EXPECT_EQ(2, r.rc);
+	EXPECT_STREQ("kvarenactl: resize: --bytes \"1.5Mi\": not a whole number of 1Mi frames\nTry 'kvarenactl help resize'.\n",
+		     r.err);
+	CTL_AS(&r, NOCAP, "resize", "rs", "--frames", "2");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: resize: permission denied (needs CAP_SYS_ADMIN)\n",
+		     r.err);
+	CTL(&r, "resize", "nonesuch", "--frames", "2");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_TRUE(starts(r.err, "kvarenactl: resize: ")) TH_LOG("%s", r.err);
+	EXPECT_EQ(0, destroy("rs"));
+	kib = kva_memcg_shmem_kib(cg) - before;
+	EXPECT_GE(256, kib);
+	kva_memcg_leave(cg);
+}
+
+TEST(resize_waits_for_held_frames_and_cancel_stops_it)
+{
+	struct kvarena_stat s;
+	pid_t holder, killer;
+	struct run r;
+
+	destroy("rw");
+	CTL(&r, "create", "rw", "--frames", "4", "--frame-size", "64K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	ASSERT_EQ(0, forked_client("rw", "holds", 3, 1, &holder));
+
+	/* 1 free frame goes at once; 1 of the 3 held is waited for. */
+	CTL(&r, "resize", "rw", "--frames", "2", "--wait", "0.2");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("resize: rw is 2 frames (128Ki); 1 frame (64Ki) of memory returned; 1 frame (64Ki) still held, taken as they are freed\n",
+		     r.out);
+	EXPECT_STREQ("kvarenactl: resize: after 0.200 s, 1 frame (64Ki) of \"rw\" still held: the shrink goes on as they are freed (kvarenactl resize rw --cancel stops it)\n",
+		     r.err);
+	ASSERT_EQ(0, stat_of("rw", &s));
+	EXPECT_EQ(3, s.nr_frames);
+	EXPECT_EQ(1, s.nr_shrinking);
+	CTL(&r, "stat", "rw");
+	EXPECT_NE(NULL, strstr(r.out, ", SHRINKING to 2\n")) TH_LOG("%s", r.out);
+	EXPECT_NE(NULL, strstr(r.out, "\nresize: 3 of at most 4 frames (192Ki of 256Ki), 1 absent; shrinking to 2, 1 frame still held; 1 frame taken out by shrinks\n"))
+		TH_LOG("%s", r.out);
+
+	/* The holder goes in 0.3 s; --wait 10 sees the shrink done. */
+	killer = fork();
+	if (killer == 0) {
+		usleep(300000);
+		kill(holder, SIGKILL);
+		_exit(0);
+	}
+	CTL(&r, "resize", "rw", "--frames", "2", "--wait", "10");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_STREQ("resize: rw is 2 frames (128Ki); 1 frame (64Ki) of memory returned\n",
+		     r.out);
+	waitpid(killer, NULL, 0);
+	ASSERT_EQ(0, wait_no_clients("rw", &s));
+	EXPECT_EQ(2, s.nr_frames);
+	EXPECT_EQ(0, s.nr_shrinking);
+
+	/* Both frames held: a shrink to 1 waits until --cancel. */
+	ASSERT_EQ(0, forked_client("rw", "holds", 2, 1, &holder));
+	CTL(&r, "resize", "rw", "--frames", "1");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_STREQ("resize: rw is 1 frame (64Ki); 1 frame (64Ki) still held, taken as they are freed\n",
+		     r.out);
+	CTL(&r, "resize", "rw", "--cancel");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_STREQ("resize: rw is 2 frames (128Ki); no shrink waits, the frames still held stay\n",
+		     r.out);
+	ASSERT_EQ(0, stat_of("rw", &s));
+	EXPECT_EQ(2, s.nr_frames);
+	EXPECT_EQ(0, s.nr_shrinking);
+	kill(holder, SIGKILL);
+	ASSERT_EQ(0, wait_no_clients("rw", &s));
+	EXPECT_EQ(0, destroy("rw"));
+}
+
+TEST(resize_below_the_clients_guarantees_is_refused)
+{
+	struct client c = { 0 };
+	struct kvarena_stat s;
+	struct run r;
+
+	destroy("rg");
+	CTL(&r, "create", "rg", "--frames", "4", "--frame-size", "64K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	ASSERT_EQ(0, client_start(&c, "rg", "min3", 3, 0));
+	CTL(&r, "resize", "rg", "--frames", "2");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: resize: the clients' guarantees (--min) of \"rg\" add up to more than 2 frames: lower them first (kvarenactl clients rg)\n",
+		     r.err);
+	ASSERT_EQ(0, stat_of("rg", &s));
+	EXPECT_EQ(4, s.nr_frames);
+	client_stop(&c, 0);
+	EXPECT_EQ(0, destroy("rg"));
+}
+
 /* The value of /sys/class/misc/kvarena/arenas/@arena/@attr. */
 static long sysfs_value(const char *arena, const char *attr)
 {

@@ -175,6 +175,50 @@ static void client_labels(FILE *f, const char *arena,
 		fprintf(f, ",pid=\"%d\"", c->pid);
 }
 
+/*
+ * The arenas that may grow, were shrunk or are shrinking: their table,
+ * absent and awaited frames, and frames retired.  Families without such
+ * an arena are left out, so that fixed arenas read as before.
+ */
+static void print_resize_metrics(FILE *f, const struct kvactl_snap *snap)
+{
+	static const struct {
+		const char *name, *type, *help;
+	} fam[] = {
+		{ "kvarena_max_frames", "gauge",
+		  "Frames the arena may grow to (resize), its table." },
+		{ "kvarena_absent_frames", "gauge",
+		  "Frames out of the arena, their memory given back." },
+		{ "kvarena_shrinking_frames", "gauge",
+		  "Frames a shrink still waits for clients to free." },
+		{ "kvarena_frames_retired_total", "counter",
+		  "Frames taken out of the arena by shrinks." },
+	};
+	size_t i, k, any = 0;
+
+	for (i = 0; i < snap->nr; i++)
+		any += kvactl_resizable(&snap->arenas[i].st);
+	if (!any)
+		return;
+	for (k = 0; k < sizeof(fam) / sizeof(fam[0]); k++) {
+		family(f, fam[k].name, fam[k].type, fam[k].help);
+		for (i = 0; i < snap->nr; i++) {
+			const struct kvarena_stat *s = &snap->arenas[i].st;
+			const uint64_t v[4] = {
+				kvactl_max_frames(s),
+				kvactl_max_frames(s) - s->nr_frames,
+				s->nr_shrinking, s->frames_retired,
+			};
+
+			if (!kvactl_resizable(s))
+				continue;
+			fprintf(f, "%s{", fam[k].name);
+			arena_label(f, s->name);
+			fprintf(f, "} %llu\n", (unsigned long long)v[k]);
+		}
+	}
+}
+
 static void print_metrics(FILE *f, const struct kvactl_snap *snap)
 {
 	static const char *const states[] = { "held", "cached", "reserved",
@@ -223,6 +267,8 @@ static void print_metrics(FILE *f, const struct kvactl_snap *snap)
 			fprintf(f, "} %llu\n", (unsigned long long)v);
 		}
 	}
+
+	print_resize_metrics(f, snap);
 
 	family(f, "kvarena_pressure", "gauge",
 	       "1 while free plus cached frames are below the low watermark.");

@@ -156,6 +156,32 @@ static void print_access(FILE *f, const struct kvarena_stat *s)
 		fputs("max the whole arena\n", f);
 }
 
+/*
+ * An arena that may grow, was shrunk, or is shrinking: "resize: 8 of at
+ * most 32 frames (512Ki of 2.0Mi), 24 absent; shrinking to 5, 3 frames
+ * still held; 40 frames taken out by shrinks".
+ */
+static void print_resize(FILE *f, const struct kvarena_stat *s, bool exact)
+{
+	uint32_t table = kvactl_max_frames(s);
+	char b[2][KVACTL_NUM_LEN];
+
+	if (!kvactl_resizable(s))
+		return;
+	fprintf(f, "resize: %u of at most %u frames (%s of %s), %u absent",
+		s->nr_frames, table,
+		kvactl_fmt_size(b[0], (uint64_t)s->nr_frames * s->frame_size, exact),
+		kvactl_fmt_size(b[1], (uint64_t)table * s->frame_size, exact),
+		table - s->nr_frames);
+	if (s->nr_shrinking)
+		fprintf(f, "; shrinking to %u, %u %s still held",
+			s->nr_frames - s->nr_shrinking, s->nr_shrinking,
+			plural(s->nr_shrinking, "frame", "frames"));
+	fprintf(f, "; %llu %s taken out by shrinks\n",
+		(unsigned long long)s->frames_retired,
+		plural(s->frames_retired, "frame", "frames"));
+}
+
 void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact)
 {
 	const struct kvarena_stat *s = &a->st;
@@ -178,6 +204,8 @@ void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact)
 		fprintf(f, ", low watermark %u", s->low_watermark);
 	if (s->state & KVARENA_STATE_PRESSURE)
 		fputs(", UNDER PRESSURE", f);
+	if (s->nr_shrinking)
+		fprintf(f, ", SHRINKING to %u", s->nr_frames - s->nr_shrinking);
 	if (s->state & KVARENA_STATE_NO_BACKING)
 		fputs(", accounting only (no memory)", f);
 	else if (fr.unbacked)
@@ -272,6 +300,7 @@ void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact)
 		(unsigned long long)s->cache_reclaims);
 	print_domains(f, s);
 	print_access(f, s);
+	print_resize(f, s, exact);
 	if (fr.unbacked)
 		fprintf(f, "half made: %llu %s no memory yet, so no client can attach (ENODATA).\n"
 			"If the kvarenactl create that registers its memory is still running, let it\n"
@@ -396,6 +425,14 @@ void kvactl_json_stat(struct kvactl_json *j, const struct kvactl_arena *a)
 	kvactl_json_str(j, "cache_domains", domain_rule(s->cache_domains));
 	kvactl_json_u64(j, "domain_cached_max", s->domain_cached_max);
 	kvactl_json_end(j);
+	if (kvactl_resizable(s)) {
+		kvactl_json_obj(j, "resize");
+		kvactl_json_u64(j, "max_frames", kvactl_max_frames(s));
+		kvactl_json_u64(j, "absent", kvactl_max_frames(s) - s->nr_frames);
+		kvactl_json_u64(j, "shrinking", s->nr_shrinking);
+		kvactl_json_u64(j, "retired", s->frames_retired);
+		kvactl_json_end(j);
+	}
 	kvactl_json_end(j);
 }
 
