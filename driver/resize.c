@@ -55,8 +55,15 @@ static void kva_release_frame(struct kva_arena *a, u32 idx)
 {
 	struct kva_backing *bk = &a->backing[idx];
 	struct file *file;
+	bool absent;
 	int ret;
 
+	mutex_lock(&a->lock);
+	absent = a->core.frames[idx].flags & KVA_FRAME_ABSENT;
+	mutex_unlock(&a->lock);
+	/* Only a grow brings it in, and a grow gives the memory back first. */
+	if (WARN_ON_ONCE(!absent))
+		return;
 	if (a->pages) {
 		if (!bk->pinned)
 			return;
@@ -188,6 +195,12 @@ static int kva_grow(struct kva_arena *a, u32 target)
 	u32 *idx = NULL;
 	int ret = 0;
 
+	/*
+	 * Frames taken out whose memory is not given back yet are still
+	 * pinned, and hold what they held: give it back before any of them
+	 * comes in again.
+	 */
+	kva_release(a);
 	mutex_lock(&a->lock);
 	becoming = c->nr_frames - c->nr_absent - c->shrink_pending;
 	mutex_unlock(&a->lock);

@@ -333,6 +333,31 @@ TEST_F(rz, shrink_never_takes_a_held_frame_and_waits_for_it)
 	EXPECT_EQ(MAX - 16 - (MAX - NR), s.frames_retired);
 }
 
+/*
+ * Frames a shrink takes out as they are freed give their memory back
+ * from a worker; a grow right after must not bring one in before that,
+ * nor have the worker take back one it brought in.
+ */
+TEST_F(rz, a_grow_right_after_frames_went_out_gets_fresh_memory)
+{
+	int round, i, bad = 0;
+
+	for (round = 0; round < 40 && !bad; round++) {
+		ASSERT_EQ(NR, kva_alloc(self->cl, self->h, NR, 0));
+		ASSERT_EQ(0, resize(self->admin, self->name, NR / 2, 0, 0, NULL));
+		ASSERT_EQ(0, kva_free(self->cl, self->h, NR));
+		ASSERT_EQ(0, resize(self->admin, self->name, NR, 0, 0, NULL));
+		ASSERT_EQ(NR, kva_alloc(self->cl, self->h, NR, 0));
+		for (i = 0; i < NR && !bad; i++)
+			bad = fill(self->cl, self->h[i], round) ||
+			      !holds(self->cl, self->h[i], round);
+		ASSERT_EQ(0, kva_free(self->cl, self->h, NR));
+	}
+	EXPECT_EQ(0, bad);
+	EXPECT_TRUE(levels(self->admin, self->name, NR, MAX - NR, 0));
+	EXPECT_EQ((long long)NR * FSIZE, backing_bytes(self->mfd));
+}
+
 TEST_F(rz, a_wait_ends_at_its_timeout_and_the_shrink_goes_on)
 {
 	struct kvarena_arena_resize r;
