@@ -53,15 +53,16 @@ struct kva_policy {
  * file, one of @nr_refs frames that one SET_BACKING gave it to (each holds
  * a reference: more than that means an fd or a mapping out there).
  * @pinned: a host arena's pages of the frame are pinned in arena->pages
- * (while the frame is in the arena).  @release_next: the next frame on
- * arena->release_head.  Both under arena->resize_lock, and @release_next
- * under arena->lock while on the list.
+ * (while the frame is in the arena); under arena->resize_lock.
+ * @releasing: taken out, its memory not given back yet (on
+ * arena->release_head, linked by @release_next); under arena->lock.
  */
 struct kva_backing {
 	struct file *file;
 	u64 offset;
 	u32 nr_refs;
 	bool pinned;
+	bool releasing;
 	u32 release_next;
 };
 

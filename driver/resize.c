@@ -43,6 +43,7 @@ static void kva_resize_retired(struct kva_core *c, u32 idx)
 	struct kva_arena *a = container_of(c, struct kva_arena, core);
 
 	if (!(a->flags & KVARENA_CREATE_NO_BACKING)) {
+		a->backing[idx].releasing = true;
 		a->backing[idx].release_next = a->release_head;
 		a->release_head = idx;
 		queue_work(system_unbound_wq, &a->release_work);
@@ -60,8 +61,10 @@ static void kva_release_frame(struct kva_arena *a, u32 idx)
 
 	mutex_lock(&a->lock);
 	absent = a->core.frames[idx].flags & KVA_FRAME_ABSENT;
+	if (a->pages)
+		bk->releasing = false;
 	mutex_unlock(&a->lock);
-	/* Only a grow brings it in, and a grow gives the memory back first. */
+	/* A grow takes no frame whose memory is still to be given back. */
 	if (WARN_ON_ONCE(!absent))
 		return;
 	if (a->pages) {
@@ -80,6 +83,7 @@ static void kva_release_frame(struct kva_arena *a, u32 idx)
 	}
 	/* CUDA: the frame's backing goes; a grow needs new memory. */
 	mutex_lock(&a->lock);
+	bk->releasing = false;
 	file = bk->file;
 	bk->file = NULL;
 	if (file) {
@@ -191,7 +195,7 @@ static int kva_pin_frames(struct kva_arena *a, const u32 *idx, u32 n)
 static int kva_grow(struct kva_arena *a, u32 target)
 {
 	struct kva_core *c = &a->core;
-	u32 becoming, cut, need, n = 0, i, unused;
+	u32 becoming, cut, need, n = 0, i, unused, tries;
 	u32 *idx = NULL;
 	int ret = 0;
 
@@ -210,20 +214,34 @@ static int kva_grow(struct kva_arena *a, u32 target)
 	if (!idx)
 		return -ENOMEM;
 
-	/* Only resizes change what is absent and what has backing. */
-	mutex_lock(&a->lock);
-	cut = min(c->shrink_pending, need);
-	need -= cut;
-	for (i = 0; i < c->nr_frames && n < need; i++) {
-		if (!(c->frames[i].flags & KVA_FRAME_ABSENT))
-			continue;
-		if ((a->flags & KVARENA_CREATE_NO_BACKING) || a->backing[i].file)
-			idx[n++] = i;
-	}
-	if (n < need) {
+	/*
+	 * Only resizes change what has backing and bring frames in, but
+	 * frames go on going out while a shrink waits: those not given back
+	 * yet (@releasing) are not taken.  Once the shrink is cut no more go
+	 * out, so what was chosen stays absent and off the release list.
+	 */
+	for (tries = 0; ; tries++) {
+		bool skipped = false;
+
+		mutex_lock(&a->lock);
+		cut = min(c->shrink_pending, need);
+		for (i = 0, n = 0; i < c->nr_frames && n < need - cut; i++) {
+			if (!(c->frames[i].flags & KVA_FRAME_ABSENT))
+				continue;
+			if (a->backing[i].releasing)
+				skipped = true;
+			else if ((a->flags & KVARENA_CREATE_NO_BACKING) ||
+				 a->backing[i].file)
+				idx[n++] = i;
+		}
+		if (n == need - cut)
+			break;
 		mutex_unlock(&a->lock);
-		ret = -ENODATA;
-		goto out;
+		if (!skipped || tries == 2) {
+			ret = -ENODATA;
+			goto out;
+		}
+		kva_release(a);
 	}
 	kva_core_grow(c, cut, &unused);
 	kva_arena_update_pressure(a);
