@@ -274,7 +274,7 @@ long kva_ioc_arena_create(void __user *argp)
 	a->table_bytes = table_bytes;
 	ret = kva_policy_from_user(&a->policy, c.owner_uid, c.owner_gid, c.mode,
 				   c.client_min_limit, c.client_max_default,
-				   c.client_max_limit, c.nr_frames);
+				   c.client_max_limit, table);
 	if (ret)
 		goto err_free_arena;
 	memcpy(a->mem_uuid, c.mem_uuid, sizeof(a->mem_uuid));

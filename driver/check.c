@@ -129,12 +129,12 @@ int kva_check_version(const struct kvarena_version *v)
 
 int kva_check_create(const struct kvarena_arena_create *c)
 {
+	u32 table;
+
 	if ((c->flags & ~(KVARENA_CREATE_NO_BACKING | KVARENA_CREATE_ACCESS |
 			  KVARENA_CREATE_CLEAR_ALWAYS)) ||
 	    c->cache_domains > KVARENA_DOMAINS_ARENA ||
 	    !all_zero(c->reserved, sizeof(c->reserved)))
-		return -EINVAL;
-	if (c->domain_cached_max > c->nr_frames)
 		return -EINVAL;
 	/* Frames with no memory behind them have nothing to clear. */
 	if ((c->flags & KVARENA_CREATE_CLEAR_ALWAYS) &&
@@ -159,7 +159,9 @@ int kva_check_create(const struct kvarena_arena_create *c)
 	if (c->mem_kind == KVARENA_MEM_HOST &&
 	    (c->mem_dev || !all_zero(c->mem_uuid, sizeof(c->mem_uuid))))
 		return -EINVAL;
-	if (c->low_watermark > c->nr_frames)
+	/* Limits in frames are against the most the arena may become. */
+	table = c->max_frames ? c->max_frames : c->nr_frames;
+	if (c->low_watermark > table || c->domain_cached_max > table)
 		return -EINVAL;
 	return 0;
 }

@@ -79,6 +79,8 @@ static bool spec_create(const struct kvarena_arena_create *c)
 {
 	uint64_t fs = c->frame_size;
 	bool access = c->flags & KVARENA_CREATE_ACCESS;
+	/* "the table (@max_frames, or @nr_frames)" */
+	uint32_t table = c->max_frames ? c->max_frames : c->nr_frames;
 
 	return RSV(c, reserved) &&
 	       !(c->flags & ~(KVARENA_CREATE_NO_BACKING | KVARENA_CREATE_ACCESS |
@@ -88,8 +90,8 @@ static bool spec_create(const struct kvarena_arena_create *c)
 		!(c->flags & KVARENA_CREATE_NO_BACKING)) &&
 	       /* KVARENA_DOMAINS_* */
 	       c->cache_domains <= KVARENA_DOMAINS_ARENA &&
-	       /* "at most @nr_frames" */
-	       c->domain_cached_max <= c->nr_frames &&
+	       /* "at most the table" */
+	       c->domain_cached_max <= table &&
 	       spec_name(c->name) &&
 	       /* a power of two, at least max(4096, PAGE_SIZE), at most 1 GiB */
 	       fs && !(fs & (fs - 1)) && fs >= KVARENA_MIN_FRAME_SIZE &&
@@ -103,7 +105,8 @@ static bool spec_create(const struct kvarena_arena_create *c)
 	       /* "0 for host", "zero for host arenas" */
 	       (c->mem_kind != KVARENA_MEM_HOST ||
 		(!c->mem_dev && RSV(c, mem_uuid))) &&
-	       c->low_watermark <= c->nr_frames &&
+	       /* "At most the table" */
+	       c->low_watermark <= table &&
 	       /* owner and mode only "with KVARENA_CREATE_ACCESS" */
 	       (access || (!c->owner_uid && !c->owner_gid && !c->mode));
 }

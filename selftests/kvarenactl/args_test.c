@@ -269,14 +269,20 @@ static const struct row rows[] = {
 	RP("backend", EDGE, 1, "kvarenactl: cuda backend: " CUDA " not found: ",
 	   "create", "x", "--frames", "1", "--backend", "cuda:2147483647"),
 
-	R("low-watermark", MISSING, 2, USAGE("create", "--low-watermark needs a value: " FRAMES0 ", at most --frames"),
+	R("low-watermark", MISSING, 2, USAGE("create", "--low-watermark needs a value: " FRAMES0 ", at most --max-frames, or --frames"),
 	  "create", "x", "--frames", "1", "--low-watermark"),
 	R("low-watermark", BAD, 2, USAGE("create", "--low-watermark 5 is above --frames 4"),
 	  "create", "x", "--frames", "4", "--low-watermark", "5"),
-	R("low-watermark", BAD, 2, USAGE("create", "--low-watermark \"16777217\": out of range: want " FRAMES0 ", at most --frames"),
+	R("low-watermark", BAD, 2, USAGE("create", "--low-watermark \"16777217\": out of range: want " FRAMES0 ", at most --max-frames, or --frames"),
 	  "create", "x", "--frames", "4", "--low-watermark", "16777217"),
 	RP("low-watermark", EDGE, 1, NODEV, "create", "x", "--frames", "4",
 	   "--frame-size", "4K", "--low-watermark", "4"),
+	/* Limits in frames are against the most the arena may become. */
+	RP("low-watermark", EDGE, 1, NODEV, "create", "x", "--frames", "4",
+	   "--max-frames", "8", "--frame-size", "4K", "--low-watermark", "8"),
+	R("low-watermark", BAD, 2, USAGE("create", "--low-watermark 9 is above --max-frames 8"),
+	  "create", "x", "--frames", "4", "--max-frames", "8",
+	  "--low-watermark", "9"),
 	RP("low-watermark", EDGE, 1, NODEV, "create", "x", "--frames", "4",
 	   "--frame-size", "4K", "--low-watermark", "0"),
 

@@ -212,7 +212,7 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		CB(C_CREATE), "where the memory is; default host" },
 	[OPT_LOW_WATERMARK] = { "low-watermark", 0, V_FRAMES, "N",
 		OFF(low_watermark), 0, KVARENA_MAX_FRAMES,
-		.want = "at most --frames", .cmds = CB(C_CREATE),
+		.want = "at most --max-frames, or --frames", .cmds = CB(C_CREATE),
 		.help = "pressure below N free frames; default 0: never" },
 	[OPT_BPT] = { "bytes-per-token", 0, V_SIZE, "SIZE",
 		OFF(bytes_per_token), 1, KVARENA_MAX_FRAME_SIZE,
@@ -785,18 +785,22 @@ int kvactl_frames_resolve(struct kvactl_opts *o, uint64_t frame_size)
 
 #define HUGE_PAGE_SIZE (2u << 20)
 
-/* The client policy's numbers against each other and the arena's size. */
+/*
+ * The client policy's numbers against each other and the most frames the
+ * arena may have, which option @what gave.
+ */
 static int check_policy(const struct command *cmd,
-			const struct kvactl_opts *o, uint32_t frames)
+			const struct kvactl_opts *o, uint32_t frames,
+			const char *what)
 {
 	uint32_t max = o->client_max_limit ? o->client_max_limit : frames;
 
 	if (o->client_max_limit > frames)
-		return usage_err(cmd, "--client-max-limit %u is above --frames %u",
-				 o->client_max_limit, frames);
+		return usage_err(cmd, "--client-max-limit %u is above %s %u",
+				 o->client_max_limit, what, frames);
 	if (o->domain_cached_max > frames)
-		return usage_err(cmd, "--domain-cached-max %u is above --frames %u",
-				 o->domain_cached_max, frames);
+		return usage_err(cmd, "--domain-cached-max %u is above %s %u",
+				 o->domain_cached_max, what, frames);
 	if (o->client_min_limit > max)
 		return usage_err(cmd, "--client-min-limit %u is above the clients' max, %u",
 				 o->client_min_limit, max);
@@ -809,6 +813,7 @@ static int check_policy(const struct command *cmd,
 static int check_create(struct kvactl_opts *o)
 {
 	const struct command *cmd = &commands[C_CREATE];
+	const char *what;
 	uint32_t table;
 	int err;
 	char b[2][KVACTL_NUM_LEN];
@@ -826,10 +831,12 @@ static int check_create(struct kvactl_opts *o)
 	if (table < o->frames)
 		return usage_err(cmd, "--max-frames %u is below --frames %u",
 				 o->max_frames, o->frames);
-	if (o->low_watermark > o->frames)
-		return usage_err(cmd, "--low-watermark %u is above --frames %u",
-				 o->low_watermark, o->frames);
-	err = check_policy(cmd, o, o->frames);
+	/* Limits in frames are against the most the arena may become. */
+	what = kvactl_given(o, OPT_MAX_FRAMES) ? "--max-frames" : "--frames";
+	if (o->low_watermark > table)
+		return usage_err(cmd, "--low-watermark %u is above %s %u",
+				 o->low_watermark, what, table);
+	err = check_policy(cmd, o, table, what);
 	if (err)
 		return err;
 	if (o->hugepages && o->cuda)

@@ -195,7 +195,9 @@ struct kvarena_version {
  *			pressure while the frames an unguaranteed client
  *			could still get (free less every client's unmet
  *			minimum, plus cached) are below it; 0 disables
- *			pressure reports.  At most @nr_frames.
+ *			pressure reports.  At most the table
+ *			(@max_frames, or @nr_frames without it), as every
+ *			limit in frames here is.
  * @bytes_per_token:	KV bytes per token of the model the arena is sized
  *			for, or 0; tools use it to show tokens.
  * @flags:		KVARENA_CREATE_NO_BACKING: an accounting-only arena,
@@ -224,14 +226,14 @@ struct kvarena_version {
  * @client_max_default:	max given to a client without CAP_SYS_ADMIN that
  *			asks for 0 at ATTACH (0: @client_max_limit).
  * @client_max_limit:	largest max of a client without CAP_SYS_ADMIN
- *			(0: the arena's size).
+ *			(0: the arena's size; at most the table).
  * @cache_domains:	KVARENA_DOMAINS_*: the domain a client gets at
  *			ATTACH unless it asks for another.
  * @mem_uuid:		CUDA arenas: the GPU's 16-byte UUID
  *			(cuDeviceGetUuid), which every process sees alike;
  *			zero for host arenas.
  * @domain_cached_max:	at most this many cached frames per cache domain
- *			(0: no cap, at most @nr_frames): a domain past it
+ *			(0: no cap; at most the table): a domain past it
  *			loses its own oldest cached frame, so that one
  *			tenant's prefixes cannot flush another's.
  * @max_frames:		the most frames ARENA_RESIZE may bring the arena
