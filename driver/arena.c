@@ -218,6 +218,8 @@ bool kva_arena_permits(struct kva_arena *a, u32 acc, unsigned int how)
 	return (mode & acc) || kva_admin(how);
 }
 
+static_assert(sizeof(struct kva_backing) == 24);
+
 /* The frames of the arena's table: what it may grow to. */
 static u32 kva_create_table(const struct kvarena_arena_create *c)
 {
@@ -461,9 +463,17 @@ static int check_backing_file(struct kva_arena *a, struct file *file,
 	return 0;
 }
 
+/* Frame @i of @a is in the arena (not absent); arena locked. */
+static bool kva_frame_present(struct kva_arena *a, u32 i)
+{
+	lockdep_assert_held(&a->lock);
+	return !(a->core.frames[i].flags & KVA_FRAME_ABSENT);
+}
+
 /*
- * Pin the pages of the frames [@first, @first + @nr) marked pinned (those
- * in the arena), a run at a time; on failure none stays pinned.
+ * Pin the pages of the frames of [@first, @first + @nr) that are in the
+ * arena, a run at a time; on failure none stays pinned.  resize_lock
+ * held: no frame comes in or goes out meanwhile.
  */
 static int kva_pin_present(struct kva_arena *a, u32 first, u32 nr)
 {
@@ -473,12 +483,14 @@ static int kva_pin_present(struct kva_arena *a, u32 first, u32 nr)
 	if (!a->pages)
 		return 0;
 	while (i < end && !ret) {
-		if (!a->backing[i].pinned) {
+		mutex_lock(&a->lock);
+		while (i < end && !kva_frame_present(a, i))
 			i++;
-			continue;
-		}
-		for (run = 1; i + run < end && a->backing[i + run].pinned; run++)
+		for (run = 0; i + run < end && kva_frame_present(a, i + run); run++)
 			;
+		mutex_unlock(&a->lock);
+		if (!run)
+			break;
 		ret = kva_pin_backing(a, a->backing[i].file,
 				      a->backing[i].offset, i, run);
 		if (!ret)
@@ -548,9 +560,6 @@ long kva_ioc_set_backing(void __user *argp)
 		bk->file = get_file(file);
 		bk->offset = b.offset + (u64)i * a->frame_size;
 		bk->nr_refs = b.nr_frames;
-		bk->pinned = a->pages &&
-			     !(a->core.frames[b.first_frame + i].flags &
-			       KVA_FRAME_ABSENT);
 	}
 	a->backing_busy++;
 	mutex_unlock(&a->lock);
@@ -565,7 +574,6 @@ long kva_ioc_set_backing(void __user *argp)
 		if (ret) {
 			fput(bk->file);
 			bk->file = NULL;
-			bk->pinned = false;
 		} else if (!(a->core.frames[i].flags & KVA_FRAME_ABSENT)) {
 			a->nr_unready--;
 		}

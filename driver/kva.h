@@ -52,17 +52,16 @@ struct kva_policy {
  * What frame i of an arena is: bytes [offset, offset + frame_size) of
  * file, one of @nr_refs frames that one SET_BACKING gave it to (each holds
  * a reference: more than that means an fd or a mapping out there).
- * @pinned: a host arena's pages of the frame are pinned in arena->pages
- * (while the frame is in the arena); under arena->resize_lock.
- * @releasing: taken out, its memory not given back yet (on
- * arena->release_head, linked by @release_next); under arena->lock.
+ * A host arena's pages of the frame are pinned (arena->pages) while the
+ * frame is in the arena.  @releasing: taken out, its memory not given
+ * back yet (on arena->release_head, linked by @release_next).  All under
+ * arena->lock.  24 bytes: an arena of 2^24 frames has as many.
  */
 struct kva_backing {
 	struct file *file;
 	u64 offset;
-	u32 nr_refs;
-	bool pinned;
-	bool releasing;
+	u32 nr_refs : 31;
+	u32 releasing : 1;
 	u32 release_next;
 };
 

@@ -68,10 +68,7 @@ static void kva_release_frame(struct kva_arena *a, u32 idx)
 	if (WARN_ON_ONCE(!absent))
 		return;
 	if (a->pages) {
-		if (!bk->pinned)
-			return;
 		kva_unpin_frame(a, idx);
-		bk->pinned = false;
 		/* The pages were ours alone to keep: now nobody's. */
 		ret = vfs_fallocate(bk->file,
 				    FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
@@ -263,8 +260,6 @@ static int kva_grow(struct kva_arena *a, u32 target)
 		ret = kva_core_grow_frames(c, idx, n);
 		/* Checked absent under this same resize_lock. */
 		WARN_ON_ONCE(ret);
-		for (i = 0; i < n && a->pages; i++)
-			a->backing[idx[i]].pinned = true;
 		kva_arena_update_pressure(a);
 		kva_clear_kick(a);
 	}

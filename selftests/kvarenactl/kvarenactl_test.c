@@ -1898,7 +1898,7 @@ TEST(resize_waits_for_held_frames_and_cancel_stops_it)
 	/* 1 free frame goes at once; 1 of the 3 held is waited for. */
 	CTL(&r, "resize", "rw", "--frames", "2", "--wait", "0.2");
 	EXPECT_EQ(1, r.rc);
-	EXPECT_STREQ("resize: rw is 2 frames (128Ki); 1 frame (64Ki) of memory returned; 1 frame (64Ki) still held, taken as they are freed\n",
+	EXPECT_STREQ("resize: rw is 3 frames (192Ki), shrinking to 2 frames (128Ki); 1 frame (64Ki) of memory returned; 1 frame (64Ki) still held, taken as they are freed\n",
 		     r.out);
 	EXPECT_STREQ("kvarenactl: resize: after 0.200 s, 1 frame (64Ki) of \"rw\" still held: the shrink goes on as they are freed (kvarenactl resize rw --cancel stops it)\n",
 		     r.err);
@@ -1930,7 +1930,7 @@ TEST(resize_waits_for_held_frames_and_cancel_stops_it)
 	ASSERT_EQ(0, forked_client("rw", "holds", 2, 1, &holder));
 	CTL(&r, "resize", "rw", "--frames", "1");
 	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
-	EXPECT_STREQ("resize: rw is 1 frame (64Ki); 1 frame (64Ki) still held, taken as they are freed\n",
+	EXPECT_STREQ("resize: rw is 2 frames (128Ki), shrinking to 1 frame (64Ki); 1 frame (64Ki) still held, taken as they are freed\n",
 		     r.out);
 	CTL(&r, "resize", "rw", "--cancel");
 	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);

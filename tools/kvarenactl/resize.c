@@ -162,8 +162,12 @@ static int report(const struct kvactl_opts *o, const struct kvarena_stat *s,
 		       s->nr_shrinking ? ", the frames still held stay" : "");
 		return KVACTL_OK;
 	}
+	/* While a shrink waits, the arena is larger than it is becoming. */
 	printf("resize: %s is %s", s->name,
-	       frames_desc(b[0], becoming, fs, false));
+	       frames_desc(b[0], r->out_frames, fs, false));
+	if (r->out_shrinking)
+		printf(", shrinking to %s",
+		       frames_desc(b[1], becoming, fs, false));
 	if (r->out_frames < s->nr_frames)
 		printf("; %s of memory returned",
 		       frames_desc(b[1], s->nr_frames - r->out_frames, fs, false));
