@@ -23,6 +23,8 @@ static const struct kvbench_cmd {
 	  "attention KV read GB/s vs the machine's read bandwidth; GFLOP/s" },
 	{ "prefix", kvbench_prefix_main,
 	  "LOOKUP of a 64-frame prefix chain vs ALLOC of 64 frames" },
+	{ "resize", kvbench_resize_main,
+	  "ARENA_RESIZE down and back vs punching and populating a memfd" },
 };
 
 static void usage(FILE *f)

@@ -11,5 +11,6 @@ int kvbench_map_main(int argc, char **argv);
 int kvbench_frames_main(int argc, char **argv);
 int kvbench_attn_main(int argc, char **argv);
 int kvbench_prefix_main(int argc, char **argv);
+int kvbench_resize_main(int argc, char **argv);
 
 #endif

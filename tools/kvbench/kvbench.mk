@@ -39,7 +39,8 @@ bench-vm: $(KVB_DIR)/kvbench-static $(B)/tools/kvarenactl-static
 	$(Q)$(MAKE) --no-print-directory KDIR=/lib/modules/$(RUN_KERNEL)/build module
 	$(Q)printf '%s\n' 'kvbench-static frames' 'kvbench-static prefix' \
 		'kvarenactl-static create bench --frames 40 --frame-size 2M' \
-		'kvbench-static map --arena bench --reps 20' > $(B)/bench-vm.sh
+		'kvbench-static map --arena bench --reps 20' \
+		'kvbench-static resize' > $(B)/bench-vm.sh
 	$(Q)$(VM_RUN) --timeout $(VM_TIMEOUT) --script $(B)/bench-vm.sh \
 		--kernel /boot/vmlinuz-$(RUN_KERNEL) \
 		--module $(B)/kmod/$(RUN_KERNEL)/kvarena.ko $^
