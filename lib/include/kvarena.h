@@ -640,6 +640,51 @@ static inline int kva_seq_grow(struct kva_seq *seq, uint64_t n)
 int kva_seq_shrink(struct kva_seq *seq, uint64_t tokens);
 
 /**
+ * kva_seq_swap_bytes() - bytes of host memory kva_seq_swap_out() needs for
+ * @seq now: its frames up to its tokens, whole.  Arithmetic only.
+ */
+static inline uint64_t kva_seq_swap_bytes(const struct kva_seq *seq)
+{
+	return kva_frames_for(&seq->geo, seq->tokens) * seq->geo.frame_size;
+}
+
+/**
+ * kva_seq_swap_out() - swap a preempted sequence out: copy the KV of its
+ * tokens to host memory @buf (@size bytes, at least kva_seq_swap_bytes()),
+ * then give its frames back (kva_seq_shrink() to 0).  The sequence keeps
+ * its range; kva_seq_swap_in() brings the KV back, into new frames, when
+ * the engine resumes it - instead of computing its prefill again.
+ *
+ * The copy reads what is in the frames: the work that wrote them must be
+ * done (on a CUDA arena, the copy waits for the arena's stream,
+ * kva_arena_set_stream(), or the whole context).  Frames the sequence
+ * shares (a fork, an attached prefix) are copied too, and stay with
+ * whoever else holds them.  CUDA: cuMemcpyDtoH(), waited for; @buf is
+ * best pinned (cuMemHostAlloc) for speed, plain memory works.
+ *
+ * Thread safety: takes the arena's lock; @seq must not be in use
+ * elsewhere.
+ *
+ * Return: 0, with *@tokens the tokens saved; -EINVAL (NULL, @size too
+ * small); or the backend's error (nothing is given back then).
+ */
+int kva_seq_swap_out(struct kva_seq *seq, void *buf, uint64_t size,
+		     uint64_t *tokens);
+
+/**
+ * kva_seq_swap_in() - the other half: grow @seq, which must hold no
+ * token, to @tokens with new frames and copy their KV back from @buf, as
+ * kva_seq_swap_out() saved it (kva_seq_swap_bytes() of @tokens tokens).
+ * All or nothing: -ENOSPC (or any error) and the sequence holds no frame.
+ *
+ * Thread safety: as kva_seq_swap_out().
+ *
+ * Return: 0, -EINVAL (NULL, @tokens 0 or beyond max_tokens), -EBUSY (the
+ * sequence has tokens), -ENOSPC, or the backend's error.
+ */
+int kva_seq_swap_in(struct kva_seq *seq, const void *buf, uint64_t tokens);
+
+/**
  * kva_seq_fork() - make @child, a new sequence with @parent's geometry,
  * max_tokens and tokens, mapping @parent's frames (no copy, no new
  * frames).  The partial last frame is copied when either side next grows

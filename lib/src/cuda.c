@@ -435,6 +435,27 @@ static int cuda_copy(struct kva_arena *a, uint64_t dst, uint64_t src,
 }
 
 /*
+ * A swap's copy (kva_seq_swap_out(), kva_seq_swap_in()): after the
+ * arena's stream (or the whole context), on the legacy stream, waited
+ * for - the frames are unmapped right after a swap out.
+ */
+static int cuda_xfer(struct kva_arena *a, uint64_t va, void *host,
+		     uint64_t len, bool out)
+{
+	struct kva_cuda *c = cuda(a);
+	int ret = ctx_push(a, c);
+
+	if (ret)
+		return ret;
+	ret = quiesce_pushed(a, c, false);
+	if (!ret)
+		ret = cu_err(a, out ? c->fn.cuMemcpyDtoH(host, va, len) :
+				      c->fn.cuMemcpyHtoD(va, host, len));
+	ctx_pop(c);
+	return ret;
+}
+
+/*
  * A scrubber's clear (scrub.c): zero the frames on the device and wait
  * for it, on the driver's legacy stream, which this process uses for
  * nothing else; the frames are unmapped only after.
@@ -525,6 +546,7 @@ const struct kva_vmm kva_cuda_vmm = {
 	.fence_wait = cuda_fence_wait,
 	.clear = cuda_clear,
 	.forget = cuda_forget,
+	.xfer = cuda_xfer,
 };
 
 /*

@@ -34,6 +34,8 @@
 	X(cuMemSetAccess)				\
 	X(cuMemcpyDtoD)					\
 	X(cuMemcpyDtoDAsync)				\
+	X(cuMemcpyDtoH)					\
+	X(cuMemcpyHtoD)					\
 	X(cuMemsetD8Async)				\
 	X(cuStreamSynchronize)				\
 	X(cuCtxSynchronize)				\

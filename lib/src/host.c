@@ -369,6 +369,16 @@ static int host_copy(struct kva_arena *a, uint64_t dst, uint64_t src,
 	return 0;
 }
 
+static int host_xfer(struct kva_arena *a, uint64_t va, void *host,
+		     uint64_t len, bool out)
+{
+	if (out)
+		memcpy(host, (const void *)(uintptr_t)va, len);
+	else
+		memcpy((void *)(uintptr_t)va, host, len);
+	return 0;
+}
+
 const struct kva_vmm kva_host_vmm = {
 	.map_replaces = true,
 	.init = host_init,
@@ -379,6 +389,7 @@ const struct kva_vmm kva_host_vmm = {
 	.map = host_map,
 	.unmap = host_unmap,
 	.copy = host_copy,
+	.xfer = host_xfer,
 };
 
 /*

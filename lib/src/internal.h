@@ -238,6 +238,12 @@ struct kva_vmm {
 	int (*clear)(struct kva_arena *a, uint64_t va, uint32_t n);
 	/* drop what @resolve learnt of frame @idx: a scrubber's import */
 	void (*forget)(struct kva_arena *a, uint32_t idx);
+	/*
+	 * copy @len bytes between mapped range @va and host memory @host
+	 * (@out: to the host), after the work before it, and wait for it
+	 */
+	int (*xfer)(struct kva_arena *a, uint64_t va, void *host,
+		    uint64_t len, bool out);
 };
 
 extern const struct kva_vmm kva_host_vmm;

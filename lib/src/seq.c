@@ -634,6 +634,48 @@ out:
 	return ret;
 }
 
+int kva_seq_swap_out(struct kva_seq *seq, void *buf, uint64_t size,
+		     uint64_t *tokens)
+{
+	struct kva_arena *a;
+	uint64_t bytes;
+	int ret;
+
+	if (!seq || !tokens || (!buf && seq->tokens))
+		return -EINVAL;
+	bytes = kva_seq_swap_bytes(seq);
+	if (size < bytes)
+		return -EINVAL;
+	a = seq_impl(seq)->arena;
+	/* The frames up to the tokens are mapped: the range is the seq's. */
+	ret = bytes ? a->vmm->xfer(a, seq->base, buf, bytes, true) : 0;
+	if (ret)
+		return ret;
+	*tokens = seq->tokens;
+	return kva_seq_shrink(seq, 0);
+}
+
+int kva_seq_swap_in(struct kva_seq *seq, const void *buf, uint64_t tokens)
+{
+	struct kva_arena *a;
+	int ret;
+
+	if (!seq || !buf || !tokens || tokens > seq->max_tokens)
+		return -EINVAL;
+	if (seq->tokens)
+		return -EBUSY;
+	a = seq_impl(seq)->arena;
+	/* From no token, a grow maps new frames, private to this sequence. */
+	ret = kva_seq_grow_slow(seq, tokens);
+	if (ret)
+		return ret;
+	ret = a->vmm->xfer(a, seq->base, (void *)buf,
+			   kva_seq_swap_bytes(seq), false);
+	if (ret)
+		kva_seq_shrink(seq, 0);
+	return ret;
+}
+
 int kva_seq_fork(struct kva_seq *parent, struct kva_seq **out)
 {
 	struct kva_seq_impl *p, *c;

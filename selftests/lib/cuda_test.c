@@ -1077,6 +1077,45 @@ TEST_F(async, copy_on_write_with_a_stream_comes_between_the_kernels_before_and_a
 		  cuda_double_find("cuMemcpyDtoDAsync_v2", 0)->stream);
 }
 
+/*
+ * A swap out copies what the engine's kernels wrote, once they ran, and
+ * gives the frames back only after; a swap in copies back into new
+ * frames before any kernel of the engine can read them.
+ */
+TEST_F(async, swap_out_waits_for_the_kernels_and_swap_in_copies_back)
+{
+	uint64_t saved = 0, bytes, bad = 0;
+	struct kva_seq *s;
+	unsigned char *buf;
+
+	ASSERT_EQ(0, kva_arena_set_stream(self->a, ENGINE));
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 8 * TPF, &s));
+	ASSERT_EQ(0, kva_seq_grow(s, 2 * TPF + 1));
+	/* The engine writes the KV on its stream; the device lags. */
+	ASSERT_EQ(0, cuda_double_launch_write(ENGINE, s->base, 3 * FS, 0x5c));
+	EXPECT_EQ(1, cuda_double_queued());
+	bytes = kva_seq_swap_bytes(s);
+	EXPECT_EQ(3 * FS, bytes);
+	buf = malloc(bytes);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, kva_seq_swap_out(s, buf, bytes, &saved));
+	EXPECT_EQ(2 * TPF + 1, saved);
+	EXPECT_TRUE(called_before("cuStreamSynchronize", "cuMemcpyDtoH_v2"));
+	for (uint64_t i = 0; i < bytes; i++)
+		bad += buf[i] != 0x5c;
+	EXPECT_EQ(0, bad);
+	ASSERT_EQ(0, kva_arena_sync(self->a));
+	EXPECT_EQ(0, s->tokens);
+	ASSERT_EQ(0, kva_seq_swap_in(s, buf, saved));
+	EXPECT_EQ(1, cuda_double_count("cuMemcpyHtoD_v2"));
+	EXPECT_EQ(0x5c, *(unsigned char *)(uintptr_t)(s->base + 3 * FS - 1));
+	EXPECT_EQ(saved, s->tokens);
+	free(buf);
+	kva_seq_free(s);
+	EXPECT_EQ(0, kva_arena_sync(self->a));
+	EXPECT_EQ(0, cuda_double_violations());
+}
+
 /* The stream-ordered free and shrink, now with a device that lags. */
 TEST_F(async, free_and_shrink_with_a_stream_unmap_after_the_kernels)
 {

@@ -480,6 +480,99 @@ TEST_F(seq, grow_with_the_arena_full_is_enospc_and_changes_nothing)
 	kva_seq_free(s);
 }
 
+/* ---- swapping a preempted sequence out and back in ---- */
+
+TEST_F(seq, swap_out_gives_the_frames_back_and_swap_in_brings_the_kv_back)
+{
+	struct kva_seq *s = new_seq(_metadata, self->a, &self->g, 1000);
+	uint64_t saved = 0, bytes;
+	void *buf;
+
+	ASSERT_EQ(0, kva_seq_grow(s, 3 * TPF + 5));
+	fill_tokens(s, 7, 0, 3 * TPF + 5);
+	bytes = kva_seq_swap_bytes(s);
+	EXPECT_EQ(4 * FS, bytes);
+	buf = malloc(bytes);
+	ASSERT_NE(NULL, buf);
+	EXPECT_EQ(-EINVAL, kva_seq_swap_out(s, buf, bytes - 1, &saved));
+	EXPECT_EQ(4, held_frames(self->a));
+	ASSERT_EQ(0, kva_seq_swap_out(s, buf, bytes, &saved));
+	EXPECT_EQ(3 * TPF + 5, saved);
+	EXPECT_EQ(0, s->tokens);
+	EXPECT_EQ(0, held_frames(self->a));
+	/* Another sequence takes (and dirties) the frames meanwhile. */
+	{
+		struct kva_seq *o = new_seq(_metadata, self->a, &self->g, 1000);
+
+		ASSERT_EQ(0, kva_seq_grow(o, 4 * TPF));
+		fill_tokens(o, 9, 0, 4 * TPF);
+		kva_seq_free(o);
+	}
+	ASSERT_EQ(0, kva_seq_swap_in(s, buf, saved));
+	EXPECT_EQ(saved, s->tokens);
+	EXPECT_EQ(4, held_frames(self->a));
+	EXPECT_EQ(0, check_tokens(s, 7, 0, saved));
+	/* It grows on from there as if it had never left. */
+	ASSERT_EQ(0, kva_seq_grow(s, TPF));
+	fill_tokens(s, 7, saved, saved + TPF);
+	EXPECT_EQ(0, check_tokens(s, 7, 0, saved + TPF));
+	EXPECT_EQ(-EBUSY, kva_seq_swap_in(s, buf, saved));
+	free(buf);
+	kva_seq_free(s);
+}
+
+TEST_F(seq, swap_in_without_room_is_enospc_and_holds_nothing)
+{
+	struct kva_seq *s = new_seq(_metadata, self->a, &self->g, 5000);
+	uint64_t raw[NR], saved = 0;
+	char buf[3 * FS];
+
+	ASSERT_EQ(0, kva_seq_grow(s, 2 * TPF + 1));
+	fill_tokens(s, 3, 0, 2 * TPF + 1);
+	ASSERT_EQ(0, kva_seq_swap_out(s, buf, sizeof(buf), &saved));
+	ASSERT_EQ(NR - 2, kva_alloc(self->a, raw, NR - 2, 0));
+	EXPECT_EQ(-ENOSPC, kva_seq_swap_in(s, buf, saved));
+	EXPECT_EQ(0, s->tokens);
+	EXPECT_EQ(NR - 2, held_frames(self->a));
+	EXPECT_EQ(-EINVAL, kva_seq_swap_in(s, buf, 0));
+	EXPECT_EQ(-EINVAL, kva_seq_swap_in(s, buf, 5001));
+	EXPECT_EQ(-EINVAL, kva_seq_swap_in(s, NULL, saved));
+	ASSERT_EQ(0, kva_free(self->a, raw, 1));
+	ASSERT_EQ(0, kva_seq_swap_in(s, buf, saved));
+	EXPECT_EQ(0, check_tokens(s, 3, 0, saved));
+	ASSERT_EQ(0, kva_free(self->a, raw + 1, NR - 3));
+	kva_seq_free(s);
+}
+
+TEST_F(seq, swap_out_of_a_fork_leaves_the_other_side_whole)
+{
+	struct kva_seq *p = new_seq(_metadata, self->a, &self->g, 1000);
+	struct kva_seq *c = NULL;
+	uint64_t saved = 0;
+	char buf[2 * FS];
+
+	ASSERT_EQ(0, kva_seq_grow(p, TPF + 3));
+	fill_tokens(p, 5, 0, TPF + 3);
+	ASSERT_EQ(0, kva_seq_fork(p, &c));
+	ASSERT_EQ(0, kva_seq_swap_out(c, buf, sizeof(buf), &saved));
+	EXPECT_EQ(TPF + 3, saved);
+	/* The shared frames stay the parent's. */
+	EXPECT_EQ(2, held_frames(self->a));
+	EXPECT_EQ(0, check_tokens(p, 5, 0, TPF + 3));
+	ASSERT_EQ(0, kva_seq_swap_in(c, buf, saved));
+	EXPECT_EQ(4, held_frames(self->a));
+	EXPECT_EQ(0, check_tokens(c, 5, 0, saved));
+	kva_seq_free(c);
+	kva_seq_free(p);
+	/* A sequence with no token saves nothing. */
+	p = new_seq(_metadata, self->a, &self->g, 10);
+	EXPECT_EQ(0, kva_seq_swap_bytes(p));
+	ASSERT_EQ(0, kva_seq_swap_out(p, NULL, 0, &saved));
+	EXPECT_EQ(0, saved);
+	EXPECT_EQ(-EINVAL, kva_seq_swap_out(NULL, buf, sizeof(buf), &saved));
+	kva_seq_free(p);
+}
+
 TEST_F(seq, grow_batch_takes_every_frame_in_one_allocator_call)
 {
 	struct kva_seq *s[4];
