@@ -47,6 +47,20 @@ check preempts_the_newest_and_recomputes_it rc 0 quiet \
 	key completed 2 key preemptions 1 key recomputed_tokens 32 \
 	key output_tokens 40 key prefilled_tokens 64 key peak_held_frames 4
 
+# The same with --preempt swap: the newer one's 32 tokens (2 frames) go
+# to host memory and come back once the older one completes; nothing is
+# prefilled twice.
+# shellcheck disable=SC2086
+run -t "$TMP/two.csv" $G --frames 4 --preempt swap --json
+check preempts_the_newest_and_swaps_it_out_and_back rc 0 quiet \
+	key completed 2 key preemptions 1 key recomputed_tokens 0 \
+	key swaps 1 key swapped_tokens 32 key preempt '"swap"' \
+	key output_tokens 40 key prefilled_tokens 32 key peak_held_frames 4
+# shellcheck disable=SC2086
+run -t "$TMP/two.csv" $G --frames 4 --preempt nothing
+check preempt_takes_recompute_or_swap rc 2 \
+	err1 "kvserve: --preempt must be recompute or swap: got nothing"
+
 # --max-seqs 1: one at a time, nothing preempted.
 # shellcheck disable=SC2086
 run -t "$TMP/two.csv" $G --frames 4 --max-seqs 1 --json

@@ -77,6 +77,7 @@ struct options {
 	uint32_t min_frames, max_frames;
 	uint32_t max_seqs;
 	uint64_t prefill_budget;
+	int preempt_swap;		/* --preempt swap, not recompute */
 	uint64_t max_len;
 	uint32_t shared_prefix;		/* tokens all prompts start with */
 	enum compute_backend backend;

@@ -43,6 +43,9 @@ static void help(FILE *f)
 "      --max-model-len N   longest sequence (default: the longest request)\n"
 "      --max-seqs N        running sequences at most (default: any)\n"
 "      --prefill-budget T  prompt tokens prefilled per step (default: any)\n"
+"      --preempt P         a preempted sequence's KV: recompute (default:\n"
+"                          freed, its prefill done again) or swap (copied\n"
+"                          to host memory, copied back when it resumes)\n"
 "      --shared-prefix N   every prompt starts with the same N tokens\n"
 "      --backend B         cpu (default) or cuda\n"
 "      --threads N         CPU attention threads (default 1)\n"
@@ -59,7 +62,7 @@ static void help(FILE *f)
 enum {
 	OPT_SLICE = KVT_OPT_GEOM_END, OPT_REQUESTS, OPT_SCALE, OPT_QHEADS,
 	OPT_FRAME, OPT_ARENA, OPT_FRAMES, OPT_LABEL, OPT_MIN, OPT_MAX,
-	OPT_MAXLEN, OPT_MAXSEQS, OPT_PREFILL, OPT_SHARED, OPT_BACKEND,
+	OPT_MAXLEN, OPT_MAXSEQS, OPT_PREFILL, OPT_PREEMPT, OPT_SHARED, OPT_BACKEND,
 	OPT_THREADS, OPT_SEED, OPT_SECONDS, OPT_REPORT, OPT_JSON, OPT_PRIVATE,
 };
 
@@ -79,6 +82,7 @@ static const struct option options[] = {
 	{ "max-model-len",  required_argument, NULL, OPT_MAXLEN },
 	{ "max-seqs",       required_argument, NULL, OPT_MAXSEQS },
 	{ "prefill-budget", required_argument, NULL, OPT_PREFILL },
+	{ "preempt",        required_argument, NULL, OPT_PREEMPT },
 	{ "shared-prefix",  required_argument, NULL, OPT_SHARED },
 	{ "backend",        required_argument, NULL, OPT_BACKEND },
 	{ "threads",        required_argument, NULL, OPT_THREADS },
@@ -223,6 +227,15 @@ static int parse(struct options *o, struct args *a, int argc, char **argv)
 		case OPT_PREFILL:
 			err = get_u64("--prefill-budget", optarg, 1, 1u << 30,
 				      &a->prefill);
+			break;
+		case OPT_PREEMPT:
+			if (!strcmp(optarg, "recompute"))
+				o->preempt_swap = 0;
+			else if (!strcmp(optarg, "swap"))
+				o->preempt_swap = 1;
+			else
+				err = kvt_bad("--preempt", "recompute or swap",
+					      optarg);
 			break;
 		case OPT_SHARED:
 			err = get_u64("--shared-prefix", optarg, 1, 1u << 20,

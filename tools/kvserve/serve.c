@@ -10,8 +10,12 @@
  *     new K/V is written and decode attention runs over all of them, layer
  *     by layer.  When the batch cannot get its frames, the newest running
  *     sequence is preempted (its sequence freed, the request put back at
- *     the front of the queue for recompute) and the batch retried;
- *  2. admission, unless this step preempted: requests from the front of
+ *     the front of the queue for recompute - or, with --preempt swap, its
+ *     KV copied to host memory first: kva_seq_swap_out()) and the batch
+ *     retried;
+ *  2. admission, unless this step preempted: swapped requests at the
+ *     front of the queue come back first (kva_seq_swap_in(): new frames,
+ *     the KV copied back, no prefill); then requests from the front of
  *     the queue, first come first served, get a sequence reserved for
  *     their whole length, their prompt's cached prefix attached, and the
  *     rest of the prompt (plus what they had generated before a
@@ -47,7 +51,9 @@
 
 struct sreq {
 	const struct request *r;
-	struct kva_seq *seq;		/* NULL while waiting */
+	struct kva_seq *seq;		/* NULL while waiting, unless swapped */
+	void *swap;			/* its KV while swapped out, or NULL */
+	uint64_t swapped;		/* tokens in @swap */
 	uint32_t generated;
 	uint32_t hit;			/* prompt tokens from the cache */
 	bool admitted;
@@ -84,6 +90,8 @@ struct server {
 	uint32_t limit;			/* frames this client may hold */
 	uint32_t too_long;		/* requests refused for it */
 	uint64_t output_tokens, prompt_tokens, recomputed_tokens;
+	uint64_t swapped_tokens;	/* swapped out and back in */
+	uint32_t swaps;
 	uint64_t hit_tokens, first_prompt_tokens;
 	double held_bytes_steps, filled_bytes_steps;
 	uint32_t peak_held;
@@ -273,10 +281,29 @@ static void complete(struct server *sv, struct sreq *s, double t)
 	sv->completed++;
 }
 
+/*
+ * A preempted sequence's KV goes to host memory (--preempt swap): the
+ * sequence keeps its range, holding no frame, until kva_seq_swap_in().
+ * Returns false (and nothing is kept) if it cannot be copied.
+ */
+static bool swap_out(struct sreq *s)
+{
+	uint64_t bytes = kva_seq_swap_bytes(s->seq);
+
+	s->swap = malloc(bytes ? bytes : 1);
+	if (s->swap && !kva_seq_swap_out(s->seq, s->swap, bytes, &s->swapped))
+		return true;
+	free(s->swap);
+	s->swap = NULL;
+	return false;
+}
+
 static void preempt(struct server *sv, struct sreq *s)
 {
-	kva_seq_free(s->seq);
-	s->seq = NULL;
+	if (!sv->o->preempt_swap || !swap_out(s)) {
+		kva_seq_free(s->seq);
+		s->seq = NULL;
+	}
 	s->hit = 0;
 	waiting_push_front(sv, s);
 	sv->preemptions++;
@@ -363,17 +390,56 @@ static uint64_t admit_room(struct server *sv)
 	return room;
 }
 
+/*
+ * Swapped requests at the front of the queue resume first, each into new
+ * frames with its KV copied back (no prefill), while frames can be had -
+ * under pressure only when nothing runs.  Returns how many resumed, or a
+ * negative errno; sets @starved when the front one could not.
+ */
+static int swap_in(struct server *sv)
+{
+	uint32_t k = 0;
+	int ret;
+
+	while (sv->nr_waiting && waiting_at(sv, 0)->swap) {
+		struct sreq *s = waiting_at(sv, 0);
+
+		if ((sv->o->max_seqs && sv->nr_running >= sv->o->max_seqs) ||
+		    (sv->nr_running && under_pressure(sv)))
+			break;
+		ret = kva_seq_swap_in(s->seq, s->swap, s->swapped);
+		if (ret == -ENOSPC || ret == -ENOMEM) {
+			sv->starved = true;
+			break;
+		}
+		if (ret)
+			return fatal("swapping a sequence back in", ret);
+		free(s->swap);
+		s->swap = NULL;
+		sv->swapped_tokens += s->swapped;
+		sv->swaps++;
+		sv->running[sv->nr_running++] = s;
+		waiting_pop(sv, 1);
+		k++;
+	}
+	return (int)k;
+}
+
 /* Returns the number of requests admitted, or a negative errno. */
 static int admit(struct server *sv)
 {
 	const struct options *o = sv->o;
 	uint64_t used = 0, room, frames = 0;
 	uint32_t k = 0, i;
-	int ret;
+	int ret, resumed;
 
 	sv->starved = false;
-	if (!sv->nr_waiting)
-		return 0;
+	resumed = swap_in(sv);
+	if (resumed < 0)
+		return resumed;
+	/* First come, first served: nobody overtakes a swapped request. */
+	if (!sv->nr_waiting || waiting_at(sv, 0)->swap)
+		return resumed;
 	room = admit_room(sv);
 	while (k < sv->nr_waiting &&
 	       (!o->max_seqs || sv->nr_running + k < o->max_seqs)) {
@@ -401,7 +467,7 @@ static int admit(struct server *sv)
 	}
 	for (;;) {
 		if (!k)
-			return 0;
+			return resumed;
 		ret = kva_seq_grow_batch(sv->a, sv->grow, k);
 		if (ret != -ENOSPC)
 			break;
@@ -445,7 +511,7 @@ static int admit(struct server *sv)
 			sv->running[sv->nr_running++] = s;
 	}
 	waiting_pop(sv, k);
-	return (int)k;
+	return resumed + (int)k;
 }
 
 static void account(struct server *sv)
@@ -521,6 +587,9 @@ static void report(struct server *sv, double secs, bool progress)
 		       (unsigned long long)sv->output_tokens,
 		       (unsigned long long)sv->prompt_tokens,
 		       (unsigned long long)sv->recomputed_tokens);
+		printf(",\"preempt\":\"%s\",\"swaps\":%u,\"swapped_tokens\":%llu",
+		       o->preempt_swap ? "swap" : "recompute", sv->swaps,
+		       (unsigned long long)sv->swapped_tokens);
 		printf(",\"seconds\":%.3f,\"steps\":%llu,\"waits\":%llu,\"tokens_per_s\":%.1f",
 		       secs, (unsigned long long)sv->steps,
 		       (unsigned long long)sv->waits, tps);
@@ -549,10 +618,14 @@ static void report(struct server *sv, double secs, bool progress)
 	printf("  requests       %u served of %u (%u refused), %u preemptions\n",
 	       sv->completed - sv->too_long, o->nr_req + o->refused,
 	       o->refused + sv->too_long, sv->preemptions);
-	printf("  tokens         %llu generated in %.1f s: %.0f tokens/s; %llu prefilled (%llu recomputed)\n",
+	printf("  tokens         %llu generated in %.1f s: %.0f tokens/s; %llu prefilled (%llu recomputed)",
 	       (unsigned long long)sv->output_tokens, secs, tps,
 	       (unsigned long long)sv->prompt_tokens,
 	       (unsigned long long)sv->recomputed_tokens);
+	if (o->preempt_swap)
+		printf("; %llu swapped back in (%u swaps)",
+		       (unsigned long long)sv->swapped_tokens, sv->swaps);
+	putchar('\n');
 	printf("  time/token     p50 %.2f ms, p99 %.2f ms; first token p50 %.1f ms, p99 %.1f ms\n",
 	       pct_ms(sv->tpot, sv->nr_tpot, 0.5),
 	       pct_ms(sv->tpot, sv->nr_tpot, 0.99),
@@ -631,6 +704,8 @@ static int alloc_server(struct server *sv)
 
 static void free_server(struct server *sv)
 {
+	for (uint32_t i = 0; sv->rq && i < sv->o->nr_req; i++)
+		free(sv->rq[i].swap);
 	free(sv->rq);
 	free(sv->waiting);
 	free(sv->running);
