@@ -551,6 +551,41 @@ TEST_F(dev, close_returns_every_frame)
 	EXPECT_EQ(1, module_stat(self->name).nr_clients);
 }
 
+/*
+ * A preempted sequence swapped out: its frames go back to the module, and
+ * another client takes and writes them; swapped in, it reads its own KV
+ * again, in frames the module hands it anew.
+ */
+TEST_F(dev, swap_out_returns_the_frames_to_the_module_and_swap_in_restores)
+{
+	struct kva_seq *s, *o;
+	struct kva_arena *b;
+	uint64_t saved = 0;
+	char *buf;
+
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 500, &s));
+	ASSERT_EQ(0, kva_seq_grow(s, 3 * TPF + 2));
+	fill_tokens(s, 6, 0, 3 * TPF + 2);
+	buf = malloc(kva_seq_swap_bytes(s));
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, kva_seq_swap_out(s, buf, kva_seq_swap_bytes(s), &saved));
+	EXPECT_EQ(0, module_stat(self->name).nr_held);
+	/* Another client takes every frame and writes them. */
+	ASSERT_EQ(0, open_device(&b, self->name, variant->transport));
+	ASSERT_EQ(0, kva_seq_create(b, &self->g, NR * TPF, &o));
+	ASSERT_EQ(0, kva_seq_grow(o, NR * TPF));
+	fill_tokens(o, 8, 0, NR * TPF);
+	EXPECT_EQ(-ENOSPC, kva_seq_swap_in(s, buf, saved));
+	EXPECT_EQ(0, s->tokens);
+	kva_seq_free(o);
+	kva_close(b);
+	ASSERT_EQ(0, kva_seq_swap_in(s, buf, saved));
+	EXPECT_EQ(4, module_stat(self->name).nr_held);
+	EXPECT_EQ(0, check_tokens(s, 6, 0, saved));
+	free(buf);
+	kva_seq_free(s);
+}
+
 TEST(arena_create_registers_one_memfd_behind_every_frame)
 {
 	char name[KVARENA_NAME_LEN];
