@@ -38,23 +38,10 @@
 #define NOBODY	65534
 #define VICTIM	1001
 
-/* Backing memory as the module wants it: sealed against shrinking. */
-static int sealed_memfd(size_t size)
-{
-	int fd = memfd_create("iso", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-
-	if (fd >= 0 && (ftruncate(fd, size) ||
-			fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW))) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* A host arena of NR frames, every frame backed; returns 0 or -errno. */
 static int make_host_arena(int admin, const char *name, __u32 low_watermark)
 {
-	int mfd = sealed_memfd(NR * FSIZE), ret;
+	int mfd = kva_sealed_memfd(NR * FSIZE), ret;
 
 	if (mfd < 0)
 		return -errno;
@@ -1071,7 +1058,7 @@ static int matrix(enum role role, bool uring, const char *name, __u64 other,
 	struct io_uring ring;
 	enum frame_kind k;
 	char xname[32];
-	int mfd = sealed_memfd(FSIZE);
+	int mfd = kva_sealed_memfd(FSIZE);
 
 #define RUN(cmd, arg) (uring ? kva_uring_one(&ring, fd, cmd, arg, 0) :	\
 		       kva_ioctl(fd, cmd, arg))
@@ -1387,7 +1374,7 @@ TEST(host_backing_must_be_sealed_memory)
 	}
 	if (hfd >= 0)
 		close(hfd);
-	mfd = sealed_memfd(NR * FSIZE);
+	mfd = kva_sealed_memfd(NR * FSIZE);
 	ASSERT_EQ(0, kva_set_backing(fd, name, 0, NR, mfd, 0));
 	ASSERT_EQ(0, kva_stat(fd, name, &s));
 	EXPECT_EQ(NR, s.nr_backed);

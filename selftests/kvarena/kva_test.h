@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -155,6 +156,35 @@ static inline int kva_frame_fd(int fd, __u64 handle,
 	if (out)
 		*out = f;
 	return ret;
+}
+
+/*
+ * Host backing as the module takes it: a memfd of @size bytes, sealed
+ * against shrinking (and growing); -1 on failure.
+ */
+static inline int kva_sealed_memfd(size_t size)
+{
+	int fd = memfd_create("kvarena-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd >= 0 && (ftruncate(fd, size) ||
+			fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Map frame @h (held by @fd's client) with @prot, or MAP_FAILED. */
+static inline void *kva_map_frame(int fd, __u64 h, int prot)
+{
+	struct kvarena_frame_fd ff;
+	void *p;
+
+	if (kva_frame_fd(fd, h, &ff))
+		return MAP_FAILED;
+	p = mmap(NULL, ff.size, prot, MAP_SHARED, ff.fd, ff.offset);
+	close(ff.fd);
+	return p;
 }
 
 /* Whether /proc/self/fdinfo/@fd has @line. */

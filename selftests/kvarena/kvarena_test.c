@@ -25,19 +25,6 @@
 #define NR	32
 #define FSIZE	(64 * 1024)
 
-/* Backing memory as the module wants it: sealed against shrinking. */
-static int make_memfd(size_t size)
-{
-	int fd = memfd_create("kvarena-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-
-	if (fd >= 0 && (ftruncate(fd, size) ||
-			fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW))) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* An accounting-only arena (no backing) with two clients attached. */
 FIXTURE(arena) {
 	int fd;			/* admin, attached as client "a" */
@@ -687,7 +674,7 @@ FIXTURE_SETUP(backed)
 	snprintf(self->name, sizeof(self->name), "b%d", getpid());
 	self->fd = kva_open(O_RDWR);
 	ASSERT_LE(0, self->fd);
-	self->mfd = make_memfd(NR * FSIZE);
+	self->mfd = kva_sealed_memfd(NR * FSIZE);
 	ASSERT_LE(0, self->mfd);
 	ASSERT_EQ(0, kva_create_flags(self->fd, self->name, NR, FSIZE, 0, 0));
 	ASSERT_EQ(0, kva_set_backing(self->fd, self->name, 0, NR / 2,
@@ -710,7 +697,7 @@ FIXTURE_TEARDOWN(backed)
 TEST(attach_before_every_frame_is_backed_is_eagain)
 {
 	int fd = kva_open(O_RDWR), c = kva_open(O_RDWR);
-	int mfd = make_memfd(4 * FSIZE);
+	int mfd = kva_sealed_memfd(4 * FSIZE);
 	struct kvarena_stat s;
 
 	ASSERT_LE(0, mfd);
@@ -731,7 +718,7 @@ TEST(attach_before_every_frame_is_backed_is_eagain)
 
 TEST_F(arena, accounting_only_arena_refuses_backing)
 {
-	int mfd = make_memfd(NR * FSIZE);
+	int mfd = kva_sealed_memfd(NR * FSIZE);
 	struct kvarena_stat s;
 
 	ASSERT_LE(0, mfd);
@@ -816,7 +803,7 @@ TEST_F(backed, memfd_frames_mapped_in_two_processes_see_each_others_writes)
 TEST(set_backing_errors_change_nothing)
 {
 	struct kvarena_set_backing b = { .nr_frames = 1 };
-	int mfd = make_memfd(NR * FSIZE), small = make_memfd(FSIZE);
+	int mfd = kva_sealed_memfd(NR * FSIZE), small = kva_sealed_memfd(FSIZE);
 	int ro = open("/proc/self/exe", O_RDONLY), sock[2];
 	struct kvarena_stat s;
 	const char *name = "backing-errors";
@@ -886,7 +873,7 @@ TEST(backing_memory_lives_until_destroy)
 	void *m;
 
 	ASSERT_EQ(0, kva_memcg_enter("kvarena-backing", cg, sizeof(cg)));
-	mfd = make_memfd(size);
+	mfd = kva_sealed_memfd(size);
 	ASSERT_LE(0, fd);
 	ASSERT_LE(0, mfd);
 	base = kva_memcg_shmem_kib(cg);

@@ -26,24 +26,10 @@
 #define NR	32
 #define FSIZE	(64 * 1024)
 
-/* Host memory as the module takes it: sealed against shrinking. */
-static int make_memfd(size_t size)
-{
-	int fd = memfd_create("kvarena-prefix", MFD_CLOEXEC |
-			      MFD_ALLOW_SEALING);
-
-	if (fd >= 0 && (ftruncate(fd, size) ||
-			fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK))) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* A backed host arena of NR frames, and its name. */
 static int make_arena(int admin, const char *name)
 {
-	int mfd = make_memfd(NR * FSIZE), ret;
+	int mfd = kva_sealed_memfd(NR * FSIZE), ret;
 
 	if (mfd < 0)
 		return -errno;
@@ -52,19 +38,6 @@ static int make_arena(int admin, const char *name)
 		ret = kva_set_backing(admin, name, 0, NR, mfd, 0);
 	close(mfd);	/* the module holds the memory now */
 	return ret;
-}
-
-/* Map frame @h (held by @fd's client) read-write or read-only. */
-static void *map_frame(int fd, __u64 h, int prot)
-{
-	struct kvarena_frame_fd ff;
-	void *p;
-
-	if (kva_frame_fd(fd, h, &ff))
-		return MAP_FAILED;
-	p = mmap(NULL, ff.size, prot, MAP_SHARED, ff.fd, ff.offset);
-	close(ff.fd);
-	return p;
 }
 
 static unsigned char pattern(__u32 tag, __u32 frame, size_t off)
@@ -168,7 +141,7 @@ TEST_F(prefix, published_prefix_outlives_its_process_and_reads_back_exact)
 		    kva_alloc(fd, h, 4, 0) != 4)
 			_exit(10);
 		for (i = 0; i < 4; i++) {
-			unsigned char *p = map_frame(fd, h[i],
+			unsigned char *p = kva_map_frame(fd, h[i],
 						     PROT_READ | PROT_WRITE);
 
 			if (p == MAP_FAILED)
@@ -192,7 +165,7 @@ TEST_F(prefix, published_prefix_outlives_its_process_and_reads_back_exact)
 	/* Process B (this one) finds it and reads the same bytes. */
 	ASSERT_EQ(4, lookup(self->b, 77, 0, 4, self->h));
 	for (i = 0; i < 4; i++) {
-		unsigned char *p = map_frame(self->b, self->h[i], PROT_READ);
+		unsigned char *p = kva_map_frame(self->b, self->h[i], PROT_READ);
 
 		ASSERT_NE(MAP_FAILED, p);
 		EXPECT_EQ(0, frame_diff(p, 77, i));
@@ -217,7 +190,7 @@ TEST_F(prefix, two_clients_hold_one_prefix_charged_once_and_append_apart)
 	__u64 own_a, own_b;
 
 	ASSERT_EQ(4, kva_alloc(self->a, self->h, 4, 0));
-	shared = map_frame(self->a, self->h[3], PROT_READ | PROT_WRITE);
+	shared = kva_map_frame(self->a, self->h[3], PROT_READ | PROT_WRITE);
 	ASSERT_NE(MAP_FAILED, shared);
 	fill_frame(shared, 5, 3);
 	munmap(shared, FSIZE);
@@ -244,8 +217,8 @@ TEST_F(prefix, two_clients_hold_one_prefix_charged_once_and_append_apart)
 	ASSERT_EQ(1, kva_alloc(self->a, &own_a, 1, 0));
 	ASSERT_EQ(1, kva_alloc(self->b, &own_b, 1, 0));
 	EXPECT_NE(own_a, own_b);
-	pa = map_frame(self->a, own_a, PROT_READ | PROT_WRITE);
-	pb = map_frame(self->b, own_b, PROT_READ | PROT_WRITE);
+	pa = kva_map_frame(self->a, own_a, PROT_READ | PROT_WRITE);
+	pb = kva_map_frame(self->b, own_b, PROT_READ | PROT_WRITE);
 	ASSERT_NE(MAP_FAILED, pa);
 	ASSERT_NE(MAP_FAILED, pb);
 	fill_frame(pa, 1, 4);
@@ -255,7 +228,7 @@ TEST_F(prefix, two_clients_hold_one_prefix_charged_once_and_append_apart)
 	munmap(pa, FSIZE);
 	munmap(pb, FSIZE);
 	/* And the shared frame is as it was, for both. */
-	shared = map_frame(self->b, self->g[3], PROT_READ);
+	shared = kva_map_frame(self->b, self->g[3], PROT_READ);
 	ASSERT_NE(MAP_FAILED, shared);
 	EXPECT_EQ(0, frame_diff(shared, 5, 3));
 	munmap(shared, FSIZE);
@@ -383,7 +356,7 @@ TEST_F(prefix, pressure_loop_reclaims_cached_frames_and_never_held_ones)
 	/* b holds a 4-frame prefix a published and let go of, mapped. */
 	ASSERT_EQ(4, kva_alloc(self->a, self->h, 4, 0));
 	for (i = 0; i < 4; i++) {
-		unsigned char *p = map_frame(self->a, self->h[i],
+		unsigned char *p = kva_map_frame(self->a, self->h[i],
 					     PROT_READ | PROT_WRITE);
 
 		ASSERT_NE(MAP_FAILED, p);
@@ -394,7 +367,7 @@ TEST_F(prefix, pressure_loop_reclaims_cached_frames_and_never_held_ones)
 	ASSERT_EQ(4, lookup(self->b, 40, 0, 4, self->g));
 	ASSERT_EQ(0, kva_free(self->a, self->h, 4));
 	for (i = 0; i < 4; i++) {
-		held[i] = map_frame(self->b, self->g[i], PROT_READ);
+		held[i] = kva_map_frame(self->b, self->g[i], PROT_READ);
 		ASSERT_NE(MAP_FAILED, held[i]);
 	}
 
@@ -762,7 +735,7 @@ TEST_F(prefix, evict_drops_shared_holds_and_leaves_what_was_published_cached)
 
 	/* a publishes 4 frames it keeps; b holds them too, and 3 of its own. */
 	ASSERT_EQ(4, kva_alloc(self->a, self->h, 4, 0));
-	p = map_frame(self->a, self->h[0], PROT_READ | PROT_WRITE);
+	p = kva_map_frame(self->a, self->h[0], PROT_READ | PROT_WRITE);
 	ASSERT_NE(MAP_FAILED, p);
 	fill_frame(p, 80, 0);
 	ASSERT_EQ(0, munmap(p, FSIZE));
@@ -770,7 +743,7 @@ TEST_F(prefix, evict_drops_shared_holds_and_leaves_what_was_published_cached)
 	ASSERT_EQ(4, lookup(self->b, 80, 0, 4, self->g));
 	ASSERT_EQ(3, kva_alloc(self->b, self->g + 4, 3, 0));
 	ASSERT_EQ(2, publish(self->b, 81, self->g + 4, 2));
-	q = map_frame(self->b, self->g[0], PROT_READ);
+	q = kva_map_frame(self->b, self->g[0], PROT_READ);
 	ASSERT_NE(MAP_FAILED, q);
 	EXPECT_EQ(0, frame_diff(q, 80, 0));
 	ASSERT_EQ(0, client_row(self->admin, self->name, self->id_a, &row));
@@ -792,7 +765,7 @@ TEST_F(prefix, evict_drops_shared_holds_and_leaves_what_was_published_cached)
 	EXPECT_EQ(0, row.shared);
 	EXPECT_EQ(-ENOENT, client_row(self->admin, self->name, self->id_b,
 				      &row));
-	p = map_frame(self->a, self->h[0], PROT_READ);
+	p = kva_map_frame(self->a, self->h[0], PROT_READ);
 	ASSERT_NE(MAP_FAILED, p);
 	EXPECT_EQ(0, frame_diff(p, 80, 0));
 	EXPECT_EQ(0, munmap(p, FSIZE));

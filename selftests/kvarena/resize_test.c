@@ -19,18 +19,6 @@
 #define MAX	128			/* the table */
 #define FSIZE	(64 * 1024)
 
-static int make_memfd(size_t size)
-{
-	int fd = memfd_create("kvarena-resize", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-
-	if (fd >= 0 && (ftruncate(fd, size) ||
-			fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW))) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* Bytes of memory the backing file has now. */
 static long long backing_bytes(int mfd)
 {
@@ -73,13 +61,8 @@ static int resize(int fd, const char *name, __u32 nr, __u32 flags,
 /* Map frame @h of client @fd, or NULL. */
 static char *map_frame(int fd, __u64 h, int prot)
 {
-	struct kvarena_frame_fd ff;
-	char *p;
+	void *p = kva_map_frame(fd, h, prot);
 
-	if (kva_frame_fd(fd, h, &ff))
-		return NULL;
-	p = mmap(NULL, FSIZE, prot, MAP_SHARED, ff.fd, ff.offset);
-	close(ff.fd);
 	return p == MAP_FAILED ? NULL : p;
 }
 
@@ -127,7 +110,7 @@ FIXTURE_SETUP(rz)
 	snprintf(self->name, sizeof(self->name), "rz%d", getpid());
 	self->admin = kva_open(O_RDWR);
 	ASSERT_LE(0, self->admin);
-	self->mfd = make_memfd((size_t)MAX * FSIZE);
+	self->mfd = kva_sealed_memfd((size_t)MAX * FSIZE);
 	ASSERT_LE(0, self->mfd);
 	ASSERT_EQ(0, create_max(self->admin, self->name, NR, MAX, 0, 8));
 	ASSERT_EQ(0, kva_set_backing(self->admin, self->name, 0, MAX,
@@ -500,7 +483,7 @@ TEST_F(rz, bad_resizes_are_refused_and_change_nothing)
 TEST(growing_into_frames_without_memory_is_enodata)
 {
 	int admin = kva_open(O_RDWR), cl = kva_open(O_RDWR);
-	int mfd = make_memfd((size_t)MAX * FSIZE);
+	int mfd = kva_sealed_memfd((size_t)MAX * FSIZE);
 	struct kvarena_arena_resize r;
 
 	ASSERT_LE(0, mfd);
