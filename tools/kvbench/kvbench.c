@@ -25,6 +25,8 @@ static const struct kvbench_cmd {
 	  "LOOKUP of a 64-frame prefix chain vs ALLOC of 64 frames" },
 	{ "resize", kvbench_resize_main,
 	  "ARENA_RESIZE down and back vs punching and populating a memfd" },
+	{ "swap",   kvbench_swap_main,
+	  "a preempted sequence swapped out and back in vs memcpy" },
 };
 
 static void usage(FILE *f)
