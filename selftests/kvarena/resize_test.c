@@ -13,6 +13,7 @@
 
 #include "kselftest_harness.h"
 #include "kva_test.h"
+#include "kva_tenant.h"
 #include "kva_uring.h"
 
 #define NR	64			/* frames at create */
@@ -339,6 +340,102 @@ TEST_F(rz, a_grow_right_after_frames_went_out_gets_fresh_memory)
 	EXPECT_EQ(0, bad);
 	EXPECT_TRUE(levels(self->admin, self->name, NR, MAX - NR, 0));
 	EXPECT_EQ((long long)NR * FSIZE, backing_bytes(self->mfd));
+}
+
+/* Whether STAT says @frames in the arena and @shrinking awaited. */
+static bool quiet_levels(int fd, const char *name, __u32 frames,
+			 __u32 shrinking)
+{
+	struct kvarena_stat s;
+
+	return !kva_stat(fd, name, &s) && s.nr_frames == frames &&
+	       s.nr_shrinking == shrinking;
+}
+
+/* A tenant of @uid, unprivileged: attach, take @n frames, fill them. */
+static int tenant(const char *name, uid_t uid, __u64 *h, int n, int tag)
+{
+	int fd = kva_open(O_RDWR);
+
+	drop_to(uid);
+	CHECK(fd >= 0);
+	CHECK_EQ(0, kva_attach(fd, name, "tenant", 0, 0, NULL));
+	if (n)
+		CHECK_EQ(n, kva_alloc(fd, h, n, 0));
+	for (int i = 0; i < n; i++)
+		CHECK_EQ(0, fill(fd, h[i], tag));
+	return fd;
+}
+
+/*
+ * Tenants of two other uids, without privileges: a shrink waits for the
+ * frames one of them holds and leaves their contents alone, it sees the
+ * target in STAT, it may not resize; and after a grow a third uid gets
+ * none of their data.
+ */
+TEST_F(rz, tenants_of_other_uids_keep_their_frames_and_see_the_target)
+{
+	int go[2], ready[2], i;
+	pid_t a, b, c;
+	char byte;
+
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(ready));
+	b = fork();
+	ASSERT_LE(0, b);
+	if (!b) {
+		int fd = tenant(self->name, 1002, self->h, 10, 0xb2);
+
+		CHECK_EQ(0, kva_free(fd, self->h, 10));
+		_exit(0);
+	}
+	ASSERT_EQ(0, reap(b));
+	a = fork();
+	ASSERT_LE(0, a);
+	if (!a) {
+		int fd = tenant(self->name, 1001, self->h, 40, 0xa1);
+		struct kvarena_stat st;
+
+		CHECK_EQ(1, write(ready[1], "r", 1));
+		CHECK_EQ(1, read(go[0], &byte, 1));
+		for (i = 0; i < 40; i++)
+			CHECK(holds(fd, self->h[i], 0xa1));
+		CHECK_EQ(0, kva_stat(fd, self->name, &st));
+		CHECK_EQ(24, st.nr_shrinking);
+		CHECK_EQ(-ENOSPC, kva_alloc(fd, self->h + 40, 1, 0));
+		CHECK_EQ(-EPERM, resize(fd, self->name, NR, 0, 0, NULL));
+		CHECK_EQ(0, kva_free(fd, self->h, 40));
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(ready[0], &byte, 1));
+	/*
+	 * 40 held by uid 1001, 24 free (10 with uid 1002's data): to 16.
+	 * Frames the clearing worker has in hand go out as it gives them
+	 * back: a moment, at most.
+	 */
+	ASSERT_EQ(0, resize(self->admin, self->name, 16, 0, 0, NULL));
+	for (i = 0; i < 500 && !quiet_levels(self->admin, self->name, 40, 24); i++)
+		usleep(10000);
+	EXPECT_TRUE(levels(self->admin, self->name, 40, MAX - 40, 24));
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	ASSERT_EQ(0, reap(a));
+	EXPECT_TRUE(levels(self->admin, self->name, 16, MAX - 16, 0));
+	ASSERT_EQ(0, resize(self->admin, self->name, NR, 0, 10000, NULL));
+	c = fork();
+	ASSERT_LE(0, c);
+	if (!c) {
+		int fd = tenant(self->name, 1003, self->h, 0, 0);
+
+		CHECK_EQ(NR, kva_alloc(fd, self->h, NR, 0));
+		for (i = 0; i < NR; i++)
+			CHECK(holds(fd, self->h[i], 0));
+		_exit(0);
+	}
+	EXPECT_EQ(0, reap(c));
+	close(go[0]);
+	close(go[1]);
+	close(ready[0]);
+	close(ready[1]);
 }
 
 TEST_F(rz, a_wait_ends_at_its_timeout_and_the_shrink_goes_on)
