@@ -247,17 +247,12 @@ void kva_unpin_frame(struct kva_arena *a, u32 idx)
 /* Drop the pins of every backed frame; the arena is dying. */
 void kva_unpin_backing(struct kva_arena *a)
 {
-	unsigned long ppf = a->frame_size >> PAGE_SHIFT;
 	u32 i;
 
 	if (!a->pages)
 		return;
-	for (i = 0; i < a->core.nr_frames; i++) {
-		struct page **p = a->pages + (unsigned long)i * ppf;
-
-		if (p[0])
-			kva_unpin(p, ppf);
-	}
+	for (i = 0; i < a->core.nr_frames; i++)
+		kva_unpin_frame(a, i);
 	kvfree(a->pages);
 	a->pages = NULL;
 }
