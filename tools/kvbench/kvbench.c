@@ -7,6 +7,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "kvbench.h"
 
@@ -28,6 +29,31 @@ static const struct kvbench_cmd {
 	{ "swap",   kvbench_swap_main,
 	  "a preempted sequence swapped out and back in vs memcpy" },
 };
+
+double kvb_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void kvb_keep_best(double *best, double t0)
+{
+	double t = kvb_now_s() - t0;
+
+	if (t < *best)
+		*best = t;
+}
+
+void kvb_line_gbs(const char *what, double s, uint64_t bytes, double peer,
+		  const char *to)
+{
+	printf("  %-14s %9.3f ms  %7.2f GB/s", what, s * 1e3, bytes / s / 1e9);
+	if (peer > 0)
+		printf("   %5.2fx %s", s / peer, to);
+	putchar('\n');
+}
 
 static void usage(FILE *f)
 {

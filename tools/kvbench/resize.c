@@ -31,7 +31,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <linux/falloc.h>
@@ -47,20 +46,6 @@ struct resize_result {
 	double shrink_s, punch_s, grow_s, populate_s;
 	uint64_t bytes;			/* given back and taken again */
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void keep_best(double *best, double t)
-{
-	if (t < *best)
-		*best = t;
-}
 
 static int sealed_memfd(uint64_t size)
 {
@@ -137,28 +122,28 @@ static int bench(uint64_t frame_size, uint32_t nr, int reps,
 		goto out;
 	*why = "a resize or a raw call failed during the run";
 	for (i = 0; i < reps; i++) {
-		t = now_s();
+		t = kvb_now_s();
 		if (resize(admin, c.name, 1))
 			goto out;
-		keep_best(&r->shrink_s, now_s() - t);
+		kvb_keep_best(&r->shrink_s, t);
 		if (populate(peer, size))
 			goto out;
-		t = now_s();
+		t = kvb_now_s();
 		if (fallocate(peer, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 			      (off_t)frame_size, (off_t)r->bytes))
 			goto out;
-		keep_best(&r->punch_s, now_s() - t);
-		t = now_s();
+		kvb_keep_best(&r->punch_s, t);
+		t = kvb_now_s();
 		if (resize(admin, c.name, nr))
 			goto out;
-		keep_best(&r->grow_s, now_s() - t);
+		kvb_keep_best(&r->grow_s, t);
 		if (fallocate(peer, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 			      0, (off_t)size))
 			goto out;
-		t = now_s();
+		t = kvb_now_s();
 		if (populate(peer, r->bytes))
 			goto out;
-		keep_best(&r->populate_s, now_s() - t);
+		kvb_keep_best(&r->populate_s, t);
 	}
 	ret = 0;
 out:
@@ -180,15 +165,6 @@ static void usage(FILE *f)
 		"  frame and back, against fallocate(PUNCH_HOLE) and\n"
 		"  MADV_POPULATE_WRITE of as many bytes of a memfd: GB/s and the\n"
 		"  ratios.  Needs /dev/kvarena and CAP_SYS_ADMIN.\n");
-}
-
-static void line(const char *what, double s, uint64_t bytes, double peer,
-		 const char *to)
-{
-	printf("  %-14s %9.3f ms  %7.2f GB/s", what, s * 1e3, bytes / s / 1e9);
-	if (peer > 0)
-		printf("   %5.2fx %s", s / peer, to);
-	putchar('\n');
 }
 
 int kvbench_resize_main(int argc, char **argv)
@@ -244,9 +220,9 @@ int kvbench_resize_main(int argc, char **argv)
 	printf("resize of %llu MiB in frames of %llu KiB, down to one frame and back (best of %d, in turns)\n",
 	       (unsigned long long)(r.bytes >> 20),
 	       (unsigned long long)(frame_size >> 10), reps);
-	line("raw punch", r.punch_s, r.bytes, 0, NULL);
-	line("shrink", r.shrink_s, r.bytes, r.punch_s, "raw punch");
-	line("raw populate", r.populate_s, r.bytes, 0, NULL);
-	line("grow", r.grow_s, r.bytes, r.populate_s, "raw populate");
+	kvb_line_gbs("raw punch", r.punch_s, r.bytes, 0, NULL);
+	kvb_line_gbs("shrink", r.shrink_s, r.bytes, r.punch_s, "raw punch");
+	kvb_line_gbs("raw populate", r.populate_s, r.bytes, 0, NULL);
+	kvb_line_gbs("grow", r.grow_s, r.bytes, r.populate_s, "raw populate");
 	return 0;
 }

@@ -29,7 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <kvarena.h>
@@ -42,22 +41,6 @@ struct swap_result {
 	double out_s, in_s, raw_out_s, raw_in_s, raw_map_s;
 	uint64_t bytes, tokens;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void keep_best(double *best, double t0)
-{
-	double t = now_s() - t0;
-
-	if (t < *best)
-		*best = t;
-}
 
 static int bench(uint64_t mib, int reps, struct swap_result *r)
 {
@@ -109,23 +92,23 @@ static int bench(uint64_t mib, int reps, struct swap_result *r)
 	r->out_s = r->in_s = r->raw_out_s = r->raw_in_s = 1e300;
 	r->raw_map_s = 1e300;
 	for (i = 0; i < reps && !ret; i++) {
-		t = now_s();
+		t = kvb_now_s();
 		memcpy(buf, (const void *)(uintptr_t)s->base, r->bytes);
-		keep_best(&r->raw_out_s, t);
-		t = now_s();
+		kvb_keep_best(&r->raw_out_s, t);
+		t = kvb_now_s();
 		ret = kva_seq_swap_out(s, buf, r->bytes, &saved);
-		keep_best(&r->out_s, t);
+		kvb_keep_best(&r->out_s, t);
 		if (ret)
 			break;
-		t = now_s();
+		t = kvb_now_s();
 		ret = kva_seq_swap_in(s, buf, saved);
-		keep_best(&r->in_s, t);
+		kvb_keep_best(&r->in_s, t);
 		if (ret)
 			break;
-		t = now_s();
+		t = kvb_now_s();
 		memcpy((void *)(uintptr_t)s->base, buf, r->bytes);
-		keep_best(&r->raw_in_s, t);
-		t = now_s();
+		kvb_keep_best(&r->raw_in_s, t);
+		t = kvb_now_s();
 		p = mmap(NULL, r->bytes, PROT_READ | PROT_WRITE,
 			 MAP_SHARED | MAP_POPULATE, mfd, 0);
 		if (p == MAP_FAILED) {
@@ -134,7 +117,7 @@ static int bench(uint64_t mib, int reps, struct swap_result *r)
 		}
 		memcpy(p, buf, r->bytes);
 		munmap(p, r->bytes);
-		keep_best(&r->raw_map_s, t);
+		kvb_keep_best(&r->raw_map_s, t);
 	}
 out:
 	if (mfd >= 0)
@@ -152,15 +135,6 @@ static void usage(FILE *f)
 		"  kva_seq_swap_out() and kva_seq_swap_in() of a sequence of N MiB of\n"
 		"  KV (default 256) against memcpy() of the same bytes: GB/s and the\n"
 		"  ratios.  An embedded arena: no device needed.\n");
-}
-
-static void line(const char *what, double s, uint64_t bytes, double peer,
-		 const char *to)
-{
-	printf("  %-14s %9.3f ms  %7.2f GB/s", what, s * 1e3, bytes / s / 1e9);
-	if (peer > 0)
-		printf("   %5.2fx %s", s / peer, to);
-	putchar('\n');
 }
 
 int kvbench_swap_main(int argc, char **argv)
@@ -211,10 +185,10 @@ int kvbench_swap_main(int argc, char **argv)
 	printf("swap of a sequence of %llu tokens, %llu MiB of KV in 2 MiB frames (best of %d, in turns)\n",
 	       (unsigned long long)r.tokens,
 	       (unsigned long long)(r.bytes >> 20), reps);
-	line("raw copy out", r.raw_out_s, r.bytes, 0, NULL);
-	line("swap out", r.out_s, r.bytes, r.raw_out_s, "raw copy out");
-	line("raw copy in", r.raw_in_s, r.bytes, 0, NULL);
-	line("raw map+copy", r.raw_map_s, r.bytes, 0, NULL);
-	line("swap in", r.in_s, r.bytes, r.raw_map_s, "raw map+copy");
+	kvb_line_gbs("raw copy out", r.raw_out_s, r.bytes, 0, NULL);
+	kvb_line_gbs("swap out", r.out_s, r.bytes, r.raw_out_s, "raw copy out");
+	kvb_line_gbs("raw copy in", r.raw_in_s, r.bytes, 0, NULL);
+	kvb_line_gbs("raw map+copy", r.raw_map_s, r.bytes, 0, NULL);
+	kvb_line_gbs("swap in", r.in_s, r.bytes, r.raw_map_s, "raw map+copy");
 	return 0;
 }
