@@ -25,7 +25,7 @@ int kva_cmd_need(unsigned int cmd)
 	switch (cmd) {
 	case KVARENA_IOC_VERSION:
 	case KVARENA_IOC_STAT:
-	case KVA_IOC_STAT_V1:
+	case KVARENA_IOC_STAT_V1:
 	case KVARENA_IOC_CLIENTS:
 	case KVARENA_IOC_EVENTS_FD:
 		return KVA_ANYONE;

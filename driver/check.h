@@ -37,10 +37,6 @@ enum kva_need {
 	KVA_CLIENT,		/* writer attached to an arena */
 };
 
-/* STAT with the struct of before KVARENA_FEAT_RESIZE: still taken. */
-#define KVA_IOC_STAT_V1	_IOC(_IOC_READ | _IOC_WRITE, KVARENA_IOC_MAGIC, \
-			     0x09, KVARENA_STAT_SIZE_V1)
-
 int kva_cmd_need(unsigned int cmd);
 bool kva_cmd_nonblock(unsigned int cmd);
 

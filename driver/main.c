@@ -177,7 +177,7 @@ long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp,
 	case KVARENA_IOC_SET_USAGE:
 		return kva_ioc_set_usage(cl, argp, how);
 	case KVARENA_IOC_STAT:
-	case KVA_IOC_STAT_V1:
+	case KVARENA_IOC_STAT_V1:
 		return kva_ioc_stat(cl, argp, _IOC_SIZE(cmd), how);
 	case KVARENA_IOC_CLIENTS:
 		return kva_ioc_clients(cl, argp, how);

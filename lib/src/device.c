@@ -207,9 +207,7 @@ static int stat_by_name(int fd, const char *name, struct kvarena_stat *s)
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	ret = dev_ioctl(fd, KVARENA_IOC_STAT, s);
 	if (ret == -ENOTTY)
-		ret = dev_ioctl(fd, _IOC(_IOC_READ | _IOC_WRITE,
-					 KVARENA_IOC_MAGIC, 0x09,
-					 KVARENA_STAT_SIZE_V1), s);
+		ret = dev_ioctl(fd, KVARENA_IOC_STAT_V1, s);
 	return ret;
 }
 

@@ -350,7 +350,7 @@ static const struct cmd cmds[] = {
 	CMD(usage, KVARENA_IOC_SET_USAGE, struct kvarena_usage, KVA_CLIENT, true),
 	CMD(stat, KVARENA_IOC_STAT, struct kvarena_stat, KVA_ANYONE, false),
 	/* "the struct before it (KVARENA_STAT_SIZE_V1 bytes) is still taken" */
-	{ "stat_v1", KVA_IOC_STAT_V1, KVARENA_STAT_SIZE_V1, KVA_ANYONE, false,
+	{ "stat_v1", KVARENA_IOC_STAT_V1, KVARENA_STAT_SIZE_V1, KVA_ANYONE, false,
 	  chk_stat, spc_stat },
 	CMD(clients, KVARENA_IOC_CLIENTS, struct kvarena_clients, KVA_ANYONE, false),
 	CMD(limits, KVARENA_IOC_SET_LIMITS, struct kvarena_limits, KVA_ADMIN, false),

@@ -67,10 +67,6 @@
 #define SLOT		4096	/* bytes of one argument buffer */
 #define STAT_V1_TAIL	32	/* bytes past a STAT_V1 struct that must stay */
 
-/* STAT with the struct of before KVARENA_FEAT_RESIZE: still taken. */
-#define IOC_STAT_V1	_IOC(_IOC_READ | _IOC_WRITE, KVARENA_IOC_MAGIC, \
-			     0x09, KVARENA_STAT_SIZE_V1)
-
 static const char *const shared_name = "fz-shared";
 
 /* ---- what every process sees: other processes' handles ---------------- */
@@ -206,7 +202,7 @@ static const struct cmd_desc cmds[] = {
 	  CLIENT_ERRS, 3, build_usage },
 	{ "STAT", KVARENA_IOC_STAT, sizeof(struct kvarena_stat),
 	  E_ANY | E(ENOENT) | E(EACCES), 3, build_stat },
-	{ "STAT_V1", IOC_STAT_V1, KVARENA_STAT_SIZE_V1,
+	{ "STAT_V1", KVARENA_IOC_STAT_V1, KVARENA_STAT_SIZE_V1,
 	  E_ANY | E(ENOENT) | E(EACCES), 1, build_stat },
 	{ "CLIENTS", KVARENA_IOC_CLIENTS, sizeof(struct kvarena_clients),
 	  E_ANY | E(ENOENT) | E(EACCES) | E(ENOMEM), 3, build_clients },
@@ -753,7 +749,7 @@ static void build_stat(struct proc *p, struct call *c)
 	s->nr_free = (uint32_t)fz_next(&p->r);
 	s->nr_quarantined = (uint32_t)fz_next(&p->r);
 	/* Past the struct of before: to stay as it is (check_stat()). */
-	if (c->cmd == IOC_STAT_V1)
+	if (c->cmd == KVARENA_IOC_STAT_V1)
 		memset((uint8_t *)s + KVARENA_STAT_SIZE_V1, 0xa5,
 		       STAT_V1_TAIL + 1);
 	else
@@ -1242,7 +1238,7 @@ static void check_stat(struct proc *p, const struct call *c,
 		fail(p, c, "%.32s: free %u + cached %u + held %u != %u frames",
 		     s->name, s->nr_free, s->nr_cached, s->nr_held,
 		     s->nr_frames);
-	if (c->cmd == IOC_STAT_V1) {
+	if (c->cmd == KVARENA_IOC_STAT_V1) {
 		for (i = 0; i < STAT_V1_TAIL; i++) {
 			if (tail[i] != 0xa5) {
 				fail(p, c, "wrote byte %u past its %u bytes",
@@ -1421,7 +1417,7 @@ static void account(struct proc *p, struct call *c, int ret)
 		close(e->fd);
 	} else if (d->cmd == KVARENA_IOC_EVICT) {
 		account_evict(p, c, c->arg);
-	} else if (d->cmd == KVARENA_IOC_STAT || d->cmd == IOC_STAT_V1) {
+	} else if (d->cmd == KVARENA_IOC_STAT || d->cmd == KVARENA_IOC_STAT_V1) {
 		check_stat(p, c, c->arg);
 	} else if (d->cmd == KVARENA_IOC_ARENA_RESIZE) {
 		check_resize(p, c, c->arg);
@@ -1499,7 +1495,7 @@ static void one_call(struct proc *p)
 		/* Learn what it did anyway, to stay in step. */
 	}
 	if (kf->rdonly && !ret && c.cmd != KVARENA_IOC_VERSION &&
-	    c.cmd != KVARENA_IOC_STAT && c.cmd != IOC_STAT_V1 &&
+	    c.cmd != KVARENA_IOC_STAT && c.cmd != KVARENA_IOC_STAT_V1 &&
 	    c.cmd != KVARENA_IOC_CLIENTS && c.cmd != KVARENA_IOC_EVENTS_FD)
 		fail(p, &c, "a read-only file was let mutate");
 	/* Read-only memory reads as zeros: not the struct we built. */

@@ -628,8 +628,6 @@ TEST(an_accounting_arena_resizes_without_memory)
 
 TEST(stat_of_the_struct_before_resize_still_answers)
 {
-	unsigned long v1 = _IOC(_IOC_READ | _IOC_WRITE, KVARENA_IOC_MAGIC,
-				0x09, KVARENA_STAT_SIZE_V1);
 	int admin = kva_open(O_RDWR);
 	unsigned char buf[sizeof(struct kvarena_stat) + 16];
 	struct kvarena_stat *s = (struct kvarena_stat *)buf;
@@ -640,7 +638,7 @@ TEST(stat_of_the_struct_before_resize_still_answers)
 	memset(buf, 0xa5, sizeof(buf));
 	memset(buf, 0, KVARENA_STAT_SIZE_V1);
 	snprintf(s->name, sizeof(s->name), "rz-v1");
-	ASSERT_EQ(0, kva_ioctl(admin, v1, buf));
+	ASSERT_EQ(0, kva_ioctl(admin, KVARENA_IOC_STAT_V1, buf));
 	EXPECT_EQ(NR, s->nr_frames);
 	EXPECT_EQ(NR, s->nr_free);
 	/* Not a byte past the old struct is written. */

@@ -567,8 +567,8 @@ struct kvarena_usage {
  * Capacity is always @nr_free + @nr_cached + @nr_held = @nr_frames.
  *
  * The struct grew with KVARENA_FEAT_RESIZE (@max_frames on); the command
- * number of the struct before it (KVARENA_STAT_SIZE_V1 bytes) is still
- * taken and fills that much.
+ * number of the struct before it (KVARENA_IOC_STAT_V1, of
+ * KVARENA_STAT_SIZE_V1 bytes) is still taken and fills that much.
  */
 struct kvarena_stat {
 	char  name[KVARENA_NAME_LEN];
@@ -1151,5 +1151,8 @@ struct kvarena_uring_cmd {
 #define KVARENA_IOC_EVENTS_FD	  _IOWR(KVARENA_IOC_MAGIC, 0x10, struct kvarena_events_fd)
 #define KVARENA_IOC_SCRUB	  _IOWR(KVARENA_IOC_MAGIC, 0x11, struct kvarena_scrub)
 #define KVARENA_IOC_ARENA_RESIZE  _IOWR(KVARENA_IOC_MAGIC, 0x12, struct kvarena_arena_resize)
+/* STAT with the struct of before KVARENA_FEAT_RESIZE (still taken). */
+#define KVARENA_IOC_STAT_V1	  _IOC(_IOC_READ | _IOC_WRITE, KVARENA_IOC_MAGIC, \
+				       0x09, KVARENA_STAT_SIZE_V1)
 
 #endif /* _UAPI_LINUX_KVARENA_H */
