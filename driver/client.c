@@ -598,7 +598,7 @@ long kva_ioc_clients(struct kva_client *cl, void __user *argp,
 	struct kvarena_clients c;
 	struct kva_client *it;
 	struct kva_arena *a;
-	u32 n = 0, seen = 0;
+	u32 n = 0, seen = 0, cap;
 	u64 dom;
 	int ret = 0;
 
@@ -616,25 +616,39 @@ long kva_ioc_clients(struct kva_client *cl, void __user *argp,
 	}
 	/*
 	 * Rows for the clients there are, not for what was asked: a reader
-	 * should not make the kernel allocate megabytes for nothing.  Clients
-	 * attaching meanwhile show in nr_clients, and the caller asks again.
+	 * should not make the kernel allocate megabytes for nothing.
 	 */
-	c.count = min(c.count, READ_ONCE(a->nr_clients));
-	if (c.count) {
-		rows = kvcalloc(c.count, sizeof(*rows), GFP_KERNEL_ACCOUNT);
+	cap = min(c.count, READ_ONCE(a->nr_clients));
+	if (cap) {
+		rows = kvcalloc(cap, sizeof(*rows), GFP_KERNEL_ACCOUNT);
 		if (!rows) {
 			ret = -ENOMEM;
 			goto out_put;
 		}
 	}
 	mutex_lock(&a->lock);
+	/*
+	 * Clients that attached since: rows for them too, or fewer rows
+	 * than min(count, nr_clients) would go out, and the caller would
+	 * read what its buffer held before as rows.
+	 */
+	if (c.count > cap && a->nr_clients > cap) {
+		kvfree(rows);
+		cap = min(c.count, a->nr_clients);
+		rows = kvcalloc(cap, sizeof(*rows), GFP_KERNEL_ACCOUNT);
+		if (!rows) {
+			mutex_unlock(&a->lock);
+			ret = -ENOMEM;
+			goto out_put;
+		}
+	}
 	/* The owner sees every client; anyone else its own domain's. */
 	dom = kva_viewer_domain(a, cl, how);
 	list_for_each_entry(it, &a->clients, node) {
 		if (dom && kva_domain_id(it->core.dom) != dom)
 			continue;
 		seen++;
-		if (n < c.count)
+		if (n < cap)
 			fill_info(&rows[n++], it);
 	}
 	c.nr_clients = seen;

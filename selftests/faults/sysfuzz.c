@@ -31,7 +31,9 @@
  *     every client command on that client's file then fails with
  *     -ESHUTDOWN (and on no other file);
  *   - what the process holds, by the module's CLIENTS table, is what its
- *     own successful ALLOCs and FREEs say (checked every few calls);
+ *     own successful ALLOCs, LOOKUPs and FREEs say (checked every 64
+ *     calls, or every N with --check-every N; a difference is reported
+ *     with the process's last 32 calls);
  *   - a STAT's counts add up (free, cached and held frames are the
  *     arena's; it and its absent frames are the table), and STAT of the
  *     struct of before KVARENA_FEAT_RESIZE writes no more than that;
@@ -44,6 +46,7 @@
  * The kernel log is checked by the VM runner.
  *
  *   sysfuzz [--calls N] [--procs N] [--seed S] [--only P] [--verbose]
+ *           [--check-every N]
  *
  * Prints "sysfuzz: N calls ... seed S ... F failures, L frames lost".
  */
@@ -68,6 +71,9 @@
 #define STAT_V1_TAIL	32	/* bytes past a STAT_V1 struct that must stay */
 
 static const char *const shared_name = "fz-shared";
+
+/* Calls between two comparisons with the module's CLIENTS (--check-every). */
+static unsigned long check_every = 64;
 
 /* ---- what every process sees: other processes' handles ---------------- */
 
@@ -119,6 +125,17 @@ struct proc {
 	/* results */
 	unsigned long calls, ioctls, urings, failures;
 	unsigned long by_errno[140];
+	struct trail {		/* the last calls, for a failure's report */
+		unsigned long call;
+		int known, ret;
+		bool uring, good_arg;
+		int file;		/* index into f[] */
+		uint32_t client_id;
+		uint32_t count, done;	/* done: nr_done of ALLOC/FREE/LOOKUP */
+		unsigned int n_before, n_after;
+		uint64_t h0;
+	} trail[32];
+	unsigned int ntrail;
 };
 
 /* How a call was built: what the oracle needs to know. */
@@ -445,10 +462,16 @@ static void mutate(struct proc *p, struct call *c, void *arg, size_t off,
 	}
 }
 
-static void scribble(struct proc *p, void *arg, size_t size)
+/*
+ * The byte may be one a must_fail rests on (a flag, a reserved byte, a
+ * size against another): the call may then go either way.
+ */
+static void scribble(struct proc *p, struct call *c, void *arg, size_t size)
 {
-	if (fz_one_in(&p->r, 16))
+	if (fz_one_in(&p->r, 16)) {
 		((uint8_t *)arg)[fz_below(&p->r, size)] = (uint8_t)fz_next(&p->r);
+		c->must_fail = false;
+	}
 }
 
 #define MUTATE_FIELD(p, c, s, field) \
@@ -546,7 +569,7 @@ static void build_create(struct proc *p, struct call *c)
 		}
 	}
 	MUTATE_FIELD(p, c, a, reserved);
-	scribble(p, a, sizeof(*a));
+	scribble(p, c, a, sizeof(*a));
 }
 
 static void build_destroy(struct proc *p, struct call *c)
@@ -1430,10 +1453,24 @@ static void account(struct proc *p, struct call *c, int ret)
 	}
 }
 
+/* The first 8 bytes at @ptr if they are in a buffer of ours, else 0. */
+static uint64_t first_word(const struct proc *p, const void *ptr)
+{
+	const uint8_t *b = ptr;
+	uint64_t w = 0;
+
+	if ((b >= p->buf && b + 8 <= p->buf + 4 * SLOT) ||
+	    (b >= (const uint8_t *)p->hbuf &&
+	     b + 8 <= (const uint8_t *)p->hbuf + KVARENA_MAX_BATCH * 8))
+		memcpy(&w, b, 8);
+	return w;
+}
+
 static void one_call(struct proc *p)
 {
 	struct call c = { .known = -1 };
 	struct kfile *kf;
+	struct trail *t;
 	int ret, e, kind;
 
 	c.known = pick_cmd(p);
@@ -1460,6 +1497,13 @@ static void one_call(struct proc *p)
 
 	ret = run_call(p, &c, kf->fd);
 	e = ret < 0 ? -ret : 0;
+	t = &p->trail[p->ntrail++ % (sizeof(p->trail) / sizeof(p->trail[0]))];
+	*t = (struct trail){ .call = p->calls, .known = c.known, .ret = ret,
+			     .uring = c.uring, .good_arg = kind == PTR_GOOD,
+			     .file = (int)(kf - p->f), .client_id = kf->client_id,
+			     .count = c.count, .n_before = kf->n,
+			     .n_after = kf->n,
+			     .h0 = first_word(p, c.handles) };
 	if (e < 140)
 		p->by_errno[e]++;
 	if (p->verbose)
@@ -1501,6 +1545,29 @@ static void one_call(struct proc *p)
 	/* Read-only memory reads as zeros: not the struct we built. */
 	if (kind == PTR_GOOD)
 		account(p, &c, ret);
+	t->n_after = kf->n;
+	if (kind == PTR_GOOD && (c.cmd == KVARENA_IOC_ALLOC ||
+				 c.cmd == KVARENA_IOC_FREE))
+		t->done = ((const struct kvarena_frames *)c.arg)->nr_done;
+	else if (kind == PTR_GOOD && c.cmd == KVARENA_IOC_LOOKUP)
+		t->done = ((const struct kvarena_prefix *)c.arg)->nr_done;
+}
+
+/* What the process's last calls were, oldest first. */
+static void print_trail(const struct proc *p)
+{
+	unsigned int i, n = sizeof(p->trail) / sizeof(p->trail[0]);
+
+	for (i = p->ntrail > n ? p->ntrail - n : 0; i < p->ntrail; i++) {
+		const struct trail *t = &p->trail[i % n];
+
+		printf("#   call %lu, file %d (client %u): %s%s%s -> %d, count %u, done %u, held %u -> %u, "
+		       "first handle 0x%llx\n", t->call, t->file, t->client_id, t->uring ? "io_uring " : "",
+		       t->known >= 0 ? cmds[t->known].name :
+		       t->known == -2 ? "closed and reopened" : "unknown",
+		       t->good_arg ? "" : " (arg not good)", t->ret, t->count,
+		       t->done, t->n_before, t->n_after, (unsigned long long)t->h0);
+	}
 }
 
 /* ---- checks against the module's own picture ---------------------------- */
@@ -1531,6 +1598,7 @@ static void check_held(struct proc *p)
 				       "client %u of %s holds %u, its calls say %u\n",
 				       p->idx, p->calls, f->client_id, f->arena,
 				       rows[j].held, f->n);
+				print_trail(p);
 				/* Reported once; churn() puts it right. */
 				f->desync = true;
 				return;
@@ -1549,6 +1617,10 @@ static void reopen(struct proc *p, struct kfile *f)
 {
 	unsigned int i;
 
+	p->trail[p->ntrail++ % (sizeof(p->trail) / sizeof(p->trail[0]))] =
+		(struct trail){ .call = p->calls, .known = -2,
+				.file = (int)(f - p->f), .client_id = f->client_id,
+				.n_before = f->n };
 	for (i = 0; i < f->n; i++)
 		stale_add(p, f, f->held[i]);
 	close(f->fd);
@@ -1673,10 +1745,10 @@ static int proc_main(int idx, uint64_t seed, unsigned long calls,
 
 	for (i = 0; i < calls; i++) {
 		one_call(p);
-		if (!(i % 64)) {
+		if (!(i % check_every))
 			check_held(p);
+		if (!(i % 64))
 			reopen_evicted(p);
-		}
 		if (!(i % 512))
 			churn(p);
 		if (p->failures > 20)
@@ -1769,7 +1841,8 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "calls", 1, NULL, 'c' }, { "procs", 1, NULL, 'p' },
 		{ "seed", 1, NULL, 's' }, { "only", 1, NULL, 'o' },
-		{ "verbose", 0, NULL, 'v' }, { NULL, 0, NULL, 0 },
+		{ "verbose", 0, NULL, 'v' }, { "check-every", 1, NULL, 'k' },
+		{ NULL, 0, NULL, 0 },
 	};
 	unsigned long calls = 200000, nprocs = 4, done = 0, urings = 0;
 	uint64_t seed = fz_clock_seed();
@@ -1785,8 +1858,9 @@ int main(int argc, char **argv)
 		case 's': seed = strtoull(optarg, NULL, 0); break;
 		case 'o': only = atoi(optarg); break;
 		case 'v': verbose = true; break;
+		case 'k': check_every = strtoul(optarg, NULL, 0) ?: 1; break;
 		default:
-			fprintf(stderr, "usage: sysfuzz [--calls N] [--procs N] [--seed S] [--only P] [--verbose]\n");
+			fprintf(stderr, "usage: sysfuzz [--calls N] [--procs N] [--seed S] [--only P] [--verbose] [--check-every N]\n");
 			return 2;
 		}
 	}

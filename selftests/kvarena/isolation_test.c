@@ -1587,6 +1587,59 @@ TEST_F(iso, client_ids_are_never_reused)
 	}
 }
 
+/*
+ * CLIENTS writes min(count, nr_clients) rows, also when clients attach
+ * between its reading the arena's client count (to size its buffer) and
+ * its walk: a row left unwritten would be whatever the caller's buffer
+ * held, read as a client.  A child attaches and lets go of up to 40
+ * clients at a time while the parent asks, its buffer filled with a
+ * pattern no row has before each call.
+ */
+TEST_F_TIMEOUT(iso, clients_writes_a_row_for_every_client_it_counts, 300)
+{
+	enum { ROWS = 64, ROUNDS = 300, AT_ONCE = 40 };
+	static struct kvarena_client_info rows[ROWS];
+	unsigned long calls = 0, short_rows = 0;
+	pid_t pid = fork();
+	int status;
+
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int fds[AT_ONCE], r, i;
+
+		for (r = 0; r < ROUNDS; r++) {
+			for (i = 0; i < AT_ONCE; i++) {
+				fds[i] = kva_open(O_RDWR);
+				if (fds[i] < 0 || kva_attach(fds[i], self->name,
+							     "churn", 0, 0, NULL))
+					_exit(1);
+			}
+			for (i = 0; i < AT_ONCE; i++)
+				close(fds[i]);
+		}
+		_exit(0);
+	}
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		struct kvarena_clients c = {
+			.clients = (__u64)(unsigned long)rows, .count = ROWS };
+		__u32 n, j;
+
+		memset(rows, 0xa5, sizeof(rows));
+		snprintf(c.name, sizeof(c.name), "%s", self->name);
+		ASSERT_EQ(0, kva_ioctl(self->admin, KVARENA_IOC_CLIENTS, &c));
+		n = c.nr_clients < ROWS ? c.nr_clients : ROWS;
+		for (j = 0; j < n; j++)
+			if (rows[j].client_id == 0xa5a5a5a5u)
+				short_rows++;
+		calls++;
+	}
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0, short_rows);
+	TH_LOG("%lu CLIENTS calls beside %d attaches", calls,
+	       ROUNDS * AT_ONCE);
+}
+
 TEST_F(iso, set_limits_finds_clients_by_id)
 {
 	struct kvarena_attach at;
