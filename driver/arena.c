@@ -549,7 +549,7 @@ long kva_ioc_set_backing(void __user *argp)
 		goto err_unlock;
 	}
 	for (i = b.first_frame; i < b.first_frame + b.nr_frames; i++) {
-		if (a->backing[i].file) {
+		if (a->backing[i].file || kva_scrub_old_imports(a, i)) {
 			ret = -EBUSY;
 			goto err_unlock;
 		}

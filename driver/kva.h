@@ -277,7 +277,7 @@ void kva_scrub_kick(struct kva_arena *a);
 int kva_scrub_short(struct kva_client *cl, u32 n);
 void kva_scrub_detach(struct kva_arena *a, struct kva_client *cl);
 u32 kva_scrub_quarantined(struct kva_arena *a);
-void kva_scrub_forget(struct kva_arena *a, u32 idx);
+bool kva_scrub_old_imports(struct kva_arena *a, u32 idx);
 long kva_ioc_scrub(struct kva_client *cl, void __user *argp,
 		   unsigned int how);
 

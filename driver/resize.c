@@ -78,14 +78,16 @@ static void kva_release_frame(struct kva_arena *a, u32 idx)
 					    a->name, idx, ret);
 		return;
 	}
-	/* CUDA: the frame's backing goes; a grow needs new memory. */
+	/*
+	 * CUDA: the frame's backing goes; a grow needs new memory, which
+	 * its importers must not outlive (kva_scrub_old_imports()).
+	 */
 	mutex_lock(&a->lock);
 	bk->releasing = false;
 	file = bk->file;
 	bk->file = NULL;
 	if (file) {
 		a->nr_backed--;
-		kva_scrub_forget(a, idx);
 		if (bk->nr_refs > 1) {
 			u32 i;
 

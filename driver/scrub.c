@@ -64,7 +64,8 @@ u64 kva_scrub_table_bytes(const struct kvarena_arena_create *c)
 {
 	if (!kva_scrubbed(c->mem_kind, c->flags))
 		return 0;
-	return (u64)c->nr_frames * sizeof(struct kva_scrub_frame);
+	return (u64)(c->max_frames ? c->max_frames : c->nr_frames) *
+	       sizeof(struct kva_scrub_frame);
 }
 
 /* The arena's scrubbing, at create: only a CUDA arena with memory has it. */
@@ -105,21 +106,6 @@ void kva_scrub_fini(struct kva_arena *a)
 	a->scrub = NULL;
 }
 
-/**
- * kva_scrub_forget() - frame @idx lost its memory (taken out of the
- * arena): its importers hold the old allocation, not what it gets next.
- * @a:		the arena (locked).
- * @idx:	the frame.
- */
-void kva_scrub_forget(struct kva_arena *a, u32 idx)
-{
-	lockdep_assert_held(&a->lock);
-	if (!a->scrub)
-		return;
-	importers_free(a->scrub[idx].imp);
-	a->scrub[idx].imp = NULL;
-}
-
 /*
  * Has the process @pid (a thread group) exited?  A zombie has: its memory
  * and files, the driver's imports among them, are gone before its
@@ -158,6 +144,21 @@ static bool importers_gone(struct kva_arena *a, u32 idx)
 	kfree(imp);
 	a->scrub[idx].imp = NULL;
 	return true;
+}
+
+/**
+ * kva_scrub_old_imports() - does a process still hold an import of frame
+ * @idx's memory?  After a shrink took the frame out, that is its memory
+ * of before: a process that imported it maps that, not new memory, when
+ * it gets the frame again (libkvarena keeps a frame's import until
+ * kva_close()), so the frame takes no new memory until they have exited.
+ * @a:		the arena (locked).
+ * @idx:	the frame.
+ */
+bool kva_scrub_old_imports(struct kva_arena *a, u32 idx)
+{
+	lockdep_assert_held(&a->lock);
+	return a->scrub && !importers_gone(a, idx);
 }
 
 /*

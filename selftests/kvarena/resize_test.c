@@ -648,6 +648,101 @@ TEST(stat_of_the_struct_before_resize_still_answers)
 	close(admin);
 }
 
+/* A CUDA arena's frame @i gets memory of its own: a memfd, as in scrub_test. */
+static int cuda_frame_memory(int admin, const char *name, __u32 i)
+{
+	int mfd = memfd_create("frame", MFD_CLOEXEC), ret;
+
+	if (mfd < 0 || ftruncate(mfd, FSIZE))
+		return -errno;
+	ret = kva_set_backing(admin, name, i, 1, mfd, 0);
+	close(mfd);
+	return ret;
+}
+
+/* SET_BACKING of new memory that worked, frame by frame. */
+static int cuda_frames_given_memory(int admin, const char *name, __u32 n)
+{
+	int took = 0;
+
+	for (__u32 i = 0; i < n; i++)
+		took += !cuda_frame_memory(admin, name, i);
+	return took;
+}
+
+/*
+ * A CUDA frame that a shrink took out lost its memory; a process that
+ * imported that memory (FRAME_FD, mapped: what the GPU driver's import
+ * is, and libkvarena keeps a frame's import until kva_close()) would map
+ * it again, not the frame's new memory, when it gets the frame back.  So
+ * the frame takes new memory only once every such process has exited.
+ * The VM has no GPU: each frame's memory is a memfd, and an import is a
+ * mapping of it (as in scrub_test).
+ */
+TEST(cuda_frames_take_new_memory_once_their_importers_have_exited)
+{
+	enum { N = 4, WHO = 1001 };
+	struct kvarena_arena_create c = { .frame_size = FSIZE, .nr_frames = N,
+					  .max_frames = N,
+					  .mem_kind = KVARENA_MEM_CUDA };
+	int admin = kva_open(O_RDWR), ready[2], go[2];
+	struct kvarena_arena_resize r;
+	pid_t pid;
+	char b;
+
+	snprintf(c.name, sizeof(c.name), "rz-cuda");
+	ASSERT_EQ(0, kva_ioctl(admin, KVARENA_IOC_ARENA_CREATE, &c));
+	for (__u32 i = 0; i < N; i++)
+		ASSERT_EQ(0, cuda_frame_memory(admin, "rz-cuda", i));
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(go));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		__u64 h[N];
+		int fd = tenant("rz-cuda", WHO, h, 0, 0);
+
+		CHECK_EQ(N, kva_alloc(fd, h, N, 0));
+		for (int i = 0; i < N; i++) {
+			struct kvarena_frame_fd ff = { .handle = h[i] };
+
+			CHECK_EQ(0, kva_ioctl(fd, KVARENA_IOC_FRAME_FD, &ff));
+			CHECK(mmap(NULL, FSIZE, PROT_READ | PROT_WRITE,
+				   MAP_SHARED, ff.fd, 0) != MAP_FAILED);
+			close(ff.fd);
+		}
+		CHECK_EQ(1, write(ready[1], "i", 1));
+		CHECK_EQ(1, read(go[0], &b, 1));
+		/* Freed while a shrink waits: three go out; still imported. */
+		CHECK_EQ(0, kva_free(fd, h, N));
+		CHECK_EQ(1, write(ready[1], "f", 1));
+		CHECK_EQ(1, read(go[0], &b, 1));
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(ready[0], &b, 1));
+	ASSERT_EQ(0, resize(admin, "rz-cuda", 1, 0, 0, &r));
+	EXPECT_EQ(N - 1, r.out_shrinking);
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	ASSERT_EQ(1, read(ready[0], &b, 1));
+	/* Done now, and the memory of the frames taken out let go. */
+	ASSERT_EQ(0, resize(admin, "rz-cuda", 1, 0, 0, &r));
+	EXPECT_EQ(0, r.out_shrinking);
+	EXPECT_EQ(N - 1, r.out_absent);
+	/* Their importer lives: no frame takes new memory (nor ones in). */
+	EXPECT_EQ(0, cuda_frames_given_memory(admin, "rz-cuda", N));
+	EXPECT_EQ(-ENODATA, resize(admin, "rz-cuda", N, 0, 0, NULL));
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	EXPECT_EQ(0, reap(pid));
+	/* Gone: the three frames out take new memory, and come in. */
+	EXPECT_EQ(N - 1, cuda_frames_given_memory(admin, "rz-cuda", N));
+	ASSERT_EQ(0, resize(admin, "rz-cuda", N, 0, 0, &r));
+	EXPECT_EQ(N, r.out_frames);
+	EXPECT_EQ(0, r.out_absent);
+	EXPECT_EQ(0, kva_wait_no_clients(admin, "rz-cuda"));
+	EXPECT_EQ(0, kva_destroy(admin, "rz-cuda"));
+	close(admin);
+}
+
 /*
  * Clients allocate, write, check, publish, look up and free while the
  * arena shrinks and grows under them: no frame of theirs ever changes,

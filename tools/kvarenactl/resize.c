@@ -14,7 +14,9 @@
  * as create does.  A CUDA arena's frames lose their allocation when a
  * shrink takes them, so new ones are made and registered first, one per
  * frame, as create does: SET_BACKING tells which frames lack one, by
- * refusing the others with EBUSY.
+ * refusing the others with EBUSY - and a frame whose old memory a client
+ * process imported, until that process has exited (it would map its old
+ * import again, not the new memory).
  */
 #include <errno.h>
 #include <string.h>
@@ -71,7 +73,10 @@ static int back_cuda_frames(int fd, const struct kvarena_stat *s,
 		err = kvactl_ioctl(fd, KVARENA_IOC_ARENA_SET_BACKING, &b);
 		idx++;
 		if (err == -EBUSY) {
-			/* It has memory (in the arena, or kept for a grow). */
+			/*
+			 * It has memory (in the arena, or kept for a grow),
+			 * or a process still has its old memory imported.
+			 */
 			err = 0;
 			continue;
 		}
@@ -89,8 +94,8 @@ static int back_cuda_frames(int fd, const struct kvarena_stat *s,
 		close(dfd);
 	kvactl_cuda_close(cu);
 	if (!err && done < need) {
-		kvactl_err("resize: found only %u of %u absent frames without memory",
-			   done, need);
+		kvactl_err("resize: only %u of the %u absent frames needed may take new memory: the others' old memory is still imported by client processes of \"%s\", and comes back when they exit (kvarenactl clients %s)",
+			   done, need, s->name, s->name);
 		err = -1;
 	}
 	return err ? -1 : 0;

@@ -308,7 +308,10 @@ struct kvarena_arena_destroy {
  * frame's backing may be set once (-EBUSY if any frame of the range has
  * one already; nothing is changed then).  Absent frames (struct
  * kvarena_arena_resize) may be given backing too, for a later grow: a
- * host arena's pages are pinned only while a frame is in the arena.  -EINVAL on an arena created
+ * host arena's pages are pinned only while a frame is in the arena.  A
+ * CUDA frame taken out may get new memory only once every process that
+ * FRAME_FD gave it to (an import of its old memory, which it would map
+ * again) has exited: -EBUSY until then.  -EINVAL on an arena created
  * with KVARENA_CREATE_NO_BACKING.  A CUDA arena registers one fd
  * per frame (nr_frames = 1, offset = 0), since cuMemMap() maps whole
  * allocations.
