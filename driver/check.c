@@ -46,6 +46,7 @@ int kva_cmd_need(unsigned int cmd)
 	case KVARENA_IOC_PUBLISH:
 	case KVARENA_IOC_LOOKUP:
 	case KVARENA_IOC_SCRUB:
+	case KVARENA_IOC_IMPORTS_DROPPED:
 		return KVA_CLIENT;
 	default:
 		return -ENOTTY;
@@ -278,6 +279,13 @@ int kva_check_scrub(const struct kvarena_scrub *s)
 	if (!s->count || s->count > KVARENA_MAX_BATCH)
 		return -EINVAL;
 	if ((s->flags & KVARENA_SCRUB_DONE) && s->timeout_ms)
+		return -EINVAL;
+	return 0;
+}
+
+int kva_check_imports_dropped(const struct kvarena_imports_dropped *d)
+{
+	if (d->flags || !all_zero(d->reserved, sizeof(d->reserved)))
 		return -EINVAL;
 	return 0;
 }

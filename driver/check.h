@@ -54,6 +54,7 @@ int kva_check_attach(const struct kvarena_attach *a);
 int kva_check_frames(const struct kvarena_frames *f, u32 flags_ok);
 int kva_check_frame_fd(const struct kvarena_frame_fd *ff);
 int kva_check_scrub(const struct kvarena_scrub *s);
+int kva_check_imports_dropped(const struct kvarena_imports_dropped *d);
 int kva_check_usage(const struct kvarena_usage *u);
 int kva_check_stat(const struct kvarena_stat *s);
 int kva_check_clients(const struct kvarena_clients *c, u32 max_rows);

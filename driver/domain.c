@@ -56,7 +56,15 @@ void kva_domains_init(struct kva_arena *a)
 	if (!(a->flags & KVARENA_CREATE_NO_BACKING))
 		a->core.clear = (a->flags & KVARENA_CREATE_CLEAR_ALWAYS) ?
 				KVA_CLEAR_ALWAYS : KVA_CLEAR_DOMAIN;
-	/* The stock of clean frames the worker keeps, when it can. */
+	kva_clean_target_update(a);
+}
+
+/*
+ * The stock of clean frames the worker keeps, when it can: set at create,
+ * and again when a resize changed the arena's capacity.
+ */
+void kva_clean_target_update(struct kva_arena *a)
+{
 	a->clean_target = max3(a->low_watermark,
 			       kva_core_capacity(&a->core) / 16, 1u);
 }

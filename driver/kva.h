@@ -248,6 +248,7 @@ long kva_ioc_events_fd(struct kva_client *cl, void __user *argp,
 /* domain.c */
 struct kva_domain;
 void kva_domains_init(struct kva_arena *a);
+void kva_clean_target_update(struct kva_arena *a);
 void kva_domains_fini(struct kva_arena *a);
 u64 kva_domain_id(const struct kva_core_domain *d);
 u64 kva_domain_by_rule(struct kva_arena *a);
@@ -280,6 +281,8 @@ u32 kva_scrub_quarantined(struct kva_arena *a);
 bool kva_scrub_old_imports(struct kva_arena *a, u32 idx);
 long kva_ioc_scrub(struct kva_client *cl, void __user *argp,
 		   unsigned int how);
+long kva_ioc_imports_dropped(struct kva_client *cl, void __user *argp,
+			     unsigned int how);
 
 /* frames.c */
 int kva_frames_init(void);

@@ -51,11 +51,42 @@ static void kva_resize_retired(struct kva_core *c, u32 idx)
 	wake_up_all(&a->resize_wq);
 }
 
+/*
+ * Frame @idx (absent) keeps no memory: a grow into it needs SET_BACKING
+ * first.  Takes the arena lock.
+ */
+static void kva_backing_drop(struct kva_arena *a, u32 idx)
+{
+	struct kva_backing *bk = &a->backing[idx];
+	struct file *file;
+
+	mutex_lock(&a->lock);
+	bk->releasing = false;
+	file = bk->file;
+	bk->file = NULL;
+	if (file) {
+		a->nr_backed--;
+		if (bk->nr_refs > 1) {
+			u32 i;
+
+			/* Frames that one SET_BACKING gave the file lose one. */
+			for (i = 0; i < a->core.nr_frames; i++) {
+				if (a->backing[i].file == file)
+					a->backing[i].nr_refs--;
+				if (!(i % 65536))
+					cond_resched();
+			}
+		}
+	}
+	mutex_unlock(&a->lock);
+	if (file)
+		fput(file);
+}
+
 /* Give frame @idx's memory back (resize_lock held, not the arena lock). */
 static void kva_release_frame(struct kva_arena *a, u32 idx)
 {
 	struct kva_backing *bk = &a->backing[idx];
-	struct file *file;
 	bool absent;
 	int ret;
 
@@ -73,33 +104,22 @@ static void kva_release_frame(struct kva_arena *a, u32 idx)
 		ret = vfs_fallocate(bk->file,
 				    FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 				    bk->offset, a->frame_size);
-		if (ret)
-			pr_warn_ratelimited("arena %s: frame %u: memory not returned: %d\n",
+		if (ret) {
+			/*
+			 * Its pages keep what they held: a grow must not pin
+			 * them again for another holder.
+			 */
+			pr_warn_ratelimited("arena %s: frame %u: memory not returned: %d; the frame keeps none until ARENA_SET_BACKING\n",
 					    a->name, idx, ret);
+			kva_backing_drop(a, idx);
+		}
 		return;
 	}
 	/*
 	 * CUDA: the frame's backing goes; a grow needs new memory, which
 	 * its importers must not outlive (kva_scrub_old_imports()).
 	 */
-	mutex_lock(&a->lock);
-	bk->releasing = false;
-	file = bk->file;
-	bk->file = NULL;
-	if (file) {
-		a->nr_backed--;
-		if (bk->nr_refs > 1) {
-			u32 i;
-
-			/* Frames that one SET_BACKING gave the file lose one. */
-			for (i = 0; i < a->core.nr_frames; i++)
-				if (a->backing[i].file == file)
-					a->backing[i].nr_refs--;
-		}
-	}
-	mutex_unlock(&a->lock);
-	if (file)
-		fput(file);
+	kva_backing_drop(a, idx);
 }
 
 /* Give back the memory of every frame taken out so far (resize_lock held). */
@@ -324,7 +344,10 @@ long kva_ioc_arena_resize(void __user *argp)
 		return -ENOENT;
 	c = &a->core;
 
-	mutex_lock(&a->resize_lock);
+	if (mutex_lock_killable(&a->resize_lock)) {
+		ret = -EINTR;
+		goto out_put;
+	}
 	ret = kva_resize_begin(a);
 	if (ret)
 		goto out_unlock;
@@ -352,6 +375,8 @@ long kva_ioc_arena_resize(void __user *argp)
 	kva_release(a);
 	kva_resize_end(a);
 	mutex_unlock(&a->resize_lock);
+	/* A cancel or a grow may have ended other callers' waits. */
+	wake_up_all(&a->resize_wq);
 	if (ret)
 		goto out_put;
 
@@ -360,14 +385,16 @@ long kva_ioc_arena_resize(void __user *argp)
 		wait_event_interruptible_timeout(a->resize_wq,
 				!READ_ONCE(c->shrink_pending) || READ_ONCE(a->dead),
 				msecs_to_jiffies(r.timeout_ms));
-		mutex_lock(&a->resize_lock);
-		if (!kva_resize_begin(a)) {
-			kva_release(a);
-			kva_resize_end(a);
+		if (!mutex_lock_killable(&a->resize_lock)) {
+			if (!kva_resize_begin(a)) {
+				kva_release(a);
+				kva_resize_end(a);
+			}
+			mutex_unlock(&a->resize_lock);
 		}
-		mutex_unlock(&a->resize_lock);
 	}
 	mutex_lock(&a->lock);
+	kva_clean_target_update(a);
 	kva_resize_report(a, &r);
 	mutex_unlock(&a->lock);
 	ret = copy_to_user(argp, &r, sizeof(r)) ? -EFAULT : 0;

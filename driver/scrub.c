@@ -509,3 +509,63 @@ long kva_ioc_scrub(struct kva_client *cl, void __user *argp, unsigned int how)
 	kvfree(handles);
 	return ret;
 }
+
+/* Forget @pid as an importer of frame @idx; true if it was one. */
+static bool importer_remove(struct kva_arena *a, u32 idx, struct pid *pid)
+{
+	struct kva_importers *imp = a->scrub[idx].imp;
+	u32 i;
+
+	for (i = 0; imp && i < imp->nr; i++) {
+		if (imp->pid[i] != pid)
+			continue;
+		put_pid(imp->pid[i]);
+		imp->pid[i] = imp->pid[--imp->nr];
+		if (!imp->nr) {
+			kfree(imp);
+			a->scrub[idx].imp = NULL;
+		}
+		return true;
+	}
+	return false;
+}
+
+/**
+ * kva_ioc_imports_dropped() - IMPORTS_DROPPED: the calling process holds
+ * no import of a frame taken out of the arena, so those frames may take
+ * new memory as far as it is concerned.  Frames in the arena keep it as
+ * an importer until it exits.
+ * @cl:		the client.
+ * @argp:	struct kvarena_imports_dropped.
+ * @how:	KVA_HOW_*.
+ *
+ * Return: 0, or -EFAULT, -EINVAL, -ESHUTDOWN.
+ */
+long kva_ioc_imports_dropped(struct kva_client *cl, void __user *argp,
+			     unsigned int how)
+{
+	struct kvarena_imports_dropped __user *ud = argp;
+	struct pid *me = task_tgid(current);
+	struct kva_arena *a = cl->arena;
+	struct kvarena_imports_dropped d;
+	u32 idx, done = 0, steps = 0;
+	long ret;
+
+	ret = kva_copy_in(&d, argp, sizeof(d), how);
+	if (ret)
+		return ret;
+	if (kva_check_imports_dropped(&d))
+		return -EINVAL;
+	ret = kva_client_lock(cl, how);
+	if (ret)
+		return ret;
+	for (idx = a->core.absent_head; a->scrub && idx != KVA_NIL;
+	     idx = a->core.frames[idx].next) {
+		done += importer_remove(a, idx, me);
+		/* An arena of millions of frames out lets others run. */
+		if (!(++steps % 4096))
+			cond_resched();
+	}
+	mutex_unlock(&a->lock);
+	return kva_copy_out(&ud->nr_done, &done, sizeof(done), how);
+}

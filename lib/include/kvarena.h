@@ -357,7 +357,13 @@ int kva_stat(struct kva_arena *arena, struct kva_stat *st);
  * path of kva_seq_grow() does not, so an engine calls this once per
  * scheduler step (or less often) to account for tokens appended in
  * between.  Embedded arenas keep the figures for kva_stat().
- * Thread-safe.
+ *
+ * A CUDA arena in device mode: once an administrator's shrink has taken
+ * frames out of the arena, this call also lets go of the imports of the
+ * frames the handle does not hold (it keeps them otherwise, so that a
+ * frame it gets again costs no import), so that the GPU memory of the
+ * frames taken out is freed and they may take new memory (the module's
+ * KVARENA_IOC_IMPORTS_DROPPED).  Thread-safe.
  *
  * Return: 0, or the module's error.
  */

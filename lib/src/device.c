@@ -35,6 +35,7 @@ struct kva_device {
 	struct io_uring ring;
 #endif
 	bool ring_live;
+	bool imports_dropped;	/* the module takes IMPORTS_DROPPED */
 };
 
 static struct kva_device *dev(struct kva_arena *a)
@@ -303,6 +304,27 @@ static int dev_scrub(struct kva_arena *a, uint64_t *h, uint32_t n,
 	return ret ? ret : (int)s.nr_done;
 }
 
+/* Frames shrinks took out of the arena, ever (0 before resizing). */
+static int dev_retired(struct kva_arena *a, uint64_t *n)
+{
+	struct kvarena_stat s;
+	int ret = stat_by_name(dev(a)->fd, a->name, &s);
+
+	if (!ret)
+		*n = s.frames_retired;
+	return ret;
+}
+
+static int dev_imports_dropped(struct kva_arena *a)
+{
+	struct kvarena_imports_dropped d = { 0 };
+
+	if (!dev(a)->imports_dropped)
+		return 0;
+	KVA_PASS("dev.imports_dropped");
+	return dev_ioctl(dev(a)->fd, KVARENA_IOC_IMPORTS_DROPPED, &d);
+}
+
 static int dev_poll_fd(struct kva_arena *a)
 {
 	return dev(a)->fd;
@@ -332,6 +354,8 @@ const struct kva_provider kva_device_provider = {
 	.publish = dev_publish,
 	.lookup = dev_lookup,
 	.scrub = dev_scrub,
+	.retired = dev_retired,
+	.imports_dropped = dev_imports_dropped,
 	.close = dev_close_provider,
 };
 
@@ -467,6 +491,9 @@ int kva_device_open(struct kva_arena *a, const struct kva_open_opts *o,
 	a->no_memory = st.state & KVARENA_STATE_NO_BACKING;
 	a->client_id = at.client_id;
 	a->domain = at.domain;
+	/* Frames out before we came were never imported by us. */
+	a->retired_seen = st.frames_retired;
+	d->imports_dropped = features & KVARENA_FEAT_IMPORTS_DROPPED;
 	ret = choose_transport(a, o, features);
 	if (ret)
 		goto err_close;

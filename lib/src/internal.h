@@ -157,6 +157,9 @@ struct kva_arena;
  *		and flags written) or -errno.
  * @scrub:	device only: SCRUB, a take (@flags 0, waiting up to
  *		@timeout_ms) or KVARENA_SCRUB_DONE; returns nr_done or -errno.
+ * @retired:	device only: frames shrinks took out of the arena, ever.
+ * @imports_dropped: device only: tell the module this process holds no
+ *		import of a frame out of the arena (IMPORTS_DROPPED).
  * @close:	detach and release the provider.
  */
 struct kva_usage_report {
@@ -181,6 +184,8 @@ struct kva_provider {
 		      uint32_t n);
 	int (*scrub)(struct kva_arena *a, uint64_t *h, uint32_t n,
 		     uint32_t flags, uint32_t timeout_ms);
+	int (*retired)(struct kva_arena *a, uint64_t *n);
+	int (*imports_dropped)(struct kva_arena *a);
 	void (*close)(struct kva_arena *a);
 };
 
@@ -309,6 +314,7 @@ struct kva_arena {
 	uint64_t *deferred;
 	uint32_t nr_deferred;
 	uint32_t walk;
+	uint64_t retired_seen;		/* device: frames_retired last acted on */
 	struct kva_usage_report reported;
 	bool reported_valid;
 	struct kva_usage_report acct;

@@ -147,6 +147,31 @@ int kva_usage_report(struct kva_arena *a)
 	return 0;
 }
 
+/*
+ * Device mode, CUDA: once shrinks took frames out of the arena, let go of
+ * the import of every frame this handle does not hold - the GPU memory of
+ * a frame taken out is freed only when every importer has let go - and
+ * tell the module, which gives such a frame new memory only then.  A
+ * frame this handle gets again is imported again.  Locked.
+ */
+static void drop_stale_imports(struct kva_arena *a)
+{
+	uint64_t retired;
+	uint32_t i;
+
+	if (!a->vmm->forget || !a->prov->retired ||
+	    a->prov->retired(a, &retired) || retired == a->retired_seen)
+		return;
+	for (i = 0; i < a->nr_frames; i++) {
+		const struct kva_frame_rec *f = &a->frames[i];
+
+		if ((f->flags & FRAME_RESOLVED) && !f->handle && !f->refs)
+			a->vmm->forget(a, i);
+	}
+	if (!a->prov->imports_dropped(a))
+		a->retired_seen = retired;
+}
+
 int kva_sync_usage(struct kva_arena *a)
 {
 	int ret;
@@ -155,6 +180,7 @@ int kva_sync_usage(struct kva_arena *a)
 		return -EINVAL;
 	kva_lock(a);
 	ret = kva_usage_report(a);
+	drop_stale_imports(a);
 	kva_unlock(a);
 	return ret;
 }

@@ -250,6 +250,12 @@ static bool spec_evict(const struct kvarena_evict *e)
 	       spec_name(e->name);
 }
 
+static bool spec_imports_dropped(const struct kvarena_imports_dropped *d)
+{
+	/* nr_done is an output. */
+	return !d->flags && RSV(d, reserved);
+}
+
 static bool spec_scrub(const struct kvarena_scrub *sc)
 {
 	/* "1..KVARENA_MAX_BATCH"; "Must be 0 with KVARENA_SCRUB_DONE". */
@@ -330,6 +336,8 @@ ADAPT(limits, struct kvarena_limits, kva_check_limits, spec_limits)
 ADAPT(policy, struct kvarena_arena_policy, kva_check_policy, spec_policy)
 ADAPT(evict, struct kvarena_evict, kva_check_evict, spec_evict)
 ADAPT(scrub, struct kvarena_scrub, kva_check_scrub, spec_scrub)
+ADAPT(imports_dropped, struct kvarena_imports_dropped,
+      kva_check_imports_dropped, spec_imports_dropped)
 ADAPT(publish, struct kvarena_prefix, check_publish, spec_publish)
 ADAPT(lookup, struct kvarena_prefix, check_lookup, spec_lookup)
 ADAPT(events_fd, struct kvarena_events_fd, kva_check_events_fd, spec_events_fd)
@@ -361,6 +369,8 @@ static const struct cmd cmds[] = {
 	CMD(events_fd, KVARENA_IOC_EVENTS_FD, struct kvarena_events_fd, KVA_ANYONE, false),
 	CMD(scrub, KVARENA_IOC_SCRUB, struct kvarena_scrub, KVA_CLIENT, false),
 	CMD(resize, KVARENA_IOC_ARENA_RESIZE, struct kvarena_arena_resize, KVA_ADMIN, false),
+	CMD(imports_dropped, KVARENA_IOC_IMPORTS_DROPPED,
+	    struct kvarena_imports_dropped, KVA_CLIENT, false),
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 

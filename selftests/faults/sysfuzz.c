@@ -188,6 +188,7 @@ static void build_publish(struct proc *p, struct call *c);
 static void build_lookup(struct proc *p, struct call *c);
 static void build_scrub(struct proc *p, struct call *c);
 static void build_resize(struct proc *p, struct call *c);
+static void build_imports_dropped(struct proc *p, struct call *c);
 
 #define ADMIN_ERRS (E_ANY | E(EPERM) | E(EBADF) | E(ENOENT) | E(ENOMEM))
 /* Client commands: ENOTCONN marks them (see one_call()). */
@@ -242,7 +243,10 @@ static const struct cmd_desc cmds[] = {
 	  E(EINTR), 2, build_scrub },
 	{ "ARENA_RESIZE", KVARENA_IOC_ARENA_RESIZE,
 	  sizeof(struct kvarena_arena_resize),
-	  ADMIN_ERRS | E(EBUSY) | E(ENODATA), 2, build_resize },
+	  ADMIN_ERRS | E(EBUSY) | E(ENODATA) | E(EINTR), 2, build_resize },
+	{ "IMPORTS_DROPPED", KVARENA_IOC_IMPORTS_DROPPED,
+	  sizeof(struct kvarena_imports_dropped), CLIENT_ERRS, 1,
+	  build_imports_dropped },
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -1044,6 +1048,19 @@ static void build_scrub(struct proc *p, struct call *c)
 		c->why = "an unknown scrub flag";
 	}
 	MUTATE_FIELD(p, c, sc, reserved);
+}
+
+/* IMPORTS_DROPPED: of the process's imports of frames out of the arena. */
+static void build_imports_dropped(struct proc *p, struct call *c)
+{
+	struct kvarena_imports_dropped *d = slot(p, 0);
+
+	memset(d, 0, sizeof(*d));
+	c->kf = attached_file(p);
+	/* Outputs are ignored on input. */
+	d->nr_done = (uint32_t)fz_next(&p->r);
+	MUTATE_FIELD(p, c, d, flags);
+	MUTATE_FIELD(p, c, d, reserved);
 }
 
 /*

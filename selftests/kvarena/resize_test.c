@@ -476,6 +476,38 @@ TEST_F(rz, cancel_keeps_what_was_taken_out)
 	ASSERT_EQ(NR - 4, kva_alloc(self->cl, self->h, NR - 4, 0));
 }
 
+/*
+ * A cancel ends another caller's wait at once, and so does a grow that
+ * cuts the shrink it waits for: nothing would ever end it otherwise but
+ * its timeout (here a minute; the test's own limit is less).
+ */
+TEST_F_TIMEOUT(rz, a_cancel_or_a_grow_ends_another_callers_wait, 50)
+{
+	struct kvarena_arena_resize r;
+	int how;
+
+	ASSERT_EQ(NR, kva_alloc(self->cl, self->h, NR, 0));
+	for (how = 0; how < 2; how++) {
+		pid_t pid = fork();
+
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			CHECK_EQ(0, resize(self->admin, self->name, 16, 0,
+					   60000, &r));
+			CHECK_EQ(0, r.out_shrinking);
+			_exit(0);
+		}
+		/* Once its shrink waits (48 held frames), end it. */
+		while (!quiet_levels(self->admin, self->name, NR, 48))
+			usleep(1000);
+		ASSERT_EQ(0, how ? resize(self->admin, self->name, NR, 0, 0, &r) :
+				   resize(self->admin, self->name, 0,
+					  KVARENA_RESIZE_CANCEL, 0, &r));
+		EXPECT_EQ(0, r.out_shrinking);
+		EXPECT_EQ(0, reap(pid));
+	}
+}
+
 TEST_F(rz, grow_cuts_a_waiting_shrink_first)
 {
 	struct kvarena_arena_resize r;
@@ -671,17 +703,61 @@ static int cuda_frames_given_memory(int admin, const char *name, __u32 n)
 }
 
 /*
+ * The importer: takes all @n frames of "rz-cuda", imports each (FRAME_FD,
+ * mapped), frees them while a shrink waits; with @drop, later lets go of
+ * its imports and says so (IMPORTS_DROPPED).  Steps on the pipes.
+ */
+static int cuda_importer(int n, int ready, int go, bool drop)
+{
+	struct kvarena_imports_dropped d = { .nr_done = 0xdead };
+	int fd = tenant("rz-cuda", 1001, NULL, 0, 0);
+	__u64 h[8];
+	void *m[8];
+	char b;
+
+	CHECK_EQ(n, kva_alloc(fd, h, n, 0));
+	for (int i = 0; i < n; i++) {
+		struct kvarena_frame_fd ff = { .handle = h[i] };
+
+		CHECK_EQ(0, kva_ioctl(fd, KVARENA_IOC_FRAME_FD, &ff));
+		m[i] = mmap(NULL, FSIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+			    ff.fd, 0);
+		CHECK(m[i] != MAP_FAILED);
+		close(ff.fd);
+	}
+	CHECK_EQ(1, write(ready, "i", 1));
+	CHECK_EQ(1, read(go, &b, 1));
+	/* Freed while a shrink waits: all but one go out; still imported. */
+	CHECK_EQ(0, kva_free(fd, h, n));
+	CHECK_EQ(1, write(ready, "f", 1));
+	CHECK_EQ(1, read(go, &b, 1));
+	if (drop) {
+		for (int i = 0; i < n; i++)
+			CHECK_EQ(0, munmap(m[i], FSIZE));
+		CHECK_EQ(0, kva_ioctl(fd, KVARENA_IOC_IMPORTS_DROPPED, &d));
+		CHECK_EQ(n - 1, d.nr_done);
+		/* Said twice: nothing more to forget. */
+		CHECK_EQ(0, kva_ioctl(fd, KVARENA_IOC_IMPORTS_DROPPED, &d));
+		CHECK_EQ(0, d.nr_done);
+		CHECK_EQ(1, write(ready, "d", 1));
+		CHECK_EQ(1, read(go, &b, 1));
+	}
+	return 0;
+}
+
+/*
  * A CUDA frame that a shrink took out lost its memory; a process that
  * imported that memory (FRAME_FD, mapped: what the GPU driver's import
- * is, and libkvarena keeps a frame's import until kva_close()) would map
- * it again, not the frame's new memory, when it gets the frame back.  So
- * the frame takes new memory only once every such process has exited.
- * The VM has no GPU: each frame's memory is a memfd, and an import is a
- * mapping of it (as in scrub_test).
+ * is, and libkvarena keeps a frame's import until it lets go after a
+ * shrink or kva_close()) would map it again, not the frame's new memory,
+ * when it got the frame back.  So the frame takes new memory only once
+ * every such process has exited (@drop false) or said it let go
+ * (IMPORTS_DROPPED, @drop true).  The VM has no GPU: each frame's memory
+ * is a memfd, and an import is a mapping of it (as in scrub_test).
  */
-TEST(cuda_frames_take_new_memory_once_their_importers_have_exited)
+static void cuda_regrow(struct __test_metadata *_metadata, bool drop)
 {
-	enum { N = 4, WHO = 1001 };
+	enum { N = 4 };
 	struct kvarena_arena_create c = { .frame_size = FSIZE, .nr_frames = N,
 					  .max_frames = N,
 					  .mem_kind = KVARENA_MEM_CUDA };
@@ -698,27 +774,8 @@ TEST(cuda_frames_take_new_memory_once_their_importers_have_exited)
 	ASSERT_EQ(0, pipe(go));
 	pid = fork();
 	ASSERT_LE(0, pid);
-	if (!pid) {
-		__u64 h[N];
-		int fd = tenant("rz-cuda", WHO, h, 0, 0);
-
-		CHECK_EQ(N, kva_alloc(fd, h, N, 0));
-		for (int i = 0; i < N; i++) {
-			struct kvarena_frame_fd ff = { .handle = h[i] };
-
-			CHECK_EQ(0, kva_ioctl(fd, KVARENA_IOC_FRAME_FD, &ff));
-			CHECK(mmap(NULL, FSIZE, PROT_READ | PROT_WRITE,
-				   MAP_SHARED, ff.fd, 0) != MAP_FAILED);
-			close(ff.fd);
-		}
-		CHECK_EQ(1, write(ready[1], "i", 1));
-		CHECK_EQ(1, read(go[0], &b, 1));
-		/* Freed while a shrink waits: three go out; still imported. */
-		CHECK_EQ(0, kva_free(fd, h, N));
-		CHECK_EQ(1, write(ready[1], "f", 1));
-		CHECK_EQ(1, read(go[0], &b, 1));
-		_exit(0);
-	}
+	if (!pid)
+		_exit(cuda_importer(N, ready[1], go[0], drop));
 	ASSERT_EQ(1, read(ready[0], &b, 1));
 	ASSERT_EQ(0, resize(admin, "rz-cuda", 1, 0, 0, &r));
 	EXPECT_EQ(N - 1, r.out_shrinking);
@@ -728,19 +785,37 @@ TEST(cuda_frames_take_new_memory_once_their_importers_have_exited)
 	ASSERT_EQ(0, resize(admin, "rz-cuda", 1, 0, 0, &r));
 	EXPECT_EQ(0, r.out_shrinking);
 	EXPECT_EQ(N - 1, r.out_absent);
-	/* Their importer lives: no frame takes new memory (nor ones in). */
+	/* Their importer holds their old memory: none takes new memory. */
 	EXPECT_EQ(0, cuda_frames_given_memory(admin, "rz-cuda", N));
 	EXPECT_EQ(-ENODATA, resize(admin, "rz-cuda", N, 0, 0, NULL));
 	ASSERT_EQ(1, write(go[1], "g", 1));
-	EXPECT_EQ(0, reap(pid));
-	/* Gone: the three frames out take new memory, and come in. */
+	if (drop) {
+		ASSERT_EQ(1, read(ready[0], &b, 1));
+	} else {
+		EXPECT_EQ(0, reap(pid));
+	}
+	/* Let go, or gone: the frames out take new memory, and come in. */
 	EXPECT_EQ(N - 1, cuda_frames_given_memory(admin, "rz-cuda", N));
 	ASSERT_EQ(0, resize(admin, "rz-cuda", N, 0, 0, &r));
 	EXPECT_EQ(N, r.out_frames);
 	EXPECT_EQ(0, r.out_absent);
+	if (drop) {
+		ASSERT_EQ(1, write(go[1], "g", 1));
+		EXPECT_EQ(0, reap(pid));
+	}
 	EXPECT_EQ(0, kva_wait_no_clients(admin, "rz-cuda"));
 	EXPECT_EQ(0, kva_destroy(admin, "rz-cuda"));
 	close(admin);
+}
+
+TEST(cuda_frames_take_new_memory_once_their_importers_have_exited)
+{
+	cuda_regrow(_metadata, false);
+}
+
+TEST(cuda_frames_take_new_memory_once_their_importers_let_go)
+{
+	cuda_regrow(_metadata, true);
 }
 
 /*

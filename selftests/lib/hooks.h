@@ -6,8 +6,9 @@
  * Sites: host.memfd, host.reserve, host.map, host.unmap (faults, the host
  * backend); dev.free (a fault: the FREE submission, refused before it
  * reaches the module); dev.submit (one per submission: one
- * io_uring_enter on the uring transport), dev.set_usage, dev.frame_fd and
- * dev.set_backing (one per command of that kind sent), counted only.
+ * io_uring_enter on the uring transport), dev.set_usage, dev.frame_fd,
+ * dev.set_backing, dev.scrub and dev.imports_dropped (one per command of
+ * that kind sent), counted only.
  */
 #ifndef KVA_SELFTEST_HOOKS_H
 #define KVA_SELFTEST_HOOKS_H

@@ -141,6 +141,63 @@ TEST_F(gpu, device_arena_exports_every_frame_and_clients_import_them)
 	EXPECT_TRUE(all_released());
 }
 
+/*
+ * A client keeps the import of each frame it has had, so that getting it
+ * again costs no FRAME_FD.  Once an administrator's shrink took frames
+ * out, kva_sync_usage() lets go of the imports of every frame the client
+ * does not hold - the GPU memory of the frames out is freed only when
+ * every importer has let go - and says so to the module, once.
+ */
+TEST_F(gpu, a_shrink_makes_clients_let_go_of_the_imports_of_frames_they_do_not_hold)
+{
+	struct kva_arena_params p = {
+		.name = self->name, .nr_frames = 4, .frame_size = FS,
+		.mem_kind = KVA_BACKEND_CUDA, .max_frames = 4,
+	};
+	struct kva_open_opts o = { .mode = KVA_MODE_DEVICE, .name = self->name,
+				   .transport = variant->transport };
+	struct kvarena_arena_resize r = { .nr_frames = 1 };
+	struct kva_geometry g = small_geometry(FS);
+	struct cuda_double_live l;
+	struct kva_arena *a;
+	struct kva_seq *s;
+
+	ASSERT_EQ(0, kva_arena_create(&p));
+	ASSERT_EQ(0, kva_open(&o, &a));
+	ASSERT_EQ(0, kva_seq_create(a, &g, 4 * TPF, &s));
+	ASSERT_EQ(0, kva_seq_grow(s, 3 * TPF + 1));
+	ASSERT_EQ(0, kva_seq_shrink(s, TPF));
+	cuda_double_reset();
+	hooks_reset();
+	/* Nothing went out: every import is kept. */
+	ASSERT_EQ(0, kva_sync_usage(a));
+	EXPECT_EQ(0, cuda_double_count("cuMemRelease"));
+	EXPECT_EQ(0, hooks_count("dev.imports_dropped"));
+	cuda_double_live(&l);
+	EXPECT_EQ(4, l.allocs);
+
+	/* The three free frames go out; the held one stays, imported. */
+	snprintf(r.name, sizeof(r.name), "%s", self->name);
+	ASSERT_EQ(0, module_ioctl(O_RDWR, KVARENA_IOC_ARENA_RESIZE, &r));
+	EXPECT_EQ(0, r.out_shrinking);
+	EXPECT_EQ(3, r.out_absent);
+	ASSERT_EQ(0, kva_sync_usage(a));
+	EXPECT_EQ(3, cuda_double_count("cuMemRelease"));
+	EXPECT_EQ(1, hooks_count("dev.imports_dropped"));
+	cuda_double_live(&l);
+	EXPECT_EQ(1, l.allocs);
+	/* Said once per change. */
+	ASSERT_EQ(0, kva_sync_usage(a));
+	EXPECT_EQ(1, hooks_count("dev.imports_dropped"));
+	EXPECT_EQ(3, cuda_double_count("cuMemRelease"));
+	/* The frame held still maps. */
+	fill_tokens(s, 3, 0, TPF);
+	kva_seq_free(s);
+	kva_close(a);
+	ASSERT_EQ(0, kva_arena_destroy(&p));
+	EXPECT_TRUE(all_released());
+}
+
 TEST(device_arena_create_stops_at_the_first_failure)
 {
 	char name[KVARENA_NAME_LEN];

@@ -36,9 +36,9 @@
  *  - ATTACH: a writer whom the arena's mode lets attach (-EACCES
  *    otherwise), within the arena's client policy unless it has
  *    CAP_SYS_ADMIN (-EPERM otherwise).
- *  - ALLOC, FREE, FRAME_FD, SET_USAGE, PUBLISH and LOOKUP need the file to
- *    be attached to an arena (ATTACH; -ENOTCONN otherwise).  One file
- *    attaches once.
+ *  - ALLOC, FREE, FRAME_FD, SET_USAGE, PUBLISH, LOOKUP, SCRUB and
+ *    IMPORTS_DROPPED need the file to be attached to an arena (ATTACH;
+ *    -ENOTCONN otherwise).  One file attaches once.
  *
  * Error numbers
  *
@@ -53,7 +53,8 @@
  *  ESTALE   handle from before the frame was last freed
  *  EEXIST   ARENA_CREATE of a name in use
  *  EBUSY    ARENA_DESTROY with clients attached; ATTACH twice; backing set
- *           twice on a frame; PUBLISH of a frame published under another
+ *           twice on a frame, or on a CUDA frame taken out whose old memory
+ *           a process still imports; PUBLISH of a frame published under another
  *           key; ARENA_RESIZE below what the clients' minimums add up to
  *  EAGAIN   io_uring only: the command would block; io_uring retries it
  *           from a worker thread by itself
@@ -117,6 +118,7 @@ enum kvarena_mem {
 #define KVARENA_FEAT_CLEAR	((__u64)1 << 7)	/* host frames cleared between domains */
 #define KVARENA_FEAT_SCRUB	((__u64)1 << 8)	/* SCRUB: CUDA frames cleared by the owner */
 #define KVARENA_FEAT_RESIZE	((__u64)1 << 9)	/* ARENA_RESIZE, max_frames */
+#define KVARENA_FEAT_IMPORTS_DROPPED ((__u64)1 << 10) /* IMPORTS_DROPPED */
 
 /*
  * Cache domains.  Every client belongs to one cache domain, fixed at
@@ -1094,7 +1096,9 @@ struct kvarena_scrub {
  * zeroed).  All or nothing: -EINVAL beyond max_frames, -ENODATA when too
  * few absent frames have backing (a CUDA arena's frames taken out lose
  * theirs: ARENA_SET_BACKING gives new memory first), -ENOMEM when the
- * pages cannot be had; nothing changes then (but that a shrink which
+ * pages cannot be had (or what pinning them said: -EFAULT, -EPERM for a
+ * backing file sealed against writes since), -EINTR when a fatal signal
+ * came first; nothing changes then (but that a shrink which
  * was waiting, and which the grow cut, stays cut if a client was given
  * a guarantee meanwhile that needs its frames).  Clients see the new size at
  * their next ALLOC; a client's max of 0 at ATTACH is the table, so it
@@ -1115,6 +1119,32 @@ struct kvarena_arena_resize {
 	__u32 reserved0;
 	__u32 reserved1;
 	__u64 reserved[2];
+};
+
+/**
+ * struct kvarena_imports_dropped - KVARENA_IOC_IMPORTS_DROPPED, client.
+ * @flags:	must be zero.
+ * @nr_done:	out: frames taken out of the arena that no longer wait for
+ *		the calling process.
+ * @reserved:	must be zero.
+ *
+ * The calling process says it holds no import of the memory of any frame
+ * ARENA_RESIZE took out of its client's arena (a CUDA frame's allocation
+ * that FRAME_FD gave it: cuMemRelease() of each import done, and no
+ * mapping of one left).  Such a frame takes new memory (SET_BACKING) only
+ * once no process that FRAME_FD gave its old memory to holds it: an
+ * exited process does not, and one that said so with this command does
+ * not.  A process that says so and still holds an import maps the old
+ * memory, which nobody else is given, so it harms only itself.  Frames in
+ * the arena are not touched: their imports count until the process
+ * exits (see SCRUB).  Host arenas have no such frames (nr_done 0).
+ * libkvarena says so once it has let go of its imports after a shrink
+ * (kva_sync_usage()).
+ */
+struct kvarena_imports_dropped {
+	__u32 flags;
+	__u32 nr_done;
+	__u64 reserved[3];
 };
 
 /**
@@ -1154,6 +1184,7 @@ struct kvarena_uring_cmd {
 #define KVARENA_IOC_EVENTS_FD	  _IOWR(KVARENA_IOC_MAGIC, 0x10, struct kvarena_events_fd)
 #define KVARENA_IOC_SCRUB	  _IOWR(KVARENA_IOC_MAGIC, 0x11, struct kvarena_scrub)
 #define KVARENA_IOC_ARENA_RESIZE  _IOWR(KVARENA_IOC_MAGIC, 0x12, struct kvarena_arena_resize)
+#define KVARENA_IOC_IMPORTS_DROPPED _IOWR(KVARENA_IOC_MAGIC, 0x13, struct kvarena_imports_dropped)
 /* STAT with the struct of before KVARENA_FEAT_RESIZE (still taken). */
 #define KVARENA_IOC_STAT_V1	  _IOC(_IOC_READ | _IOC_WRITE, KVARENA_IOC_MAGIC, \
 				       0x09, KVARENA_STAT_SIZE_V1)
