@@ -473,7 +473,9 @@ static bool kva_frame_present(struct kva_arena *a, u32 i)
 /*
  * Pin the pages of the frames of [@first, @first + @nr) that are in the
  * arena, a run at a time; on failure none stays pinned.  resize_lock
- * held: no frame comes in or goes out meanwhile.
+ * held: no frame comes in meanwhile, and none of these goes out - a
+ * frame in the arena without backing keeps nr_unready up, and with it
+ * every resize, so no shrink waits to take one.
  */
 static int kva_pin_present(struct kva_arena *a, u32 first, u32 nr)
 {

@@ -1516,9 +1516,11 @@ static u32 take_out(struct kva_core *c)
  * once (kva_core_capacity()).  Each frame taken out, now or later, is
  * told to @c->retired.
  *
- * The owner gives a retired frame's memory back; a dirty one's data goes
- * with it, so it must be memory nobody else can still reach (for a CUDA
- * arena: no importer of it left, what @c->may_clear tells).
+ * The owner gives a retired frame's memory back, and a dirty one's data
+ * goes with it: nobody is given that memory again (a host frame's pages
+ * are punched out; a CUDA frame's allocation is let go, and the frame
+ * takes new memory only once no process imports the old), so a dirty
+ * frame goes out without @c->may_clear.
  *
  * Return: 0, with *@taken the frames taken out now; -EINVAL if @n is 0 or
  * would leave no frame; -EBUSY if the clients' minimums need more than

@@ -262,6 +262,7 @@ static int kva_grow(struct kva_arena *a, u32 target)
 		}
 		kva_release(a);
 	}
+	/* @cut <= shrink_pending: all cut, no frame brought in, none written. */
 	kva_core_grow(c, cut, &unused);
 	kva_arena_update_pressure(a);
 	mutex_unlock(&a->lock);
