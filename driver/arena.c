@@ -450,6 +450,9 @@ static int check_backing_file(struct kva_arena *a, struct file *file,
 		return -EINVAL;
 	if (a->mem_kind == KVARENA_MEM_HOST)
 		return kva_check_host_backing(a, file, offset, len);
+	/* cuMemMap() maps whole allocations: one per frame, from its start. */
+	if (nr_frames != 1 || offset)
+		return -EINVAL;
 	if (file->f_op == &kva_fops || magic == KVA_FS_MAGIC ||
 	    S_ISSOCK(inode->i_mode) || S_ISDIR(inode->i_mode) ||
 	    S_ISFIFO(inode->i_mode) || S_ISLNK(inode->i_mode))

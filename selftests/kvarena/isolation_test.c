@@ -1411,6 +1411,9 @@ TEST(cuda_backing_refuses_what_is_not_exported_memory)
 	EXPECT_EQ(-EINVAL, kva_set_backing(fd, name, 0, 1, fd, 0));
 	if (sys >= 0)	/* a regular file on a filesystem that is not memory */
 		EXPECT_EQ(-EINVAL, kva_set_backing(fd, name, 0, 1, sys, 0));
+	/* One allocation a frame, from its start: what cuMemMap() maps. */
+	EXPECT_EQ(-EINVAL, kva_set_backing(fd, name, 0, 2, null, 0));
+	EXPECT_EQ(-EINVAL, kva_set_backing(fd, name, 0, 1, null, 4096));
 	ASSERT_EQ(0, kva_stat(fd, name, &s));
 	EXPECT_EQ(0, s.nr_backed);
 	/* A character device is what GPU drivers export: taken. */

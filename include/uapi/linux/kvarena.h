@@ -315,8 +315,8 @@ struct kvarena_arena_destroy {
  * FRAME_FD gave it to (an import of its old memory, which it would map
  * again) has exited: -EBUSY until then.  -EINVAL on an arena created
  * with KVARENA_CREATE_NO_BACKING.  A CUDA arena registers one fd
- * per frame (nr_frames = 1, offset = 0), since cuMemMap() maps whole
- * allocations.
+ * per frame (nr_frames = 1, offset = 0, else -EINVAL), since cuMemMap()
+ * maps whole allocations.
  */
 struct kvarena_set_backing {
 	char  name[KVARENA_NAME_LEN];
