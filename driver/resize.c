@@ -214,7 +214,7 @@ static int kva_pin_frames(struct kva_arena *a, const u32 *idx, u32 n)
 static int kva_grow(struct kva_arena *a, u32 target)
 {
 	struct kva_core *c = &a->core;
-	u32 becoming, cut, need, n = 0, i, unused, tries;
+	u32 becoming, cut, need, n = 0, i, unused, tries, cut_done = 0;
 	u32 *idx = NULL;
 	int ret = 0;
 
@@ -237,14 +237,17 @@ static int kva_grow(struct kva_arena *a, u32 target)
 	 * Only resizes change what has backing and bring frames in, but
 	 * frames go on going out while a shrink waits: those not given back
 	 * yet (@releasing) are not taken.  Once the shrink is cut no more go
-	 * out, so what was chosen stays absent and off the release list.
+	 * out, so what was chosen stays absent and off the release list.  A
+	 * look that finds frames half given back cuts the shrink at once
+	 * (@cut_done), gives them back and looks again: then none can be.
 	 */
 	for (tries = 0; ; tries++) {
 		bool skipped = false;
 
 		mutex_lock(&a->lock);
-		cut = min(c->shrink_pending, need);
-		for (i = 0, n = 0; i < c->nr_frames && n < need - cut; i++) {
+		cut = min(c->shrink_pending, need - cut_done);
+		for (i = 0, n = 0;
+		     i < c->nr_frames && n < need - cut_done - cut; i++) {
 			if (!(c->frames[i].flags & KVA_FRAME_ABSENT))
 				continue;
 			if (a->backing[i].releasing)
@@ -253,17 +256,26 @@ static int kva_grow(struct kva_arena *a, u32 target)
 				 a->backing[i].file)
 				idx[n++] = i;
 		}
-		if (n == need - cut)
+		if (n == need - cut_done - cut)
 			break;
-		mutex_unlock(&a->lock);
 		if (!skipped || tries == 2) {
+			/* What this grow cut, the shrink waits for again. */
+			if (cut_done && !kva_core_shrink(c, cut_done, &unused))
+				kva_arena_update_pressure(a);
+			mutex_unlock(&a->lock);
 			ret = -ENODATA;
 			goto out;
 		}
+		/* @cut <= shrink_pending: all cut, no frame brought in. */
+		kva_core_grow(c, cut, &unused);
+		cut_done += cut;
+		kva_arena_update_pressure(a);
+		mutex_unlock(&a->lock);
 		kva_release(a);
 	}
 	/* @cut <= shrink_pending: all cut, no frame brought in, none written. */
 	kva_core_grow(c, cut, &unused);
+	cut += cut_done;
 	kva_arena_update_pressure(a);
 	mutex_unlock(&a->lock);
 
