@@ -818,6 +818,68 @@ TEST(cuda_frames_take_new_memory_once_their_importers_let_go)
 	cuda_regrow(_metadata, true);
 }
 
+/* IMPORTS_DROPPED by a tenant of uid 65534: taken, nothing to forget. */
+static int unprivileged_drops_nothing(const char *name)
+{
+	struct kvarena_imports_dropped d = { .nr_done = 7 };
+	int fd = tenant(name, 65534, NULL, 0, 0);
+
+	CHECK_EQ(0, kva_ioctl(fd, KVARENA_IOC_IMPORTS_DROPPED, &d));
+	CHECK_EQ(0, d.nr_done);
+	return 0;
+}
+
+/*
+ * IMPORTS_DROPPED's refusals: a file not attached, a read-only one, an
+ * unknown flag, a reserved field, a bad pointer, an evicted client; over
+ * io_uring as over ioctl(); an unprivileged tenant may say it too.
+ */
+TEST_F(rz, imports_dropped_checks_its_caller_and_its_struct)
+{
+	struct kvarena_imports_dropped d = { 0 };
+	struct kvarena_evict ev = { 0 };
+	struct kvarena_attach at;
+	int loose = kva_open(O_RDWR), ro = kva_open(O_RDONLY);
+	int victim = kva_open(O_RDWR);
+	struct io_uring ring;
+	pid_t pid;
+
+	ASSERT_EQ(-ENOTCONN, kva_ioctl(loose, KVARENA_IOC_IMPORTS_DROPPED, &d));
+	ASSERT_EQ(-EBADF, kva_ioctl(ro, KVARENA_IOC_IMPORTS_DROPPED, &d));
+	d.flags = 1;
+	EXPECT_EQ(-EINVAL, kva_ioctl(self->cl, KVARENA_IOC_IMPORTS_DROPPED, &d));
+	d.flags = 0;
+	d.reserved[2] = 1;
+	EXPECT_EQ(-EINVAL, kva_ioctl(self->cl, KVARENA_IOC_IMPORTS_DROPPED, &d));
+	d.reserved[2] = 0;
+	EXPECT_EQ(-EFAULT, kva_ioctl(self->cl, KVARENA_IOC_IMPORTS_DROPPED, NULL));
+	/* A host arena has no imports to forget. */
+	d.nr_done = 7;
+	EXPECT_EQ(0, kva_ioctl(self->cl, KVARENA_IOC_IMPORTS_DROPPED, &d));
+	EXPECT_EQ(0, d.nr_done);
+	ASSERT_EQ(0, io_uring_queue_init(2, &ring, 0));
+	d.nr_done = 7;
+	EXPECT_EQ(0, kva_uring_one(&ring, self->cl, KVARENA_IOC_IMPORTS_DROPPED,
+				   &d, 0));
+	EXPECT_EQ(0, d.nr_done);
+	io_uring_queue_exit(&ring);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(unprivileged_drops_nothing(self->name));
+	EXPECT_EQ(0, reap(pid));
+	/* An evicted client says nothing any more. */
+	ASSERT_EQ(0, kva_attach(victim, self->name, "victim", 0, 0, &at));
+	snprintf(ev.name, sizeof(ev.name), "%s", self->name);
+	ev.client_id = at.client_id;
+	ASSERT_EQ(0, kva_ioctl(self->admin, KVARENA_IOC_EVICT, &ev));
+	EXPECT_EQ(-ESHUTDOWN,
+		  kva_ioctl(victim, KVARENA_IOC_IMPORTS_DROPPED, &d));
+	close(victim);
+	close(ro);
+	close(loose);
+}
+
 /*
  * Clients allocate, write, check, publish, look up and free while the
  * arena shrinks and grows under them: no frame of theirs ever changes,
