@@ -123,6 +123,13 @@ static bool process_gone(struct pid *pid)
 	return gone;
 }
 
+/* Forget importer @i of @imp (the last one takes its place). */
+static void importer_del(struct kva_importers *imp, u32 i)
+{
+	put_pid(imp->pid[i]);
+	imp->pid[i] = imp->pid[--imp->nr];
+}
+
 /* Forget the importers of frame @idx that have exited; true if none is left. */
 static bool importers_gone(struct kva_arena *a, u32 idx)
 {
@@ -132,12 +139,10 @@ static bool importers_gone(struct kva_arena *a, u32 idx)
 	if (!imp)
 		return true;
 	while (i < imp->nr) {
-		if (process_gone(imp->pid[i])) {
-			put_pid(imp->pid[i]);
-			imp->pid[i] = imp->pid[--imp->nr];
-		} else {
+		if (process_gone(imp->pid[i]))
+			importer_del(imp, i);
+		else
 			i++;
-		}
 	}
 	if (imp->nr)
 		return false;
@@ -517,15 +522,12 @@ static bool importer_remove(struct kva_arena *a, u32 idx, struct pid *pid)
 	u32 i;
 
 	for (i = 0; imp && i < imp->nr; i++) {
-		if (imp->pid[i] != pid)
-			continue;
-		put_pid(imp->pid[i]);
-		imp->pid[i] = imp->pid[--imp->nr];
-		if (!imp->nr) {
-			kfree(imp);
-			a->scrub[idx].imp = NULL;
+		if (imp->pid[i] == pid) {
+			importer_del(imp, i);
+			/* Frees the record once nobody is left in it. */
+			importers_gone(a, idx);
+			return true;
 		}
-		return true;
 	}
 	return false;
 }
