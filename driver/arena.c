@@ -104,6 +104,7 @@ void kva_arena_put(struct kva_arena *a)
 void kva_arena_free(struct kva_arena *a)
 {
 	idr_destroy(&a->client_ids);
+	kva_tier_free(a);
 	kva_events_put(a);
 	kva_core_fini(&a->core);
 	kva_domains_fini(a);
@@ -143,6 +144,7 @@ void kva_arena_update_pressure(struct kva_arena *a)
 
 	lockdep_assert_held(&a->lock);
 	a->headroom = h;
+	kva_tier_pressure(a);
 	if (p != a->pressure) {
 		WRITE_ONCE(a->pressure, p);
 		wake_up_interruptible_all(&a->pressure_wq);
@@ -291,6 +293,7 @@ long kva_ioc_arena_create(void __user *argp)
 	a->policy.domain_cached_max = c.domain_cached_max;
 	mutex_init(&a->lock);
 	INIT_LIST_HEAD(&a->clients);
+	INIT_LIST_HEAD(&a->tier_grants);
 	idr_init(&a->client_ids);
 	init_waitqueue_head(&a->pressure_wq);
 	ret = kva_core_init_max(&a->core, c.nr_frames, table);
@@ -360,10 +363,14 @@ err_free_arena:
 /* Drop the backing references and the list's reference of a dead arena. */
 static void kva_arena_kill(struct kva_arena *a)
 {
+	struct kva_arena *other;
 	u32 i;
 
 	lockdep_assert_held(&kva_arenas_lock);
 	list_del(&a->node);
+	other = kva_tier_kill(a);
+	if (other)
+		kva_arena_put(other);
 	mutex_lock(&a->lock);
 	a->dead = true;
 	kva_events_clear(a);
@@ -408,7 +415,8 @@ long kva_ioc_arena_destroy(void __user *argp)
 	}
 	/* Clients attach under kva_arenas_lock, so this cannot go stale. */
 	mutex_lock(&a->lock);
-	if (a->nr_clients || a->backing_busy)
+	/* A lower tier goes with its upper arena, or is taken away first. */
+	if (a->nr_clients || a->backing_busy || a->upper)
 		ret = -EBUSY;
 	mutex_unlock(&a->lock);
 	if (!ret)

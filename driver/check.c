@@ -36,6 +36,7 @@ int kva_cmd_need(unsigned int cmd)
 	case KVARENA_IOC_ARENA_SET_BACKING:
 	case KVARENA_IOC_ARENA_SET_POLICY:
 	case KVARENA_IOC_ARENA_RESIZE:
+	case KVARENA_IOC_ARENA_SET_TIER:
 	case KVARENA_IOC_SET_LIMITS:
 	case KVARENA_IOC_EVICT:
 		return KVA_ADMIN;
@@ -47,6 +48,8 @@ int kva_cmd_need(unsigned int cmd)
 	case KVARENA_IOC_LOOKUP:
 	case KVARENA_IOC_SCRUB:
 	case KVARENA_IOC_IMPORTS_DROPPED:
+	case KVARENA_IOC_TIER:
+	case KVARENA_IOC_PROMOTE:
 		return KVA_CLIENT;
 	default:
 		return -ENOTTY;
@@ -290,6 +293,39 @@ int kva_check_imports_dropped(const struct kvarena_imports_dropped *d)
 	return 0;
 }
 
+int kva_check_set_tier(const struct kvarena_arena_tier *t)
+{
+	if (t->flags || !all_zero(t->reserved, sizeof(t->reserved)) ||
+	    kva_name_valid(t->name))
+		return -EINVAL;
+	/* An empty name takes the tier away. */
+	if (t->lower[0] && kva_name_valid(t->lower))
+		return -EINVAL;
+	if (!t->lower[0] && !all_zero(t->lower, sizeof(t->lower)))
+		return -EINVAL;
+	return 0;
+}
+
+int kva_check_tier(const struct kvarena_tier *t)
+{
+	if ((t->flags & ~KVARENA_TIER_DONE) || t->reserved0 ||
+	    !all_zero(t->reserved, sizeof(t->reserved)) ||
+	    !t->count || t->count > KVARENA_MAX_BATCH)
+		return -EINVAL;
+	if ((t->flags & KVARENA_TIER_DONE) && (t->timeout_ms || t->lower_fd))
+		return -EINVAL;
+	return 0;
+}
+
+int kva_check_promote(const struct kvarena_promote *p)
+{
+	if (p->flags || !all_zero(p->reserved, sizeof(p->reserved)) ||
+	    !p->count || p->count > KVARENA_MAX_BATCH ||
+	    !p->timeout_ms || p->timeout_ms > KVARENA_PROMOTE_MAX_MS)
+		return -EINVAL;
+	return 0;
+}
+
 int kva_check_frame_fd(const struct kvarena_frame_fd *ff)
 {
 	if (ff->flags || ff->access || ff->reserved0 ||
@@ -341,8 +377,7 @@ int kva_check_limits(const struct kvarena_limits *l)
  */
 int kva_check_prefix(const struct kvarena_prefix *p, u32 flags_ok)
 {
-	if ((p->flags & ~flags_ok) ||
-	    !all_zero(p->reserved, sizeof(p->reserved)) ||
+	if ((p->flags & ~flags_ok) || p->nr_lower || p->reserved ||
 	    !p->count || p->count > KVARENA_MAX_BATCH)
 		return -EINVAL;
 	if (!(p->flags & KVARENA_PUBLISH_TOKENS))

@@ -62,5 +62,8 @@ int kva_check_limits(const struct kvarena_limits *l);
 int kva_check_evict(const struct kvarena_evict *e);
 int kva_check_prefix(const struct kvarena_prefix *p, u32 flags_ok);
 int kva_check_events_fd(const struct kvarena_events_fd *e);
+int kva_check_set_tier(const struct kvarena_arena_tier *t);
+int kva_check_tier(const struct kvarena_tier *t);
+int kva_check_promote(const struct kvarena_promote *p);
 
 #endif /* KVA_CHECK_H */

@@ -79,6 +79,8 @@ void kva_client_release(struct kva_client *cl)
 	struct kva_arena *a = cl->arena;
 
 	if (a) {
+		/* An agent's copies end before its frames go. */
+		kva_tier_agent_gone(cl);
 		kva_fmap_revoke_begin(cl, false);
 		kva_fmap_zap(cl, KVA_FMAP_ALL);
 		mutex_lock(&a->lock);
@@ -477,12 +479,20 @@ long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp,
 			scrubbing = true;
 		}
 	}
+	/* A tier agent maps the frames of the copies it makes. */
+	if (ret < 0) {
+		int idx = kva_tier_granted(a, cl, ff.handle, &acc);
+
+		if (idx >= 0)
+			ret = idx;
+	} else {
+		acc = scrubbing ? KVA_ACCESS_WRITE :
+		      kva_frame_access(a, cl, ret);
+	}
 	if (ret >= 0) {
 		u32 idx = ret;
 		struct kva_backing *bk = &a->backing[idx];
 
-		acc = scrubbing ? KVA_ACCESS_WRITE :
-		      kva_core_frame_access(&a->core, &cl->core, idx);
 		ret = 0;
 		if (!bk->file) {
 			ret = -ENODATA;

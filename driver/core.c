@@ -1468,6 +1468,71 @@ err_unmark:
 	return ret;
 }
 
+/**
+ * kva_core_find() - the frame published under @key in domain @dom.
+ * @c:		the core.
+ * @key:	the key.
+ * @dom:	the domain (NULL: the shared namespace).
+ *
+ * Nothing is taken or counted.
+ *
+ * Return: the frame's index, or KVA_NIL if the key is not published.
+ */
+u32 kva_core_find(const struct kva_core *c, const u8 *key,
+		  const struct kva_core_domain *dom)
+{
+	return key_is_zero(key) ? KVA_NIL : index_find(c, key, dom);
+}
+
+/**
+ * kva_core_take_cached() - take a hold on cached frame @idx for @cl, as a
+ * LOOKUP of its key would, without counting a hit.
+ * @c:		the core.
+ * @cl:		the client, of the frame's domain.
+ * @idx:	the frame.
+ *
+ * For the owner's own copies of a cached frame (a lower tier): while held
+ * the frame is neither reclaimed nor taken out by a shrink, and it comes
+ * back cached when @cl lets go.
+ *
+ * Return: the frame's handle, or -ENOENT if it is not cached (or not of
+ * @cl's domain), -ENOSPC if @cl may not take it (its max, or the frames an
+ * unmet minimum or a shrink counts on).
+ */
+s64 kva_core_take_cached(struct kva_core *c, struct kva_core_client *cl,
+			 u32 idx)
+{
+	struct kva_frame *f;
+
+	if (idx >= c->nr_frames)
+		return -ENOENT;
+	f = &c->frames[idx];
+	if (!(f->flags & KVA_FRAME_CACHED) || f->dom != cl->dom)
+		return -ENOENT;
+	if (cl->held >= cl->max || !pool_for(c, cl))
+		return -ENOSPC;
+	hold_take(c, cl, idx);
+	update_peak(c);
+	return (s64)KVA_HANDLE(f->gen, idx);
+}
+
+/**
+ * kva_core_reclaim_frame() - reclaim cached frame @idx now, as an
+ * allocation would (told to @c->events and counted).
+ * @c:		the core.
+ * @idx:	the frame.
+ *
+ * Return: 0, or -ENOENT if the frame is not cached.
+ */
+int kva_core_reclaim_frame(struct kva_core *c, u32 idx)
+{
+	if (idx >= c->nr_frames || !(c->frames[idx].flags & KVA_FRAME_CACHED))
+		return -ENOENT;
+	reclaim_frame(c, idx, true);
+	c->cache_reclaims++;
+	return 0;
+}
+
 /* ---- checking ---------------------------------------------------------------------------- */
 
 /* ---- resizing ------------------------------------------------------------ */

@@ -445,6 +445,11 @@ int kva_core_publish(struct kva_core *c, struct kva_core_client *cl,
 int kva_core_prefix_lookup(struct kva_core *c, struct kva_core_client *cl,
 			   struct kva_core_prefix *chain, u32 n);
 u32 kva_core_reclaim(struct kva_core *c, u32 n);
+int kva_core_reclaim_frame(struct kva_core *c, u32 idx);
+u32 kva_core_find(const struct kva_core *c, const u8 *key,
+		  const struct kva_core_domain *dom);
+s64 kva_core_take_cached(struct kva_core *c, struct kva_core_client *cl,
+			 u32 idx);
 u32 kva_core_drop_cache(struct kva_core *c);
 u32 kva_core_trim_domain(struct kva_core *c, struct kva_core_domain *d);
 

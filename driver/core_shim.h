@@ -47,6 +47,7 @@
 typedef uint8_t u8;
 typedef uint32_t u32;
 typedef uint64_t u64;
+typedef int64_t s64;
 
 #define kva_shim_calloc(n, size) calloc(n, size)
 #define kva_shim_free(p)	free(p)

@@ -285,7 +285,7 @@ static vm_fault_t kva_fmap_fault(struct vm_fault *vmf)
 	down_read(&fm->sem);
 	mutex_lock(&a->lock);
 	if (fm->cl && idx < a->core.nr_frames)
-		acc = kva_core_frame_access(&a->core, &fm->cl->core, idx);
+		acc = kva_frame_access(a, fm->cl, idx);
 	mutex_unlock(&a->lock);
 	if (acc == KVA_ACCESS_NONE ||
 	    ((vmf->flags & FAULT_FLAG_WRITE) && acc != KVA_ACCESS_WRITE))
@@ -332,7 +332,7 @@ static vm_fault_t kva_fmap_pfn_mkwrite(struct vm_fault *vmf)
 	down_read(&fm->sem);
 	mutex_lock(&a->lock);
 	if (fm->cl && idx < a->core.nr_frames)
-		acc = kva_core_frame_access(&a->core, &fm->cl->core, idx);
+		acc = kva_frame_access(a, fm->cl, idx);
 	mutex_unlock(&a->lock);
 	up_read(&fm->sem);
 	return acc == KVA_ACCESS_WRITE ? 0 : VM_FAULT_SIGBUS;
@@ -376,7 +376,7 @@ static int kva_fmap_mmap(struct file *file, struct vm_area_struct *vma)
 		enum kva_access acc = KVA_ACCESS_NONE;
 
 		if (fm->cl)
-			acc = kva_core_frame_access(&a->core, &fm->cl->core, i);
+			acc = kva_frame_access(a, fm->cl, i);
 		if (acc == KVA_ACCESS_NONE ||
 		    (acc != KVA_ACCESS_WRITE && (vma->vm_flags & VM_WRITE))) {
 			ret = -EACCES;

@@ -4,7 +4,8 @@
  *
  * Lock order: kva_arenas_lock (the arena list), then arena->resize_lock
  * (one arena's size and which frames have memory: resize.c), then
- * arena->lock (one arena's frames, backing and clients).  A fault on a frames file takes
+ * arena->lock (one arena's frames, backing and clients); an arena's lock
+ * before its lower tier's (tier.c).  A fault on a frames file takes
  * its fmap->sem, then arena->lock (frames.c).  No user memory is touched
  * with arena->lock held unless page faults are disabled: a fault there
  * could be one of ours.
@@ -134,6 +135,17 @@ struct kva_arena {
 	u32 release_head;
 	struct work_struct release_work;
 	wait_queue_head_t resize_wq;
+
+	/*
+	 * A lower tier (tier.c).  @tier: this arena's, if it has or had one
+	 * (its copies under way; under @lock).  @upper: the arena this one
+	 * is the lower tier of, or NULL (set under kva_arenas_lock and both
+	 * arenas' locks).  @tier_grants: frames of this arena that tier jobs
+	 * let their agents map (under @lock).
+	 */
+	struct kva_tier *tier;
+	struct kva_arena *upper;
+	struct list_head tier_grants;
 };
 
 struct kva_client {
@@ -313,6 +325,26 @@ long kva_ioc_lookup(struct kva_client *cl, void __user *argp,
 void kva_resize_init(struct kva_arena *a);
 void kva_resize_kill(struct kva_arena *a);
 long kva_ioc_arena_resize(void __user *argp);
+
+/* tier.c */
+struct kva_tier;
+void kva_tier_pressure(struct kva_arena *a);
+enum kva_access kva_frame_access(struct kva_arena *a, struct kva_client *cl,
+				 u32 idx);
+int kva_tier_granted(struct kva_arena *a, struct kva_client *cl, u64 handle,
+		     enum kva_access *acc);
+void kva_tier_agent_gone(struct kva_client *cl);
+u32 kva_tier_count_lower(struct kva_client *cl,
+			 const struct kva_core_prefix *e, u32 n);
+struct kva_arena *kva_tier_kill(struct kva_arena *a);
+void kva_tier_free(struct kva_arena *a);
+const char *kva_tier_show(struct kva_arena *a, u64 *demoted, u64 *promoted,
+			  u64 *failed);
+long kva_ioc_tier(struct kva_client *cl, void __user *argp,
+		  unsigned int how);
+long kva_ioc_promote(struct kva_client *cl, void __user *argp,
+		     unsigned int how);
+long kva_ioc_arena_set_tier(void __user *argp);
 
 /* sysfs.c */
 int kva_sysfs_init(struct kobject *parent);

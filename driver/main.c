@@ -91,7 +91,7 @@ static long kva_ioc_version(void __user *argp, unsigned int how)
 	v.features = KVARENA_FEAT_POLL | KVARENA_FEAT_POLLOUT |
 		     KVARENA_FEAT_DOMAINS | KVARENA_FEAT_CLEAR |
 		     KVARENA_FEAT_SCRUB | KVARENA_FEAT_RESIZE |
-		     KVARENA_FEAT_IMPORTS_DROPPED |
+		     KVARENA_FEAT_IMPORTS_DROPPED | KVARENA_FEAT_TIER |
 		     KVARENA_FEAT_SYSFS |
 		     KVARENA_FEAT_PREFIX | KVARENA_FEAT_EVENTS;
 #ifdef KVA_URING_CMD
@@ -198,6 +198,12 @@ long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp,
 		return kva_ioc_arena_resize(argp);
 	case KVARENA_IOC_IMPORTS_DROPPED:
 		return kva_ioc_imports_dropped(cl, argp, how);
+	case KVARENA_IOC_ARENA_SET_TIER:
+		return kva_ioc_arena_set_tier(argp);
+	case KVARENA_IOC_TIER:
+		return kva_ioc_tier(cl, argp, how);
+	case KVARENA_IOC_PROMOTE:
+		return kva_ioc_promote(cl, argp, how);
 	}
 	return -ENOTTY;
 }

@@ -218,13 +218,19 @@ long kva_ioc_lookup(struct kva_client *cl, void __user *argp,
 {
 	bool nonblock = how & KVA_HOW_NONBLOCK;
 	struct kva_arena *a = cl->arena;
+	struct kvarena_prefix __user *up = argp;
 	struct kva_chain ch;
+	u32 m, lower = 0;
 	int ret, n;
-	u32 m;
 
-	ret = chain_get(&ch, argp, 0, how);
+	ret = chain_get(&ch, argp, KVARENA_LOOKUP_LOWER, how);
 	if (ret)
 		return ret;
+	/* The lower tier's lock is not taken without sleeping. */
+	if ((ch.p.flags & KVARENA_LOOKUP_LOWER) && nonblock) {
+		ret = -EAGAIN;
+		goto out_put;
+	}
 	ret = lock_with_holds(cl, ch.p.count, how);
 	if (ret)
 		goto out_put;
@@ -234,6 +240,8 @@ long kva_ioc_lookup(struct kva_client *cl, void __user *argp,
 		ret = n;
 		goto out_put;
 	}
+	if (ch.p.flags & KVARENA_LOOKUP_LOWER)
+		lower = kva_tier_count_lower(cl, ch.e + n, ch.p.count - n);
 	/*
 	 * Non-blocking: the results go out under the lock, with page faults
 	 * disabled, and a fault undoes the holds before anyone could use
@@ -249,6 +257,8 @@ long kva_ioc_lookup(struct kva_client *cl, void __user *argp,
 		goto out_put;
 
 	ret = chain_done(&ch, argp, n, n, how);
+	if (!ret && lower)
+		ret = kva_copy_out(&up->nr_lower, &lower, sizeof(lower), how);
 	if (ret) {
 		/*
 		 * The caller cannot learn the handles: let go of the holds

@@ -9,7 +9,8 @@ KVA_SELFTESTS := $(B)/selftests/kvarena/kvarena_test \
 		 $(B)/selftests/kvarena/prefix_test \
 		 $(B)/selftests/kvarena/tenancy_test \
 		 $(B)/selftests/kvarena/scrub_test \
-		 $(B)/selftests/kvarena/resize_test
+		 $(B)/selftests/kvarena/resize_test \
+		 $(B)/selftests/kvarena/tier_test
 
 $(KVA_SELFTESTS): $(B)/selftests/kvarena/%: $(SRC)/selftests/kvarena/%.c \
 		 $(SRC)/selftests/kvarena/kva_test.h \

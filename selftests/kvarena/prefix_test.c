@@ -555,16 +555,20 @@ TEST_F(prefix, bad_arguments_are_einval_and_change_nothing)
 		chain(e, 2, 6, 0, self->h);
 		p = (struct kvarena_prefix){
 			.entries = (__u64)(unsigned long)e, .count = 2 };
-		p.flags = 1;
+		p.flags = 1u << 31;
 		EXPECT_EQ(-EINVAL, kva_ioctl(self->a, cmds[i], &p));
 		p.flags = 0;
 		/* Token ids only with KVARENA_PUBLISH_TOKENS, and PUBLISH only. */
 		p.tokens_per_entry = 1;
 		EXPECT_EQ(-EINVAL, kva_ioctl(self->a, cmds[i], &p));
 		p.tokens_per_entry = 0;
-		p.reserved[0] = 1;
+		p.reserved = 1;
 		EXPECT_EQ(-EINVAL, kva_ioctl(self->a, cmds[i], &p));
-		p.reserved[0] = 0;
+		p.reserved = 0;
+		/* nr_lower is out only. */
+		p.nr_lower = 1;
+		EXPECT_EQ(-EINVAL, kva_ioctl(self->a, cmds[i], &p));
+		p.nr_lower = 0;
 		p.count = 0;
 		EXPECT_EQ(-EINVAL, kva_ioctl(self->a, cmds[i], &p));
 		p.count = KVARENA_MAX_BATCH + 1;
@@ -904,9 +908,9 @@ TEST_F(prefix, uring_has_the_same_argument_checks_as_ioctl)
 {
 	struct kvarena_prefix_entry e[2];
 	struct kvarena_prefix flags = { .entries = (__u64)(unsigned long)e,
-					.count = 2, .flags = 1 };
+					.count = 2, .flags = 1u << 31 };
 	struct kvarena_prefix rsv = { .entries = (__u64)(unsigned long)e,
-				      .count = 2, .reserved = { 1 } };
+				      .count = 2, .reserved = 1 };
 	struct kvarena_prefix zero = { .entries = (__u64)(unsigned long)e };
 	struct kvarena_prefix big = { .entries = (__u64)(unsigned long)e,
 				      .count = KVARENA_MAX_BATCH + 1 };

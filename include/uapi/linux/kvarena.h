@@ -119,6 +119,7 @@ enum kvarena_mem {
 #define KVARENA_FEAT_SCRUB	((__u64)1 << 8)	/* SCRUB: CUDA frames cleared by the owner */
 #define KVARENA_FEAT_RESIZE	((__u64)1 << 9)	/* ARENA_RESIZE, max_frames */
 #define KVARENA_FEAT_IMPORTS_DROPPED ((__u64)1 << 10) /* IMPORTS_DROPPED */
+#define KVARENA_FEAT_TIER	((__u64)1 << 11)	/* a lower tier: SET_TIER, TIER, PROMOTE */
 
 /*
  * Cache domains.  Every client belongs to one cache domain, fixed at
@@ -793,8 +794,8 @@ struct kvarena_prefix_entry {
  * @entries:	user pointer to @count struct kvarena_prefix_entry, in
  *		chain order (the first frame of the prefix first).
  * @count:	entries, 1..KVARENA_MAX_BATCH.
- * @flags:	PUBLISH: KVARENA_PUBLISH_TOKENS, or zero.  LOOKUP: must be
- *		zero.
+ * @flags:	PUBLISH: KVARENA_PUBLISH_TOKENS, or zero.  LOOKUP:
+ *		KVARENA_LOOKUP_LOWER, or zero.
  * @nr_done:	out: PUBLISH: entries whose frame is now published under
  *		their key (new or from before; not those marked
  *		KVARENA_PREFIX_EXISTED).  LOOKUP: length of the leading run
@@ -805,6 +806,10 @@ struct kvarena_prefix_entry {
  * @tokens:	with KVARENA_PUBLISH_TOKENS: user pointer to @count *
  *		@tokens_per_entry __u32 token ids, entry i's at i *
  *		@tokens_per_entry; otherwise zero.
+ * @nr_lower:	zero in.  LOOKUP with KVARENA_LOOKUP_LOWER, out: how many
+ *		of the keys after the run found are, in order, in the
+ *		arena's lower tier (KVARENA_IOC_ARENA_SET_TIER), which
+ *		KVARENA_IOC_PROMOTE can bring up; otherwise 0.
  * @reserved:	must be zero.
  *
  * PUBLISH puts each entry's frame under its key; the caller keeps its
@@ -855,11 +860,14 @@ struct kvarena_prefix {
 	__u32 nr_done;
 	__u32 tokens_per_entry;
 	__u64 tokens;
-	__u64 reserved[1];
+	__u32 nr_lower;
+	__u32 reserved;
 };
 
-/* struct kvarena_prefix.flags, PUBLISH only */
+/* struct kvarena_prefix.flags, PUBLISH */
 #define KVARENA_PUBLISH_TOKENS	(1u << 0)	/* @tokens, for the events */
+/* struct kvarena_prefix.flags, LOOKUP */
+#define KVARENA_LOOKUP_LOWER	(1u << 1)	/* count the lower tier's keys too */
 
 #define KVARENA_EVENT_MAX_TOKENS	4096u	/* token ids per event */
 #define KVARENA_PUBLISH_MAX_TOKENS	(1u << 20) /* token ids per PUBLISH */
@@ -1148,6 +1156,158 @@ struct kvarena_imports_dropped {
 };
 
 /**
+ * struct kvarena_arena_tier - KVARENA_IOC_ARENA_SET_TIER, CAP_SYS_ADMIN.
+ * @name:	the upper arena.
+ * @lower:	the arena to become its lower tier; an empty name takes the
+ *		lower tier away.
+ * @free_target: demote cached frames while fewer than this many frames
+ *		of the upper arena are free; 0: the arena's low watermark
+ *		(at least 1).
+ * @flags:	must be zero.
+ * @reserved:	must be zero.
+ *
+ * A lower tier keeps what the upper arena's prefix cache would drop.
+ * While fewer than @free_target of the upper arena's frames are free, an
+ * agent (KVARENA_IOC_TIER; kvarenactl agent) is given its oldest cached
+ * frames to copy down: each copy is published in the lower arena under
+ * the same key, in the cache domain of the same number, and the upper
+ * frame is reclaimed (a KVARENA_EVENT_REMOVED of the upper arena, a
+ * KVARENA_EVENT_STORED of the lower one).  LOOKUP with
+ * KVARENA_LOOKUP_LOWER counts the keys found below, and PROMOTE copies
+ * them up into fresh frames.  Where no agent runs, nothing changes:
+ * cached frames are dropped as before.
+ *
+ * The lower arena is a host arena with the upper arena's frame size, is
+ * not the upper arena, has no lower tier itself and is below no other
+ * arena (-EINVAL otherwise; -ENOENT for no such arena, -EEXIST for an
+ * upper arena that has a lower tier already).  While it is one, it
+ * cannot be destroyed (-EBUSY); the tier goes with the upper arena's
+ * destruction, or with an empty @lower, which is -EBUSY while copies are
+ * under way.  Its clients are usually the agent alone; what it holds is
+ * its own arena's: STAT, CLIENTS and its events show the tier.
+ */
+struct kvarena_arena_tier {
+	char  name[KVARENA_NAME_LEN];
+	char  lower[KVARENA_NAME_LEN];
+	__u32 free_target;
+	__u32 flags;
+	__u64 reserved[2];
+};
+
+/* struct kvarena_tier_job.op */
+#define KVARENA_TIER_DEMOTE	1	/* copy @upper's frame to @lower's */
+#define KVARENA_TIER_PROMOTE	2	/* copy @lower's frame to @upper's */
+
+/**
+ * struct kvarena_tier_job - one copy for the agent.
+ * @upper:	handle of the frame in the upper arena.
+ * @lower:	handle of the frame in the lower arena.
+ * @op:		KVARENA_TIER_*.
+ * @result:	KVARENA_TIER_DONE: 0 if the whole frame was copied, else a
+ *		negative errno (nothing of the copy is used); zero from a
+ *		take.
+ */
+struct kvarena_tier_job {
+	__u64 upper;
+	__u64 lower;
+	__u32 op;
+	__s32 result;
+};
+
+/* struct kvarena_tier.flags */
+#define KVARENA_TIER_DONE	(1u << 0)	/* give finished jobs back */
+
+/**
+ * struct kvarena_tier - KVARENA_IOC_TIER, the agent: a client of the
+ * upper arena that is the arena's owner or an administrator.
+ * @jobs:	user pointer to @count struct kvarena_tier_job: written by a
+ *		take, read by KVARENA_TIER_DONE.
+ * @count:	jobs in the array, 1..KVARENA_MAX_BATCH.
+ * @flags:	0 to take jobs; KVARENA_TIER_DONE to give back jobs taken
+ *		before, with their results.
+ * @nr_done:	out: jobs taken, or given back.
+ * @timeout_ms:	take: while there is nothing to copy, wait up to this many
+ *		milliseconds for something (0: do not wait).  Must be 0 with
+ *		KVARENA_TIER_DONE.
+ * @lower_fd:	take: an open /dev/kvarena file of the caller attached to
+ *		the lower arena; the jobs' lower frames are mapped through
+ *		it.  Must be 0 with KVARENA_TIER_DONE.
+ * @reserved0:	must be zero.
+ * @reserved:	must be zero.
+ *
+ * A take gives promotions first (PROMOTE's callers wait for them), then
+ * demotions of the upper arena's oldest cached frames while fewer than
+ * its free target are free; 0 jobs once the wait (if any) runs out.  Until
+ * a job is given back, the agent may map its frames: FRAME_FD of @upper
+ * on this file and of @lower on @lower_fd's, read-only for the frame it
+ * copies from, writable for the one it copies to; nobody else can reach
+ * either frame's new contents, and neither frame is reclaimed or taken by
+ * a shrink meanwhile.  A demotion given back with result 0 publishes the
+ * lower frame under the key and reclaims the upper one unless a LOOKUP
+ * took it meanwhile; a promotion publishes the upper frame and gives it
+ * to the waiting caller.  A job given back with an error, or still taken
+ * when the agent's file is released (the agent killed mid-copy), leaves
+ * nothing of its copy: a demotion's upper frame stays cached, a
+ * promotion goes to the next take.  The agent's mappings of a job's
+ * frames are zapped when the job is given back.
+ *
+ * -EOPNOTSUPP for an arena with no lower tier; -EPERM for a caller that
+ * is neither the owner nor an administrator, and over io_uring; -EBADF or
+ * -EINVAL for a @lower_fd that is not a client of the lower arena;
+ * -ENOENT for a DONE job the caller has not taken (nothing is given back);
+ * -EINTR when a signal ends the wait.
+ */
+struct kvarena_tier {
+	__u64 jobs;
+	__u32 count;
+	__u32 flags;
+	__u32 nr_done;
+	__u32 timeout_ms;
+	__s32 lower_fd;
+	__u32 reserved0;
+	__u64 reserved[2];
+};
+
+/**
+ * struct kvarena_promote - KVARENA_IOC_PROMOTE, client.
+ * @entries:	user pointer to @count struct kvarena_prefix_entry: keys in
+ *		chain order (the keys after the run a LOOKUP found), and out
+ *		the handles of the frames promoted.
+ * @count:	entries, 1..KVARENA_MAX_BATCH.
+ * @flags:	must be zero.
+ * @nr_done:	out: the leading run of entries now held by the caller.
+ * @timeout_ms:	how long to wait for the copies, 1..600000 ms.
+ * @reserved:	must be zero.
+ *
+ * Brings the leading run of keys present in the arena's lower tier (in
+ * the caller's cache domain) back up: a fresh frame of the arena for each
+ * (from its frames beyond every unmet minimum, within the caller's max),
+ * filled by the agent from the lower frame, published under the key and
+ * held by the caller, as a LOOKUP hit would be (read-only; FREE lets go).
+ * The call waits for the copies.  The run ends early at a key that is not
+ * below, that another PROMOTE is bringing up, or that is in the arena
+ * already (LOOKUP finds it); a copy that failed ends it where it failed.
+ * Copies not done when the wait ends (-ETIMEDOUT, -EINTR) are not waited
+ * for: those the agent had not taken are dropped, those it had end up
+ * cached in the arena.  The lower frames stay in the lower tier.
+ *
+ * -EOPNOTSUPP for an arena with no lower tier; -ENODEV when no agent has
+ * asked for work since the tier was set (nothing would copy); -ENOSPC
+ * when the caller's max or the arena's free frames cannot take the run
+ * found (nothing taken); -EPERM over io_uring.
+ */
+struct kvarena_promote {
+	__u64 entries;
+	__u32 count;
+	__u32 flags;
+	__u32 nr_done;
+	__u32 timeout_ms;
+	__u64 reserved[2];
+};
+
+#define KVARENA_PROMOTE_MAX_MS	600000u	/* struct kvarena_promote.timeout_ms */
+
+/**
  * struct kvarena_uring_cmd - the command area of an IORING_OP_URING_CMD SQE.
  * @arg:	user pointer to the command's struct, exactly as the third
  *		argument of ioctl().
@@ -1185,6 +1345,9 @@ struct kvarena_uring_cmd {
 #define KVARENA_IOC_SCRUB	  _IOWR(KVARENA_IOC_MAGIC, 0x11, struct kvarena_scrub)
 #define KVARENA_IOC_ARENA_RESIZE  _IOWR(KVARENA_IOC_MAGIC, 0x12, struct kvarena_arena_resize)
 #define KVARENA_IOC_IMPORTS_DROPPED _IOWR(KVARENA_IOC_MAGIC, 0x13, struct kvarena_imports_dropped)
+#define KVARENA_IOC_ARENA_SET_TIER _IOWR(KVARENA_IOC_MAGIC, 0x14, struct kvarena_arena_tier)
+#define KVARENA_IOC_TIER	  _IOWR(KVARENA_IOC_MAGIC, 0x15, struct kvarena_tier)
+#define KVARENA_IOC_PROMOTE	  _IOWR(KVARENA_IOC_MAGIC, 0x16, struct kvarena_promote)
 /* STAT with the struct of before KVARENA_FEAT_RESIZE (still taken). */
 #define KVARENA_IOC_STAT_V1	  _IOC(_IOC_READ | _IOC_WRITE, KVARENA_IOC_MAGIC, \
 				       0x09, KVARENA_STAT_SIZE_V1)

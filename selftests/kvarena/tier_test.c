@@ -1,0 +1,689 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A lower tier (ARENA_SET_TIER, TIER, PROMOTE): cached frames of an arena
+ * are copied down by an agent instead of dropped, LOOKUP counts what is
+ * below, and PROMOTE brings it back, byte for byte, to another process of
+ * the same cache domain and to nobody else's.  The agent here is the
+ * test's own: a root process that does what kvarenactl agent does (map
+ * both frames of a job, memcpy, give it back), so that it can also be
+ * killed in the middle of a copy - after which nothing is lost or torn.
+ */
+#include <signal.h>
+#include <sys/mman.h>
+
+#include "kselftest_harness.h"
+#include "kva_test.h"
+#include "kva_tenant.h"
+#include "kva_uring.h"
+
+#define UP_NR	16			/* frames of the upper arena */
+#define LO_NR	32			/* of the lower one */
+#define FSIZE	(64 * 1024)
+#define TAG	0x7e1			/* the test's key chain */
+
+/* Byte @j of the frame with key @i of chain @tag: no two frames alike. */
+static unsigned char pat(__u32 tag, __u32 i, size_t j)
+{
+	return (unsigned char)(tag * 131 + i * 29 + j * 7 + (j >> 12));
+}
+
+static char *map_frame(int fd, __u64 h, int prot)
+{
+	void *p = kva_map_frame(fd, h, prot);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static int fill(int fd, __u64 h, __u32 tag, __u32 i)
+{
+	unsigned char *p = (unsigned char *)map_frame(fd, h,
+						      PROT_READ | PROT_WRITE);
+
+	if (!p)
+		return -1;
+	for (size_t j = 0; j < FSIZE; j++)
+		p[j] = pat(tag, i, j);
+	munmap(p, FSIZE);
+	return 0;
+}
+
+/* Whether frame @h holds key @i's bytes, every one of them. */
+static bool intact(int fd, __u64 h, __u32 tag, __u32 i)
+{
+	unsigned char *p = (unsigned char *)map_frame(fd, h, PROT_READ);
+	bool ok = p != NULL;
+
+	for (size_t j = 0; ok && j < FSIZE; j++)
+		ok = p[j] == pat(tag, i, j);
+	if (p)
+		munmap(p, FSIZE);
+	return ok;
+}
+
+static int create(int fd, const char *name, __u32 nr)
+{
+	struct kvarena_arena_create c = {
+		.frame_size = FSIZE, .nr_frames = nr,
+		.mem_kind = KVARENA_MEM_HOST,
+	};
+
+	snprintf(c.name, sizeof(c.name), "%s", name);
+	return kva_ioctl(fd, KVARENA_IOC_ARENA_CREATE, &c);
+}
+
+static int set_tier(int fd, const char *name, const char *lower,
+		    __u32 target)
+{
+	struct kvarena_arena_tier t = { .free_target = target };
+
+	snprintf(t.name, sizeof(t.name), "%s", name);
+	snprintf(t.lower, sizeof(t.lower), "%s", lower);
+	return kva_ioctl(fd, KVARENA_IOC_ARENA_SET_TIER, &t);
+}
+
+/* TIER take: jobs taken (>= 0) or -errno. */
+static int take(int up, int lo, struct kvarena_tier_job *j, __u32 n,
+		__u32 timeout_ms)
+{
+	struct kvarena_tier t = {
+		.jobs = (__u64)(unsigned long)j, .count = n,
+		.timeout_ms = timeout_ms, .lower_fd = lo,
+	};
+	int ret = kva_ioctl(up, KVARENA_IOC_TIER, &t);
+
+	return ret ? ret : (int)t.nr_done;
+}
+
+static int done(int up, struct kvarena_tier_job *j, __u32 n)
+{
+	struct kvarena_tier t = {
+		.jobs = (__u64)(unsigned long)j, .count = n,
+		.flags = KVARENA_TIER_DONE,
+	};
+	int ret = kva_ioctl(up, KVARENA_IOC_TIER, &t);
+
+	return ret ? ret : (int)t.nr_done;
+}
+
+/*
+ * Copy job @j's frame, as an agent does; @bytes of it only (the rest is
+ * left as it was).  0 or -1.
+ */
+static int copy(int up, int lo, const struct kvarena_tier_job *j,
+		size_t bytes)
+{
+	bool down = j->op == KVARENA_TIER_DEMOTE;
+	char *src = down ? map_frame(up, j->upper, PROT_READ) :
+			   map_frame(lo, j->lower, PROT_READ);
+	char *dst = down ? map_frame(lo, j->lower, PROT_READ | PROT_WRITE) :
+			   map_frame(up, j->upper, PROT_READ | PROT_WRITE);
+	int ret = src && dst ? 0 : -1;
+
+	if (!ret)
+		memcpy(dst, src, bytes);
+	if (src)
+		munmap(src, FSIZE);
+	if (dst)
+		munmap(dst, FSIZE);
+	return ret;
+}
+
+/* A root agent of both arenas: its upper and lower clients. */
+static void agent_open(const char *up_name, const char *lo_name, int *up,
+		       int *lo)
+{
+	*up = kva_open(O_RDWR);
+	*lo = kva_open(O_RDWR);
+	CHECK(*up >= 0 && *lo >= 0);
+	CHECK_EQ(0, kva_attach(*up, up_name, "agent", 0, 0, NULL));
+	CHECK_EQ(0, kva_attach(*lo, lo_name, "agent", 0, 0, NULL));
+}
+
+/*
+ * Run an agent in a child until it is killed: take, copy, give back.
+ * Returns its pid.
+ */
+static pid_t agent_start(const char *up_name, const char *lo_name)
+{
+	pid_t pid = fork();
+
+	if (pid)
+		return pid;
+	int up, lo;
+
+	agent_open(up_name, lo_name, &up, &lo);
+	for (;;) {
+		struct kvarena_tier_job j[8];
+		int n = take(up, lo, j, 8, 100);
+
+		CHECK(n >= 0);
+		for (int i = 0; i < n; i++)
+			j[i].result = copy(up, lo, &j[i], FSIZE) ? -EIO : 0;
+		if (n)
+			CHECK_EQ(n, done(up, j, n));
+	}
+}
+
+static int agent_stop(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	return reap(pid);
+}
+
+static bool stat_is(int fd, const char *name, __u32 free, __u32 cached,
+		    __u32 held)
+{
+	struct kvarena_stat s;
+
+	if (kva_stat(fd, name, &s))
+		return false;
+	if (s.nr_free == free && s.nr_cached == cached && s.nr_held == held)
+		return true;
+	fprintf(stderr, "# %s: free %u cached %u held %u, want %u %u %u\n",
+		name, s.nr_free, s.nr_cached, s.nr_held, free, cached, held);
+	return false;
+}
+
+/* Wait up to 5 s for the levels (an agent is working meanwhile). */
+static bool settles(int fd, const char *name, __u32 free, __u32 cached,
+		    __u32 held)
+{
+	for (int i = 0; i < 500; i++) {
+		struct kvarena_stat s;
+
+		if (!kva_stat(fd, name, &s) && s.nr_free == free &&
+		    s.nr_cached == cached && s.nr_held == held)
+			return true;
+		usleep(10000);
+	}
+	return stat_is(fd, name, free, cached, held);
+}
+
+/* A tenant of @uid that publishes @n filled frames and lets them go. */
+static int publish_and_leave(const char *name, uid_t uid, __u32 n)
+{
+	__u64 h[UP_NR];
+	int fd = kva_open(O_RDWR);
+
+	drop_to(uid);
+	CHECK(fd >= 0);
+	CHECK_EQ(0, kva_attach(fd, name, "tenant", 0, 0, NULL));
+	CHECK_EQ((int)n, kva_alloc(fd, h, n, 0));
+	for (__u32 i = 0; i < n; i++)
+		CHECK_EQ(0, fill(fd, h[i], TAG, i));
+	CHECK_EQ((int)n, publish(fd, TAG, h, n));
+	CHECK_EQ(0, kva_free(fd, h, n));
+	close(fd);
+	return 0;
+}
+
+/* LOOKUP with KVARENA_LOOKUP_LOWER: the run found, and what is below. */
+static int lookup_lower(int fd, __u32 n, __u32 *found, __u32 *below)
+{
+	struct kvarena_prefix_entry e[KVA_TEST_CHAIN];
+	struct kvarena_prefix p = {
+		.entries = (__u64)(unsigned long)e, .count = n,
+		.flags = KVARENA_LOOKUP_LOWER,
+	};
+	int ret;
+
+	chain(e, n, TAG, 0, NULL);
+	ret = kva_ioctl(fd, KVARENA_IOC_LOOKUP, &p);
+	*found = p.nr_done;
+	*below = p.nr_lower;
+	return ret;
+}
+
+static int promote(int fd, __u32 first, __u32 n, __u64 *h, __u32 timeout_ms)
+{
+	struct kvarena_prefix_entry e[KVA_TEST_CHAIN];
+	struct kvarena_promote p = {
+		.entries = (__u64)(unsigned long)e, .count = n,
+		.timeout_ms = timeout_ms,
+	};
+	int ret;
+
+	chain(e, n, TAG, first, NULL);
+	ret = kva_ioctl(fd, KVARENA_IOC_PROMOTE, &p);
+	for (__u32 i = 0; !ret && i < p.nr_done; i++)
+		h[i] = e[i].handle;
+	return ret ? ret : (int)p.nr_done;
+}
+
+FIXTURE(tier) {
+	int admin;
+	int umfd;
+	int lmfd;
+	char up[32];
+	char lo[32];
+};
+
+FIXTURE_SETUP(tier)
+{
+	snprintf(self->up, sizeof(self->up), "tu%d", getpid());
+	snprintf(self->lo, sizeof(self->lo), "tl%d", getpid());
+	self->admin = kva_open(O_RDWR);
+	ASSERT_LE(0, self->admin);
+	self->umfd = kva_sealed_memfd((size_t)UP_NR * FSIZE);
+	self->lmfd = kva_sealed_memfd((size_t)LO_NR * FSIZE);
+	ASSERT_LE(0, self->umfd);
+	ASSERT_LE(0, self->lmfd);
+	ASSERT_EQ(0, create(self->admin, self->up, UP_NR));
+	ASSERT_EQ(0, create(self->admin, self->lo, LO_NR));
+	ASSERT_EQ(0, kva_set_backing(self->admin, self->up, 0, UP_NR,
+				     self->umfd, 0));
+	ASSERT_EQ(0, kva_set_backing(self->admin, self->lo, 0, LO_NR,
+				     self->lmfd, 0));
+	/* Demote whatever is cached: keep every frame free. */
+	ASSERT_EQ(0, set_tier(self->admin, self->up, self->lo, UP_NR));
+}
+
+FIXTURE_TEARDOWN(tier)
+{
+	EXPECT_EQ(0, kva_wait_no_clients(self->admin, self->up));
+	EXPECT_EQ(0, kva_wait_no_clients(self->admin, self->lo));
+	/* The lower arena goes with the upper one's tier, not before. */
+	EXPECT_EQ(-EBUSY, kva_destroy(self->admin, self->lo));
+	EXPECT_EQ(0, kva_destroy(self->admin, self->up));
+	EXPECT_EQ(0, kva_destroy(self->admin, self->lo));
+	close(self->umfd);
+	close(self->lmfd);
+	close(self->admin);
+}
+
+/*
+ * uid 1001 publishes 8 frames and leaves; the agent moves them down; a
+ * second process of uid 1001 finds them below and promotes them back,
+ * byte for byte.  uid 1002 finds nothing below: the tier keeps domains.
+ */
+TEST_F(tier, a_prefix_goes_down_and_comes_back_byte_exact_in_another_process)
+{
+	pid_t agent, p;
+
+	p = fork();
+	ASSERT_LE(0, p);
+	if (!p)
+		_exit(publish_and_leave(self->up, 1001, 8));
+	ASSERT_EQ(0, reap(p));
+	EXPECT_TRUE(stat_is(self->admin, self->up, UP_NR - 8, 8, 0));
+
+	agent = agent_start(self->up, self->lo);
+	ASSERT_LT(0, agent);
+	/* Down: the upper arena's frames free, the lower arena's cached. */
+	EXPECT_TRUE(settles(self->admin, self->up, UP_NR, 0, 0));
+	EXPECT_TRUE(settles(self->admin, self->lo, LO_NR - 8, 8, 0));
+
+	p = fork();
+	ASSERT_LE(0, p);
+	if (!p) {
+		__u32 found, below;
+		__u64 h[8];
+		int fd = kva_open(O_RDWR);
+
+		drop_to(1002);
+		CHECK_EQ(0, kva_attach(fd, self->up, "other", 0, 0, NULL));
+		CHECK_EQ(0, lookup_lower(fd, 8, &found, &below));
+		CHECK_EQ(0, found);
+		CHECK_EQ(0, below);
+		CHECK_EQ(0, promote(fd, 0, 8, h, 5000));
+		_exit(0);
+	}
+	EXPECT_EQ(0, reap(p));
+
+	p = fork();
+	ASSERT_LE(0, p);
+	if (!p) {
+		__u32 found, below;
+		__u64 h[8];
+		int fd = kva_open(O_RDWR);
+
+		drop_to(1001);
+		CHECK_EQ(0, kva_attach(fd, self->up, "again", 0, 0, NULL));
+		CHECK_EQ(0, lookup_lower(fd, 8, &found, &below));
+		CHECK_EQ(0, found);
+		CHECK_EQ(8, below);
+		CHECK_EQ(8, promote(fd, 0, 8, h, 5000));
+		for (int i = 0; i < 8; i++) {
+			CHECK(intact(fd, h[i], TAG, i));
+			/* Published: read-only, as a LOOKUP hit is. */
+			CHECK(!map_frame(fd, h[i], PROT_READ | PROT_WRITE));
+		}
+		/* Now above: LOOKUP finds them, held already. */
+		CHECK_EQ(8, lookup(fd, TAG, 0, 8, NULL));
+		_exit(0);
+	}
+	EXPECT_EQ(0, reap(p));
+	/* The copies below stay; the frames above went back down (no copy). */
+	EXPECT_TRUE(settles(self->admin, self->up, UP_NR, 0, 0));
+	EXPECT_TRUE(settles(self->admin, self->lo, LO_NR - 8, 8, 0));
+	EXPECT_EQ(0, agent_stop(agent) == 1000 + SIGKILL ? 0 : 1);
+}
+
+/*
+ * The agent killed after it took its jobs and wrote half of each copy:
+ * the upper frames are cached again, whole, and nothing is published or
+ * held below; the next agent moves them down whole.
+ */
+TEST_F(tier, an_agent_killed_mid_copy_loses_nothing)
+{
+	pid_t agent, p;
+
+	p = fork();
+	ASSERT_LE(0, p);
+	if (!p)
+		_exit(publish_and_leave(self->up, 1001, 4));
+	ASSERT_EQ(0, reap(p));
+
+	agent = fork();
+	ASSERT_LE(0, agent);
+	if (!agent) {
+		struct kvarena_tier_job j[8];
+		int up, lo, n;
+
+		agent_open(self->up, self->lo, &up, &lo);
+		n = take(up, lo, j, 8, 1000);
+		CHECK_EQ(4, n);
+		for (int i = 0; i < n; i++)
+			CHECK_EQ(0, copy(up, lo, &j[i], FSIZE / 2));
+		raise(SIGKILL);
+	}
+	ASSERT_EQ(1000 + SIGKILL, reap(agent));
+	EXPECT_TRUE(settles(self->admin, self->up, UP_NR - 4, 4, 0));
+	EXPECT_TRUE(settles(self->admin, self->lo, LO_NR, 0, 0));
+
+	p = fork();
+	ASSERT_LE(0, p);
+	if (!p) {
+		__u32 found, below;
+		__u64 h[4];
+		int fd = kva_open(O_RDWR);
+
+		drop_to(1001);
+		CHECK_EQ(0, kva_attach(fd, self->up, "check", 0, 0, NULL));
+		CHECK_EQ(0, lookup_lower(fd, 4, &found, &below));
+		CHECK_EQ(4, found);
+		CHECK_EQ(0, below);
+		CHECK_EQ(4, lookup(fd, TAG, 0, 4, h));
+		for (int i = 0; i < 4; i++)
+			CHECK(intact(fd, h[i], TAG, i));
+		_exit(0);
+	}
+	EXPECT_EQ(0, reap(p));
+
+	agent = agent_start(self->up, self->lo);
+	EXPECT_TRUE(settles(self->admin, self->up, UP_NR, 0, 0));
+	EXPECT_TRUE(settles(self->admin, self->lo, LO_NR - 4, 4, 0));
+	p = fork();
+	ASSERT_LE(0, p);
+	if (!p) {
+		__u64 h[4];
+		int fd = kva_open(O_RDWR);
+
+		drop_to(1001);
+		CHECK_EQ(0, kva_attach(fd, self->up, "check", 0, 0, NULL));
+		CHECK_EQ(4, promote(fd, 0, 4, h, 5000));
+		for (int i = 0; i < 4; i++)
+			CHECK(intact(fd, h[i], TAG, i));
+		_exit(0);
+	}
+	EXPECT_EQ(0, reap(p));
+	agent_stop(agent);
+}
+
+/*
+ * A promotion whose agent dies mid-copy waits for the next agent, which
+ * copies it whole.
+ */
+TEST_F(tier, a_promotion_outlives_its_agent)
+{
+	pid_t agent, p, killer;
+	int ready[2];
+	char byte;
+
+	p = fork();
+	ASSERT_LE(0, p);
+	if (!p)
+		_exit(publish_and_leave(self->up, 1001, 2));
+	ASSERT_EQ(0, reap(p));
+	agent = agent_start(self->up, self->lo);
+	EXPECT_TRUE(settles(self->admin, self->lo, LO_NR - 2, 2, 0));
+	agent_stop(agent);
+	ASSERT_EQ(0, pipe(ready));
+
+	/* An agent that writes garbage over half of each frame, then dies. */
+	killer = fork();
+	ASSERT_LE(0, killer);
+	if (!killer) {
+		struct kvarena_tier_job j[8];
+		int up, lo, n = 0;
+
+		agent_open(self->up, self->lo, &up, &lo);
+		CHECK_EQ(1, write(ready[1], "r", 1));
+		while (!n)
+			n = take(up, lo, j, 8, 1000);
+		CHECK(n > 0);
+		for (int i = 0; i < n; i++) {
+			char *d = map_frame(up, j[i].upper,
+					    PROT_READ | PROT_WRITE);
+
+			CHECK(d);
+			memset(d, 0xee, FSIZE / 2);
+		}
+		raise(SIGKILL);
+	}
+	ASSERT_EQ(1, read(ready[0], &byte, 1));
+	p = fork();
+	ASSERT_LE(0, p);
+	if (!p) {
+		__u64 h[2];
+		int fd = kva_open(O_RDWR);
+
+		drop_to(1001);
+		CHECK_EQ(0, kva_attach(fd, self->up, "waiter", 0, 0, NULL));
+		CHECK_EQ(2, promote(fd, 0, 2, h, 20000));
+		for (int i = 0; i < 2; i++)
+			CHECK(intact(fd, h[i], TAG, i));
+		_exit(0);
+	}
+	EXPECT_EQ(1000 + SIGKILL, reap(killer));
+	agent = agent_start(self->up, self->lo);
+	EXPECT_EQ(0, reap(p));
+	agent_stop(agent);
+	close(ready[0]);
+	close(ready[1]);
+}
+
+/* The link: one arena below, a host one, of the same frame size, no chains. */
+TEST_F(tier, set_tier_refuses_what_it_cannot_do)
+{
+	struct kvarena_arena_tier t = { .flags = 1 };
+	char other[32];
+	pid_t x;
+
+	snprintf(other, sizeof(other), "tx%d", getpid());
+	EXPECT_EQ(-EEXIST, set_tier(self->admin, self->up, self->lo, 0));
+	EXPECT_EQ(-ENOENT, set_tier(self->admin, self->up, "no-such", 0));
+	EXPECT_EQ(-EINVAL, set_tier(self->admin, self->lo, self->lo, 0));
+	EXPECT_EQ(-EINVAL, set_tier(self->admin, self->lo, self->up, 0));
+	ASSERT_EQ(0, create(self->admin, other, 4));
+	EXPECT_EQ(-EINVAL, set_tier(self->admin, other, self->lo, 0));
+	EXPECT_EQ(-EINVAL, set_tier(self->admin, self->lo, other, 0));
+	EXPECT_EQ(-ENOENT, set_tier(self->admin, other, "", 0));
+	snprintf(t.name, sizeof(t.name), "%s", other);
+	EXPECT_EQ(-EINVAL, kva_ioctl(self->admin, KVARENA_IOC_ARENA_SET_TIER,
+				     &t));
+	t.flags = 0;
+	t.reserved[1] = 1;
+	EXPECT_EQ(-EINVAL, kva_ioctl(self->admin, KVARENA_IOC_ARENA_SET_TIER,
+				     &t));
+	EXPECT_EQ(-EFAULT, kva_ioctl(self->admin, KVARENA_IOC_ARENA_SET_TIER,
+				     (void *)8));
+	EXPECT_EQ(0, kva_destroy(self->admin, other));
+	x = fork();
+	ASSERT_LE(0, x);
+	if (!x) {
+		int fd = kva_open(O_RDWR);
+
+		drop_to(65534);
+		CHECK_EQ(-EPERM, set_tier(fd, self->up, "", 0));
+		_exit(0);
+	}
+	EXPECT_EQ(0, reap(x));
+}
+
+/* An agent is the owner's (or root's), over ioctl(), with a lower client. */
+TEST_F(tier, tier_refuses_bad_agents_and_unknown_jobs)
+{
+	struct kvarena_tier_job j[2] = { { 0 } };
+	struct kvarena_tier t = {
+		.jobs = (__u64)(unsigned long)j, .count = 2,
+	};
+	struct io_uring ring;
+	int up, lo;
+	pid_t x;
+
+	x = fork();
+	ASSERT_LE(0, x);
+	if (!x) {
+		int fd = kva_open(O_RDWR), fl = kva_open(O_RDWR);
+
+		drop_to(65534);
+		CHECK_EQ(0, kva_attach(fd, self->up, "nobody", 0, 0, NULL));
+		CHECK_EQ(0, kva_attach(fl, self->lo, "nobody", 0, 0, NULL));
+		CHECK_EQ(-EPERM, take(fd, fl, j, 2, 0));
+		_exit(0);
+	}
+	EXPECT_EQ(0, reap(x));
+
+	up = kva_open(O_RDWR);
+	lo = kva_open(O_RDWR);
+	ASSERT_EQ(0, kva_attach(up, self->up, "agent", 0, 0, NULL));
+	/* lower_fd: not a client of the lower arena, or not kvarena at all. */
+	EXPECT_EQ(-EINVAL, take(up, lo, j, 2, 0));
+	EXPECT_EQ(-EINVAL, take(up, up, j, 2, 0));
+	EXPECT_EQ(-EINVAL, take(up, self->umfd, j, 2, 0));
+	EXPECT_EQ(-EBADF, take(up, 999, j, 2, 0));
+	ASSERT_EQ(0, kva_attach(lo, self->lo, "agent", 0, 0, NULL));
+	/* Nothing cached: nothing to do. */
+	EXPECT_EQ(0, take(up, lo, j, 2, 0));
+	/* The lower arena has no tier of its own. */
+	EXPECT_EQ(-EOPNOTSUPP, take(lo, up, j, 2, 0));
+
+	t.lower_fd = lo;
+	t.count = 0;
+	EXPECT_EQ(-EINVAL, kva_ioctl(up, KVARENA_IOC_TIER, &t));
+	t.count = 2;
+	t.flags = 1u << 5;
+	EXPECT_EQ(-EINVAL, kva_ioctl(up, KVARENA_IOC_TIER, &t));
+	t.flags = KVARENA_TIER_DONE;
+	EXPECT_EQ(-EINVAL, kva_ioctl(up, KVARENA_IOC_TIER, &t));
+	t.lower_fd = 0;
+	t.reserved0 = 1;
+	EXPECT_EQ(-EINVAL, kva_ioctl(up, KVARENA_IOC_TIER, &t));
+	t.reserved0 = 0;
+	/* A job nobody gave. */
+	j[0] = (struct kvarena_tier_job){ .upper = 1, .lower = 1,
+					  .op = KVARENA_TIER_DEMOTE };
+	t.count = 1;
+	EXPECT_EQ(-ENOENT, kva_ioctl(up, KVARENA_IOC_TIER, &t));
+	t.jobs = 8;
+	EXPECT_EQ(-EFAULT, kva_ioctl(up, KVARENA_IOC_TIER, &t));
+
+	t = (struct kvarena_tier){ .jobs = (__u64)(unsigned long)j,
+				   .count = 2, .lower_fd = lo };
+	ASSERT_EQ(0, io_uring_queue_init(2, &ring, 0));
+	EXPECT_EQ(-EPERM, kva_uring_one(&ring, up, KVARENA_IOC_TIER, &t, 0));
+	io_uring_queue_exit(&ring);
+	close(up);
+	close(lo);
+}
+
+TEST_F(tier, promote_refuses_bad_input_and_misses_quietly)
+{
+	struct kvarena_prefix_entry e[2];
+	struct kvarena_promote pr = {
+		.entries = (__u64)(unsigned long)e, .count = 2,
+		.timeout_ms = 100,
+	};
+	struct kvarena_tier_job j[2];
+	struct io_uring ring;
+	int up, lo, cl;
+	pid_t x;
+
+	/* No agent has asked for work yet: nothing would copy. */
+	x = fork();
+	ASSERT_LE(0, x);
+	if (!x) {
+		__u64 h[2];
+		int fd = kva_open(O_RDWR);
+
+		drop_to(65534);
+		CHECK_EQ(0, kva_attach(fd, self->up, "nobody", 0, 0, NULL));
+		CHECK_EQ(-ENODEV, promote(fd, 0, 2, h, 100));
+		_exit(0);
+	}
+	EXPECT_EQ(0, reap(x));
+	up = kva_open(O_RDWR);
+	lo = kva_open(O_RDWR);
+	cl = kva_open(O_RDWR);
+	ASSERT_EQ(0, kva_attach(up, self->up, "agent", 0, 0, NULL));
+	ASSERT_EQ(0, kva_attach(lo, self->lo, "agent", 0, 0, NULL));
+	ASSERT_EQ(0, kva_attach(cl, self->up, "client", 0, 0, NULL));
+	EXPECT_EQ(0, take(up, lo, j, 2, 0));
+
+	chain(e, 2, TAG, 0, NULL);
+	pr.timeout_ms = 0;
+	EXPECT_EQ(-EINVAL, kva_ioctl(cl, KVARENA_IOC_PROMOTE, &pr));
+	pr.timeout_ms = KVARENA_PROMOTE_MAX_MS + 1;
+	EXPECT_EQ(-EINVAL, kva_ioctl(cl, KVARENA_IOC_PROMOTE, &pr));
+	pr.timeout_ms = 100;
+	pr.flags = 1;
+	EXPECT_EQ(-EINVAL, kva_ioctl(cl, KVARENA_IOC_PROMOTE, &pr));
+	pr.flags = 0;
+	pr.reserved[0] = 1;
+	EXPECT_EQ(-EINVAL, kva_ioctl(cl, KVARENA_IOC_PROMOTE, &pr));
+	pr.reserved[0] = 0;
+	e[1].reserved = 1;
+	EXPECT_EQ(-EINVAL, kva_ioctl(cl, KVARENA_IOC_PROMOTE, &pr));
+	e[1].reserved = 0;
+	memset(e[1].key, 0, sizeof(e[1].key));
+	EXPECT_EQ(-EINVAL, kva_ioctl(cl, KVARENA_IOC_PROMOTE, &pr));
+	pr.entries = 8;
+	EXPECT_EQ(-EFAULT, kva_ioctl(cl, KVARENA_IOC_PROMOTE, &pr));
+	/* Nothing below: a miss, not an error. */
+	chain(e, 2, TAG, 0, NULL);
+	pr.entries = (__u64)(unsigned long)e;
+	pr.nr_done = 7;
+	EXPECT_EQ(0, kva_ioctl(cl, KVARENA_IOC_PROMOTE, &pr));
+	EXPECT_EQ(0, pr.nr_done);
+	ASSERT_EQ(0, io_uring_queue_init(2, &ring, 0));
+	EXPECT_EQ(-EPERM, kva_uring_one(&ring, cl, KVARENA_IOC_PROMOTE, &pr,
+					0));
+	io_uring_queue_exit(&ring);
+	close(cl);
+	close(up);
+	close(lo);
+}
+
+/* Without a tier: LOOKUP counts nothing below, PROMOTE has nowhere to go. */
+TEST_F(tier, a_tier_taken_away_is_gone)
+{
+	__u32 found = 9, below = 9;
+	__u64 h[1];
+	int x;
+
+	EXPECT_EQ(0, set_tier(self->admin, self->up, "", 0));
+	EXPECT_EQ(-ENOENT, set_tier(self->admin, self->up, "", 0));
+	/* Not a lower tier any more: it may go. */
+	x = kva_open(O_RDWR);
+	ASSERT_EQ(0, kva_attach(x, self->up, "late", 0, 0, NULL));
+	EXPECT_EQ(0, lookup_lower(x, 2, &found, &below));
+	EXPECT_EQ(0, found);
+	EXPECT_EQ(0, below);
+	EXPECT_EQ(-EOPNOTSUPP, promote(x, 0, 1, h, 10));
+	close(x);
+	/* Back, for the teardown. */
+	EXPECT_EQ(0, set_tier(self->admin, self->up, self->lo, 0));
+}
+
+TEST_HARNESS_MAIN
