@@ -745,6 +745,7 @@ long kva_ioc_stat(struct kva_client *cl, void __user *argp, size_t size,
 	s.nr_absent = a->core.nr_absent;
 	s.nr_shrinking = a->core.shrink_pending;
 	s.frames_retired = a->core.frames_retired;
+	s.tier = kva_tier_name(a, s.tier_name);
 	s.nr_free = a->core.nr_free;
 	s.nr_held = kva_core_held(&a->core);
 	s.nr_cached = a->core.nr_cached;

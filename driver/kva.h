@@ -338,8 +338,8 @@ u32 kva_tier_count_lower(struct kva_client *cl,
 			 const struct kva_core_prefix *e, u32 n);
 struct kva_arena *kva_tier_kill(struct kva_arena *a);
 void kva_tier_free(struct kva_arena *a);
-const char *kva_tier_show(struct kva_arena *a, u64 *demoted, u64 *promoted,
-			  u64 *failed);
+u32 kva_tier_name(struct kva_arena *a, char *name);
+u64 kva_tier_copies(struct kva_arena *a, int which);
 long kva_ioc_tier(struct kva_client *cl, void __user *argp,
 		  unsigned int how);
 long kva_ioc_promote(struct kva_client *cl, void __user *argp,

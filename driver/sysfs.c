@@ -97,6 +97,40 @@ KVA_LOCKED_ATTR(free_calls, "%llu", a->core.free_calls);
 KVA_LOCKED_ATTR(alloc_failures, "%llu", a->core.alloc_failures);
 KVA_LOCKED_ATTR(frames_allocated, "%llu", a->core.frames_allocated);
 KVA_LOCKED_ATTR(frames_freed, "%llu", a->core.frames_freed);
+KVA_LOCKED_ATTR(tier_demoted, "%llu", kva_tier_copies(a, 0));
+KVA_LOCKED_ATTR(tier_promoted, "%llu", kva_tier_copies(a, 1));
+KVA_LOCKED_ATTR(tier_failed, "%llu", kva_tier_copies(a, 2));
+
+/* The arena's lower tier (@upper false) or the arena above it: a name. */
+static ssize_t tier_show(struct kobject *k, char *buf, bool upper)
+{
+	struct kva_arena *a = to_arena(k);
+	char name[KVARENA_NAME_LEN];
+	u32 t;
+
+	if (!kva_arena_permits(a, KVARENA_ACC_VIEW, 0))
+		return -EACCES;
+	mutex_lock(&a->lock);
+	t = kva_tier_name(a, name);
+	mutex_unlock(&a->lock);
+	if (t != (upper ? KVARENA_STAT_TIER_UPPER : KVARENA_STAT_TIER_LOWER))
+		name[0] = 0;
+	return sysfs_emit(buf, "%s\n", name);
+}
+
+static ssize_t lower_show(struct kobject *k, struct kobj_attribute *attr,
+			  char *buf)
+{
+	return tier_show(k, buf, false);
+}
+static struct kobj_attribute lower_attr = __ATTR_RO(lower);
+
+static ssize_t upper_show(struct kobject *k, struct kobj_attribute *attr,
+			  char *buf)
+{
+	return tier_show(k, buf, true);
+}
+static struct kobj_attribute upper_attr = __ATTR_RO(upper);
 
 static struct attribute *kva_arena_attrs[] = {
 	&frame_size_attr.attr,
@@ -129,6 +163,11 @@ static struct attribute *kva_arena_attrs[] = {
 	&absent_attr.attr,
 	&shrinking_attr.attr,
 	&frames_retired_attr.attr,
+	&lower_attr.attr,
+	&upper_attr.attr,
+	&tier_demoted_attr.attr,
+	&tier_promoted_attr.attr,
+	&tier_failed_attr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(kva_arena);

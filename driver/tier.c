@@ -1136,22 +1136,42 @@ void kva_tier_free(struct kva_arena *a)
 }
 
 /**
- * kva_tier_show() - the tier's figures for sysfs (arena locked).
- * @a:		the arena.
- * @demoted:	frames copied down, ever.
- * @promoted:	frames copied up, ever.
- * @failed:	copies that failed or were lost with their agent.
+ * kva_tier_name() - the arena @a's tier, for STAT and sysfs.
+ * @a:		the arena, locked.
+ * @name:	KVARENA_NAME_LEN bytes: set to the other arena's name, or
+ *		to zeros.
  *
- * Return: the lower arena's name, or NULL if @a has no lower tier.
+ * Return: KVARENA_STAT_TIER_LOWER if @name is @a's lower tier,
+ * KVARENA_STAT_TIER_UPPER if @a is @name's, else 0.
  */
-const char *kva_tier_show(struct kva_arena *a, u64 *demoted, u64 *promoted,
-			  u64 *failed)
+u32 kva_tier_name(struct kva_arena *a, char *name)
 {
 	lockdep_assert_held(&a->lock);
-	if (!tier_linked(a))
-		return NULL;
-	*demoted = a->tier->demoted;
-	*promoted = a->tier->promoted;
-	*failed = a->tier->failed;
-	return a->tier->lower->name;
+	memset(name, 0, KVARENA_NAME_LEN);
+	if (tier_linked(a)) {
+		strscpy(name, a->tier->lower->name, KVARENA_NAME_LEN);
+		return KVARENA_STAT_TIER_LOWER;
+	}
+	if (a->upper) {
+		strscpy(name, a->upper->name, KVARENA_NAME_LEN);
+		return KVARENA_STAT_TIER_UPPER;
+	}
+	return 0;
+}
+
+/**
+ * kva_tier_copies() - copies the arena's agents made (arena locked).
+ * @a:		the arena.
+ * @which:	0: frames copied down, 1: copied up, 2: copies that failed
+ *		or were lost with their agent; ever.
+ *
+ * Return: the count; 0 for an arena that never had a lower tier.
+ */
+u64 kva_tier_copies(struct kva_arena *a, int which)
+{
+	lockdep_assert_held(&a->lock);
+	if (!a->tier)
+		return 0;
+	return which == 0 ? a->tier->demoted :
+	       which == 1 ? a->tier->promoted : a->tier->failed;
 }

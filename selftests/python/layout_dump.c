@@ -108,8 +108,8 @@ int main(void)
 	F(kvarena_stat, frames_cleared); F(kvarena_stat, domain_cached_max);
 	F(kvarena_stat, nr_quarantined); F(kvarena_stat, max_frames);
 	F(kvarena_stat, nr_absent); F(kvarena_stat, nr_shrinking);
-	F(kvarena_stat, reserved0); F(kvarena_stat, frames_retired);
-	F(kvarena_stat, reserved);
+	F(kvarena_stat, tier); F(kvarena_stat, frames_retired);
+	F(kvarena_stat, tier_name);
 	END();
 	BEGIN(kvarena_client_info);
 	F(kvarena_client_info, client_id); F(kvarena_client_info, pid);

@@ -182,6 +182,24 @@ static void print_resize(FILE *f, const struct kvarena_stat *s, bool exact)
 		plural(s->frames_retired, "frame", "frames"));
 }
 
+/*
+ * An arena with a lower tier, or one: "tier: lower tier host0 (cached
+ * frames go there; kvarenactl agent copies them)", "tier: the lower tier
+ * of gpu0".
+ */
+static void print_tier(FILE *f, const struct kvarena_stat *s)
+{
+	char name[KVARENA_NAME_LEN + 1], q[KVACTL_QUOTE_LEN];
+
+	memcpy(name, s->tier_name, KVARENA_NAME_LEN);
+	name[KVARENA_NAME_LEN] = 0;
+	if (s->tier == KVARENA_STAT_TIER_LOWER)
+		fprintf(f, "tier: lower tier %s (cached frames go there; kvarenactl agent copies them)\n",
+			kvactl_quote(q, name));
+	else if (s->tier == KVARENA_STAT_TIER_UPPER)
+		fprintf(f, "tier: the lower tier of %s\n", kvactl_quote(q, name));
+}
+
 void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact)
 {
 	const struct kvarena_stat *s = &a->st;
@@ -301,6 +319,7 @@ void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact)
 	print_domains(f, s);
 	print_access(f, s);
 	print_resize(f, s, exact);
+	print_tier(f, s);
 	if (fr.unbacked)
 		fprintf(f, "half made: %llu %s no memory yet, so no client can attach (ENODATA).\n"
 			"If the kvarenactl create that registers its memory is still running, let it\n"
@@ -425,6 +444,15 @@ void kvactl_json_stat(struct kvactl_json *j, const struct kvactl_arena *a)
 	kvactl_json_str(j, "cache_domains", domain_rule(s->cache_domains));
 	kvactl_json_u64(j, "domain_cached_max", s->domain_cached_max);
 	kvactl_json_end(j);
+	if (s->tier == KVARENA_STAT_TIER_LOWER ||
+	    s->tier == KVARENA_STAT_TIER_UPPER) {
+		char name[KVARENA_NAME_LEN + 1];
+
+		memcpy(name, s->tier_name, KVARENA_NAME_LEN);
+		name[KVARENA_NAME_LEN] = 0;
+		kvactl_json_str(j, s->tier == KVARENA_STAT_TIER_LOWER ?
+				"lower_tier" : "lower_tier_of", name);
+	}
 	if (kvactl_resizable(s)) {
 		kvactl_json_obj(j, "resize");
 		kvactl_json_u64(j, "max_frames", kvactl_max_frames(s));

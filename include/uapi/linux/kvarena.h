@@ -566,9 +566,12 @@ struct kvarena_usage {
  *			frames.  The arena is becoming @nr_frames -
  *			@nr_shrinking; meanwhile that many of its free and
  *			cached frames are out of every client's reach.
- * @reserved0:		zero.
+ * @tier:		KVARENA_STAT_TIER_*: whether @tier_name is the
+ *			arena's lower tier, or the arena it is the lower tier
+ *			of (ARENA_SET_TIER); 0 (and @tier_name empty) if
+ *			neither.
  * @frames_retired:	frames taken out of the arena by shrinks, ever.
- * @reserved:		zero.
+ * @tier_name:		see @tier.
  *
  * Capacity is always @nr_free + @nr_cached + @nr_held = @nr_frames.
  *
@@ -622,10 +625,14 @@ struct kvarena_stat {
 	__u32 max_frames;
 	__u32 nr_absent;
 	__u32 nr_shrinking;
-	__u32 reserved0;
+	__u32 tier;
 	__u64 frames_retired;
-	__u64 reserved[4];
+	char  tier_name[KVARENA_NAME_LEN];
 };
+
+/* struct kvarena_stat.tier */
+#define KVARENA_STAT_TIER_LOWER	1	/* @tier_name is its lower tier */
+#define KVARENA_STAT_TIER_UPPER	2	/* it is @tier_name's lower tier */
 
 /* The size of struct kvarena_stat before @max_frames. */
 #define KVARENA_STAT_SIZE_V1	264

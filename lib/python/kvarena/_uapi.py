@@ -88,9 +88,9 @@ class StatArg(ctypes.Structure):
         ("max_frames", c_u32),
         ("nr_absent", c_u32),
         ("nr_shrinking", c_u32),
-        ("reserved0", c_u32),
+        ("tier", c_u32),
         ("frames_retired", c_u64),
-        ("reserved", c_u64 * 4),
+        ("tier_name", ctypes.c_char * NAME_LEN),
     ]
 
 
