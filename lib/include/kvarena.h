@@ -109,6 +109,9 @@ enum kva_transport {
 					   * handle's own: its prefixes are
 					   * shared with no other client
 					   * (KVARENA_ATTACH_PRIVATE) */
+#define KVA_OPEN_NO_PROMOTE	(1u << 4) /* device: never wait for frames
+					   * of a lower tier to come back up
+					   * (kva_seq_attach_prefix()) */
 /* kva_arena_info.flags only: what the backend found */
 #define KVA_INFO_SHARED_RW	(1u << 31) /* cuda: the driver refused
 					    * read-only access, so published
@@ -138,6 +141,11 @@ enum kva_transport {
  *		io_uring where the module supports it).
  * @cuda_library: the CUDA driver to load (NULL: $KVA_CUDA_LIBRARY, then
  *		libcuda.so.1).
+ * @promote_ms:	device mode, an arena with a lower tier: how long
+ *		kva_seq_attach_prefix() waits for the keys found below to be
+ *		brought back up (0: 1000 ms; at most 600000).  See
+ *		KVA_OPEN_NO_PROMOTE.
+ * @reserved0:	must be zero.
  * @reserved:	must be zero.
  */
 struct kva_open_opts {
@@ -154,7 +162,9 @@ struct kva_open_opts {
 	uint32_t mem_dev;
 	uint32_t transport;
 	const char *cuda_library;
-	uint64_t reserved[4];
+	uint32_t promote_ms;
+	uint32_t reserved0;
+	uint64_t reserved[3];
 };
 
 /**

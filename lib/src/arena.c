@@ -122,7 +122,7 @@ int kva_open(const struct kva_open_opts *o, struct kva_arena **out)
 
 	if (!o || !out)
 		return -EINVAL;
-	if ((o->flags & ~KVA_OPEN_ALL) ||
+	if ((o->flags & ~KVA_OPEN_ALL) || o->reserved0 ||
 	    !kva_all_zero(o->reserved, ARRAY_SIZE(o->reserved)) ||
 	    o->transport > KVA_TRANSPORT_URING ||
 	    o->mem_kind > KVA_BACKEND_CUDA)

@@ -36,6 +36,7 @@ struct kva_device {
 #endif
 	bool ring_live;
 	bool imports_dropped;	/* the module takes IMPORTS_DROPPED */
+	uint32_t promote_ms;	/* 0: no promotions from a lower tier */
 };
 
 static struct kva_device *dev(struct kva_arena *a)
@@ -264,11 +265,39 @@ static int dev_publish(struct kva_arena *a, struct kvarena_prefix_entry *e,
 	return dev_prefix(a, KVARENA_IOC_PUBLISH, e, n, tokens, per_entry);
 }
 
+/*
+ * LOOKUP, and where the arena has a lower tier, PROMOTE of the keys
+ * found there right after the run found above: those come back held, as
+ * LOOKUP's would.  A promotion that cannot be had (no agent, no room, too
+ * slow) leaves the run as LOOKUP found it: the caller computes the rest.
+ */
 static int dev_lookup(struct kva_arena *a, struct kvarena_prefix_entry *e,
 		      uint32_t n)
 {
+	struct kvarena_prefix p = {
+		.entries = (__u64)(uintptr_t)e, .count = n,
+		.flags = KVARENA_LOOKUP_LOWER,
+	};
+	struct kvarena_promote pr = { .timeout_ms = dev(a)->promote_ms };
+	struct dev_cmd c = { KVARENA_IOC_LOOKUP, &p, 0 };
+	int ret;
+
 	KVA_PASS("dev.lookup");
-	return dev_prefix(a, KVARENA_IOC_LOOKUP, e, n, NULL, 0);
+	if (!dev(a)->promote_ms)
+		return dev_prefix(a, KVARENA_IOC_LOOKUP, e, n, NULL, 0);
+	ret = dev_submit(a, &c, 1, false);
+	if (!ret)
+		ret = c.res;
+	if (ret)
+		return ret;
+	if (!p.nr_lower || p.nr_done + p.nr_lower > n)
+		return (int)p.nr_done;
+	KVA_PASS("dev.promote");
+	pr.entries = (__u64)(uintptr_t)(e + p.nr_done);
+	pr.count = p.nr_lower;
+	if (dev_ioctl(dev(a)->fd, KVARENA_IOC_PROMOTE, &pr))
+		return (int)p.nr_done;
+	return (int)(p.nr_done + pr.nr_done);
 }
 
 static int dev_frame_fd(struct kva_arena *a, uint64_t handle, int *fd,
@@ -494,6 +523,10 @@ int kva_device_open(struct kva_arena *a, const struct kva_open_opts *o,
 	/* Frames out before we came were never imported by us. */
 	a->retired_seen = st.frames_retired;
 	d->imports_dropped = features & KVARENA_FEAT_IMPORTS_DROPPED;
+	if ((features & KVARENA_FEAT_TIER) && !(o->flags & KVA_OPEN_NO_PROMOTE))
+		d->promote_ms = o->promote_ms ? o->promote_ms : 1000;
+	if (d->promote_ms > KVARENA_PROMOTE_MAX_MS)
+		d->promote_ms = KVARENA_PROMOTE_MAX_MS;
 	ret = choose_transport(a, o, features);
 	if (ret)
 		goto err_close;

@@ -14,6 +14,8 @@
  * arenas, named after its pid, and destroys them.
  */
 #include <signal.h>
+#include <stdbool.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -349,6 +351,172 @@ TEST_F(dev, a_second_publisher_of_the_same_prompt_keeps_its_frames_private)
 	/* The late copies were never published: freed, not cached. */
 	EXPECT_EQ(2, module_stat(self->name).nr_cached);
 	EXPECT_EQ(NR - 2, module_stat(self->name).nr_free);
+}
+
+/*
+ * A copying agent for the lower tier of arena @name, as kvarenactl agent
+ * is: it runs in a child until killed.  Returns its pid.
+ */
+static pid_t tier_agent(const char *name, const char *lower)
+{
+	pid_t pid = fork();
+	struct kvarena_attach at = { 0 };
+	int up, lo;
+
+	if (pid)
+		return pid;
+	up = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
+	lo = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
+	snprintf(at.name, sizeof(at.name), "%s", name);
+	snprintf(at.label, sizeof(at.label), "agent");
+	if (up < 0 || lo < 0 || ioctl(up, KVARENA_IOC_ATTACH, &at))
+		_exit(20);
+	memset(&at, 0, sizeof(at));
+	snprintf(at.name, sizeof(at.name), "%s", lower);
+	snprintf(at.label, sizeof(at.label), "agent");
+	if (ioctl(lo, KVARENA_IOC_ATTACH, &at))
+		_exit(21);
+	for (;;) {
+		struct kvarena_tier_job j[8];
+		struct kvarena_tier t = {
+			.jobs = (__u64)(uintptr_t)j, .count = 8,
+			.timeout_ms = 100, .lower_fd = lo,
+		};
+		uint32_t i;
+
+		if (ioctl(up, KVARENA_IOC_TIER, &t))
+			_exit(22);
+		for (i = 0; i < t.nr_done; i++) {
+			bool down = j[i].op == KVARENA_TIER_DEMOTE;
+			struct kvarena_frame_fd s = {
+				.handle = down ? j[i].upper : j[i].lower };
+			struct kvarena_frame_fd d = {
+				.handle = down ? j[i].lower : j[i].upper };
+			void *src = MAP_FAILED, *dst = MAP_FAILED;
+
+			if (!ioctl(down ? up : lo, KVARENA_IOC_FRAME_FD, &s) &&
+			    !ioctl(down ? lo : up, KVARENA_IOC_FRAME_FD, &d)) {
+				src = mmap(NULL, FS, PROT_READ, MAP_SHARED,
+					   s.fd, s.offset);
+				dst = mmap(NULL, FS, PROT_READ | PROT_WRITE,
+					   MAP_SHARED, d.fd, d.offset);
+				close(s.fd);
+				close(d.fd);
+			}
+			j[i].result = -EIO;
+			if (src != MAP_FAILED && dst != MAP_FAILED) {
+				memcpy(dst, src, FS);
+				j[i].result = 0;
+			}
+			if (src != MAP_FAILED)
+				munmap(src, FS);
+			if (dst != MAP_FAILED)
+				munmap(dst, FS);
+		}
+		t.count = t.nr_done;
+		t.flags = KVARENA_TIER_DONE;
+		t.timeout_ms = 0;
+		t.lower_fd = 0;
+		if (t.count && ioctl(up, KVARENA_IOC_TIER, &t))
+			_exit(23);
+	}
+}
+
+static int set_tier(const char *name, const char *lower, uint32_t target)
+{
+	struct kvarena_arena_tier t = { .free_target = target };
+
+	snprintf(t.name, sizeof(t.name), "%s", name);
+	snprintf(t.lower, sizeof(t.lower), "%s", lower);
+	return module_ioctl(O_RDWR, KVARENA_IOC_ARENA_SET_TIER, &t);
+}
+
+/* Wait up to 5 s for arena @name to have @cached cached frames. */
+static bool cached_becomes(const char *name, uint32_t cached)
+{
+	for (int i = 0; i < 500; i++) {
+		if (module_stat(name).nr_cached == cached)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/*
+ * A prefix the arena dropped to its lower tier comes back through
+ * kva_seq_attach_prefix(): LOOKUP counts it below, PROMOTE brings it up
+ * (the agent copies), and the sequence reads it byte-exact.
+ */
+TEST_F(dev, a_prefix_in_the_lower_tier_comes_back_through_attach_prefix)
+{
+	char lower[KVARENA_NAME_LEN];
+	struct kva_arena *a;
+	struct kva_seq *s;
+	pid_t agent;
+	int status;
+
+	pid_name(lower, "pfxlo");
+	ASSERT_EQ(0, create_arena(lower, KVA_BACKEND_HOST));
+	/* Demote whatever is cached: keep every frame free. */
+	ASSERT_EQ(0, set_tier(self->name, lower, NR));
+	ASSERT_EQ(0, publish_and_exit(self->name, variant->transport, 23,
+				      3 * TPF + 9));
+	agent = tier_agent(self->name, lower);
+	ASSERT_LT(0, agent);
+	EXPECT_TRUE(cached_becomes(lower, 3));
+	EXPECT_TRUE(cached_becomes(self->name, 0));
+
+	ASSERT_EQ(0, open_device(&a, self->name, variant->transport, "reader"));
+	ASSERT_EQ(0, kva_seq_create(a, &self->g, 8 * TPF, &s));
+	hooks_reset();
+	ASSERT_EQ(3, kva_seq_attach_prefix(s, self->k, 4));
+	EXPECT_EQ(1, hooks_count("dev.promote"));
+	EXPECT_EQ(3 * TPF, s->tokens);
+	EXPECT_EQ(0, check_tokens(s, 23, 0, 3 * TPF));
+	EXPECT_EQ(3, module_stat(self->name).nr_held);
+	kva_close(a);
+	kill(agent, SIGKILL);
+	ASSERT_EQ(agent, waitpid(agent, &status, 0));
+	EXPECT_EQ(0, module_wait_clients(self->name, 0));
+	EXPECT_EQ(0, module_wait_clients(lower, 0));
+	/* The lower arena goes once it is no arena's tier. */
+	EXPECT_EQ(-EBUSY, destroy_arena(lower));
+	EXPECT_EQ(0, set_tier(self->name, "", 0));
+	EXPECT_EQ(0, destroy_arena(lower));
+}
+
+/* Without promotions (KVA_OPEN_NO_PROMOTE) the run stops at the tier. */
+TEST_F(dev, no_promote_leaves_the_lower_tier_alone)
+{
+	struct kva_open_opts o = {
+		.mode = KVA_MODE_DEVICE, .name = self->name, .label = "np",
+		.transport = variant->transport, .flags = KVA_OPEN_NO_PROMOTE,
+	};
+	char lower[KVARENA_NAME_LEN];
+	struct kva_arena *a;
+	struct kva_seq *s;
+	pid_t agent;
+	int status;
+
+	pid_name(lower, "pfxlo");
+	ASSERT_EQ(0, create_arena(lower, KVA_BACKEND_HOST));
+	ASSERT_EQ(0, set_tier(self->name, lower, NR));
+	ASSERT_EQ(0, publish_and_exit(self->name, variant->transport, 24,
+				      2 * TPF));
+	agent = tier_agent(self->name, lower);
+	ASSERT_LT(0, agent);
+	EXPECT_TRUE(cached_becomes(lower, 2));
+	ASSERT_EQ(0, kva_open(&o, &a));
+	ASSERT_EQ(0, kva_seq_create(a, &self->g, 8 * TPF, &s));
+	hooks_reset();
+	EXPECT_EQ(0, kva_seq_attach_prefix(s, self->k, 4));
+	EXPECT_EQ(0, hooks_count("dev.promote"));
+	kva_close(a);
+	kill(agent, SIGKILL);
+	ASSERT_EQ(agent, waitpid(agent, &status, 0));
+	EXPECT_EQ(0, module_wait_clients(self->name, 0));
+	EXPECT_EQ(0, set_tier(self->name, "", 0));
+	EXPECT_EQ(0, destroy_arena(lower));
 }
 
 #ifdef KVA_TEST_CUDA

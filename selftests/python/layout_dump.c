@@ -38,7 +38,8 @@ int main(void)
 	F(kva_open_opts, max_frames); F(kva_open_opts, nr_frames);
 	F(kva_open_opts, mem_kind); F(kva_open_opts, frame_size);
 	F(kva_open_opts, mem_dev); F(kva_open_opts, transport);
-	F(kva_open_opts, cuda_library); F(kva_open_opts, reserved);
+	F(kva_open_opts, cuda_library); F(kva_open_opts, promote_ms);
+	F(kva_open_opts, reserved0); F(kva_open_opts, reserved);
 	END();
 	BEGIN(kva_arena_info);
 	F(kva_arena_info, mode); F(kva_arena_info, backend);

@@ -23,6 +23,7 @@ PREFAULT = 1 << 0
 POPULATE = 1 << 1
 HUGETLB = 1 << 2
 PRIVATE = 1 << 3
+NO_PROMOTE = 1 << 4
 
 # enum kva_dtype: name -> (value, bytes, DLPack (code, bits), typestr)
 _DTYPES = {

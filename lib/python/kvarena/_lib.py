@@ -38,7 +38,9 @@ class OpenOpts(ctypes.Structure):
         ("mem_dev", c_u32),
         ("transport", c_u32),
         ("cuda_library", c_char_p),
-        ("reserved", c_u64 * 4),
+        ("promote_ms", c_u32),
+        ("reserved0", c_u32),
+        ("reserved", c_u64 * 3),
     ]
 
 
