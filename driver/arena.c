@@ -416,7 +416,7 @@ long kva_ioc_arena_destroy(void __user *argp)
 	/* Clients attach under kva_arenas_lock, so this cannot go stale. */
 	mutex_lock(&a->lock);
 	/* A lower tier goes with its upper arena, or is taken away first. */
-	if (a->nr_clients || a->backing_busy || a->upper)
+	if (a->nr_clients || a->backing_busy || kva_tier_busy(a))
 		ret = -EBUSY;
 	mutex_unlock(&a->lock);
 	if (!ret)

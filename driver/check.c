@@ -301,8 +301,6 @@ int kva_check_set_tier(const struct kvarena_arena_tier *t)
 	/* An empty name takes the tier away. */
 	if (t->lower[0] && kva_name_valid(t->lower))
 		return -EINVAL;
-	if (!t->lower[0] && !all_zero(t->lower, sizeof(t->lower)))
-		return -EINVAL;
 	return 0;
 }
 
@@ -372,7 +370,8 @@ int kva_check_limits(const struct kvarena_limits *l)
 }
 
 /*
- * PUBLISH (@flags_ok KVARENA_PUBLISH_TOKENS) and LOOKUP (0).  Each
+ * PUBLISH (@flags_ok KVARENA_PUBLISH_TOKENS) and LOOKUP
+ * (KVARENA_LOOKUP_LOWER).  Each
  * entry's reserved field is the command's to check, once copied in.
  */
 int kva_check_prefix(const struct kvarena_prefix *p, u32 flags_ok)

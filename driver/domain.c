@@ -290,3 +290,28 @@ int kva_clear_for(struct kva_client *cl)
 	kva_core_put_clean(&a->core, idx, n);
 	return fatal_signal_pending(current) ? -EINTR : 0;
 }
+
+/**
+ * kva_clear_some() - clear a batch of a host arena's dirty frames now, in
+ * the caller's time (a tier agent's, whose demotions need them).
+ * @a:	the arena, not locked.
+ *
+ * Return: the frames cleared.
+ */
+u32 kva_clear_some(struct kva_arena *a)
+{
+	u32 idx[KVA_CLEAR_BATCH], n;
+
+	mutex_lock(&a->lock);
+	n = a->dead ? 0 : kva_core_take_dirty(&a->core, NULL, idx,
+					       KVA_CLEAR_BATCH);
+	mutex_unlock(&a->lock);
+	if (!n)
+		return 0;
+	kva_clear_frames(a, idx, n);
+	mutex_lock(&a->lock);
+	kva_core_put_clean(&a->core, idx, n);
+	kva_arena_update_pressure(a);
+	mutex_unlock(&a->lock);
+	return n;
+}

@@ -277,6 +277,7 @@ u64 kva_viewer_domain(struct kva_arena *a, struct kva_client *cl,
 void kva_clear_work(struct work_struct *work);
 void kva_clear_kick(struct kva_arena *a);
 int kva_clear_for(struct kva_client *cl);
+u32 kva_clear_some(struct kva_arena *a);
 
 /* scrub.c */
 struct kva_scrub_frame;
@@ -337,6 +338,7 @@ void kva_tier_agent_gone(struct kva_client *cl);
 u32 kva_tier_count_lower(struct kva_client *cl,
 			 const struct kva_core_prefix *e, u32 n);
 struct kva_arena *kva_tier_kill(struct kva_arena *a);
+bool kva_tier_busy(struct kva_arena *a);
 void kva_tier_free(struct kva_arena *a);
 u32 kva_tier_name(struct kva_arena *a, char *name);
 u64 kva_tier_copies(struct kva_arena *a, int which);

@@ -68,13 +68,15 @@ struct kva_tier_call {
 };
 
 struct kva_tier_job {
-	struct list_head node;		/* tier->queued or tier->taken */
+	struct list_head node;		/* tier->queued, ->taken or ->ending */
+	struct list_head lnode;		/* a list of the one ending it */
 	u32 op;				/* KVARENA_TIER_* */
 	bool on_list;
 	struct kva_client *agent;	/* taken: the agent's upper client */
 	struct file *lfile;		/* taken: its lower client's file */
 	struct kva_tier_call *call;	/* promotion: the caller, or NULL */
 	u32 slot;			/* its entry in @call */
+	int result;			/* given back: the agent's result */
 	u64 upper;			/* the upper frame's handle */
 	u64 lower;			/* the lower frame's handle */
 	u8 key[KVA_KEY_LEN];
@@ -97,6 +99,7 @@ struct kva_tier {
 	bool agent_seen;		/* a TIER take since the link */
 	struct list_head queued;	/* promotions no agent has taken */
 	struct list_head taken;		/* jobs agents have */
+	struct list_head ending;	/* jobs given back, locks dropped to zap */
 	wait_queue_head_t agent_wq;	/* agents waiting for work */
 	u64 seq;			/* moves whenever there may be work */
 	wait_queue_head_t done_wq;	/* PROMOTEs waiting for copies */
@@ -221,6 +224,7 @@ static struct kva_tier_job *job_alloc(void)
 
 	if (job) {
 		INIT_LIST_HEAD(&job->node);
+		INIT_LIST_HEAD(&job->lnode);
 		INIT_LIST_HEAD(&job->ucl.node);
 		INIT_LIST_HEAD(&job->lcl.node);
 	}
@@ -303,9 +307,13 @@ static void job_finish(struct kva_arena *ua, struct kva_tier_job *job,
 		if (ok && call && pidx != KVA_NIL && !call->cl->evicted) {
 			res = kva_core_take_cached(&ua->core, &call->cl->core,
 						   pidx);
-			/* Held by others: LOOKUP shares it. */
+			/*
+			 * Not cached: held by others (LOOKUP shares it), or
+			 * taken out by a shrink meanwhile.
+			 */
 			if (res == -ENOENT)
-				res = -EEXIST;
+				res = ua->core.frames[pidx].flags &
+				      KVA_FRAME_PUBLISHED ? -EEXIST : -ENOSPC;
 		}
 	}
 	if (ok)
@@ -373,21 +381,41 @@ static void unlock_both(struct kva_arena *ua, struct kva_arena *la)
 }
 
 /*
- * Give agent @cl (and its lower client @lcl, file @lfile) a demotion of
- * the upper arena's oldest cached frame.  Returns 1 with @job set up, 0
- * if the frame needed no copy (its key is below already: reclaimed at
- * once), -errno if nothing more can go down now.
+ * Whether a domain's keys may go below.  A private domain's number means
+ * one client of one arena (KVARENA_ATTACH_PRIVATE): in the lower arena
+ * the same number may be someone else's, so its frames stay above.
+ */
+static bool tierable(const struct kva_core_domain *dom)
+{
+	return KVARENA_DOMAIN_KIND(kva_domain_id(dom)) !=
+	       KVARENA_DOMAIN_KIND_PRIVATE;
+}
+
+/* Cached frames looked at for one demotion, at most: private ones stay. */
+#define KVA_TIER_SCAN	64
+
+/*
+ * Set @job up as a demotion of the upper arena's oldest cached frame that
+ * may go below (both arenas locked).  Returns 1 with @job set up, 0 if
+ * the frame needed no copy (its key is below already: reclaimed at once),
+ * -errno if nothing more can go down now.
  */
 static int demote_one(struct kva_arena *ua, struct kva_arena *la,
 		      struct kva_tier_job *job, struct kva_domain **spare)
 {
 	struct kva_core *uc = &ua->core;
-	u32 idx = uc->lru_head, lidx;
 	struct kva_core_domain *dom, *ldom;
+	u32 idx = uc->lru_head, lidx, n;
+	bool made = false;
 	s64 h;
 	u64 lh;
 	int ret;
 
+	for (n = 0; idx != KVA_NIL && !tierable(uc->frames[idx].dom); n++) {
+		if (n == KVA_TIER_SCAN)
+			return -ENOENT;
+		idx = uc->frames[idx].next;	/* the LRU, newer */
+	}
 	if (idx == KVA_NIL)
 		return -ENOENT;
 	dom = uc->frames[idx].dom;
@@ -402,21 +430,19 @@ static int demote_one(struct kva_arena *ua, struct kva_arena *la,
 		if (!*spare)
 			return -ENOMEM;
 		ldom = kva_domain_get(la, kva_domain_id(dom), spare);
+		made = true;
 	}
 
-	ret = job_attach(ua, &job->ucl, dom);
-	if (ret)
-		goto err_put;
-	h = kva_core_take_cached(uc, &job->ucl.core, idx);
-	if (h < 0) {
-		ret = h;
-		goto err_detach;
-	}
-	job->upper = h;
-	memcpy(job->key, uc->keys[idx], KVA_KEY_LEN);
+	/*
+	 * The lower frame first: where none can be had, the upper frame
+	 * stays where it is on the LRU.
+	 */
 	ret = job_attach(la, &job->lcl, ldom);
-	if (ret)
-		goto err_detach;
+	if (ret) {
+		if (made)
+			kva_domain_put_unused(la, ldom);
+		return ret;
+	}
 	ret = kva_core_alloc(&la->core, &job->lcl.core, &lh, 1, false);
 	if (ret != 1) {
 		/* Frames to clear first: the lower arena's worker does it. */
@@ -425,15 +451,24 @@ static int demote_one(struct kva_arena *ua, struct kva_arena *la,
 		ret = ret < 0 ? ret : -ENOSPC;
 		goto err_detach;
 	}
+	ret = job_attach(ua, &job->ucl, dom);
+	if (ret)
+		goto err_detach;
+	h = kva_core_take_cached(uc, &job->ucl.core, idx);
+	if (h < 0) {
+		ret = h;
+		goto err_detach;
+	}
+	job->upper = h;
 	job->lower = lh;
+	memcpy(job->key, uc->keys[idx], KVA_KEY_LEN);
 	job->op = KVARENA_TIER_DEMOTE;
 	return 1;
 
 err_detach:
-	job_detach(&job->lcl);
+	/* Detaching drops the domain's last reference, if it was made. */
 	job_detach(&job->ucl);
-err_put:
-	kva_domain_put_unused(la, ldom);
+	job_detach(&job->lcl);
 	return ret;
 }
 
@@ -474,6 +509,38 @@ static struct file *lower_file(struct kva_arena *ua, int fd)
 
 #define KVA_TIER_TAKE_MAX	64u	/* jobs one take hands out */
 
+static void job_ending(struct kva_tier *t, struct kva_tier_job *job,
+		       struct list_head *mine);
+static void jobs_end(struct kva_arena *ua, struct list_head *mine,
+		     bool requeue);
+
+/*
+ * A take whose jobs the agent cannot learn (a bad pointer): those jobs
+ * end undone, or wait for another agent; the agent's others go on.
+ */
+static void take_undo(struct kva_client *cl, struct kva_tier_job **given,
+		      u32 n)
+{
+	struct kva_arena *ua = cl->arena, *la;
+	struct kva_tier *t = ua->tier;
+	struct kva_tier_job *job, *tmp;
+	LIST_HEAD(mine);
+	u32 i;
+
+	la = lock_both(ua);
+	list_for_each_entry_safe(job, tmp, &t->taken, node) {
+		for (i = 0; i < n; i++) {
+			if (job == given[i] && job->agent == cl) {
+				job->result = -EFAULT;
+				job_ending(t, job, &mine);
+				break;
+			}
+		}
+	}
+	unlock_both(ua, la);
+	jobs_end(ua, &mine, true);
+}
+
 static long tier_take(struct kva_client *cl, struct kvarena_tier *tr,
 		      struct kvarena_tier __user *ut)
 {
@@ -481,8 +548,8 @@ static long tier_take(struct kva_client *cl, struct kvarena_tier *tr,
 	struct kva_tier *t = ua->tier;
 	unsigned long deadline = jiffies + msecs_to_jiffies(tr->timeout_ms);
 	u32 want = min(tr->count, KVA_TIER_TAKE_MAX), n = 0, i;
+	struct kva_tier_job **jobs = NULL, **given = NULL;
 	struct kvarena_tier_job *out = NULL;
-	struct kva_tier_job **jobs = NULL;
 	struct kva_domain **spares = NULL;
 	struct file *lfile;
 	long ret = -ENOMEM;
@@ -492,8 +559,9 @@ static long tier_take(struct kva_client *cl, struct kvarena_tier *tr,
 		return PTR_ERR(lfile);
 	out = kcalloc(want, sizeof(*out), GFP_KERNEL_ACCOUNT);
 	jobs = kcalloc(want, sizeof(*jobs), GFP_KERNEL_ACCOUNT);
+	given = kcalloc(want, sizeof(*given), GFP_KERNEL_ACCOUNT);
 	spares = kcalloc(want, sizeof(*spares), GFP_KERNEL_ACCOUNT);
-	if (!out || !jobs || !spares)
+	if (!out || !jobs || !given || !spares)
 		goto out_free;
 	for (i = 0; i < want; i++) {
 		jobs[i] = job_alloc();
@@ -505,17 +573,32 @@ static long tier_take(struct kva_client *cl, struct kvarena_tier *tr,
 	for (;;) {
 		struct kva_tier_job *job, *tmp;
 		long left, slept;
+		bool dirty;
 		u64 seq;
 
+		/* A domain made for a demotion that failed went with it. */
+		for (i = n; i < want; i++) {
+			if (!spares[i])
+				spares[i] = kva_domain_alloc();
+			if (!spares[i]) {
+				ret = -ENOMEM;
+				goto out_free;
+			}
+		}
 		ret = kva_client_lock(cl, 0);
 		if (ret)
 			goto out_free;
 		mutex_unlock(&ua->lock);
 		la = lock_both(ua);
-		if (!la || la != ((struct kva_client *)
-				  lfile->private_data)->arena) {
-			unlock_both(ua, la);
+		ret = 0;
+		if (!la)
 			ret = -EOPNOTSUPP;
+		else if (la != ((struct kva_client *)lfile->private_data)->arena)
+			ret = -EINVAL;	/* a new lower tier since */
+		else if (cl->evicted)
+			ret = -ESHUTDOWN;
+		if (ret) {
+			unlock_both(ua, la);
 			goto out_free;
 		}
 		t->agent_seen = true;
@@ -525,15 +608,18 @@ static long tier_take(struct kva_client *cl, struct kvarena_tier *tr,
 			list_del(&job->node);
 			job->on_list = false;
 			job_give(ua, la, job, cl, lfile);
+			given[n] = job;
 			out[n++] = (struct kvarena_tier_job){
 				.upper = job->upper, .lower = job->lower,
 				.op = job->op };
 		}
+		dirty = false;
 		while (n < want && t->nr_jobs < KVA_TIER_MAX_JOBS &&
 		       ua->core.nr_free + t->nr_demoting < free_target(ua)) {
 			struct kva_tier_job *nj = jobs[n];
 			int r = demote_one(ua, la, nj, &spares[n]);
 
+			dirty = r == -EAGAIN;
 			if (r < 0)
 				break;
 			if (!r)
@@ -542,6 +628,7 @@ static long tier_take(struct kva_client *cl, struct kvarena_tier *tr,
 			t->nr_jobs++;
 			t->nr_demoting++;
 			job_give(ua, la, nj, cl, lfile);
+			given[n] = nj;
 			out[n++] = (struct kvarena_tier_job){
 				.upper = nj->upper, .lower = nj->lower,
 				.op = nj->op };
@@ -551,7 +638,20 @@ static long tier_take(struct kva_client *cl, struct kvarena_tier *tr,
 			kva_arena_update_pressure(la);
 		}
 		seq = t->seq;
+		if (dirty && !n)
+			kobject_get(&la->kobj);
 		unlock_both(ua, la);
+		/*
+		 * The lower arena's free frames hold other domains' data:
+		 * clear some, in the agent's time, and look again.
+		 */
+		if (dirty && !n) {
+			u32 cleared = kva_clear_some(la);
+
+			kva_arena_put(la);
+			if (cleared)
+				continue;
+		}
 		if (n || !tr->timeout_ms)
 			break;
 		left = (long)(deadline - jiffies);
@@ -569,20 +669,69 @@ static long tier_take(struct kva_client *cl, struct kvarena_tier *tr,
 			       n * sizeof(*out), 0) : 0;
 	if (!ret)
 		ret = kva_copy_out(&ut->nr_done, &n, sizeof(n), 0);
-	if (ret && n) {
-		/* The agent cannot learn its jobs: they end undone. */
-		kva_tier_agent_gone(cl);
-	}
+	if (ret && n)
+		take_undo(cl, given, n);
 out_free:
 	for (i = 0; jobs && i < want; i++)
 		kfree(jobs[i]);
 	for (i = 0; spares && i < want; i++)
 		kva_domain_free(spares[i]);
 	kfree(spares);
+	kfree(given);
 	kfree(jobs);
 	kfree(out);
 	fput(lfile);
 	return ret;
+}
+
+/*
+ * Set a taken job aside for its end (both arenas locked): its grants go,
+ * and it waits on t->ending - where promote_abandon() still finds it -
+ * while the locks are dropped to zap the agent's PTEs.
+ */
+static void job_ending(struct kva_tier *t, struct kva_tier_job *job,
+		       struct list_head *mine)
+{
+	grant_del(&job->ug);
+	grant_del(&job->lg);
+	list_move_tail(&job->node, &t->ending);
+	list_add_tail(&job->lnode, mine);
+}
+
+/*
+ * End the jobs on @mine (set aside by job_ending(), no lock held): zap
+ * what the agent may map of their frames, then use each copy whose
+ * result is 0 and undo the others - but with @requeue a promotion whose
+ * caller still waits goes back to the queue for the next agent.
+ */
+static void jobs_end(struct kva_arena *ua, struct list_head *mine,
+		     bool requeue)
+{
+	struct kva_tier_job *job, *tmp;
+	struct kva_tier *t = ua->tier;
+	struct kva_arena *la;
+	LIST_HEAD(dead);
+
+	list_for_each_entry(job, mine, lnode)
+		job_zap(job, true);
+	la = lock_both(ua);
+	list_for_each_entry_safe(job, tmp, mine, lnode) {
+		list_del_init(&job->lnode);
+		if (requeue && job->op == KVARENA_TIER_PROMOTE && job->call) {
+			/* The frames stay put; the next agent copies. */
+			fput(job->lfile);
+			job->lfile = NULL;
+			job->agent = NULL;
+			list_move_tail(&job->node, &t->queued);
+			agent_kick(t);
+			continue;
+		}
+		job_finish(ua, job, job->result == 0);
+		list_add_tail(&job->lnode, &dead);
+	}
+	unlock_both(ua, la);
+	list_for_each_entry_safe(job, tmp, &dead, lnode)
+		job_free(job);
 }
 
 static long tier_done(struct kva_client *cl, struct kvarena_tier *tr,
@@ -593,6 +742,7 @@ static long tier_done(struct kva_client *cl, struct kvarena_tier *tr,
 	struct kvarena_tier_job *in;
 	struct kva_tier_job **jobs;
 	u32 n = tr->count, i, j;
+	LIST_HEAD(mine);
 	long ret;
 
 	in = kvmalloc_array(n, sizeof(*in), GFP_KERNEL_ACCOUNT);
@@ -627,26 +777,14 @@ static long tier_done(struct kva_client *cl, struct kvarena_tier *tr,
 			if (jobs[j] == jobs[i])
 				ret = -EINVAL;
 	}
-	if (!ret) {
-		for (i = 0; i < n; i++) {
-			grant_del(&jobs[i]->ug);
-			grant_del(&jobs[i]->lg);
-			job_unlist(t, jobs[i]);
-		}
+	for (i = 0; !ret && i < n; i++) {
+		jobs[i]->result = in[i].result;
+		job_ending(t, jobs[i], &mine);
 	}
 	unlock_both(ua, la);
 	if (ret)
 		goto out_free;
-
-	/* Nothing maps the frames any more before they move. */
-	for (i = 0; i < n; i++)
-		job_zap(jobs[i], true);
-	la = lock_both(ua);
-	for (i = 0; i < n; i++)
-		job_finish(ua, jobs[i], in[i].result == 0);
-	unlock_both(ua, la);
-	for (i = 0; i < n; i++)
-		job_free(jobs[i]);
+	jobs_end(ua, &mine, false);
 	ret = kva_copy_out(&ut->nr_done, &n, sizeof(n), 0);
 out_free:
 	kvfree(jobs);
@@ -691,9 +829,8 @@ long kva_ioc_tier(struct kva_client *cl, void __user *argp, unsigned int how)
 }
 
 /**
- * kva_tier_agent_gone() - agent @cl's file is going (or it cannot learn
- * its jobs): its demotions end undone, its promotions wait for the next
- * agent.
+ * kva_tier_agent_gone() - agent @cl's file is going: its demotions end
+ * undone, its promotions wait for the next agent.
  * @cl:	a client of an arena, no lock held.
  */
 void kva_tier_agent_gone(struct kva_client *cl)
@@ -701,8 +838,7 @@ void kva_tier_agent_gone(struct kva_client *cl)
 	struct kva_arena *ua = cl->arena, *la;
 	struct kva_tier_job *job, *tmp;
 	struct kva_tier *t = ua->tier;
-	LIST_HEAD(gone);
-	LIST_HEAD(dead);
+	LIST_HEAD(mine);
 
 	if (!t)
 		return;
@@ -710,35 +846,12 @@ void kva_tier_agent_gone(struct kva_client *cl)
 	list_for_each_entry_safe(job, tmp, &t->taken, node) {
 		if (job->agent != cl)
 			continue;
-		grant_del(&job->ug);
-		grant_del(&job->lg);
-		list_move_tail(&job->node, &gone);
+		job->result = -ECANCELED;
+		job_ending(t, job, &mine);
 	}
 	unlock_both(ua, la);
-	if (list_empty(&gone))
-		return;
-	list_for_each_entry(job, &gone, node)
-		job_zap(job, true);
-	la = lock_both(ua);
-	list_for_each_entry_safe(job, tmp, &gone, node) {
-		list_del(&job->node);
-		job->on_list = false;
-		if (job->op == KVARENA_TIER_PROMOTE) {
-			/* The frames stay put; the next agent copies. */
-			fput(job->lfile);
-			job->lfile = NULL;
-			job->agent = NULL;
-			list_add_tail(&job->node, &t->queued);
-			job->on_list = true;
-			agent_kick(t);
-			continue;
-		}
-		job_finish(ua, job, false);
-		list_add_tail(&job->node, &dead);
-	}
-	unlock_both(ua, la);
-	list_for_each_entry_safe(job, tmp, &dead, node)
-		job_free(job);
+	if (!list_empty(&mine))
+		jobs_end(ua, &mine, true);
 }
 
 /* ---- PROMOTE ---------------------------------------------------------- */
@@ -760,7 +873,7 @@ static int promote_queue(struct kva_client *cl, struct kva_arena *la,
 	u32 i;
 	int ret = 0;
 
-	ldom = kva_domain_find(la, kva_domain_id(dom));
+	ldom = tierable(dom) ? kva_domain_find(la, kva_domain_id(dom)) : NULL;
 	for (i = 0; i < count; i++) {
 		struct kva_tier_job *job = jobs[i];
 		u32 lidx = ldom ? kva_core_find(&la->core, e[i].key, ldom) :
@@ -839,6 +952,9 @@ static void promote_abandon(struct kva_arena *ua, struct kva_tier_call *call)
 	list_for_each_entry(job, &t->taken, node)
 		if (job->call == call)
 			job->call = NULL;
+	list_for_each_entry(job, &t->ending, node)
+		if (job->call == call)
+			job->call = NULL;
 }
 
 /**
@@ -859,7 +975,7 @@ long kva_ioc_promote(struct kva_client *cl, void __user *argp,
 	struct kva_tier_job **jobs = NULL;
 	struct kva_core_prefix *e = NULL;
 	struct kvarena_promote p;
-	u32 i, done = 0, queued = 0;
+	u32 i, n, done = 0, queued = 0;
 	long ret, left;
 
 	if (how & KVA_HOW_URING)
@@ -869,26 +985,26 @@ long kva_ioc_promote(struct kva_client *cl, void __user *argp,
 		return ret;
 	if (kva_check_promote(&p))
 		return -EINVAL;
-	e = kvmalloc_array(p.count, sizeof(*e), GFP_KERNEL_ACCOUNT);
-	jobs = kcalloc(p.count, sizeof(*jobs), GFP_KERNEL_ACCOUNT);
-	call.res = kvmalloc_array(p.count, sizeof(*call.res),
-				  GFP_KERNEL_ACCOUNT);
+	/* No more can be under way at once. */
+	n = min(p.count, KVA_TIER_MAX_JOBS);
+	e = kvmalloc_array(n, sizeof(*e), GFP_KERNEL_ACCOUNT);
+	jobs = kcalloc(n, sizeof(*jobs), GFP_KERNEL_ACCOUNT);
+	call.res = kvmalloc_array(n, sizeof(*call.res), GFP_KERNEL_ACCOUNT);
 	ret = -ENOMEM;
 	if (!e || !jobs || !call.res)
 		goto out_free;
-	ret = kva_copy_in(e, u64_to_user_ptr(p.entries), p.count * sizeof(*e),
-			  0);
+	ret = kva_copy_in(e, u64_to_user_ptr(p.entries), n * sizeof(*e), 0);
 	if (ret)
 		goto out_free;
 	ret = -EINVAL;
-	for (i = 0; i < p.count; i++) {
+	for (i = 0; i < n; i++) {
 		if (e[i].reserved || !memchr_inv(e[i].key, 0, KVA_KEY_LEN))
 			goto out_free;
 		e[i].flags = 0;
 		call.res[i] = -ECANCELED;
 	}
 	ret = -ENOMEM;
-	for (i = 0; i < p.count; i++) {
+	for (i = 0; i < n; i++) {
 		jobs[i] = job_alloc();
 		if (!jobs[i])
 			goto out_free;
@@ -906,7 +1022,7 @@ long kva_ioc_promote(struct kva_client *cl, void __user *argp,
 	else if (cl->evicted)
 		ret = -ESHUTDOWN;
 	else
-		ret = promote_queue(cl, la, e, p.count, jobs, &call);
+		ret = promote_queue(cl, la, e, n, jobs, &call);
 	unlock_both(ua, la);
 	if (ret <= 0)
 		goto out_done;
@@ -959,7 +1075,7 @@ out_done:
 		}
 	}
 out_free:
-	for (i = 0; jobs && i < p.count; i++)
+	for (i = 0; jobs && i < n; i++)
 		kfree(jobs[i]);
 	kfree(jobs);
 	kvfree(call.res);
@@ -988,7 +1104,8 @@ u32 kva_tier_count_lower(struct kva_client *cl,
 		return 0;
 	la = ua->tier->lower;
 	mutex_lock_nested(&la->lock, SINGLE_DEPTH_NESTING);
-	ldom = kva_domain_find(la, kva_domain_id(cl->core.dom));
+	ldom = tierable(cl->core.dom) ?
+	       kva_domain_find(la, kva_domain_id(cl->core.dom)) : NULL;
 	while (ldom && i < n &&
 	       kva_core_find(&la->core, e[i].key, ldom) != KVA_NIL)
 		i++;
@@ -1005,6 +1122,7 @@ static struct kva_tier *tier_new(void)
 	if (t) {
 		INIT_LIST_HEAD(&t->queued);
 		INIT_LIST_HEAD(&t->taken);
+		INIT_LIST_HEAD(&t->ending);
 		init_waitqueue_head(&t->agent_wq);
 		init_waitqueue_head(&t->done_wq);
 	}
@@ -1012,9 +1130,9 @@ static struct kva_tier *tier_new(void)
 }
 
 /*
- * Take @ua's lower tier away (kva_arenas_lock held, no job left).
- * Returns the lower arena, whose reference the caller drops after
- * kva_arenas_lock.
+ * Take @ua's lower tier away (kva_arenas_lock held).  Returns the lower
+ * arena, whose reference the caller drops, or ERR_PTR(-ENOENT) if there
+ * is no tier, ERR_PTR(-EBUSY) while copies are under way.
  */
 static struct kva_arena *tier_unlink(struct kva_arena *ua)
 {
@@ -1022,6 +1140,10 @@ static struct kva_arena *tier_unlink(struct kva_arena *ua)
 
 	lockdep_assert_held(&kva_arenas_lock);
 	la = lock_both(ua);
+	if (!la || ua->tier->nr_jobs) {
+		unlock_both(ua, la);
+		return ERR_PTR(la ? -EBUSY : -ENOENT);
+	}
 	ua->tier->lower = NULL;
 	la->upper = NULL;
 	agent_kick(ua->tier);
@@ -1059,14 +1181,11 @@ long kva_ioc_arena_set_tier(void __user *argp)
 		goto out_unlock;
 	}
 	if (!tr.lower[0]) {
-		mutex_lock(&ua->lock);
-		if (!tier_linked(ua))
-			ret = -ENOENT;
-		else if (ua->tier->nr_jobs)
-			ret = -EBUSY;
-		mutex_unlock(&ua->lock);
-		if (!ret)
-			put = tier_unlink(ua);
+		put = tier_unlink(ua);
+		if (IS_ERR(put)) {
+			ret = PTR_ERR(put);
+			put = NULL;
+		}
 		goto out_unlock;
 	}
 	la = kva_arena_get_locked(tr.lower);
@@ -1120,12 +1239,28 @@ out_unlock:
  */
 struct kva_arena *kva_tier_kill(struct kva_arena *a)
 {
+	struct kva_arena *la = NULL;
+
 	lockdep_assert_held(&kva_arenas_lock);
+	/* ARENA_DESTROY refused while copies were under way (kva_tier_busy). */
 	if (a->upper)
-		return tier_unlink(a->upper);
-	if (tier_linked(a))
-		return tier_unlink(a);
-	return NULL;
+		la = tier_unlink(a->upper);
+	else if (a->tier)
+		la = tier_unlink(a);
+	return IS_ERR(la) ? NULL : la;
+}
+
+/**
+ * kva_tier_busy() - whether arena @a (locked) has copies under way, or is
+ * some arena's lower tier: it may not be destroyed.
+ * @a:	the arena.
+ *
+ * Return: true if so.
+ */
+bool kva_tier_busy(struct kva_arena *a)
+{
+	lockdep_assert_held(&a->lock);
+	return a->upper || (a->tier && a->tier->nr_jobs);
 }
 
 /* The arena is freed: its tier state goes with it. */

@@ -493,6 +493,186 @@ TEST_F(tier, a_promotion_outlives_its_agent)
 	close(ready[1]);
 }
 
+/*
+ * While a copy is under way neither arena may go, nor the tier; a PROMOTE
+ * that gives up waiting leaves its copy to end up cached.
+ */
+TEST_F(tier, copies_under_way_hold_the_tier_and_outlive_their_caller)
+{
+	struct kvarena_tier_job j[8];
+	int up, lo, n, go[2];
+	char byte;
+	pid_t p;
+
+	p = fork();
+	ASSERT_LE(0, p);
+	if (!p)
+		_exit(publish_and_leave(self->up, 1001, 2));
+	ASSERT_EQ(0, reap(p));
+	up = kva_open(O_RDWR);
+	lo = kva_open(O_RDWR);
+	ASSERT_EQ(0, kva_attach(up, self->up, "agent", 0, 0, NULL));
+	ASSERT_EQ(0, kva_attach(lo, self->lo, "agent", 0, 0, NULL));
+	ASSERT_EQ(2, take(up, lo, j, 8, 1000));
+	EXPECT_EQ(-EBUSY, set_tier(self->admin, self->up, "", 0));
+	for (int i = 0; i < 2; i++)
+		ASSERT_EQ(0, copy(up, lo, &j[i], FSIZE));
+	ASSERT_EQ(2, done(up, j, 2));
+	EXPECT_TRUE(stat_is(self->admin, self->lo, LO_NR - 2, 2, 0));
+
+	/* A caller that stops waiting while the agent copies. */
+	ASSERT_EQ(0, pipe(go));
+	p = fork();
+	ASSERT_LE(0, p);
+	if (!p) {
+		__u64 h[2];
+		int fd = kva_open(O_RDWR);
+
+		drop_to(1001);
+		CHECK_EQ(0, kva_attach(fd, self->up, "impatient", 0, 0, NULL));
+		CHECK_EQ(-ETIMEDOUT, promote(fd, 0, 2, h, 300));
+		CHECK_EQ(1, write(go[1], "t", 1));
+		_exit(0);
+	}
+	n = 0;
+	while (!n)
+		n = take(up, lo, j, 8, 1000);
+	ASSERT_EQ(2, n);
+	EXPECT_EQ(KVARENA_TIER_PROMOTE, j[0].op);
+	/* The caller is waiting on these: the upper arena cannot go. */
+	EXPECT_EQ(-EBUSY, kva_destroy(self->admin, self->up));
+	ASSERT_EQ(1, read(go[0], &byte, 1));
+	EXPECT_EQ(0, reap(p));
+	for (int i = 0; i < 2; i++)
+		ASSERT_EQ(0, copy(up, lo, &j[i], FSIZE));
+	ASSERT_EQ(2, done(up, j, 2));
+	/* Nobody took them: cached above, and still below. */
+	EXPECT_TRUE(stat_is(self->admin, self->up, UP_NR - 2, 2, 0));
+	EXPECT_TRUE(stat_is(self->admin, self->lo, LO_NR - 2, 2, 0));
+	close(up);
+	close(lo);
+	close(go[0]);
+	close(go[1]);
+}
+
+/*
+ * A lower arena with no frame to give: nothing goes down, nothing moves
+ * above; a private domain's frames never go down.
+ */
+TEST_F(tier, no_room_below_and_private_domains_keep_frames_above)
+{
+	struct kvarena_tier_job j[8];
+	__u64 hold[LO_NR];
+	int up, lo, hog;
+	pid_t p;
+
+	hog = kva_open(O_RDWR);
+	ASSERT_EQ(0, kva_attach(hog, self->lo, "hog", 0, 0, NULL));
+	ASSERT_EQ(LO_NR, kva_alloc(hog, hold, LO_NR, 0));
+	p = fork();
+	ASSERT_LE(0, p);
+	if (!p)
+		_exit(publish_and_leave(self->up, 1001, 3));
+	ASSERT_EQ(0, reap(p));
+	up = kva_open(O_RDWR);
+	lo = kva_open(O_RDWR);
+	ASSERT_EQ(0, kva_attach(up, self->up, "agent", 0, 0, NULL));
+	ASSERT_EQ(0, kva_attach(lo, self->lo, "agent", 0, 0, NULL));
+	/* Twice: the first demotion of a domain makes its domain below. */
+	EXPECT_EQ(0, take(up, lo, j, 8, 0));
+	EXPECT_EQ(0, take(up, lo, j, 8, 0));
+	EXPECT_TRUE(stat_is(self->admin, self->up, UP_NR - 3, 3, 0));
+	ASSERT_EQ(0, kva_free(hog, hold, LO_NR));
+	close(hog);
+	/* The lower frames hold root's data: cleared as the agent asks. */
+	for (int k = 0, got = 0; got < 3 && k < 50; k++) {
+		int n = take(up, lo, j + got, 8 - got, 100);
+
+		ASSERT_LE(0, n);
+		got += n;
+		if (got == 3) {
+			for (int i = 0; i < 3; i++)
+				j[i].result = -EIO;
+			ASSERT_EQ(3, done(up, j, 3));
+		}
+	}
+	/* Failed copies: all of it still above, nothing below. */
+	EXPECT_TRUE(stat_is(self->admin, self->up, UP_NR - 3, 3, 0));
+	EXPECT_TRUE(stat_is(self->admin, self->lo, LO_NR, 0, 0));
+
+	p = fork();
+	ASSERT_LE(0, p);
+	if (!p) {
+		struct kvarena_attach at = { .flags = KVARENA_ATTACH_PRIVATE };
+		__u64 h[2];
+		int fd = kva_open(O_RDWR);
+
+		drop_to(1002);
+		snprintf(at.name, sizeof(at.name), "%s", self->up);
+		CHECK_EQ(0, kva_ioctl(fd, KVARENA_IOC_ATTACH, &at));
+		CHECK_EQ(2, kva_alloc(fd, h, 2, 0));
+		CHECK_EQ(2, publish(fd, TAG + 1, h, 2));
+		CHECK_EQ(0, kva_free(fd, h, 2));
+		/* Its own cache domain dies with it: keep it open. */
+		pause();
+		_exit(0);
+	}
+	/* uid 1001's three go down; the private two stay. */
+	for (int k = 0; k < 100; k++) {
+		int n = take(up, lo, j, 8, 100);
+
+		ASSERT_LE(0, n);
+		for (int i = 0; i < n; i++)
+			ASSERT_EQ(0, copy(up, lo, &j[i], FSIZE));
+		if (n)
+			ASSERT_EQ(n, done(up, j, n));
+		if (!n && stat_is(self->admin, self->lo, LO_NR - 3, 3, 0))
+			break;
+	}
+	EXPECT_TRUE(stat_is(self->admin, self->up, UP_NR - 2, 2, 0));
+	EXPECT_TRUE(stat_is(self->admin, self->lo, LO_NR - 3, 3, 0));
+	kill(p, SIGKILL);
+	EXPECT_EQ(1000 + SIGKILL, reap(p));
+	close(up);
+	close(lo);
+}
+
+/*
+ * An agent EVICT took out keeps its copies until its file goes: neither
+ * arena can be destroyed meanwhile, nor can it copy; then all is undone.
+ */
+TEST_F(tier, an_evicted_agent_holds_the_tier_until_its_file_goes)
+{
+	struct kvarena_tier_job j[8];
+	struct kvarena_attach at;
+	struct kvarena_evict ev = { 0 };
+	int up, lo;
+	pid_t p;
+
+	p = fork();
+	ASSERT_LE(0, p);
+	if (!p)
+		_exit(publish_and_leave(self->up, 1001, 2));
+	ASSERT_EQ(0, reap(p));
+	up = kva_open(O_RDWR);
+	lo = kva_open(O_RDWR);
+	ASSERT_EQ(0, kva_attach(up, self->up, "agent", 0, 0, &at));
+	ASSERT_EQ(0, kva_attach(lo, self->lo, "agent", 0, 0, NULL));
+	ASSERT_EQ(2, take(up, lo, j, 8, 1000));
+	snprintf(ev.name, sizeof(ev.name), "%s", self->up);
+	ev.client_id = at.client_id;
+	ASSERT_EQ(0, kva_ioctl(self->admin, KVARENA_IOC_EVICT, &ev));
+	EXPECT_EQ(-EBUSY, kva_destroy(self->admin, self->up));
+	EXPECT_EQ(-EBUSY, set_tier(self->admin, self->up, "", 0));
+	EXPECT_EQ(-ESHUTDOWN, done(up, j, 2));
+	EXPECT_EQ(-ESHUTDOWN, take(up, lo, j, 8, 0));
+	close(up);
+	close(lo);
+	/* Undone: the frames cached above again, nothing below. */
+	EXPECT_TRUE(settles(self->admin, self->up, UP_NR - 2, 2, 0));
+	EXPECT_TRUE(settles(self->admin, self->lo, LO_NR, 0, 0));
+}
+
 /* The link: one arena below, a host one, of the same frame size, no chains. */
 TEST_F(tier, set_tier_refuses_what_it_cannot_do)
 {

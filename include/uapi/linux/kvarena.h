@@ -31,14 +31,17 @@
  *    (-EACCES otherwise).
  *  - Everything else needs the file open for writing (-EBADF otherwise).
  *  - ARENA_CREATE, ARENA_DESTROY, ARENA_SET_BACKING, ARENA_SET_POLICY,
- *    ARENA_RESIZE, SET_LIMITS and EVICT also need CAP_SYS_ADMIN (-EPERM
- *    otherwise), and are taken over ioctl() only (-EPERM over io_uring).
+ *    ARENA_RESIZE, ARENA_SET_TIER, SET_LIMITS and EVICT also need
+ *    CAP_SYS_ADMIN (-EPERM otherwise), and are taken over ioctl() only
+ *    (-EPERM over io_uring).
  *  - ATTACH: a writer whom the arena's mode lets attach (-EACCES
  *    otherwise), within the arena's client policy unless it has
  *    CAP_SYS_ADMIN (-EPERM otherwise).
- *  - ALLOC, FREE, FRAME_FD, SET_USAGE, PUBLISH, LOOKUP, SCRUB and
- *    IMPORTS_DROPPED need the file to be attached to an arena (ATTACH;
- *    -ENOTCONN otherwise).  One file attaches once.
+ *  - ALLOC, FREE, FRAME_FD, SET_USAGE, PUBLISH, LOOKUP, SCRUB,
+ *    IMPORTS_DROPPED, TIER and PROMOTE need the file to be attached to an
+ *    arena (ATTACH; -ENOTCONN otherwise).  One file attaches once.  SCRUB
+ *    and TIER also need the arena's owner or CAP_SYS_ADMIN; SCRUB, TIER
+ *    and PROMOTE are taken over ioctl() only.
  *
  * Error numbers
  *
@@ -52,7 +55,8 @@
  *  ENOENT   no such arena or client; handle names a frame nobody holds
  *  ESTALE   handle from before the frame was last freed
  *  EEXIST   ARENA_CREATE of a name in use
- *  EBUSY    ARENA_DESTROY with clients attached; ATTACH twice; backing set
+ *  EBUSY    ARENA_DESTROY with clients attached, of a lower tier, or with
+ *           a tier's copies under way; ATTACH twice; backing set
  *           twice on a frame, or on a CUDA frame taken out whose old memory
  *           a process still imports; PUBLISH of a frame published under another
  *           key; ARENA_RESIZE below what the clients' minimums add up to
@@ -1189,9 +1193,14 @@ struct kvarena_imports_dropped {
  * arena (-EINVAL otherwise; -ENOENT for no such arena, -EEXIST for an
  * upper arena that has a lower tier already).  While it is one, it
  * cannot be destroyed (-EBUSY); the tier goes with the upper arena's
- * destruction, or with an empty @lower, which is -EBUSY while copies are
- * under way.  Its clients are usually the agent alone; what it holds is
- * its own arena's: STAT, CLIENTS and its events show the tier.
+ * destruction, or with an empty @lower (-ENOENT if there is no tier);
+ * both are -EBUSY while copies are under way.  Keys go below in the
+ * cache domain of the same number (struct kvarena_attach.domain), so
+ * the lower arena's clients of that domain could find them there; those
+ * of private domains (KVARENA_ATTACH_PRIVATE), whose numbers mean one
+ * client of one arena, never go below.  Its clients are usually the
+ * agent alone; what it holds is its own arena's: STAT (@tier,
+ * @tier_name), CLIENTS and its events (medium CPU) show the tier.
  */
 struct kvarena_arena_tier {
 	char  name[KVARENA_NAME_LEN];
@@ -1255,14 +1264,18 @@ struct kvarena_tier_job {
  * to the waiting caller.  A job given back with an error, or still taken
  * when the agent's file is released (the agent killed mid-copy), leaves
  * nothing of its copy: a demotion's upper frame stays cached, a
- * promotion goes to the next take.  The agent's mappings of a job's
- * frames are zapped when the job is given back.
+ * promotion goes to the next take.  The agent's mappings of a host
+ * arena's frames are zapped when the job is given back; a CUDA arena's
+ * frame the agent imports is the owner's process's, as a scrubber's is
+ * (see SCRUB).  An agent that EVICT took out keeps its jobs until its
+ * file is released.
  *
  * -EOPNOTSUPP for an arena with no lower tier; -EPERM for a caller that
  * is neither the owner nor an administrator, and over io_uring; -EBADF or
- * -EINVAL for a @lower_fd that is not a client of the lower arena;
- * -ENOENT for a DONE job the caller has not taken (nothing is given back);
- * -EINTR when a signal ends the wait.
+ * -EINVAL for a @lower_fd that is not a client of the lower arena (or of
+ * an arena that is no longer the lower tier); -ENOENT for a DONE job the
+ * caller has not taken, -EINVAL for one given twice or a positive result
+ * (nothing is given back); -EINTR when a signal ends the wait.
  */
 struct kvarena_tier {
 	__u64 jobs;
@@ -1280,7 +1293,8 @@ struct kvarena_tier {
  * @entries:	user pointer to @count struct kvarena_prefix_entry: keys in
  *		chain order (the keys after the run a LOOKUP found), and out
  *		the handles of the frames promoted.
- * @count:	entries, 1..KVARENA_MAX_BATCH.
+ * @count:	entries, 1..KVARENA_MAX_BATCH; the first 256 at most are
+ *		brought up by one call.
  * @flags:	must be zero.
  * @nr_done:	out: the leading run of entries now held by the caller.
  * @timeout_ms:	how long to wait for the copies, 1..600000 ms.
@@ -1298,10 +1312,14 @@ struct kvarena_tier {
  * for: those the agent had not taken are dropped, those it had end up
  * cached in the arena.  The lower frames stay in the lower tier.
  *
- * -EOPNOTSUPP for an arena with no lower tier; -ENODEV when no agent has
- * asked for work since the tier was set (nothing would copy); -ENOSPC
- * when the caller's max or the arena's free frames cannot take the run
- * found (nothing taken); -EPERM over io_uring.
+ * A miss is not an error: 0 with @nr_done 0.  -EOPNOTSUPP for an arena
+ * with no lower tier; -ENODEV when no agent has asked for work since the
+ * tier was set (nothing would copy); -ENOSPC when the caller's max or the
+ * arena's frames cannot take the first key's frame; -EAGAIN when its
+ * frame must be cleared first (try again); -EIO when its copy failed;
+ * -EEXIST when its key was published in the arena meanwhile and others
+ * hold it (LOOKUP shares it); -ETIMEDOUT or -EINTR when the wait ended
+ * before it came; -EPERM over io_uring.
  */
 struct kvarena_promote {
 	__u64 entries;
