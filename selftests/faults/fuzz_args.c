@@ -207,17 +207,18 @@ static bool spec_limits(const struct kvarena_limits *l)
 }
 
 /*
- * "@flags: PUBLISH: KVARENA_PUBLISH_TOKENS, or zero.  LOOKUP: must be
- * zero."  "@tokens_per_entry: with KVARENA_PUBLISH_TOKENS: token ids per
- * entry, 1..KVARENA_EVENT_MAX_TOKENS, at most KVARENA_PUBLISH_MAX_TOKENS
- * in all; otherwise zero."  "@tokens: ... otherwise zero."
+ * "@flags: PUBLISH: KVARENA_PUBLISH_TOKENS, or zero.  LOOKUP:
+ * KVARENA_LOOKUP_LOWER, or zero."  "@tokens_per_entry: with
+ * KVARENA_PUBLISH_TOKENS: token ids per entry, 1..KVARENA_EVENT_MAX_TOKENS,
+ * at most KVARENA_PUBLISH_MAX_TOKENS in all; otherwise zero."  "@tokens:
+ * ... otherwise zero."  "@nr_lower: zero in."  "@reserved: must be zero."
  */
 static bool spec_prefix(const struct kvarena_prefix *p, uint32_t flags_ok)
 {
 	uint64_t ids = (uint64_t)p->count * p->tokens_per_entry;
 
-	if ((p->flags & ~flags_ok) || !RSV(p, reserved) || p->count < 1 ||
-	    p->count > KVARENA_MAX_BATCH)
+	if ((p->flags & ~flags_ok) || !RSV(p, nr_lower) || !RSV(p, reserved) ||
+	    p->count < 1 || p->count > KVARENA_MAX_BATCH)
 		return false;
 	if (!(p->flags & KVARENA_PUBLISH_TOKENS))
 		return !p->tokens_per_entry && !p->tokens;
@@ -233,7 +234,7 @@ static bool spec_publish(const struct kvarena_prefix *p)
 
 static bool spec_lookup(const struct kvarena_prefix *p)
 {
-	return spec_prefix(p, 0);
+	return spec_prefix(p, KVARENA_LOOKUP_LOWER);
 }
 
 static bool spec_events_fd(const struct kvarena_events_fd *e)
@@ -266,6 +267,54 @@ static bool spec_scrub(const struct kvarena_scrub *sc)
 	       (done || !(sc->flags & KVARENA_SCRUB_ABANDON)) &&
 	       RSV(sc, reserved) && sc->count >= 1 &&
 	       sc->count <= KVARENA_MAX_BATCH && (!done || !sc->timeout_ms);
+}
+
+/*
+ * "@lower: the arena to become its lower tier; an empty name takes the
+ * lower tier away."  "@free_target: ... 0: the arena's low watermark"
+ * (any value).  "@flags: must be zero."  "@reserved: must be zero."
+ * Which arenas may be linked is the command's to check.
+ *
+ * "An empty name": its first byte is the NUL; what follows it is not
+ * read, as for any other name.
+ */
+static bool spec_set_tier(const struct kvarena_arena_tier *t)
+{
+	bool empty = !t->lower[0];
+
+	return !t->flags && RSV(t, reserved) && spec_name(t->name) &&
+	       (empty || spec_name(t->lower));
+}
+
+/*
+ * "@count: jobs in the array, 1..KVARENA_MAX_BATCH."  "@flags: 0 to take
+ * jobs; KVARENA_TIER_DONE to give back jobs taken before".  "@timeout_ms:
+ * ... Must be 0 with KVARENA_TIER_DONE."  "@lower_fd: ... Must be 0 with
+ * KVARENA_TIER_DONE."  "@reserved0: must be zero."  "@reserved: must be
+ * zero."  A take may wait any time; the fd is the command's to check.
+ */
+static bool spec_tier(const struct kvarena_tier *t)
+{
+	bool done = t->flags & KVARENA_TIER_DONE;
+
+	/* @jobs is a pointer, @nr_done an output: not looked at. */
+	return !(t->flags & ~KVARENA_TIER_DONE) && RSV(t, reserved0) &&
+	       RSV(t, reserved) && t->count >= 1 &&
+	       t->count <= KVARENA_MAX_BATCH &&
+	       (!done || (!t->timeout_ms && !t->lower_fd));
+}
+
+/*
+ * "@count: entries, 1..KVARENA_MAX_BATCH."  "@flags: must be zero."
+ * "@timeout_ms: how long to wait for the copies, 1..600000 ms."
+ * "@reserved: must be zero."
+ */
+static bool spec_promote(const struct kvarena_promote *p)
+{
+	/* @entries is a pointer, @nr_done an output: not looked at. */
+	return !p->flags && RSV(p, reserved) && p->count >= 1 &&
+	       p->count <= KVARENA_MAX_BATCH && p->timeout_ms >= 1 &&
+	       p->timeout_ms <= 600000u;
 }
 
 /* ---- commands --------------------------------------------------------- */
@@ -305,6 +354,7 @@ static bool spec_free(const struct kvarena_frames *f)
 	return spec_frames(f, 0);
 }
 
+/* With the flags driver/prefix.c passes for each. */
 static int check_publish(const struct kvarena_prefix *p)
 {
 	return kva_check_prefix(p, KVARENA_PUBLISH_TOKENS);
@@ -312,7 +362,7 @@ static int check_publish(const struct kvarena_prefix *p)
 
 static int check_lookup(const struct kvarena_prefix *p)
 {
-	return kva_check_prefix(p, 0);
+	return kva_check_prefix(p, KVARENA_LOOKUP_LOWER);
 }
 
 static int check_clients(const struct kvarena_clients *c)
@@ -341,6 +391,9 @@ ADAPT(imports_dropped, struct kvarena_imports_dropped,
 ADAPT(publish, struct kvarena_prefix, check_publish, spec_publish)
 ADAPT(lookup, struct kvarena_prefix, check_lookup, spec_lookup)
 ADAPT(events_fd, struct kvarena_events_fd, kva_check_events_fd, spec_events_fd)
+ADAPT(set_tier, struct kvarena_arena_tier, kva_check_set_tier, spec_set_tier)
+ADAPT(tier, struct kvarena_tier, kva_check_tier, spec_tier)
+ADAPT(promote, struct kvarena_promote, kva_check_promote, spec_promote)
 
 #define CMD(n, NR, type, need, nb) \
 	{ #n, NR, sizeof(type), need, nb, chk_##n, spc_##n }
@@ -371,6 +424,16 @@ static const struct cmd cmds[] = {
 	CMD(resize, KVARENA_IOC_ARENA_RESIZE, struct kvarena_arena_resize, KVA_ADMIN, false),
 	CMD(imports_dropped, KVARENA_IOC_IMPORTS_DROPPED,
 	    struct kvarena_imports_dropped, KVA_CLIENT, false),
+	/*
+	 * Not in the header's table (yet): its structs say "ARENA_SET_TIER,
+	 * CAP_SYS_ADMIN"; TIER "a client of the upper arena", PROMOTE
+	 * "client", both "-EPERM ... over io_uring" (so never inline).
+	 */
+	CMD(set_tier, KVARENA_IOC_ARENA_SET_TIER, struct kvarena_arena_tier,
+	    KVA_ADMIN, false),
+	CMD(tier, KVARENA_IOC_TIER, struct kvarena_tier, KVA_CLIENT, false),
+	CMD(promote, KVARENA_IOC_PROMOTE, struct kvarena_promote, KVA_CLIENT,
+	    false),
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 

@@ -22,7 +22,8 @@
  *
  * What is checked, call by call:
  *   - the result is 0 or an errno the command's table in the uapi header
- *     allows (unknown commands: -ENOTTY; -EAGAIN never reaches a caller);
+ *     allows (unknown commands: -ENOTTY; -EAGAIN reaches no caller but
+ *     PROMOTE's, whose own it is);
  *   - a command with a non-zero reserved field or an unknown flag never
  *     succeeds;
  *   - FREE of a batch holding another process's, a forged, a freed or a
@@ -41,8 +42,19 @@
  *     an arena of the process's own (nobody else's to resize) leaves it
  *     becoming the size asked for, or with no shrink waiting after a
  *     cancel;
- * and at the end, once every process is gone, every arena is quiet
- * (nothing held, counts add up) and every arena the fuzzer made is gone.
+ *   - lower tiers (ARENA_SET_TIER) link a process's own arenas only, so
+ *     that it is the only agent (TIER) and the only PROMOTE caller of
+ *     each: every job a take hands out is given back at once, with -EIO
+ *     (after, now and then, a DONE with one bad job, which must give
+ *     nothing back), or its file is closed with the jobs taken (an agent
+ *     killed mid-copy), so no copy is under way between two calls; a DONE
+ *     of jobs never taken fails; a PROMOTE's run is held as a LOOKUP's;
+ *     LOOKUP with KVARENA_LOOKUP_LOWER counts no more keys than it had
+ *     left, none without the flag and none in fz-shared, which STAT
+ *     shows with no tier;
+ * and at the end, once every process is gone, every tier can be taken
+ * away (no copy left under way), every arena is quiet (nothing held,
+ * counts add up) and every arena the fuzzer made is gone.
  * The kernel log is checked by the VM runner.
  *
  *   sysfuzz [--calls N] [--procs N] [--seed S] [--only P] [--verbose]
@@ -184,11 +196,15 @@ static void build_policy(struct proc *p, struct call *c);
 static void build_evict(struct proc *p, struct call *c);
 static void build_events_fd(struct proc *p, struct call *c);
 static uint32_t arena_tag(struct proc *p, const char *name);
+static void reopen(struct proc *p, struct kfile *f);
 static void build_publish(struct proc *p, struct call *c);
 static void build_lookup(struct proc *p, struct call *c);
 static void build_scrub(struct proc *p, struct call *c);
 static void build_resize(struct proc *p, struct call *c);
 static void build_imports_dropped(struct proc *p, struct call *c);
+static void build_set_tier(struct proc *p, struct call *c);
+static void build_tier(struct proc *p, struct call *c);
+static void build_promote(struct proc *p, struct call *c);
 
 #define ADMIN_ERRS (E_ANY | E(EPERM) | E(EBADF) | E(ENOENT) | E(ENOMEM))
 /* Client commands: ENOTCONN marks them (see one_call()). */
@@ -247,6 +263,21 @@ static const struct cmd_desc cmds[] = {
 	{ "IMPORTS_DROPPED", KVARENA_IOC_IMPORTS_DROPPED,
 	  sizeof(struct kvarena_imports_dropped), CLIENT_ERRS, 1,
 	  build_imports_dropped },
+	{ "ARENA_SET_TIER", KVARENA_IOC_ARENA_SET_TIER,
+	  sizeof(struct kvarena_arena_tier),
+	  ADMIN_ERRS | E(EEXIST) | E(EBUSY), 2, build_set_tier },
+	{ "TIER", KVARENA_IOC_TIER, sizeof(struct kvarena_tier),
+	  CLIENT_ERRS | E(EOPNOTSUPP) | E(EPERM) | E(ENOENT) | E(EINTR), 3,
+	  build_tier },
+	/*
+	 * PROMOTE's -EAGAIN is its own ("when its frame must be cleared
+	 * first (try again)"), over ioctl() too; -EIO and -EEXIST come with
+	 * an agent's copies, which no other process makes here.
+	 */
+	{ "PROMOTE", KVARENA_IOC_PROMOTE, sizeof(struct kvarena_promote),
+	  CLIENT_ERRS | E(EOPNOTSUPP) | E(ENODEV) | E(ENOSPC) | E(EAGAIN) |
+	  E(EIO) | E(EEXIST) | E(ETIMEDOUT) | E(EINTR) | E(EPERM), 2,
+	  build_promote },
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -968,7 +999,15 @@ static void build_prefix(struct proc *p, struct call *c, bool publish)
 		c->must_fail = true;
 		c->why = "entries that cannot be read";
 	}
-	MUTATE_FIELD(p, c, x, flags);
+	/* A flag it does not take: the other command's, or nobody's. */
+	if (fz_one_in(&p->r, 12)) {
+		x->flags = fz_one_in(&p->r, 3) ?
+			   (publish ? KVARENA_LOOKUP_LOWER : KVARENA_PUBLISH_TOKENS) :
+			   1u << (2 + fz_below(&p->r, 30));
+		c->must_fail = true;
+		c->why = "a prefix flag it does not take";
+	}
+	MUTATE_FIELD(p, c, x, nr_lower);
 	MUTATE_FIELD(p, c, x, reserved);
 	if (fz_one_in(&p->r, 32)) {
 		/* Token fields without KVARENA_PUBLISH_TOKENS. */
@@ -1009,7 +1048,12 @@ static void build_publish(struct proc *p, struct call *c)
 
 static void build_lookup(struct proc *p, struct call *c)
 {
+	struct kvarena_prefix *x = slot(p, 0);
+
 	build_prefix(p, c, false);
+	/* The keys after the run found, counted in the lower tier too. */
+	if (fz_one_in(&p->r, 2))
+		x->flags |= KVARENA_LOOKUP_LOWER;
 }
 
 /*
@@ -1117,6 +1161,208 @@ static void build_resize(struct proc *p, struct call *c)
 	MUTATE_FIELD(p, c, r, reserved0);
 	MUTATE_FIELD(p, c, r, reserved1);
 	MUTATE_FIELD(p, c, r, reserved);
+}
+
+/*
+ * ARENA_SET_TIER: a lower tier for an arena, mostly one of ours below
+ * another of ours, or taken away.  Never for fz-shared, as upper or
+ * lower: the arenas of a tier are then ours alone (nobody else names
+ * them), so this process is the only one that can be the tier's agent
+ * or PROMOTE into it, one call at a time, and no other process's
+ * picture changes with it.
+ */
+static void build_set_tier(struct proc *p, struct call *c)
+{
+	struct kvarena_arena_tier *t = slot(p, 0);
+	unsigned int i;
+
+	memset(t, 0, sizeof(*t));
+	i = fz_below(&p->r, MAX_ARENAS);
+	if (p->arenas[i][0] && !fz_one_in(&p->r, 4))
+		memcpy(t->name, p->arenas[i], KVARENA_NAME_LEN);
+	else
+		pick_name(p, t->name);
+	switch (fz_below(&p->r, 8)) {
+	case 0: case 1:
+		break;		/* empty: the tier goes */
+	case 2:
+		pick_name(p, t->lower);
+		break;
+	case 3:
+		memcpy(t->lower, t->name, KVARENA_NAME_LEN);
+		c->must_fail = true;
+		c->why = "an arena as its own lower tier";
+		break;
+	default:
+		i = fz_below(&p->r, MAX_ARENAS);
+		if (p->arenas[i][0])
+			memcpy(t->lower, p->arenas[i], KVARENA_NAME_LEN);
+		else
+			pick_name(p, t->lower);
+		break;
+	}
+	if (!strncmp(t->name, shared_name, KVARENA_NAME_LEN))
+		t->name[0] = 'x';
+	if (!strncmp(t->lower, shared_name, KVARENA_NAME_LEN))
+		t->lower[0] = 'x';
+	/* An empty name with bytes after its NUL: no promise either way. */
+	if (!t->lower[0] && fz_one_in(&p->r, 32))
+		t->lower[1 + fz_below(&p->r, KVARENA_NAME_LEN - 1)] = 'j';
+	t->free_target = fz_one_in(&p->r, 8) ? (uint32_t)fz_next(&p->r) :
+			 fz_below(&p->r, 17);
+	if (fz_one_in(&p->r, 16)) {
+		t->flags = 1u << fz_below(&p->r, 32);
+		c->must_fail = true;
+		c->why = "a set_tier flag";
+	}
+	MUTATE_FIELD(p, c, t, reserved);
+}
+
+/*
+ * For a take: mostly a file of ours attached to the lower tier of @kf's
+ * arena (STAT names it), else any file of ours, or no kvarena file.
+ */
+static int32_t pick_lower_fd(struct proc *p, const struct kfile *kf)
+{
+	struct kvarena_stat *s = slot(p, 2);
+	unsigned int i, k;
+
+	switch (fz_below(&p->r, 8)) {
+	case 0: return -1;
+	case 1: return p->fdpool[fz_below(&p->r, p->nfdpool)];
+	case 2: return pick_file(p)->fd;
+	}
+	if (!kf->attached || fz_stat(kf->fd, kf->arena, s) ||
+	    s->tier != KVARENA_STAT_TIER_LOWER)
+		return pick_file(p)->fd;
+	k = fz_below(&p->r, NFD);
+	for (i = 0; i < NFD; i++) {
+		const struct kfile *f = &p->f[(k + i) % NFD];
+
+		if (f->attached && f->fd >= 0 &&
+		    !strncmp(f->arena, s->tier_name, KVARENA_NAME_LEN))
+			return f->fd;
+	}
+	return pick_file(p)->fd;
+}
+
+/*
+ * TIER: a take that waits for nothing (what it hands out goes back at
+ * once: account_tier()), or a DONE of jobs never taken - none is taken
+ * between two calls, and a forged lower handle names no job anyway -
+ * which must fail and give nothing back.
+ */
+static void build_tier(struct proc *p, struct call *c)
+{
+	struct kvarena_tier *t = slot(p, 0);
+	struct kvarena_tier_job *j = (void *)p->hbuf;
+	unsigned int i;
+	int kind, idx;
+
+	memset(t, 0, sizeof(*t));
+	c->kf = attached_file(p);
+	t->count = pick_count(p, 8);
+	if (fz_one_in(&p->r, 3)) {
+		t->flags = KVARENA_TIER_DONE;
+		for (i = 0; i < t->count && i < 64; i++) {
+			j[i].upper = pick_handle(p, c->kf, &kind, &idx);
+			/* Generations never reach 2^31 here. */
+			j[i].lower = KVARENA_HANDLE(0x80000000u |
+						    (uint32_t)fz_next(&p->r),
+						    fz_below(&p->r, NR_SHARED));
+			j[i].op = fz_one_in(&p->r, 8) ? (uint32_t)fz_next(&p->r) :
+				  1 + fz_below(&p->r, 2);
+			j[i].result = fz_one_in(&p->r, 4) ?
+				      (int32_t)fz_next(&p->r) : -EIO;
+		}
+		c->must_fail = true;
+		c->why = "a DONE of jobs never taken";
+		/* "Must be 0 with KVARENA_TIER_DONE": fails all the same. */
+		if (fz_one_in(&p->r, 8))
+			t->timeout_ms = 1 + fz_below(&p->r, 20);
+		if (fz_one_in(&p->r, 8))
+			t->lower_fd = c->kf->fd;
+	} else {
+		t->lower_fd = pick_lower_fd(p, c->kf);
+	}
+	c->count = t->count;
+	/* A take writes nothing when it hands out nothing: no promise. */
+	c->handles = pick_ptr(p, j, t->count <= 64 ? t->count * sizeof(*j) :
+			      sizeof(*j), &kind);
+	c->valid_handles_ptr = kind == PTR_GOOD;
+	t->jobs = (uintptr_t)c->handles;
+	/* Outputs are ignored on input. */
+	t->nr_done = (uint32_t)fz_next(&p->r);
+	if (fz_one_in(&p->r, 16)) {
+		t->flags |= 1u << (1 + fz_below(&p->r, 31));
+		c->must_fail = true;
+		c->why = "an unknown tier flag";
+	}
+	MUTATE_FIELD(p, c, t, reserved0);
+	MUTATE_FIELD(p, c, t, reserved);
+}
+
+/*
+ * PROMOTE: keys from the space PUBLISH and LOOKUP share, brought up from
+ * the lower tier of the file's arena, if it has one, within a short wait:
+ * nobody can be its agent meanwhile (build_set_tier()).
+ */
+static void build_promote(struct proc *p, struct call *c)
+{
+	struct kvarena_promote *x = slot(p, 0);
+	struct kvarena_prefix_entry *e = (void *)p->hbuf;
+	unsigned int n, i;
+	int kind;
+
+	memset(x, 0, sizeof(*x));
+	c->kf = attached_file(p);
+	n = fz_one_in(&p->r, 16) ? pick_count(p, 8) : 1 + fz_below(&p->r, 8);
+	for (i = 0; i < n && i < 64; i++) {
+		memset(&e[i], 0, sizeof(e[i]));
+		pick_key(p, e[i].key, c);
+		/* Outputs are ignored on input. */
+		e[i].handle = fz_next(&p->r);
+		e[i].flags = (uint32_t)fz_next(&p->r);
+		if (fz_one_in(&p->r, 32)) {
+			e[i].reserved = 1u << fz_below(&p->r, 32);
+			c->must_fail = true;
+			c->why = "an entry's reserved field";
+		}
+	}
+	x->count = n;
+	c->count = n;
+	x->entries = (uintptr_t)pick_ptr(p, e, n <= 64 ? n * sizeof(*e) :
+					 sizeof(*e), &kind);
+	c->handles = (uint64_t *)(uintptr_t)x->entries;
+	/* Only the run brought up is written back, where it was read. */
+	c->valid_handles_ptr = kind == PTR_GOOD;
+	if (kind != PTR_GOOD) {
+		c->must_fail = true;
+		c->why = "entries that cannot be read";
+	}
+	switch (fz_below(&p->r, 16)) {
+	case 0:
+		c->must_fail = true;
+		c->why = "a wait of 0 ms";
+		break;
+	case 1:
+		x->timeout_ms = KVARENA_PROMOTE_MAX_MS + 1 +
+				fz_below(&p->r, 0xffffffffu - KVARENA_PROMOTE_MAX_MS);
+		c->must_fail = true;
+		c->why = "a wait past KVARENA_PROMOTE_MAX_MS";
+		break;
+	default:
+		x->timeout_ms = 1 + fz_below(&p->r, 20);
+		break;
+	}
+	/* Outputs are ignored on input. */
+	x->nr_done = (uint32_t)fz_next(&p->r);
+	if (fz_one_in(&p->r, 16)) {
+		x->flags = 1u << fz_below(&p->r, 32);
+		c->must_fail = true;
+		c->why = "a promote flag";
+	}
+	MUTATE_FIELD(p, c, x, reserved);
 }
 
 /* ---- one call ------------------------------------------------------------ */
@@ -1271,6 +1517,7 @@ static void account_evict(struct proc *p, const struct call *c,
 static void check_stat(struct proc *p, const struct call *c,
 		       const struct kvarena_stat *s)
 {
+	static const char no_name[KVARENA_NAME_LEN];
 	const uint8_t *tail = (const uint8_t *)s + KVARENA_STAT_SIZE_V1;
 	unsigned int i;
 
@@ -1294,9 +1541,18 @@ static void check_stat(struct proc *p, const struct call *c,
 		fail(p, c, "%.32s: %u frames + %u absent, table %u, %u going",
 		     s->name, s->nr_frames, s->nr_absent, s->max_frames,
 		     s->nr_shrinking);
-	if (s->reserved0 || s->reserved[0] || s->reserved[1] ||
-	    s->reserved[2] || s->reserved[3])
-		fail(p, c, "%.32s: reserved fields written", s->name);
+	/* "0 (and @tier_name empty) if neither", else the other arena. */
+	if (s->tier > KVARENA_STAT_TIER_UPPER ||
+	    (s->tier ? !s->tier_name[0] ||
+		       !memchr(s->tier_name, 0, KVARENA_NAME_LEN) ||
+		       !strncmp(s->tier_name, s->name, KVARENA_NAME_LEN) :
+		       memcmp(s->tier_name, no_name, KVARENA_NAME_LEN)))
+		fail(p, c, "%.32s: tier %u \"%.32s\"", s->name, s->tier,
+		     s->tier_name);
+	/* Nobody gives fz-shared a tier (build_set_tier()). */
+	else if (s->tier && !strncmp(s->name, shared_name, KVARENA_NAME_LEN))
+		fail(p, c, "%s: tier %u \"%.32s\"", shared_name, s->tier,
+		     s->tier_name);
 }
 
 /*
@@ -1322,6 +1578,76 @@ static void check_resize(struct proc *p, const struct call *c,
 		fail(p, c, "%.32s: %s %u, now %u frames, %u going", r->name,
 		     cancel ? "cancelled, size" : "resized to",
 		     r->nr_frames, r->out_frames, r->out_shrinking);
+}
+
+/*
+ * A take that succeeded: we copy nothing, so every job goes back at once
+ * with -EIO - after, now and then, a DONE with one bad job, which must
+ * give nothing back - or its file is closed with the jobs taken (an
+ * agent killed mid-copy: they end undone).  Either way no copy is under
+ * way between two calls.  A job's frames are held by the job, not by
+ * the agent's client: its own count does not move.
+ */
+static void account_tier(struct proc *p, struct call *c,
+			 const struct kvarena_tier *t)
+{
+	struct kvarena_tier_job *j = (void *)c->handles, keep;
+	struct kvarena_tier done = { .jobs = (uintptr_t)c->handles,
+				     .flags = KVARENA_TIER_DONE };
+	uint32_t n = t->nr_done, i, k;
+	int ret;
+
+	/* A DONE that worked is failed already (must_fail). */
+	if (t->flags & KVARENA_TIER_DONE)
+		return;
+	if (n > c->count) {
+		fail(p, c, "TIER took %u of %u", n, c->count);
+		return;
+	}
+	if (!n)
+		return;
+	for (i = 0; i < n; i++) {
+		/* "@result: ... zero from a take." */
+		if ((j[i].op != KVARENA_TIER_DEMOTE &&
+		     j[i].op != KVARENA_TIER_PROMOTE) || j[i].result)
+			fail(p, c, "TIER job %u of %u: op %u result %d", i, n,
+			     j[i].op, j[i].result);
+		j[i].result = -EIO;
+	}
+	if (p->admin && fz_one_in(&p->r, 8)) {
+		reopen(p, c->kf);
+		return;
+	}
+	done.count = n;
+	if (fz_one_in(&p->r, 4)) {
+		/* All or nothing: one bad job, and none goes back. */
+		k = fz_below(&p->r, n);
+		keep = j[k];
+		switch (fz_below(&p->r, 3)) {
+		case 0:
+			j[k].result = 1 + fz_below(&p->r, 1000);
+			break;
+		case 1:
+			j[k].op ^= KVARENA_TIER_DEMOTE | KVARENA_TIER_PROMOTE;
+			break;
+		default:
+			if (n > 1)
+				j[k] = j[(k + 1) % n];	/* a job twice */
+			else
+				j[k].lower ^= 1ull << 63;
+			break;
+		}
+		ret = fz_ioctl(c->kf->fd, KVARENA_IOC_TIER, &done);
+		if (!ret)
+			fail(p, c, "TIER DONE of %u jobs, one bad, gave %u back",
+			     n, done.nr_done);
+		j[k] = keep;
+	}
+	done.nr_done = 0;
+	ret = fz_ioctl(c->kf->fd, KVARENA_IOC_TIER, &done);
+	if (ret || done.nr_done != n)
+		fail(p, c, "TIER DONE of %u jobs just taken: %d, %u given back",
+		     n, ret, done.nr_done);
 }
 
 /* What a successful call changed, in the process's own picture. */
@@ -1422,6 +1748,18 @@ static void account(struct proc *p, struct call *c, int ret)
 			fail(p, c, "LOOKUP found %u of %u", x->nr_done, c->count);
 			return;
 		}
+		/*
+		 * "@nr_lower: ... how many of the keys after the run found
+		 * are, in order, in the arena's lower tier ...; otherwise 0"
+		 * (it went in as 0 unless must_fail, reported already);
+		 * fz-shared has no lower tier.
+		 */
+		if (!c->must_fail && (x->nr_lower > c->count - x->nr_done ||
+		    (x->nr_lower && (!(x->flags & KVARENA_LOOKUP_LOWER) ||
+				     c->kf->tag == 0))))
+			fail(p, c, "LOOKUP found %u of %u, %u more below%s",
+			     x->nr_done, c->count, x->nr_lower,
+			     c->kf->tag ? "" : " fz-shared");
 		for (i = 0; i < x->nr_done; i++) {
 			struct kvarena_frames fr = {
 				.handles = (uintptr_t)&e[i].handle, .count = 1 };
@@ -1434,6 +1772,32 @@ static void account(struct proc *p, struct call *c, int ret)
 				fail(p, c, "FREE of a looked-up frame failed");
 			}
 		}
+	} else if (d->cmd == KVARENA_IOC_PROMOTE) {
+		/*
+		 * "published under the key and held by the caller, as a
+		 * LOOKUP hit would be": new holds, each on a fresh frame.
+		 */
+		const struct kvarena_promote *x = c->arg;
+		const struct kvarena_prefix_entry *e = (const void *)c->handles;
+
+		if (x->nr_done > c->count ||
+		    (x->nr_done && !c->valid_handles_ptr)) {
+			fail(p, c, "PROMOTE brought %u of %u up", x->nr_done,
+			     c->count);
+			return;
+		}
+		for (i = 0; i < x->nr_done; i++) {
+			struct kvarena_frames fr = {
+				.handles = (uintptr_t)&e[i].handle, .count = 1 };
+
+			if (c->kf->n < HELD) {
+				c->kf->held[c->kf->n++] = e[i].handle;
+			} else if (fz_ioctl(c->kf->fd, KVARENA_IOC_FREE, &fr)) {
+				fail(p, c, "FREE of a promoted frame failed");
+			}
+		}
+	} else if (d->cmd == KVARENA_IOC_TIER) {
+		account_tier(p, c, c->arg);
 	} else if (d->cmd == KVARENA_IOC_ARENA_CREATE) {
 		const struct kvarena_arena_create *a = c->arg;
 
@@ -1568,6 +1932,8 @@ static void one_call(struct proc *p)
 		t->done = ((const struct kvarena_frames *)c.arg)->nr_done;
 	else if (kind == PTR_GOOD && c.cmd == KVARENA_IOC_LOOKUP)
 		t->done = ((const struct kvarena_prefix *)c.arg)->nr_done;
+	else if (kind == PTR_GOOD && c.cmd == KVARENA_IOC_PROMOTE)
+		t->done = ((const struct kvarena_promote *)c.arg)->nr_done;
 }
 
 /* What the process's last calls were, oldest first. */
@@ -1821,6 +2187,37 @@ static bool was_there_before(const char *name)
 }
 
 /*
+ * Take away every lower tier the fuzzer gave: a lower tier cannot be
+ * destroyed while it is one.  With every process gone (the agents' files
+ * too: wait for the upper arena's clients to go) no copy may be under
+ * way, so none is -EBUSY.
+ */
+static int untier(int fd)
+{
+	struct kvarena_arena_tier t;
+	struct kvarena_stat s;
+	int failures = 0, ret;
+	uint32_t idx;
+
+	for (idx = 0; arena_by_index(fd, idx, &s); idx++) {
+		if (s.tier != KVARENA_STAT_TIER_LOWER ||
+		    was_there_before(s.name))
+			continue;
+		if (fz_wait_no_clients(fd, s.name, 30) < 0)
+			failures++;
+		memset(&t, 0, sizeof(t));
+		memcpy(t.name, s.name, KVARENA_NAME_LEN);
+		ret = fz_ioctl(fd, KVARENA_IOC_ARENA_SET_TIER, &t);
+		if (ret) {
+			printf("# sysfuzz: cannot take %.32s's lower tier %.32s "
+			       "away: %s\n", s.name, s.tier_name, strerror(-ret));
+			failures++;
+		}
+	}
+	return failures;
+}
+
+/*
  * Destroy what the fuzzer made and check every arena it leaves: its
  * own, and any a random name made (a valid name of random bytes turns
  * up now and then), which would hold the module after the run.
@@ -1828,7 +2225,7 @@ static bool was_there_before(const char *name)
 static int cleanup_and_check(int fd, int *lost_total)
 {
 	struct kvarena_stat s;
-	int failures = 0, idx = 0;
+	int failures = untier(fd), idx = 0;
 	uint32_t lost = 0;
 
 	while (arena_by_index(fd, idx, &s)) {
