@@ -3,9 +3,11 @@
  * kvarenactl end to end, inside the VM with kvarena.ko loaded: arenas made
  * by `kvarenactl create`, clients that attach, allocate and report usage
  * with known numbers, and the tool's stat, clients, top, metrics and --json
- * output compared with exactly what those clients did.  Then the errors:
- * unknown arenas, no permission, no capability, no module, no libcuda, and
- * a create that fails half-way and leaves nothing.
+ * output compared with exactly what those clients did; two arenas linked
+ * with tier, and agent copying frames down and up, byte for byte.  Then
+ * the errors: unknown arenas, no permission, no capability, no module, no
+ * libcuda, a create that fails half-way and leaves nothing, and what tier
+ * and agent refuse.
  *
  * The statically linked kvarenactl is built into this program (KVACTL_BIN,
  * set by the build) and run from a memfd, so the VM needs this one file.
@@ -1962,6 +1964,490 @@ TEST(resize_below_the_clients_guarantees_is_refused)
 	EXPECT_EQ(4, s.nr_frames);
 	client_stop(&c, 0);
 	EXPECT_EQ(0, destroy("rg"));
+}
+
+/* ---- tier and agent ----------------------------------------------------------- */
+
+#define TIER_FS	(64 * 1024)		/* the tier tests' frame size */
+
+/* Byte @j of the frame with key @i of chain @tag: no two frames alike. */
+static unsigned char tier_pat(__u64 tag, __u32 i, size_t j)
+{
+	return (unsigned char)(tag * 131 + i * 29 + j * 7 + (j >> 12));
+}
+
+/* Frame @h of @fd's client holds key @i of chain @tag, every byte. */
+static bool tier_intact(int fd, __u64 h, __u64 tag, __u32 i)
+{
+	unsigned char *p = kva_map_frame(fd, h, PROT_READ);
+	bool ok = p != MAP_FAILED;
+
+	for (size_t j = 0; ok && j < TIER_FS; j++)
+		ok = p[j] == tier_pat(tag, i, j);
+	if (p != MAP_FAILED)
+		munmap(p, TIER_FS);
+	return ok;
+}
+
+/* A child's exit status, or 1000 + its signal; -1 if it never ran. */
+static int reap_child(pid_t pid)
+{
+	int status;
+
+	return pid > 0 && waitpid(pid, &status, 0) == pid ?
+	       kva_exited(status) : -1;
+}
+
+/*
+ * A process of root that publishes @n frames of chain @tag in @arena
+ * (filled with tier_pat() where @fill) and lets them go, so that they are
+ * cached: 0, or the step that failed.
+ */
+static int tier_publish(const char *arena, __u64 tag, __u32 n, bool fill)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct kvarena_prefix_entry e[16];
+		struct kvarena_prefix p = {
+			.entries = (__u64)(unsigned long)e, .count = n,
+		};
+		__u64 h[16];
+		int fd = kva_open(O_RDWR);
+
+		if (fd < 0 || n > 16 ||
+		    kva_attach(fd, arena, "publisher", 0, 0, NULL) ||
+		    kva_alloc(fd, h, n, 0) != (int)n)
+			_exit(1);
+		for (__u32 i = 0; fill && i < n; i++) {
+			unsigned char *m;
+
+			m = kva_map_frame(fd, h[i], PROT_READ | PROT_WRITE);
+
+			if (m == MAP_FAILED)
+				_exit(2);
+			for (size_t j = 0; j < TIER_FS; j++)
+				m[j] = tier_pat(tag, i, j);
+			munmap(m, TIER_FS);
+		}
+		client_chain(e, n, tag, h);
+		if (kva_ioctl(fd, KVARENA_IOC_PUBLISH, &p) || p.nr_done != n ||
+		    kva_free(fd, h, n))
+			_exit(3);
+		_exit(0);
+	}
+	return reap_child(pid);
+}
+
+/*
+ * A process of root that finds keys 0..@n-1 of chain @tag in @arena -
+ * with LOOKUP, or where @promote with PROMOTE from its lower tier, after
+ * LOOKUP found them all below - and checks every byte of them: 0, or the
+ * step that failed.
+ */
+static int tier_check(const char *arena, __u64 tag, __u32 n, bool promote)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct kvarena_prefix_entry e[16];
+		struct kvarena_prefix lk = {
+			.entries = (__u64)(unsigned long)e, .count = n,
+			.flags = promote ? KVARENA_LOOKUP_LOWER : 0,
+		};
+		struct kvarena_promote pr = {
+			.entries = (__u64)(unsigned long)e, .count = n,
+			.timeout_ms = 20000,
+		};
+		int fd = kva_open(O_RDWR);
+
+		if (fd < 0 || n > 16 ||
+		    kva_attach(fd, arena, "checker", 0, 0, NULL))
+			_exit(1);
+		client_chain(e, n, tag, NULL);
+		if (kva_ioctl(fd, KVARENA_IOC_LOOKUP, &lk))
+			_exit(2);
+		if (promote) {
+			if (lk.nr_done || lk.nr_lower != n)
+				_exit(3);
+			client_chain(e, n, tag, NULL);
+			if (kva_ioctl(fd, KVARENA_IOC_PROMOTE, &pr) ||
+			    pr.nr_done != n)
+				_exit(4);
+		} else if (lk.nr_done != n) {
+			_exit(3);
+		}
+		for (__u32 i = 0; i < n; i++)
+			if (!tier_intact(fd, e[i].handle, tag, i))
+				_exit(5);
+		_exit(0);
+	}
+	return reap_child(pid);
+}
+
+/* Wait up to 10 s for arena @name to have @free free, @cached cached frames. */
+static bool tier_settles(const char *name, __u32 free, __u32 cached)
+{
+	struct kvarena_stat s = { 0 };
+
+	for (int i = 0; i < 1000; i++) {
+		if (!stat_of(name, &s) && s.nr_free == free &&
+		    s.nr_cached == cached)
+			return true;
+		usleep(10000);
+	}
+	fprintf(stderr, "# %s: %u free, %u cached; want %u, %u\n", name,
+		s.nr_free, s.nr_cached, free, cached);
+	return false;
+}
+
+/* kvarenactl run in the background as root: its pid and its output files. */
+struct bg_run {
+	pid_t pid;
+	int out, err;
+};
+
+static void bg_start(struct bg_run *b, const char *const argv[])
+{
+	int exe = kvactl_exe();
+
+	b->out = memfd("out", MFD_NOEXEC_SEAL);
+	b->err = memfd("err", MFD_NOEXEC_SEAL);
+	b->pid = -1;
+	if (exe < 0 || b->out < 0 || b->err < 0)
+		return;
+	b->pid = fork();
+	if (b->pid == 0) {
+		int null = open("/dev/null", O_RDONLY);
+
+		if (null < 0 || dup2(null, 0) < 0 || dup2(b->out, 1) < 0 ||
+		    dup2(b->err, 2) < 0)
+			_exit(123);
+		fexecve(exe, (char *const *)argv, environ);
+		_exit(124);
+	}
+}
+
+/* Send @sig (if any) and wait for it: its exit status and output in @r. */
+static void bg_wait(struct bg_run *b, struct run *r, int sig)
+{
+	r->out[0] = r->err[0] = '\0';
+	if (sig && b->pid > 0)
+		kill(b->pid, sig);
+	r->rc = reap_child(b->pid);
+	if (b->out >= 0)
+		slurp(b->out, r->out, sizeof(r->out));
+	if (b->err >= 0)
+		slurp(b->err, r->err, sizeof(r->err));
+}
+
+/*
+ * Two host arenas of 64 KiB frames, linked with tier; a process
+ * publishes filled frames and leaves.  kvarenactl agent -n copies some
+ * down and stops; one in the background copies the rest, and later ones,
+ * down as they come, and copies frames up for a PROMOTE; SIGTERM stops
+ * it, and it says what it copied.  Every byte arrives, below and back
+ * above, and the tier shows in stat.
+ */
+TEST(tier_links_two_arenas_and_agent_copies_frames_down_and_up)
+{
+	const __u64 tag_a = 0x7a, tag_b = 0x7b;
+	struct kvarena_stat s;
+	struct bg_run bg;
+	pid_t promoter;
+	struct run r;
+
+	destroy("tup");
+	destroy("tlo");
+	CTL(&r, "create", "tup", "--frames", "8", "--frame-size", "64K",
+	    "--low-watermark", "2");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	CTL(&r, "create", "tlo", "--frames", "16", "--frame-size", "64K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+
+	/* Every cached frame goes down: 8 frames, all of them free. */
+	CTL(&r, "tier", "tup", "--lower", "tlo", "--free-target", "512Ki");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_STREQ("tier: tlo is the lower tier of tup: cached frames of tup go down to it while fewer than 8 frames (512Ki) of tup are free; kvarenactl agent tup copies them\n",
+		     r.out);
+	EXPECT_STREQ("", r.err);
+	CTL(&r, "stat", "tup");
+	EXPECT_NE(NULL, strstr(r.out, "\ntier: lower tier \"tlo\" (cached frames go there; kvarenactl agent copies them)\n"))
+		TH_LOG("%s", r.out);
+	CTL(&r, "stat", "tlo");
+	EXPECT_NE(NULL, strstr(r.out, "\ntier: the lower tier of \"tup\"\n"))
+		TH_LOG("%s", r.out);
+	CTL(&r, "stat", "tup", "-j");
+	EXPECT_NE(NULL, strstr(r.out, ",\"lower_tier\":\"tlo\"")) TH_LOG("%s", r.out);
+
+	/* 6 frames cached above; -n 4 copies 4 of them down, oldest first. */
+	ASSERT_EQ(0, tier_publish("tup", tag_a, 6, true));
+	ASSERT_TRUE(tier_settles("tup", 2, 6));
+	CTL(&r, "agent", "tup", "-n", "4");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_TRUE(starts(r.out, "tup: 4 frames demoted, 0 promoted (256Ki) in "))
+		TH_LOG("%s", r.out);
+	EXPECT_NE(NULL, strstr(r.out, " s, copying at ")) TH_LOG("%s", r.out);
+	EXPECT_TRUE(ends(r.out, "/s\n")) TH_LOG("%s", r.out);
+	EXPECT_EQ(strlen(r.out) - 1, (size_t)(strchr(r.out, '\n') - r.out));
+	EXPECT_STREQ("", r.err);
+	ASSERT_EQ(0, wait_no_clients("tup", &s));
+	EXPECT_EQ(6, s.nr_free);
+	EXPECT_EQ(2, s.nr_cached);
+	ASSERT_EQ(0, wait_no_clients("tlo", &s));
+	EXPECT_EQ(12, s.nr_free);
+	EXPECT_EQ(4, s.nr_cached);
+
+	/* In the background: the other 2, then 3 published meanwhile. */
+	bg_start(&bg, ARGV("agent", "tup"));
+	ASSERT_LT(0, bg.pid);
+	EXPECT_TRUE(tier_settles("tup", 8, 0));
+	EXPECT_TRUE(tier_settles("tlo", 10, 6));
+	ASSERT_EQ(0, tier_publish("tup", tag_b, 3, true));
+	EXPECT_TRUE(tier_settles("tup", 8, 0));
+	EXPECT_TRUE(tier_settles("tlo", 7, 9));
+	/* Up again, byte for byte, for a client that asks (PROMOTE). */
+	EXPECT_EQ(0, tier_check("tup", tag_a, 6, true));
+	/* Cached above once more, they go down without a copy: 9 below. */
+	EXPECT_TRUE(tier_settles("tup", 8, 0));
+	EXPECT_TRUE(tier_settles("tlo", 7, 9));
+	bg_wait(&bg, &r, SIGTERM);
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_TRUE(starts(r.out, "tup: 5 frames demoted, 6 promoted (704Ki) in "))
+		TH_LOG("%s", r.out);
+	EXPECT_TRUE(ends(r.out, "/s\n")) TH_LOG("%s", r.out);
+	EXPECT_STREQ("", r.err);
+
+	/* Below, every byte of both chains; above, every frame free. */
+	EXPECT_EQ(0, tier_check("tlo", tag_a, 6, false));
+	EXPECT_EQ(0, tier_check("tlo", tag_b, 3, false));
+	ASSERT_EQ(0, wait_no_clients("tlo", &s));
+	EXPECT_EQ(7, s.nr_free);
+	EXPECT_EQ(9, s.nr_cached);
+	ASSERT_EQ(0, wait_no_clients("tup", &s));
+	EXPECT_EQ(8, s.nr_free);
+	EXPECT_EQ(0, s.nr_cached);
+
+	/* Nothing to copy: --wait ends it, having copied nothing. */
+	CTL(&r, "agent", "tup", "--wait", "0.3");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_TRUE(starts(r.out, "tup: 0 frames demoted, 0 promoted (0B) in 0."))
+		TH_LOG("%s", r.out);
+	EXPECT_TRUE(ends(r.out, ", copying at 0B/s\n")) TH_LOG("%s", r.out);
+
+	/*
+	 * A PROMOTE that waits for an agent (none runs now) is a copy under
+	 * way: --none waits for it to end (here, its timeout).
+	 */
+	promoter = fork();
+	if (promoter == 0) {
+		struct kvarena_prefix_entry e[3];
+		struct kvarena_promote pr = {
+			.entries = (__u64)(unsigned long)e, .count = 3,
+			.timeout_ms = 3000,
+		};
+		int cfd = kva_open(O_RDWR);
+
+		if (cfd < 0 || kva_attach(cfd, "tup", "promoter", 0, 0, NULL))
+			_exit(1);
+		client_chain(e, 3, tag_b, NULL);
+		_exit(kva_ioctl(cfd, KVARENA_IOC_PROMOTE, &pr) == -ETIMEDOUT ?
+		      0 : 2);
+	}
+	ASSERT_LT(0, promoter);
+	/* Its 3 fresh frames are taken from the free ones once it waits. */
+	EXPECT_TRUE(tier_settles("tup", 5, 0));
+	CTL(&r, "tier", "tup", "--none");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: tier: copies between \"tup\" and \"tlo\" are under way: try again once they are done\n",
+		     r.err);
+	EXPECT_EQ(0, reap_child(promoter));
+	EXPECT_TRUE(tier_settles("tup", 8, 0));
+	EXPECT_TRUE(tier_settles("tlo", 7, 9));
+
+	/* The lower tier stays while it is one; --none lets it go. */
+	CTL(&r, "destroy", "tlo");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: destroy: arena \"tlo\" is the lower tier of \"tup\" (kvarenactl tier tup --none first)\n",
+		     r.err);
+	CTL(&r, "tier", "tup", "--none");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_STREQ("tier: tup has no lower tier now; tlo keeps what it holds, an arena of its own again\n",
+		     r.out);
+	CTL(&r, "stat", "tup");
+	EXPECT_EQ(NULL, strstr(r.out, "\ntier: ")) TH_LOG("%s", r.out);
+	ASSERT_EQ(0, stat_of("tlo", &s));
+	EXPECT_EQ(0, s.tier);
+	EXPECT_EQ(9, s.nr_cached);
+	CTL(&r, "tier", "tup", "--none");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: tier: \"tup\" has no lower tier\n", r.err);
+	CTL(&r, "agent", "tup");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("", r.out);
+	EXPECT_STREQ("kvarenactl: agent: \"tup\" has no lower tier (kvarenactl tier tup --lower LOWER first)\n",
+		     r.err);
+
+	/* Without --free-target, the low watermark decides. */
+	CTL(&r, "tier", "tup", "--lower", "tlo");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_STREQ("tier: tlo is the lower tier of tup: cached frames of tup go down to it while fewer than 2 frames (128Ki) of tup are free (its low watermark); kvarenactl agent tup copies them\n",
+		     r.out);
+	/* Destroying the upper arena takes the tier with it. */
+	EXPECT_EQ(0, destroy("tup"));
+	EXPECT_EQ(0, destroy("tlo"));
+}
+
+/*
+ * What tier and agent refuse, and how they say it: no capability, no
+ * such arena, a second tier, a lower arena that cannot be one, an agent
+ * of an arena without a tier or of its lower arena, a caller that is not
+ * the owner, and frames that cannot be mapped (a CUDA arena's).
+ */
+TEST(tier_and_agent_refusals_say_why)
+{
+	struct kvarena_arena_create c = { .frame_size = TIER_FS,
+					  .nr_frames = 4,
+					  .mem_kind = KVARENA_MEM_CUDA };
+	int fd = kva_open(O_RDWR), null = open("/dev/null", O_RDWR);
+	struct kvarena_stat s;
+	struct run r;
+
+	ASSERT_LE(0, fd);
+	ASSERT_LE(0, null);
+	destroy("ru");
+	destroy("rgpu");
+	destroy("rl");
+	destroy("rl2");
+	destroy("rbig");
+	CTL(&r, "create", "ru", "--frames", "4", "--frame-size", "64K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	CTL(&r, "create", "rl", "--frames", "4", "--frame-size", "64K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	CTL(&r, "create", "rl2", "--frames", "8", "--frame-size", "64K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	CTL(&r, "create", "rbig", "--frames", "2", "--frame-size", "128K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	/* A CUDA arena as the module sees one; its frames do not map. */
+	strcpy(c.name, "rgpu");
+	ASSERT_EQ(0, kva_ioctl(fd, KVARENA_IOC_ARENA_CREATE, &c));
+	for (__u32 i = 0; i < c.nr_frames; i++)
+		ASSERT_EQ(0, kva_set_backing(fd, "rgpu", i, 1, null, 0));
+
+	CTL_AS(&r, NOCAP, "tier", "ru", "--lower", "rl");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: tier: permission denied (needs CAP_SYS_ADMIN)\n",
+		     r.err);
+	ASSERT_EQ(0, chmod(KVARENA_DEVICE, 0666));
+	CTL_AS(&r, NOBODY, "tier", "ru", "--lower", "rl");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("", r.out);
+	EXPECT_STREQ("kvarenactl: tier: permission denied (needs CAP_SYS_ADMIN)\n",
+		     r.err);
+	ASSERT_EQ(0, chmod(KVARENA_DEVICE, 0660));
+	ASSERT_EQ(0, stat_of("ru", &s));
+	EXPECT_EQ(0, s.tier);
+
+	CTL(&r, "tier", "nosuch", "--lower", "rl");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: tier: no arena named \"nosuch\"\n", r.err);
+	CTL(&r, "tier", "ru", "--lower", "nosuch");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: tier: no arena named \"nosuch\"\n", r.err);
+	CTL(&r, "tier", "ru", "--lower", "rbig");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: tier: \"rbig\" cannot be the lower tier of \"ru\": its frames are 128Ki, those of \"ru\" 64Ki (LOWER must be a host arena with frames of 64Ki, below no other arena and with no lower tier of its own)\n",
+		     r.err);
+	CTL(&r, "tier", "ru", "--lower", "rgpu");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: tier: \"rgpu\" cannot be the lower tier of \"ru\": it is a cuda arena (LOWER must be a host arena with frames of 64Ki, below no other arena and with no lower tier of its own)\n",
+		     r.err);
+	CTL(&r, "tier", "ru", "--lower", "rl", "--free-target", "5");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: tier: --free-target 5 is above the arena's 4 frames\n",
+		     r.err);
+	CTL(&r, "tier", "ru", "--lower", "rl", "--free-target", "100K");
+	EXPECT_EQ(2, r.rc);
+	EXPECT_STREQ("kvarenactl: tier: --free-target \"100K\": not a whole number of 64Ki frames\nTry 'kvarenactl help tier'.\n",
+		     r.err);
+
+	/* Linked: a second tier, or a lower arena that is one, is refused. */
+	CTL(&r, "tier", "ru", "--lower", "rl", "--free-target", "4");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	CTL(&r, "tier", "ru", "--lower", "rl2");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: tier: \"ru\" has a lower tier already, \"rl\" (kvarenactl tier ru --none first)\n",
+		     r.err);
+	CTL(&r, "tier", "rl2", "--lower", "rl");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: tier: \"rl\" cannot be the lower tier of \"rl2\": it is the lower tier of \"ru\" already (LOWER must be a host arena with frames of 64Ki, below no other arena and with no lower tier of its own)\n",
+		     r.err);
+	CTL(&r, "tier", "rl", "--lower", "rl2");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: tier: \"rl\" is the lower tier of \"ru\": a lower tier has none of its own\n",
+		     r.err);
+	CTL(&r, "tier", "rl2", "--lower", "ru");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: tier: \"ru\" cannot be the lower tier of \"rl2\": it has a lower tier of its own, \"rl\" (LOWER must be a host arena with frames of 64Ki, below no other arena and with no lower tier of its own)\n",
+		     r.err);
+	CTL_AS(&r, NOCAP, "tier", "ru", "--none");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: tier: permission denied (needs CAP_SYS_ADMIN)\n",
+		     r.err);
+
+	/* The agent: of the upper arena, and of its owner or root only. */
+	CTL(&r, "agent", "rl");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: agent: \"rl\" is the lower tier of \"ru\": run the agent of the upper arena (kvarenactl agent ru)\n",
+		     r.err);
+	CTL(&r, "agent", "rl2", "-n", "1");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("", r.out);
+	EXPECT_STREQ("kvarenactl: agent: \"rl2\" has no lower tier (kvarenactl tier rl2 --lower LOWER first)\n",
+		     r.err);
+	CTL(&r, "agent", "nosuch");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: agent: no arena named \"nosuch\"\n", r.err);
+	ASSERT_EQ(0, chmod(KVARENA_DEVICE, 0666));
+	CTL_AS(&r, NOBODY, "agent", "ru", "--wait", "0");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: agent: permission denied: only the owner of \"ru\" or CAP_SYS_ADMIN may copy its frames\n",
+		     r.err);
+	EXPECT_TRUE(starts(r.out, "ru: 0 frames demoted, 0 promoted (0B) in "))
+		TH_LOG("%s", r.out);
+	ASSERT_EQ(0, chmod(KVARENA_DEVICE, 0660));
+	CTL(&r, "tier", "ru", "--none");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+
+	/*
+	 * A CUDA arena's frames: FRAME_FD gives the GPU allocation's export,
+	 * which mmap() refuses.  Each copy goes back failed, the frames stay
+	 * cached above, nothing is published below, and the agent says
+	 * why once and stops.
+	 */
+	CTL(&r, "tier", "rgpu", "--lower", "rl2", "--free-target", "4");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	ASSERT_EQ(0, tier_publish("rgpu", 0x9, 3, false));
+	ASSERT_TRUE(tier_settles("rgpu", 1, 3));
+	CTL(&r, "agent", "rgpu", "--wait", "5");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_TRUE(starts(r.err, "kvarenactl: agent: cannot map frame ")) TH_LOG("%s", r.err);
+	EXPECT_NE(NULL, strstr(r.err, " of \"rgpu\" (No such device): this kvarenactl copies host-mappable frames only, not a CUDA arena's GPU memory; the copy is given back failed\nkvarenactl: agent: none of the 3 copies taken could be made: stopping\n"))
+		TH_LOG("%s", r.err);
+	EXPECT_TRUE(starts(r.out, "rgpu: 0 frames demoted, 0 promoted (0B) in "))
+		TH_LOG("%s", r.out);
+	EXPECT_TRUE(ends(r.out, ", copying at 0B/s; 3 copies failed\n"))
+		TH_LOG("%s", r.out);
+	EXPECT_TRUE(tier_settles("rgpu", 1, 3));
+	EXPECT_TRUE(tier_settles("rl2", 8, 0));
+
+	EXPECT_EQ(0, destroy("rgpu"));
+	EXPECT_EQ(0, destroy("rl2"));
+	EXPECT_EQ(0, destroy("ru"));
+	EXPECT_EQ(0, destroy("rl"));
+	EXPECT_EQ(0, destroy("rbig"));
+	close(null);
+	close(fd);
 }
 
 /* The value of /sys/class/misc/kvarena/arenas/@arena/@attr. */

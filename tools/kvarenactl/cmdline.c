@@ -38,8 +38,8 @@
 /* ---- commands ------------------------------------------------------------ */
 
 enum cmd_id { C_STAT, C_CLIENTS, C_TOP, C_METRICS, C_CREATE, C_DESTROY,
-	      C_LIMIT, C_KILL, C_EVICT, C_EVENTS, C_SCRUB, C_RESIZE, C_HELP,
-	      NR_CMDS };
+	      C_LIMIT, C_KILL, C_EVICT, C_EVENTS, C_SCRUB, C_RESIZE, C_TIER,
+	      C_AGENT, C_HELP, NR_CMDS };
 
 #define CB(c)		(1u << (c))
 #define C_VIEW		(CB(C_STAT) | CB(C_CLIENTS) | CB(C_TOP))
@@ -61,6 +61,7 @@ static int check_kill(struct kvactl_opts *o);
 static int check_evict(struct kvactl_opts *o);
 static int check_events(struct kvactl_opts *o);
 static int check_resize(struct kvactl_opts *o);
+static int check_tier(struct kvactl_opts *o);
 static const struct command *find_command(const char *name);
 
 static const struct command commands[NR_CMDS] = {
@@ -130,6 +131,24 @@ static const struct command commands[NR_CMDS] = {
 		"are still held then); --cancel stops waiting, and they stay.  A grow\n"
 		"brings frames back up to the arena's --max-frames, with new memory.\n"
 		"N and SIZE are the arena's new size; SIZE is whole frames (512Mi).\n" },
+	[C_TIER] = { "tier", kvactl_cmd_tier, 1, 1,
+		"NAME --lower LOWER [--free-target N] | NAME --none",
+		"Give an arena a lower tier that keeps what its cache would drop, or take it away",
+		check_tier,
+		"While fewer than --free-target of NAME's frames are free, its oldest\n"
+		"cached frames are copied down to LOWER, a host arena of NAME's frame\n"
+		"size, and back up when a client asks for them, by kvarenactl agent NAME;\n"
+		"without an agent they are dropped as before.  LOWER cannot be destroyed\n"
+		"while it is a lower tier; --none is refused while copies are under way.\n" },
+	[C_AGENT] = { "agent", kvactl_cmd_agent, 1, 1,
+		"NAME [-n COUNT] [--wait SECONDS]",
+		"Copy an arena's cached frames down to its lower tier, and back up",
+		NULL,
+		"The arena's owner (or root) runs it beside the engines, until SIGINT\n"
+		"or SIGTERM, -n COUNT frames copied, or --wait SECONDS with nothing to\n"
+		"copy (kvarenactl tier NAME --lower LOWER first).  It copies host memory\n"
+		"(mmap and memcpy) only: a CUDA arena's frames need an agent that copies\n"
+		"GPU memory, and this one gives them back failed and stops.\n" },
 	[C_HELP] = { "help", NULL, 0, 1, "[COMMAND]",
 		"This help, or a command's options and their limits" },
 };
@@ -178,10 +197,12 @@ static int parse_hashes(struct kvactl_opts *o, const char *arg);
 static int parse_layout(struct kvactl_opts *o, const char *arg);
 static int parse_salt(struct kvactl_opts *o, const char *arg);
 static int parse_cache_domains(struct kvactl_opts *o, const char *arg);
+static int parse_lower(struct kvactl_opts *o, const char *arg);
 
 #define OFF(f)		offsetof(struct kvactl_opts, f)
 #define ENDPOINT_WANT	"a ZeroMQ endpoint: tcp://HOST:PORT, ipc://PATH, ..."
 #define MAX_SECONDS	86400u
+#define NAME_WANT	"1-31 characters of A-Z a-z 0-9 _ . -, not starting with '.'"
 
 static const struct option_row opts[KVACTL_NR_OPTS] = {
 	[OPT_JSON] = { "json", 'j', V_FLAG, NULL, OFF(json),
@@ -195,8 +216,8 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		.cmds = CB(C_TOP), .help = "between refreshes; default 1" },
 	[OPT_ITERATIONS] = { "iterations", 'n', V_U64, "COUNT",
 		OFF(iterations), 1, UINT64_MAX,
-		.cmds = CB(C_TOP) | CB(C_EVENTS) | CB(C_SCRUB),
-		.help = "refreshes (top), events or frames cleared (scrub), then exit" },
+		.cmds = CB(C_TOP) | CB(C_EVENTS) | CB(C_SCRUB) | CB(C_AGENT),
+		.help = "refreshes (top), events, frames cleared (scrub) or copied (agent), then exit" },
 	[OPT_WIDTH] = { "width", 'w', V_U32, "COLUMNS", OFF(width), 40, 10000,
 		.cmds = CB(C_TOP),
 		.help = "screen width; default $COLUMNS, else the terminal's" },
@@ -276,8 +297,9 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		OFF(clear_always), .cmds = CB(C_CREATE),
 		.help = "clear host frames between any two holders, not only between domains" },
 	[OPT_WAIT] = { "wait", 0, V_SECONDS, "SECONDS", OFF(wait_ms), 0,
-		MAX_SECONDS * 1000ull, .cmds = CB(C_DESTROY) | CB(C_SCRUB),
-		.help = "wait this long for the clients to leave (destroy), or with nothing to clear (scrub)" },
+		MAX_SECONDS * 1000ull,
+		.cmds = CB(C_DESTROY) | CB(C_SCRUB) | CB(C_AGENT),
+		.help = "wait this long for the clients to leave (destroy), or with nothing to clear (scrub) or copy (agent)" },
 	[OPT_ID] = { "id", 0, V_U32, "ID", OFF(client_id), 1, UINT32_MAX,
 		.cmds = CB(C_LIMIT) | CB(C_KILL) | CB(C_EVICT),
 		.help = "the client by its id (as CLIENT #ID)" },
@@ -350,6 +372,16 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 	[OPT_CANCEL] = { "cancel", 0, V_FLAG, NULL, OFF(cancel),
 		.cmds = CB(C_RESIZE),
 		.help = "stop a shrink's waiting: the frames still held stay" },
+	[OPT_LOWER] = { "lower", 0, V_WORD, "LOWER", 0, 0, 0, parse_lower,
+		"an arena name: " NAME_WANT, CB(C_TIER),
+		"the host arena to put below NAME, of NAME's frame size" },
+	[OPT_NONE] = { "none", 0, V_FLAG, NULL, OFF(tier_none),
+		.cmds = CB(C_TIER),
+		.help = "take NAME's lower tier away (LOWER keeps what it holds)" },
+	[OPT_FREE_TARGET] = { "free-target", 0, V_FRAMES, "N", OFF(free_target),
+		0, KVARENA_MAX_FRAMES, .want = "at most the arena's frames",
+		.cmds = CB(C_TIER),
+		.help = "copy cached frames down while fewer than N are free; default 0: the low watermark (at least 1)" },
 	[OPT_HELP] = { "help", 'h', V_FLAG, NULL, 0, .cmds = C_ALL,
 		.help = "this help" },
 	[OPT_VERSION] = { "version", 'V', V_FLAG, NULL, 0, .cmds = C_ALL,
@@ -668,6 +700,19 @@ static int parse_salt(struct kvactl_opts *o, const char *arg)
 	return 0;
 }
 
+/* An arena's name, as the module takes it (kvactl_name_check(), quietly). */
+static int parse_lower(struct kvactl_opts *o, const char *arg)
+{
+	size_t n = strlen(arg);
+
+	if (!n || n >= KVARENA_NAME_LEN || arg[0] == '.' ||
+	    strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		   "abcdefghijklmnopqrstuvwxyz0123456789_.-") != n)
+		return -EINVAL;
+	o->lower = arg;
+	return 0;
+}
+
 /* One option's value into @o: 0, or a usage error's exit status. */
 static int take_value(struct kvactl_opts *o, const struct command *cmd,
 		      const struct option_row *r, const char *arg)
@@ -967,6 +1012,23 @@ static int check_resize(struct kvactl_opts *o)
 	return 0;
 }
 
+static int check_tier(struct kvactl_opts *o)
+{
+	const struct command *cmd = &commands[C_TIER];
+	char q[KVACTL_QUOTE_LEN];
+
+	if (o->lower && o->tier_none)
+		return usage_err(cmd, "--lower or --none, not both");
+	if (!o->lower && !o->tier_none)
+		return usage_err(cmd, "give --lower LOWER, or --none to take the lower tier away");
+	if (o->tier_none && kvactl_given(o, OPT_FREE_TARGET))
+		return usage_err(cmd, "--free-target goes with --lower");
+	if (o->lower && !strcmp(o->lower, o->args[0]))
+		return usage_err(cmd, "--lower %s: an arena cannot be its own lower tier",
+				 kvactl_quote(q, o->lower));
+	return 0;
+}
+
 /* ---- help --------------------------------------------------------------------- */
 
 static void help(FILE *f)
@@ -979,16 +1041,16 @@ static void help(FILE *f)
 "  clients [NAME]    one row per client: limits, frames held, filled, failures\n"
 "  top [NAME] [-d SECONDS] [-n COUNT] [-w COLUMNS]   both, redrawn; q quits\n"
 "  metrics [NAME]    the Prometheus text exposition format\n"
-"  create NAME --frames N [--max-frames N] [--frame-size SIZE] [--backend B]\n"
-"        [--bytes-per-token SIZE | --layers N ...] ...   an arena and its memory\n"
+"  create NAME --frames N [--frame-size SIZE] [--backend B] ...  an arena\n"
 "  destroy NAME [--wait SECONDS]   refused while clients are attached\n"
-"  limit NAME CLIENT [--min N] [--max N]   CLIENT: a label, or --id ID\n"
-"  limit NAME [--owner U] [--group G] [--mode M] [--client-...]  the policy\n"
+"  limit NAME CLIENT [--min N] [--max N] | NAME [--owner U] ...  limits, policy\n"
 "  kill NAME CLIENT [-s SIGNAL]    signal every process holding the client\n"
 "  evict NAME CLIENT  take a host arena client's frames back, revoked\n"
 "  events NAME [--zmq ENDPOINT]   KV events as JSON lines, or vLLM's on ZeroMQ\n"
 "  scrub NAME [-n COUNT] [--wait SECONDS]  clear CUDA frames between domains\n"
 "  resize NAME --frames N | --bytes SIZE [--wait SECONDS]   shrink or grow it\n"
+"  tier NAME --lower LOWER [--free-target N] | --none   a lower tier, or none\n"
+"  agent NAME [-n COUNT] [--wait SECONDS]   copy frames down the tier and up\n"
 "  help [COMMAND]    a command's options and their limits\n"
 "\n"
 "  -j, --json   JSON output (stat, clients, top)   -p, --pretty   indented JSON\n"

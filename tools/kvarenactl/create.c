@@ -435,11 +435,22 @@ int kvactl_cmd_destroy(const struct kvactl_opts *o)
 	}
 	if (err == -EBUSY) {
 		char secs[KVACTL_NUM_LEN];
+		int serr;
 
 		snprintf(secs, sizeof(secs), " after %u.%03u s", o->wait_ms / 1000,
 			 o->wait_ms % 1000);
 		kvactl_name_copy(s.name, name);
-		if (!kvactl_ioctl(fd, KVARENA_IOC_STAT, &s))
+		serr = kvactl_ioctl(fd, KVARENA_IOC_STAT, &s);
+		/* A lower tier goes with its upper arena, or with --none. */
+		if (!serr && s.tier == KVARENA_STAT_TIER_UPPER &&
+		    !s.nr_clients) {
+			char upper[KVARENA_NAME_LEN + 1];
+
+			memcpy(upper, s.tier_name, KVARENA_NAME_LEN);
+			upper[KVARENA_NAME_LEN] = '\0';
+			kvactl_err("destroy: arena \"%s\" is the lower tier of \"%s\" (kvarenactl tier %s --none first)",
+				   name, upper, upper);
+		} else if (!serr)
 			kvactl_err("destroy: arena \"%s\" has %u %s attached%s (kvarenactl clients %s)",
 				   name, s.nr_clients,
 				   s.nr_clients == 1 ? "client" : "clients",

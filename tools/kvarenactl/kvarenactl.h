@@ -16,6 +16,8 @@
  *   events.c   events: KV events as JSON lines or on ZeroMQ (events.h)
  *   scrub.c    scrub: a CUDA arena's frames cleared between cache domains,
  *              with libkvarena
+ *   tier.c     tier: an arena's lower tier set or taken away; agent: the
+ *              copies between the two, with raw ioctls, mmap and memcpy
  *
  * See Documentation/operators.rst.
  */
@@ -57,6 +59,7 @@ enum kvactl_opt {
 	OPT_WAIT_SUBSCRIBERS, OPT_SALT,
 	OPT_MAX_FRAMES, OPT_RESIZE_FRAMES, OPT_RESIZE_BYTES, OPT_RESIZE_WAIT,
 	OPT_CANCEL,
+	OPT_LOWER, OPT_NONE, OPT_FREE_TARGET,
 	OPT_HELP, OPT_VERSION,
 	KVACTL_NR_OPTS
 };
@@ -104,8 +107,13 @@ struct kvactl_opts {
 	uint32_t domain_cached_max;	/* 0: no cap */
 	bool clear_always;		/* create: KVARENA_CREATE_CLEAR_ALWAYS */
 
-	/* destroy */
+	/* destroy, resize, scrub, agent */
 	unsigned int wait_ms;
+
+	/* tier NAME --lower LOWER [--free-target N] | --none */
+	const char *lower;
+	bool tier_none;
+	uint32_t free_target;		/* 0: the arena's low watermark */
 
 	/* limit, kill: the client is args[1] (label or #ID) or --id */
 	uint32_t client_id;
@@ -356,6 +364,8 @@ int kvactl_cmd_limit(const struct kvactl_opts *o);
 int kvactl_cmd_resize(const struct kvactl_opts *o);	/* resize.c */
 int kvactl_cmd_events(const struct kvactl_opts *o);	/* events.c */
 int kvactl_cmd_scrub(const struct kvactl_opts *o);	/* scrub.c */
+int kvactl_cmd_tier(const struct kvactl_opts *o);	/* tier.c */
+int kvactl_cmd_agent(const struct kvactl_opts *o);	/* tier.c */
 
 int kvactl_cmd_kill(const struct kvactl_opts *o);
 int kvactl_cmd_evict(const struct kvactl_opts *o);

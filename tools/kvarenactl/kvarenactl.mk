@@ -9,7 +9,7 @@
 
 KVACTL_SRCS := $(addprefix $(SRC)/tools/kvarenactl/,main.c cmdline.c dev.c fmt.c \
 		view.c metrics.c create.c holders.c cuda.c ids.c events.c msgpack.c \
-		zmq.c scrub.c resize.c)
+		zmq.c scrub.c resize.c tier.c)
 KVACTL_DEPS := $(KVACTL_SRCS) $(SRC)/tools/kvarenactl/kvarenactl.h \
 	       $(SRC)/tools/kvarenactl/events.h \
 	       $(SRC)/include/uapi/linux/kvarena.h \

@@ -8,6 +8,8 @@
  *   kvarenactl limit NAME CLIENT [--min N] [--max N]
  *   kvarenactl kill NAME CLIENT [-s SIGNAL]
  *   kvarenactl events NAME [--zmq ENDPOINT [--replay ENDPOINT] ...]
+ *   kvarenactl tier NAME --lower LOWER [--free-target N] | NAME --none
+ *   kvarenactl agent NAME [-n COUNT] [--wait SECONDS]
  *   kvarenactl help [COMMAND]
  *
  * Options may come before or after the command; cmdline.c has them all.
