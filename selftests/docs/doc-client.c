@@ -6,6 +6,7 @@
  *
  *   doc-client [-p PID] [-f] [-x] ARENA LABEL MIN MAX FRAMES TOKENS
  *   doc-client -H ARENA FRAMES BACKED
+ *   doc-client -C ARENA FRAMES
  *
  *   -p PID  the process that holds the client gets PID (through
  *           /proc/sys/kernel/ns_last_pid: the documented examples run in a
@@ -24,6 +25,10 @@
  * -H makes a half-made host arena instead, as a create killed while it
  * registers memory leaves one: FRAMES frames of 64 KiB, 1 KiB per token,
  * of which the first BACKED get memory (a sealed memfd).
+ *
+ * -C leaves FRAMES frames of ARENA cached, as an engine that published a
+ * prompt's prefix and exited does: it attaches, takes them, publishes them
+ * under keys of its own and exits.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -114,6 +119,38 @@ static int half_made(const char *name, unsigned int frames,
 	return 0;
 }
 
+/* FRAMES frames published and let go: cached. */
+static int cached(const char *name, unsigned int frames)
+{
+	struct kvarena_attach at = { 0 };
+	struct kvarena_prefix_entry *e = calloc(frames + 1, sizeof(*e));
+	__u64 *h = calloc(frames + 1, sizeof(*h));
+	struct kvarena_frames f = { .handles = (__u64)(unsigned long)h,
+				    .count = frames };
+	struct kvarena_prefix p = { .entries = (__u64)(unsigned long)e,
+				    .count = frames };
+	int fd = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
+	unsigned int i;
+
+	snprintf(at.name, sizeof(at.name), "%s", name);
+	snprintf(at.label, sizeof(at.label), "prefill");
+	if (fd < 0 || !e || !h || ioctl(fd, KVARENA_IOC_ATTACH, &at) ||
+	    ioctl(fd, KVARENA_IOC_ALLOC, &f)) {
+		perror("doc-client: ALLOC");
+		return 1;
+	}
+	for (i = 0; i < frames; i++) {
+		e[i].key[0] = 0x64;
+		memcpy(e[i].key + 1, &i, sizeof(i));
+		e[i].handle = h[i];
+	}
+	if (ioctl(fd, KVARENA_IOC_PUBLISH, &p) || p.nr_done != frames) {
+		perror("doc-client: PUBLISH");
+		return 1;
+	}
+	return 0;		/* exit: the frames stay cached */
+}
+
 /* The next process made gets @pid. */
 static int next_pid(const struct args *a)
 {
@@ -137,6 +174,8 @@ int main(int argc, char **argv)
 	if (argc == 5 && !strcmp(argv[1], "-H"))
 		return half_made(argv[2], (unsigned int)atoi(argv[3]),
 				 (unsigned int)atoi(argv[4]));
+	if (argc == 4 && !strcmp(argv[1], "-C"))
+		return cached(argv[2], (unsigned int)atoi(argv[3]));
 	while ((opt = getopt(argc, argv, "p:fx")) != -1) {
 		if (opt == 'p')
 			a.pid = (pid_t)atoi(optarg);

@@ -189,15 +189,16 @@ static void print_resize(FILE *f, const struct kvarena_stat *s, bool exact)
  */
 static void print_tier(FILE *f, const struct kvarena_stat *s)
 {
-	char name[KVARENA_NAME_LEN + 1], q[KVACTL_QUOTE_LEN];
+	char name[KVARENA_NAME_LEN + 1];
 
+	/* An arena's name, as the module takes them: nothing to quote. */
 	memcpy(name, s->tier_name, KVARENA_NAME_LEN);
 	name[KVARENA_NAME_LEN] = 0;
 	if (s->tier == KVARENA_STAT_TIER_LOWER)
 		fprintf(f, "tier: lower tier %s (cached frames go there; kvarenactl agent copies them)\n",
-			kvactl_quote(q, name));
+			name);
 	else if (s->tier == KVARENA_STAT_TIER_UPPER)
-		fprintf(f, "tier: the lower tier of %s\n", kvactl_quote(q, name));
+		fprintf(f, "tier: the lower tier of %s\n", name);
 }
 
 void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact)

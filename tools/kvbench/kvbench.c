@@ -28,6 +28,8 @@ static const struct kvbench_cmd {
 	  "ARENA_RESIZE down and back vs punching and populating a memfd" },
 	{ "swap",   kvbench_swap_main,
 	  "a preempted sequence swapped out and back in vs memcpy" },
+	{ "tier",   kvbench_tier_main,
+	  "a lower tier's demotions and PROMOTE vs memcpy; break-even" },
 };
 
 double kvb_now_s(void)

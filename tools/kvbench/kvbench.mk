@@ -33,14 +33,16 @@ install-kvbench: $(KVB_DIR)/kvbench
 INSTALL_TARGETS += install-kvbench
 INSTALL_FILES   += $(BINDIR)/kvbench
 
-# kvbench frames, prefix and map inside the VM, on the newest kernel: the
-# module's paths, and the runtime mapping frames through FRAME_FD.
+# kvbench frames, prefix, map, resize and tier inside the VM, on the newest
+# kernel: the module's paths, the runtime mapping frames through FRAME_FD,
+# and a lower tier's agent copying frames (128 MiB each way: the arenas
+# and the memcpy peer fit the VM's 1 GiB).
 bench-vm: $(KVB_DIR)/kvbench-static $(B)/tools/kvarenactl-static
 	$(Q)$(MAKE) --no-print-directory KDIR=/lib/modules/$(RUN_KERNEL)/build module
 	$(Q)printf '%s\n' 'kvbench-static frames' 'kvbench-static prefix' \
 		'kvarenactl-static create bench --frames 40 --frame-size 2M' \
 		'kvbench-static map --arena bench --reps 20' \
-		'kvbench-static resize' > $(B)/bench-vm.sh
+		'kvbench-static resize' 'kvbench-static tier' > $(B)/bench-vm.sh
 	$(Q)$(VM_RUN) --timeout $(VM_TIMEOUT) --script $(B)/bench-vm.sh \
 		--kernel /boot/vmlinuz-$(RUN_KERNEL) \
 		--module $(B)/kmod/$(RUN_KERNEL)/kvarena.ko $^
