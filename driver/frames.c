@@ -291,9 +291,16 @@ static vm_fault_t kva_fmap_fault(struct vm_fault *vmf)
 	    ((vmf->flags & FAULT_FLAG_WRITE) && acc != KVA_ACCESS_WRITE))
 		goto out;
 
-	/* A frame shared with others is read-only, whatever the VMA says. */
-	prot = acc == KVA_ACCESS_WRITE ? vma->vm_page_prot :
-	       vm_get_page_prot(vma->vm_flags & ~(VM_WRITE | VM_MAYWRITE));
+	/*
+	 * A frame shared with others is read-only, whatever the VMA says.
+	 * One the client may write is mapped writable at once, as the VMA
+	 * allows: vm_page_prot lacks the write bit (pfn_mkwrite asks for
+	 * write notifications), which would cost a second fault for every
+	 * page written.  The PTEs go whenever the right goes - PUBLISH,
+	 * FREE and revocation zap them - so the next touch asks again.
+	 */
+	prot = vm_get_page_prot(acc == KVA_ACCESS_WRITE ? vma->vm_flags :
+				vma->vm_flags & ~(VM_WRITE | VM_MAYWRITE));
 	/* The whole frame's part of this VMA: one fault per frame. */
 	first = max(idx * ppf, vma->vm_pgoff);
 	last = min((idx + 1) * ppf, vma->vm_pgoff + vma_pages(vma));
