@@ -2179,6 +2179,9 @@ TEST(tier_links_two_arenas_and_agent_copies_frames_down_and_up)
 		TH_LOG("%s", r.out);
 	CTL(&r, "stat", "tup", "-j");
 	EXPECT_NE(NULL, strstr(r.out, ",\"lower_tier\":\"tlo\"")) TH_LOG("%s", r.out);
+	CTL(&r, "metrics");
+	EXPECT_NE(NULL, strstr(r.out, "\nkvarena_lower_tier_info{arena=\"tup\",lower=\"tlo\"} 1\n"))
+		TH_LOG("%s", r.out);
 
 	/* 6 frames cached above; -n 4 copies 4 of them down, oldest first. */
 	ASSERT_EQ(0, tier_publish("tup", tag_a, 6, true));

@@ -219,6 +219,36 @@ static void print_resize_metrics(FILE *f, const struct kvactl_snap *snap)
 	}
 }
 
+/*
+ * Each arena with a lower tier: one sample naming the tier, so that a
+ * dashboard can join the two arenas' figures.  Left out where none has.
+ */
+static void print_tier_metrics(FILE *f, const struct kvactl_snap *snap)
+{
+	size_t i, any = 0;
+
+	for (i = 0; i < snap->nr; i++)
+		any += snap->arenas[i].st.tier == KVARENA_STAT_TIER_LOWER;
+	if (!any)
+		return;
+	family(f, "kvarena_lower_tier_info", "gauge",
+	       "An arena's lower tier, where its cached frames go. Always 1.");
+	for (i = 0; i < snap->nr; i++) {
+		const struct kvarena_stat *s = &snap->arenas[i].st;
+		char name[KVARENA_NAME_LEN + 1];
+
+		if (s->tier != KVARENA_STAT_TIER_LOWER)
+			continue;
+		memcpy(name, s->tier_name, KVARENA_NAME_LEN);
+		name[KVARENA_NAME_LEN] = 0;
+		fputs("kvarena_lower_tier_info{", f);
+		arena_label(f, s->name);
+		fputs(",lower=", f);
+		label_value(f, name);
+		fputs("} 1\n", f);
+	}
+}
+
 static void print_metrics(FILE *f, const struct kvactl_snap *snap)
 {
 	static const char *const states[] = { "held", "cached", "reserved",
@@ -269,6 +299,7 @@ static void print_metrics(FILE *f, const struct kvactl_snap *snap)
 	}
 
 	print_resize_metrics(f, snap);
+	print_tier_metrics(f, snap);
 
 	family(f, "kvarena_pressure", "gauge",
 	       "1 while free plus cached frames are below the low watermark.");
