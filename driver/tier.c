@@ -499,6 +499,7 @@ static struct file *lower_file(struct kva_arena *ua, int fd)
 	if (!f)
 		return ERR_PTR(-EBADF);
 	lcl = f->f_op == &kva_fops ? f->private_data : NULL;
+	/* Pairs with smp_store_release() in kva_ioc_attach(). */
 	la = lcl ? smp_load_acquire(&lcl->arena) : NULL;
 	if (!la || la->upper != ua || READ_ONCE(lcl->evicted)) {
 		fput(f);

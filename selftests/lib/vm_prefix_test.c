@@ -529,7 +529,7 @@ TEST_F(dev, a_private_handle_shares_no_prefix_either_way)
 	};
 	struct kva_arena_info info;
 	struct kva_arena *a, *b;
-	struct kva_seq *s;
+	struct kva_seq *s, *t;
 
 	ASSERT_EQ(0, publish_and_exit(self->name, variant->transport, 31,
 				      2 * TPF));
@@ -546,13 +546,9 @@ TEST_F(dev, a_private_handle_shares_no_prefix_either_way)
 	ASSERT_EQ(0, open_device(&b, self->name, variant->transport, "reader"));
 	ASSERT_EQ(0, kva_arena_info(b, &info));
 	EXPECT_EQ(KVARENA_DOMAIN(KVARENA_DOMAIN_KIND_UID, 0), info.domain);
-	{
-		struct kva_seq *t;
-
-		ASSERT_EQ(0, kva_seq_create(b, &self->g, 8 * TPF, &t));
-		ASSERT_EQ(2, kva_seq_attach_prefix(t, self->k, 4));
-		EXPECT_EQ(0, check_tokens(t, 31, 0, 2 * TPF));
-	}
+	ASSERT_EQ(0, kva_seq_create(b, &self->g, 8 * TPF, &t));
+	ASSERT_EQ(2, kva_seq_attach_prefix(t, self->k, 4));
+	EXPECT_EQ(0, check_tokens(t, 31, 0, 2 * TPF));
 	kva_close(b);
 	kva_close(a);
 }
