@@ -188,7 +188,9 @@ TEST(open_rejects_bad_options)
 	EXPECT_EQ(-EINVAL, kva_open(&o, &a));
 	o = ok; o.flags = 1u << 31;
 	EXPECT_EQ(-EINVAL, kva_open(&o, &a));
-	o = ok; o.reserved[3] = 1;
+	o = ok; o.reserved[2] = 1;
+	EXPECT_EQ(-EINVAL, kva_open(&o, &a));
+	o = ok; o.reserved0 = 1;
 	EXPECT_EQ(-EINVAL, kva_open(&o, &a));
 	o = ok; o.mem_kind = 7;
 	EXPECT_EQ(-EINVAL, kva_open(&o, &a));
