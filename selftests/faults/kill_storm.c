@@ -17,6 +17,23 @@
  *             ioctl or io_uring
  *   prefix    chains of keys PUBLISHed over frames it allocates, chains
  *             LOOKUPed (the frames found held, freed now and then)
+ *   tier      on storm-up, whose lower tier is storm-low (ARENA_SET_TIER):
+ *             frames filled with what their key says (any process can
+ *             check a frame from its key), published as chains, LOOKUPed with
+ *             KVARENA_LOOKUP_LOWER, and what is below PROMOTEd (short
+ *             timeouts); a few read the lower arena's copies directly.
+ *             Every frame that comes back is checked byte for byte.
+ *
+ * Beside them run a few tier agents (root, as kvarenactl agent): they
+ * take jobs (TIER), check the frame they copy from, copy it through
+ * FRAME_FD mappings of both frames - pausing somewhere, now and then
+ * over half a destination they first fill with garbage (a torn copy),
+ * now and then giving one back failed over a torn destination - and give
+ * the jobs back.  The upper arena's free target (a quarter to three
+ * quarters of it, by the seed) makes demotions happen often, and the
+ * lower arena is smaller than the keys, so keys go down, are dropped
+ * below and go down again.  Evictions and resizes take the tier's two
+ * arenas too, now and then.
  *
  * The driver keeps a few workers alive and kills one process group every
  * few milliseconds with SIGKILL, after a random delay (sometimes none:
@@ -27,7 +44,13 @@
  * touching a revoked mapping, and is replaced).  And now and then it
  * resizes an arena (ARENA_RESIZE) to a random size, shrinking it under
  * frames the workers hold (the shrink waits for them) or growing it back,
- * sometimes cancelling a shrink that waits.  After every kill and
+ * sometimes cancelling a shrink that waits.  Now and then it kills a tier
+ * agent too, at a moment picked by what the agent says it is doing
+ * (waiting for jobs, holding them, copying, over a torn destination):
+ * stopped (SIGSTOP) so that its jobs stand still, then killed.  Each key
+ * it was copying must then be cached above or whole below - unless an
+ * event says the key was reclaimed since - and is checked byte for byte
+ * where it is.  After every kill and
  * every eviction it checks the counts that hold at any moment; at the end
  * it kills the rest, grows every arena back to its size at create, waits
  * for every client to be gone (a killed process's io_uring is torn down by
@@ -35,13 +58,17 @@
  * nothing held, reserved or filled, nothing absent or awaited by a
  * shrink, free + cached = capacity, as many
  * keys published as frames cached, frames_allocated - frames_freed =
- * held + cached.  The kernel log is checked by
- * the VM runner.
+ * held + cached.  Before that it takes the tier away (which no copy may
+ * be under way for: every agent and every PROMOTE's caller is gone), and
+ * looks up every key in both arenas: each cached frame must be whole.
+ * The kernel log is checked by the VM runner.
  *
  *   kill_storm [--kills N] [--workers N] [--delay-ms N] [--evict-every N]
- *              [--resize-every N] [--seed S]
+ *              [--resize-every N] [--agents N] [--agent-kill-every N]
+ *              [--seed S]
  *
- * Prints "kill storm: N kills, E evictions, M frames lost" (M must be 0).
+ * Prints "kill storm: N kills, E evictions, R resizes, A agents killed,
+ * D frames demoted, P promoted, V verified, M frames lost" (M must be 0).
  */
 #include <getopt.h>
 #include <signal.h>
@@ -56,11 +83,63 @@
 #define NR_HOST		96u		/* frames of the mapped arena */
 #define NR_ACCT		512u		/* frames of the accounting arena */
 #define MAX_WORKERS	16
+#define TFS		(16u << 10)	/* frame size of the tier's arenas */
+#define NR_UP		48u		/* frames of the arena with a lower tier */
+#define NR_LOW		64u		/* frames of its lower tier */
+#define NKEYS		128u		/* keys the tier workers use: more than
+					   the lower tier holds */
+#define TIER_MAX	16u		/* a tier worker's max */
+#define MAX_AGENTS	4
+#define AGENT_BATCH	8		/* jobs an agent takes at once, at most */
 
 static const char *const arena_host = "storm-host";
 static const char *const arena_acct = "storm-acct";
+static const char *const arena_up = "storm-up";
+static const char *const arena_low = "storm-low";
 
-enum { W_IOCTL, W_URING, W_RUNTIME, W_PREFIX, W_KINDS };
+/* W_AGENT is no kind a worker's place is given at random. */
+enum { W_IOCTL, W_URING, W_RUNTIME, W_PREFIX, W_TIER, W_KINDS,
+       W_AGENT = W_KINDS };
+
+/* What an agent says it is doing (struct agent_rec.phase). */
+enum { PH_START, PH_WAIT, PH_HOLD, PH_COPY, PH_TORN, PH_DONE, PH_N };
+
+static const char *const phase_name[PH_N] = {
+	"attaching", "waiting for jobs", "holding jobs", "mid-copy",
+	"over a torn destination", "giving jobs back",
+};
+
+/*
+ * An agent's record, in memory shared with the driver: read only while
+ * the agent is stopped, so it stands still.  The jobs are valid in
+ * PH_HOLD, PH_COPY and PH_TORN (taken, none given back yet); a job's key
+ * is known once the agent has read the frame it copies from.
+ */
+struct agent_rec {
+	int phase;
+	int njobs;
+	struct {
+		uint32_t op;
+		int32_t key;
+	} job[AGENT_BATCH];
+};
+
+/* Counts every process adds to, and the agents' records. */
+struct shared {
+	struct agent_rec ag[MAX_AGENTS];
+	unsigned long verified_hit;	/* LOOKUP hits above, checked */
+	unsigned long verified_promoted; /* PROMOTEd frames, checked */
+	unsigned long verified_lower;	/* read below by a worker, checked */
+	unsigned long verified_source;	/* frames an agent copied from */
+	unsigned long promote_calls, promote_frames, promote_timeouts;
+	unsigned long promote_failed;	/* -EIO: a copy given back failed */
+	unsigned long copies_torn;	/* destinations filled with garbage */
+	unsigned long copies_failed;	/* jobs given back failed on purpose */
+};
+
+static struct shared *sh;
+
+#define SH_ADD(field, n) __atomic_fetch_add(&sh->field, (n), __ATOMIC_RELAXED)
 
 static int dev_open(void)
 {
@@ -404,6 +483,507 @@ static void worker_prefix(struct fz_rng *r)
 	}
 }
 
+/* ---- frames whose contents their key says ------------------------------ */
+
+#define PAT_WORDS	(TFS / 8)
+#define PAT_TAG		0x544945524b450000ull	/* "TIERKE", then the key */
+#define GARBAGE		0xee			/* what a torn copy holds */
+#define GARBAGE_WORD	0xeeeeeeeeeeeeeeeeull
+
+/*
+ * Word @i of the frame of key @k; word 0 names the key.  Cheap (the VM
+ * runs under TCG), and no two words of the frames of the keys alike.
+ */
+static uint64_t pat_word(uint32_t k, uint32_t i)
+{
+	return i ? (uint64_t)(k + 1) << 48 ^ (i * 0x9e3779b97f4a7c15ull) >> 16 :
+		   (PAT_TAG & ~0xffffull) | k;
+}
+
+static void pat_fill(uint64_t *p, uint32_t k)
+{
+	uint32_t i;
+
+	for (i = 0; i < PAT_WORDS; i++)
+		p[i] = pat_word(k, i);
+}
+
+/* The key a frame's first word names, or -1. */
+static int pat_key(const uint64_t *p)
+{
+	uint64_t w = p[0];
+
+	if ((w & ~0xffffull) != (PAT_TAG & ~0xffffull) || (w & 0xffff) >= NKEYS)
+		return -1;
+	return (int)(w & 0xffff);
+}
+
+/*
+ * Whether @p holds key @k's frame, every byte of it: 0, or -1 with what
+ * is wrong in @why.
+ */
+static int pat_check(const uint64_t *p, uint32_t k, char *why, size_t len)
+{
+	uint32_t i, first = 0, bad = 0, junk = 0;
+	char begins[48] = "";
+	uint64_t got = 0;
+	int other;
+
+	for (i = 0; i < PAT_WORDS; i++) {
+		if (p[i] == pat_word(k, i))
+			continue;
+		if (!bad++) {
+			first = i;
+			got = p[i];
+		}
+		junk += p[i] == GARBAGE_WORD;
+	}
+	if (!bad)
+		return 0;
+	other = pat_key(p);
+	if (other >= 0 && (uint32_t)other != k)
+		snprintf(begins, sizeof(begins), "; it begins as key %d's", other);
+	snprintf(why, len, "%u of %u words wrong, the first at byte %u "
+		 "(0x%016" PRIx64 ", want 0x%016" PRIx64 "); %u words of an "
+		 "agent's garbage (a torn copy)%s", bad, (unsigned int)PAT_WORDS,
+		 first * 8, got, pat_word(k, first), junk, begins);
+	return -1;
+}
+
+static void tier_key(uint8_t *key, uint32_t k)
+{
+	memset(key, 0, KVARENA_KEY_LEN);
+	key[0] = 0xa5;
+	key[1] = (uint8_t)k;
+	key[2] = (uint8_t)(k >> 8);
+	memcpy(key + 3, "kill-storm-tier", 15);
+}
+
+/* The tier workers' key that @key is, or -1. */
+static int tier_key_of(const uint8_t *key)
+{
+	uint8_t want[KVARENA_KEY_LEN];
+	uint32_t k = key[1] | (uint32_t)key[2] << 8;
+
+	if (k >= NKEYS)
+		return -1;
+	tier_key(want, k);
+	return memcmp(key, want, KVARENA_KEY_LEN) ? -1 : (int)k;
+}
+
+/*
+ * Map frame @h of the client on @fd: the mapping, or NULL with -errno in
+ * @err (FRAME_FD's, or mmap()'s).
+ */
+static uint64_t *map_frame(int fd, uint64_t h, int prot, int *err)
+{
+	struct kvarena_frame_fd ff = { .handle = h };
+	void *p;
+
+	*err = fz_ioctl(fd, KVARENA_IOC_FRAME_FD, &ff);
+	if (*err)
+		return NULL;
+	p = mmap(NULL, TFS, prot, MAP_SHARED, ff.fd, (off_t)ff.offset);
+	*err = p == MAP_FAILED ? -errno : 0;
+	close(ff.fd);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/*
+ * Check frame @h (held by the client on @fd) against key @k: 0 when whole,
+ * -1 when not (said on stdout, as @who saw it, @what it was), or -errno
+ * when it could not be mapped.
+ */
+static int verify(int fd, uint64_t h, uint32_t k, const char *who,
+		  const char *what)
+{
+	char why[256];
+	uint64_t *p;
+	int err, ret;
+
+	p = map_frame(fd, h, PROT_READ, &err);
+	if (!p)
+		return err;
+	ret = pat_check(p, k, why, sizeof(why));
+	munmap(p, TFS);
+	if (ret)
+		dprintf(1, "# %s %d: TORN OR WRONG FRAME: key %u, %s (handle "
+			"0x%" PRIx64 "): %s\n", who, getpid(), k, what, h, why);
+	return ret;
+}
+
+/* ---- the tier worker: publish, look up above and below, promote -------- */
+
+#define TIER_HELD	64
+
+/* A tier worker's end on a command that failed: given up, or failed. */
+static void tier_fail(const char *what, int err)
+{
+	if (err == -ESHUTDOWN)
+		_exit(0);
+	dprintf(1, "# tier worker %d: %s: %s\n", getpid(), what,
+		strerror(-err));
+	_exit(111);
+}
+
+/* Verify, or end the worker: 110 for a torn or wrong frame. */
+static void tier_verify(int fd, uint64_t h, uint32_t k, const char *what)
+{
+	int ret = verify(fd, h, k, "tier worker", what);
+
+	if (ret == -1)
+		_exit(110);
+	if (ret)
+		tier_fail("FRAME_FD and mmap of a frame it holds", ret);
+}
+
+/* Fill @len new frames with keys @first.. and publish them as a chain. */
+static unsigned int tier_publish(int fd, struct kvarena_prefix_entry *e,
+				 uint32_t first, uint32_t len, uint64_t *held)
+{
+	struct kvarena_frames f = { .handles = (uintptr_t)held, .count = len };
+	struct kvarena_prefix x = { .entries = (uintptr_t)e, .count = len };
+	uint32_t i;
+	int err;
+
+	if (wcall(fd, KVARENA_IOC_ALLOC, &f))
+		return 0;	/* -ENOSPC: frames held, or a shrink */
+	for (i = 0; i < len; i++) {
+		uint64_t *p = map_frame(fd, held[i], PROT_READ | PROT_WRITE,
+					&err);
+
+		if (!p)
+			tier_fail("FRAME_FD and mmap of a frame it allocated",
+				  err);
+		pat_fill(p, first + i);
+		munmap(p, TFS);
+		e[i].handle = held[i];
+	}
+	/* Keys published already keep their frame; ours stay private. */
+	err = wcall(fd, KVARENA_IOC_PUBLISH, &x);
+	if (err && err != -ENOMEM)
+		tier_fail("PUBLISH of frames it filled", err);
+	return len;
+}
+
+/*
+ * LOOKUP keys @first.. with KVARENA_LOOKUP_LOWER, check what is found,
+ * and now and then PROMOTE what is below, and check that.  Returns how
+ * many new holds it adds to @held.
+ */
+static unsigned int tier_lookup(struct fz_rng *r, int fd,
+				struct kvarena_prefix_entry *e, uint32_t first,
+				uint32_t len, uint64_t *held, unsigned int room)
+{
+	struct kvarena_prefix x = { .entries = (uintptr_t)e, .count = len,
+				    .flags = KVARENA_LOOKUP_LOWER };
+	struct kvarena_promote pr = { 0 };
+	unsigned int n = 0;
+	uint32_t i, run;
+	int ret;
+
+	ret = wcall(fd, KVARENA_IOC_LOOKUP, &x);
+	if (ret == -ENOSPC || ret == -ENOMEM)
+		return 0;
+	if (ret)
+		tier_fail("LOOKUP with KVARENA_LOOKUP_LOWER", ret);
+	run = x.nr_done;
+	if (run > len || x.nr_lower > len - run) {
+		dprintf(1, "# tier worker %d: LOOKUP of %u keys: %u found, %u "
+			"below\n", getpid(), len, run, x.nr_lower);
+		_exit(111);
+	}
+	for (i = 0; i < run; i++) {
+		tier_verify(fd, e[i].handle, first + i, "found by LOOKUP above");
+		SH_ADD(verified_hit, 1);
+		if (!(e[i].flags & KVARENA_PREFIX_HELD))
+			held[n++] = e[i].handle;
+	}
+	if (!x.nr_lower || fz_one_in(r, 4))
+		return n;
+	/* The keys after the run, as many as are below (or one more). */
+	pr.entries = (uintptr_t)(e + run);
+	pr.count = x.nr_lower + (run + x.nr_lower < len && fz_one_in(r, 4));
+	pr.timeout_ms = 5 + fz_below(r, 150);
+	for (i = run; i < run + pr.count; i++) {
+		e[i].handle = 0;
+		e[i].flags = 0;
+	}
+	SH_ADD(promote_calls, 1);
+	ret = wcall(fd, KVARENA_IOC_PROMOTE, &pr);
+	switch (ret) {
+	case 0:
+		break;
+	case -ETIMEDOUT:
+		SH_ADD(promote_timeouts, 1);
+		return n;
+	case -EIO:
+		SH_ADD(promote_failed, 1);
+		return n;
+	/* Documented, and nothing wrong in a storm. */
+	case -ENODEV: case -ENOSPC: case -EAGAIN: case -EEXIST:
+	case -EINTR: case -ENOMEM:
+		return n;
+	default:
+		tier_fail("PROMOTE", ret);
+	}
+	if (pr.nr_done > pr.count || n + pr.nr_done > room) {
+		dprintf(1, "# tier worker %d: PROMOTE of %u keys brought %u up "
+			"(%u held, max %u)\n", getpid(), pr.count, pr.nr_done,
+			n, TIER_MAX);
+		_exit(111);
+	}
+	for (i = run; i < run + pr.nr_done; i++) {
+		tier_verify(fd, e[i].handle, first + i,
+			    "brought up by PROMOTE");
+		held[n++] = e[i].handle;
+	}
+	SH_ADD(promote_frames, pr.nr_done);
+	SH_ADD(verified_promoted, pr.nr_done);
+	return n;
+}
+
+/* Look keys up in the lower arena itself, check and let go of them. */
+static void tier_read_lower(int lfd, struct kvarena_prefix_entry *e,
+			    uint32_t first, uint32_t len)
+{
+	struct kvarena_prefix x = { .entries = (uintptr_t)e, .count = len };
+	uint64_t h[8];
+	uint32_t i, n = 0;
+	int ret;
+
+	ret = wcall(lfd, KVARENA_IOC_LOOKUP, &x);
+	if (ret == -ENOSPC || ret == -ENOMEM)
+		return;
+	if (ret)
+		tier_fail("LOOKUP in the lower arena", ret);
+	for (i = 0; i < x.nr_done; i++) {
+		tier_verify(lfd, e[i].handle, first + i,
+			    "found below by a LOOKUP in the lower arena");
+		SH_ADD(verified_lower, 1);
+		if (!(e[i].flags & KVARENA_PREFIX_HELD))
+			h[n++] = e[i].handle;
+	}
+	if (n) {
+		struct kvarena_frames f = { .handles = (uintptr_t)h,
+					    .count = n };
+
+		ret = wcall(lfd, KVARENA_IOC_FREE, &f);
+		if (ret)
+			tier_fail("FREE of frames found below", ret);
+	}
+}
+
+static void worker_tier(struct fz_rng *r)
+{
+	struct kvarena_prefix_entry e[8];
+	uint64_t held[TIER_HELD];
+	unsigned int n = 0, i;
+	int fd = dev_open(), lfd = -1;
+
+	attach(fd, arena_up, 0, TIER_MAX);
+	if (fz_one_in(r, 3)) {
+		lfd = dev_open();
+		attach(lfd, arena_low, 0, 8);
+	}
+	for (;;) {
+		uint32_t len = 1 + fz_below(r, 6);
+		uint32_t first = fz_below(r, NKEYS - len + 1);
+
+		memset(e, 0, sizeof(e));
+		for (i = 0; i < len; i++)
+			tier_key(e[i].key, first + i);
+		switch (fz_below(r, lfd >= 0 ? 4 : 3)) {
+		case 0:
+			if (n + len <= TIER_MAX)
+				n += tier_publish(fd, e, first, len, held + n);
+			break;
+		case 1:
+			n += tier_lookup(r, fd, e, first, len, held + n,
+					 TIER_HELD - n);
+			break;
+		case 2:
+			if (n) {
+				uint32_t k = 1 + fz_below(r, n);
+				struct kvarena_frames f = {
+					.handles = (uintptr_t)(held + n - k),
+					.count = k };
+
+				if (!wcall(fd, KVARENA_IOC_FREE, &f))
+					n -= k;
+			}
+			break;
+		default:
+			tier_read_lower(lfd, e, first, len);
+			break;
+		}
+		/*
+		 * A serving process does other things too: every frame it
+		 * publishes goes down, and the VM has two CPUs for all.
+		 */
+		usleep(fz_below(r, 1000));
+	}
+}
+
+/* ---- the tier agent ----------------------------------------------------- */
+
+/* An agent's end on a command that failed: given up, or failed. */
+static void agent_fail(const char *what, int err)
+{
+	if (err == -ESHUTDOWN)
+		_exit(0);
+	dprintf(1, "# agent %d: %s: %s\n", getpid(), what, strerror(-err));
+	_exit(111);
+}
+
+/*
+ * Copy job @j, the @ji-th of agent record @a's, as an agent does: check
+ * the frame it copies from (and note its key), now and then fill half the
+ * destination with garbage first, copy (pausing somewhere), and now and
+ * then give it back failed over a torn destination.  Returns the job's
+ * result.
+ */
+static int agent_copy(struct fz_rng *r, int up, int lo,
+		      const struct kvarena_tier_job *j,
+		      volatile struct agent_rec *a, int ji)
+{
+	bool down = j->op == KVARENA_TIER_DEMOTE;
+	bool torn = fz_one_in(r, 3), fail = fz_one_in(r, 12);
+	int sfd = down ? up : lo, dfd = down ? lo : up, err, key;
+	uint64_t sfh = down ? j->upper : j->lower;
+	uint64_t dfh = down ? j->lower : j->upper;
+	uint64_t *src, *dst;
+	char why[256];
+	uint32_t c, chunks = 16, pause_at = fz_below(r, 16);
+	size_t cs = TFS / chunks;
+
+	if (j->op != KVARENA_TIER_DEMOTE && j->op != KVARENA_TIER_PROMOTE) {
+		dprintf(1, "# agent %d: a job of op %u\n", getpid(), j->op);
+		_exit(111);
+	}
+	src = map_frame(sfd, sfh, PROT_READ, &err);
+	if (!src)
+		agent_fail("FRAME_FD and mmap of a job's source", err);
+	/* A frame published above or below is whole, whoever copied it. */
+	key = pat_key(src);
+	if (key < 0 || pat_check(src, key, why, sizeof(why))) {
+		if (key < 0)
+			snprintf(why, sizeof(why), "names no key (0x%016"
+				 PRIx64 ")", src[0]);
+		dprintf(1, "# agent %d: TORN OR WRONG FRAME: the %s frame "
+			"(handle 0x%" PRIx64 ") it is to copy %s: %s\n",
+			getpid(), down ? "upper" : "lower", sfh,
+			down ? "down" : "up", why);
+		_exit(110);
+	}
+	SH_ADD(verified_source, 1);
+	a->job[ji].key = key;
+	dst = map_frame(dfd, dfh, PROT_READ | PROT_WRITE, &err);
+	if (!dst)
+		agent_fail("FRAME_FD and mmap of a job's destination", err);
+	a->phase = PH_COPY;
+	if (torn) {
+		a->phase = PH_TORN;
+		memset(dst, GARBAGE, TFS / 2);
+		SH_ADD(copies_torn, 1);
+	}
+	for (c = 0; c < chunks; c++) {
+		if (fail && c == chunks / 2) {
+			/* Half copied, the rest garbage: given back failed. */
+			a->phase = PH_TORN;
+			memset((char *)dst + c * cs, GARBAGE, TFS - c * cs);
+			usleep(fz_below(r, 3000));
+			break;
+		}
+		/*
+		 * A copy takes a while (a GPU's would): a window to die in,
+		 * and fewer copies in all, asleep (the VM has two CPUs).
+		 */
+		if (c == pause_at)
+			usleep(fz_below(r, 3000));
+		memcpy((char *)dst + c * cs, (char *)src + c * cs, cs);
+		if (torn && (c + 1) * cs >= TFS / 2)
+			a->phase = PH_COPY;
+	}
+	munmap(src, TFS);
+	munmap(dst, TFS);
+	a->phase = PH_HOLD;
+	if (fail)
+		SH_ADD(copies_failed, 1);
+	return fail ? -EIO : 0;
+}
+
+static void agent(struct fz_rng *r, int slot)
+{
+	volatile struct agent_rec *a = &sh->ag[slot];
+	int up, lo;
+
+	/* Its record starts as the driver left it: attaching, no jobs. */
+	up = dev_open();
+	lo = dev_open();
+	attach(up, arena_up, 0, 0);
+	attach(lo, arena_low, 0, 0);
+	for (;;) {
+		struct kvarena_tier_job j[AGENT_BATCH];
+		struct kvarena_tier t = {
+			.jobs = (uintptr_t)j, .count = 1 + fz_below(r, AGENT_BATCH),
+			.timeout_ms = 1 + fz_below(r, 40), .lower_fd = lo,
+		};
+		int ret, i;
+
+		a->phase = PH_WAIT;
+		ret = fz_ioctl(up, KVARENA_IOC_TIER, &t);
+		if (ret == -EINTR)
+			continue;
+		if (ret == -EINVAL) {
+			/* Its lower client evicted?  Its commands say so. */
+			struct kvarena_usage u = { 0 };
+
+			if (fz_ioctl(lo, KVARENA_IOC_SET_USAGE, &u) == -ESHUTDOWN)
+				_exit(0);
+		}
+		if (ret)
+			agent_fail("TIER take", ret);
+		if (!t.nr_done)
+			continue;
+		if (t.nr_done > t.count) {
+			dprintf(1, "# agent %d: took %u jobs of %u\n", getpid(),
+				t.nr_done, t.count);
+			_exit(111);
+		}
+		for (i = 0; i < (int)t.nr_done; i++) {
+			a->job[i].op = j[i].op;
+			a->job[i].key = -1;
+		}
+		a->njobs = (int)t.nr_done;
+		a->phase = PH_HOLD;
+		for (i = 0; i < (int)t.nr_done; i++)
+			j[i].result = agent_copy(r, up, lo, &j[i], a, i);
+		/* Now and then it sits on its jobs a while. */
+		if (fz_one_in(r, 6))
+			usleep(fz_below(r, 2000));
+		a->phase = PH_DONE;
+		t = (struct kvarena_tier){ .jobs = (uintptr_t)j,
+					   .count = t.nr_done,
+					   .flags = KVARENA_TIER_DONE };
+		ret = fz_ioctl(up, KVARENA_IOC_TIER, &t);
+		if (ret)
+			agent_fail("TIER done", ret);
+		if (t.nr_done != t.count) {
+			dprintf(1, "# agent %d: gave back %u jobs of %u\n",
+				getpid(), t.nr_done, t.count);
+			_exit(111);
+		}
+		a->njobs = 0;
+		/*
+		 * A rest between batches: demotions would take every CPU
+		 * cycle the VM's two have, and the other workers need some.
+		 */
+		a->phase = PH_WAIT;
+		usleep(fz_below(r, 1000));
+	}
+}
+
 /* ---- the driver --------------------------------------------------------- */
 
 struct worker {
@@ -412,7 +992,7 @@ struct worker {
 	bool evicted;		/* its client was: it may exit by itself */
 };
 
-static pid_t spawn(int kind, uint64_t seed)
+static pid_t spawn(int kind, uint64_t seed, int slot)
 {
 	pid_t pid = fork();
 	struct fz_rng r;
@@ -433,11 +1013,37 @@ static pid_t spawn(int kind, uint64_t seed)
 	case W_PREFIX:
 		worker_prefix(&r);
 		break;
+	case W_TIER:
+		worker_tier(&r);
+		break;
+	case W_AGENT:
+		agent(&r, slot);
+		break;
 	default:
 		worker_runtime(&r);
 		break;
 	}
 	_exit(0);
+}
+
+/*
+ * Start place @i's process again: a worker of a random kind, or in the
+ * places after @nworkers, an agent.
+ */
+static void respawn(struct worker *w, unsigned long i, unsigned long nworkers,
+		    struct fz_rng *r)
+{
+	/*
+	 * Not the agent before's record: a new agent killed before it ran
+	 * at all would show that one's jobs, long ended.
+	 */
+	if (i >= nworkers) {
+		sh->ag[i - nworkers].njobs = 0;
+		sh->ag[i - nworkers].phase = PH_START;
+	}
+	w[i].kind = i < nworkers ? (int)fz_below(r, W_KINDS) : W_AGENT;
+	w[i].pid = spawn(w[i].kind, fz_next(r), (int)(i - nworkers));
+	w[i].evicted = false;
 }
 
 struct evictions {
@@ -462,10 +1068,13 @@ static int ended(struct worker *w, int status, struct evictions *ev)
 		ev->sigbus++;
 		return 0;
 	}
-	printf("# worker %d (kind %d, %s) ended by itself: %s %d\n", w->pid,
+	printf("# %s %d (kind %d, %s) ended by itself: %s %d%s\n",
+	       w->kind == W_AGENT ? "agent" : "worker", w->pid,
 	       w->kind, w->evicted ? "evicted" : "not evicted",
 	       WIFEXITED(status) ? "exit" : "signal",
-	       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+	       WIFEXITED(status) && WEXITSTATUS(status) == 110 ?
+	       " (a torn or wrong frame, said above)" : "");
 	return -1;
 }
 
@@ -538,21 +1147,20 @@ static int evict_one(int fd, const char *name, struct worker *w,
  * Replace the workers that ended by themselves.  Returns the number that
  * should not have.
  */
-static int replace_ended(struct worker *w, unsigned long nworkers,
-			 struct fz_rng *r, struct evictions *ev)
+static int replace_ended(struct worker *w, unsigned long nall,
+			 unsigned long nworkers, struct fz_rng *r,
+			 struct evictions *ev)
 {
 	unsigned long i;
 	int status, bad = 0;
 
-	for (i = 0; i < nworkers; i++) {
+	for (i = 0; i < nall; i++) {
 		if (waitpid(w[i].pid, &status, WNOHANG) != w[i].pid)
 			continue;
 		/* Its forked children, if any are left. */
 		kill(-w[i].pid, SIGKILL);
 		bad += ended(&w[i], status, ev) != 0;
-		w[i].kind = fz_below(r, W_KINDS);
-		w[i].pid = spawn(w[i].kind, fz_next(r));
-		w[i].evicted = false;
+		respawn(w, i, nworkers, r);
 	}
 	return bad;
 }
@@ -643,6 +1251,379 @@ static int resize_back(int fd, const char *name, uint32_t nr)
 	return 0;
 }
 
+/* ---- the tier: events, agents killed, their keys checked --------------- */
+
+/*
+ * The REMOVED events of the two tier arenas since the last drain: a key
+ * only ever leaves an arena so (reclaimed for an allocation, demoted, or
+ * taken out by a shrink).
+ */
+struct tier_events {
+	int fd[2];			/* storm-up, storm-low; -1: none kept */
+	bool removed[2][NKEYS];
+	bool lost;			/* a reader fell behind: no verdict */
+};
+
+static int events_open(int fd, const char *name)
+{
+	struct kvarena_events_fd e = { .flags = KVARENA_EVENTS_NONBLOCK };
+
+	fz_name(e.name, "%s", name);
+	return fz_ioctl(fd, KVARENA_IOC_EVENTS_FD, &e) ? -1 : e.fd;
+}
+
+/*
+ * Read the events there are (a ring's worth at most: a reader that falls
+ * behind is told so); @note: mark what was removed, else forget.
+ */
+static void events_drain(struct tier_events *te, bool note)
+{
+	static uint64_t buf[8192];
+	int t, reads;
+
+	if (!note) {
+		memset(te->removed, 0, sizeof(te->removed));
+		te->lost = false;
+	}
+	for (t = 0; t < 2; t++) {
+		ssize_t n = 0, off;
+
+		if (te->fd[t] < 0) {
+			te->lost = true;
+			continue;
+		}
+		for (reads = 0; reads < 64 &&
+		     (n = read(te->fd[t], buf, sizeof(buf))) > 0; reads++) {
+			for (off = 0; off + (ssize_t)sizeof(struct kvarena_event) <= n;) {
+				const struct kvarena_event *e =
+					(const void *)((char *)buf + off);
+				int k;
+
+				if (e->size < sizeof(*e) || off + e->size > n) {
+					te->lost = true;
+					break;
+				}
+				off += e->size;
+				if (e->type == KVARENA_EVENT_LOST) {
+					te->lost = true;
+					continue;
+				}
+				if (e->type != KVARENA_EVENT_REMOVED)
+					continue;
+				k = tier_key_of(e->key);
+				if (k >= 0)
+					te->removed[t][k] = true;
+			}
+		}
+		if (reads == 64 || (n < 0 && errno != EAGAIN))
+			te->lost = true;
+	}
+}
+
+/* A client of @name for the driver's own looks, or -1 (said). */
+static int check_client(const char *name, const char *label)
+{
+	struct kvarena_attach a = { 0 };
+	int fd = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC), ret;
+
+	fz_name(a.name, "%s", name);
+	fz_name(a.label, "%s", label);
+	ret = fd < 0 ? -errno : fz_ioctl(fd, KVARENA_IOC_ATTACH, &a);
+	if (ret) {
+		printf("# %s: ATTACH of the storm's own client: %s\n", name,
+		       strerror(-ret));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * LOOKUP key @k alone on @fd (@flags): 1 if found (and checked, and let
+ * go again), 0 if not, -1 for a failure (said), -2 for ENOSPC (a shrink
+ * or the cache's other holders: no verdict).  @below: what LOOKUP_LOWER
+ * counted.
+ */
+static int look_one(int fd, const char *name, uint32_t k, uint32_t flags,
+		    uint32_t *below, const char *what)
+{
+	struct kvarena_prefix_entry e = { .handle = 0 };
+	struct kvarena_prefix x = { .entries = (uintptr_t)&e, .count = 1,
+				    .flags = flags };
+	struct kvarena_frames f = { .handles = (uintptr_t)&e.handle,
+				    .count = 1 };
+	int ret, bad;
+
+	tier_key(e.key, k);
+	ret = fz_ioctl(fd, KVARENA_IOC_LOOKUP, &x);
+	if (ret == -ENOSPC)
+		return -2;
+	if (ret) {
+		printf("# %s: LOOKUP of key %u: %s\n", name, k, strerror(-ret));
+		return -1;
+	}
+	if (below)
+		*below = x.nr_lower;
+	if (!x.nr_done)
+		return 0;
+	bad = verify(fd, e.handle, k, "kill storm", what);
+	if (bad < -1)
+		printf("# %s: FRAME_FD and mmap of key %u found: %s\n", name,
+		       k, strerror(-bad));
+	if (!(e.flags & KVARENA_PREFIX_HELD)) {
+		ret = fz_ioctl(fd, KVARENA_IOC_FREE, &f);
+		if (ret) {
+			printf("# %s: FREE of key %u found: %s\n", name, k,
+			       strerror(-ret));
+			bad = -1;
+		}
+	}
+	return bad ? -1 : 1;
+}
+
+struct agent_kills {
+	unsigned long by_phase[PH_N];
+	unsigned long keys, above, below, unsure, verified;
+};
+
+/*
+ * Key @k was in a copy of an agent killed @how: it must be cached above
+ * or whole below, or an event must say it was reclaimed since the agent
+ * was stopped.  @up: the storm's client of the upper arena; @lo, of the
+ * lower one, opened here when first needed.  Returns the failures.
+ */
+static int check_killed_key(int up, int *lo, uint32_t k, const char *how,
+			    struct tier_events *te, struct agent_kills *ak)
+{
+	char what[192];
+	uint32_t below = 0;
+	int ret;
+
+	ak->keys++;
+	snprintf(what, sizeof(what), "cached above after its agent was "
+		 "killed %s", how);
+	ret = look_one(up, arena_up, k, KVARENA_LOOKUP_LOWER, &below, what);
+	if (ret == 1) {
+		ak->above++;
+		ak->verified++;
+		return 0;
+	}
+	if (ret == -2) {
+		ak->unsure++;
+		return 0;
+	}
+	if (ret < 0)
+		return 1;
+	if (below) {
+		if (*lo < 0)
+			*lo = check_client(arena_low, "storm-check");
+		if (*lo < 0)
+			return 1;
+		snprintf(what, sizeof(what), "below after its agent was killed "
+			 "%s", how);
+		ret = look_one(*lo, arena_low, k, 0, NULL, what);
+		if (ret == 1) {
+			ak->below++;
+			ak->verified++;
+			return 0;
+		}
+		if (ret == -1)
+			return 1;
+		if (ret == -2) {
+			ak->unsure++;
+			return 0;
+		}
+	}
+	/* Gone from both: only a reclaim (or a shrink) may have taken it. */
+	events_drain(te, true);
+	if (te->lost || te->removed[0][k] || te->removed[1][k]) {
+		ak->unsure++;
+		return 0;
+	}
+	printf("# FRAME LOST: key %u was in a copy of an agent killed %s; "
+	       "now it is %s, and no REMOVED event of either arena says it "
+	       "was reclaimed\n", k, how, below ?
+	       "counted below by LOOKUP_LOWER but not found there" :
+	       "neither cached above nor below");
+	return 1;
+}
+
+/*
+ * Kill agent @slot at a moment picked by what it says it is doing: wait
+ * (up to @wait_us) for the phase aimed at - or all of it, for any moment
+ * - stop it so that its jobs stand still, read its record, kill it, and
+ * check the keys it was copying.  Returns the failures; counts a kill of
+ * a live agent in @ak.
+ */
+static int kill_agent(struct worker *w, unsigned long nworkers, int slot,
+		      uint32_t wait_us, struct fz_rng *r,
+		      struct evictions *ev, struct tier_events *te,
+		      struct agent_kills *ak)
+{
+	volatile struct agent_rec *a = &sh->ag[slot];
+	struct worker *v = &w[nworkers + slot];
+	int aim = fz_below(r, 4), phase, njobs, i, j, ret, status, bad = 0;
+	double until = fz_now() + wait_us / 1e6, stop_by;
+	struct agent_rec rec;
+	pid_t pid;
+
+	if (v->pid <= 0) {
+		printf("# agent %d: fork() failed\n", slot);
+		return 1;
+	}
+	/* Any moment, or one holding jobs, mid-copy, over a torn copy. */
+	while (fz_now() < until) {
+		phase = a->phase;
+		if ((aim == 1 && phase == PH_HOLD) ||
+		    (aim == 2 && phase == PH_COPY) ||
+		    (aim == 3 && phase == PH_TORN))
+			break;
+		usleep(aim ? 50 : wait_us);
+	}
+	events_drain(te, false);
+	kill(v->pid, SIGSTOP);
+	stop_by = fz_now() + 10;
+	while ((pid = waitpid(v->pid, &status, WUNTRACED | WNOHANG)) == 0) {
+		if (fz_now() > stop_by) {
+			printf("# agent %d did not stop within 10 s of SIGSTOP\n",
+			       v->pid);
+			bad++;
+			break;
+		}
+		usleep(20);
+	}
+	if (pid == v->pid && !WIFSTOPPED(status)) {
+		/* It ended first: evicted, it gives up or dies of SIGBUS. */
+		ret = ended(v, status, ev);
+		respawn(w, nworkers + slot, nworkers, r);
+		return bad + (ret < 0);
+	}
+	memcpy(&rec, (const void *)a, sizeof(rec));
+	phase = rec.phase < 0 || rec.phase >= PH_N ? PH_START : rec.phase;
+	/* Not stopped: its record may be moving, so no verdict on it. */
+	njobs = bad || rec.njobs < 0 || rec.njobs > AGENT_BATCH ? 0 : rec.njobs;
+	ret = kill_worker(v, ev);
+	if (ret > 0)
+		ak->by_phase[phase]++;
+	bad += ret < 0;
+	/*
+	 * Its jobs were taken, none given back: its release ended them
+	 * undone (demotions) or left them for the next agent (promotions).
+	 */
+	if (ret > 0 && (phase == PH_HOLD || phase == PH_COPY ||
+			phase == PH_TORN) && njobs && rec.job[0].key >= 0) {
+		int up = check_client(arena_up, "storm-check"), lo = -1;
+
+		if (up < 0)
+			njobs = 0, bad++;
+		for (i = 0; i < njobs; i++) {
+			char how[96];
+
+			if (rec.job[i].key < 0 || rec.job[i].key >= (int)NKEYS)
+				continue;
+			for (j = 0; j < i; j++)
+				if (rec.job[j].key == rec.job[i].key)
+					break;
+			if (j < i)
+				continue;
+			snprintf(how, sizeof(how), "%s (it had %d %s)",
+				 phase_name[phase], njobs,
+				 rec.job[i].op == KVARENA_TIER_DEMOTE ?
+				 "jobs, this one a demotion" :
+				 "jobs, this one a promotion");
+			bad += check_killed_key(up, &lo, rec.job[i].key, how,
+						te, ak);
+		}
+		if (up >= 0)
+			close(up);
+		if (lo >= 0)
+			close(lo);
+	}
+	respawn(w, nworkers + slot, nworkers, r);
+	return bad;
+}
+
+static int set_tier(int fd, const char *lower, uint32_t target)
+{
+	struct kvarena_arena_tier t = { .free_target = target };
+
+	fz_name(t.name, "%s", arena_up);
+	fz_name(t.lower, "%s", lower);
+	return fz_ioctl(fd, KVARENA_IOC_ARENA_SET_TIER, &t);
+}
+
+/*
+ * Take the tier away: no copy may be under way, and with every agent and
+ * every PROMOTE's caller gone none is; a released file's copies end as it
+ * goes.  Waits up to 10 s.  0 or 1.
+ */
+static int tier_unlink(int fd)
+{
+	double t0 = fz_now();
+	int ret;
+
+	while ((ret = set_tier(fd, "", 0)) == -EBUSY && fz_now() - t0 < 10)
+		usleep(10 * 1000);
+	if (ret) {
+		printf("# %s: taking its lower tier away (SET_TIER \"\"): %s, "
+		       "%.1f s after every agent and worker was gone\n",
+		       arena_up, strerror(-ret), fz_now() - t0);
+		return 1;
+	}
+	return 0;
+}
+
+static uint64_t sysfs_u64(const char *name, const char *attr)
+{
+	char path[128];
+	uint64_t v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/misc/kvarena/arenas/%s/%s",
+		 name, attr);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%" SCNu64, &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
+/*
+ * Every key in arena @name, once its clients are gone: each one cached
+ * must be whole, and they must be every frame it has cached.  Returns
+ * the failures; adds the keys checked to @found.
+ */
+static int verify_cached(int fd, const char *name, unsigned long *found)
+{
+	struct kvarena_stat s;
+	unsigned long n = 0;
+	int c = check_client(name, "storm-verify"), bad = 0, ret;
+	uint32_t k;
+
+	if (c < 0)
+		return 1;
+	for (k = 0; k < NKEYS; k++) {
+		ret = look_one(c, name, k, 0, NULL, "cached at the end");
+		if (ret == -2)
+			printf("# %s: LOOKUP of key %u: %s\n", name, k,
+			       strerror(ENOSPC));
+		if (ret < 0)
+			bad++;
+		n += ret == 1;
+	}
+	close(c);
+	if (fz_stat(fd, name, &s) || s.nr_cached != n) {
+		printf("# %s: %lu keys found whole, %u frames cached\n", name,
+		       n, s.nr_cached);
+		bad++;
+	}
+	*found += n;
+	return bad;
+}
+
 static int check_now(int fd, const char *name)
 {
 	struct kvarena_stat s;
@@ -654,6 +1635,29 @@ static int check_now(int fd, const char *name)
 	return fz_check_counts(name, &s);
 }
 
+/*
+ * An arena for an eviction or a resize, and its size at create: the
+ * tier's two in one case of four.
+ */
+static void pick_arena(struct fz_rng *r, const char **name, uint32_t *nr)
+{
+	uint32_t i = fz_below(r, 8);
+
+	if (i < 3) {
+		*name = arena_host;
+		*nr = NR_HOST;
+	} else if (i < 6) {
+		*name = arena_acct;
+		*nr = NR_ACCT;
+	} else if (i == 6) {
+		*name = arena_up;
+		*nr = NR_UP;
+	} else {
+		*name = arena_low;
+		*nr = NR_LOW;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -661,18 +1665,29 @@ int main(int argc, char **argv)
 		{ "delay-ms", 1, NULL, 'd' }, { "seed", 1, NULL, 's' },
 		{ "evict-every", 1, NULL, 'e' },
 		{ "resize-every", 1, NULL, 'r' },
+		{ "agents", 1, NULL, 'a' },
+		{ "agent-kill-every", 1, NULL, 'A' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *const arenas[] = { arena_host, arena_acct, arena_up,
+				       arena_low };
+	const uint32_t arena_nr[] = { NR_HOST, NR_ACCT, NR_UP, NR_LOW };
 	unsigned long kills = 1000, nworkers = 6, delay_ms = 8, done = 0;
 	unsigned long evict_every = 4, resize_every = 4;
+	unsigned long nagents = 2, agent_every = 4, nall;
 	struct evictions ev = { 0 };
 	struct resizes rs = { 0 };
+	struct agent_kills ak;
+	struct tier_events te = { .fd = { -1, -1 } };
 	unsigned long by_kind[W_KINDS] = { 0 };
-	struct worker w[MAX_WORKERS] = { 0 };
+	struct worker w[MAX_WORKERS + MAX_AGENTS] = { 0 };
 	uint64_t seed = fz_clock_seed();
-	uint32_t lost_host = 0, lost_acct = 0;
-	double t0, settle_host, settle_acct;
+	uint64_t demoted = 0, promoted = 0, copies_failed = 0;
+	uint32_t lost[4] = { 0 }, free_target;
+	unsigned long verified_end = 0, verified, agents_killed = 0;
+	double t0, settle[4], settle_max = 0;
 	int fd, c, failures = 0, refs;
+	struct kvarena_stat st;
 	struct fz_rng r;
 	unsigned long i;
 
@@ -684,56 +1699,95 @@ int main(int argc, char **argv)
 		case 's': seed = strtoull(optarg, NULL, 0); break;
 		case 'e': evict_every = strtoul(optarg, NULL, 0); break;
 		case 'r': resize_every = strtoul(optarg, NULL, 0); break;
+		case 'a': nagents = strtoul(optarg, NULL, 0); break;
+		case 'A': agent_every = strtoul(optarg, NULL, 0); break;
 		default:
-			fprintf(stderr, "usage: kill_storm [--kills N] [--workers N] [--delay-ms N] [--evict-every N] [--resize-every N] [--seed S]\n");
+			fprintf(stderr, "usage: kill_storm [--kills N] [--workers N] [--delay-ms N] [--evict-every N] [--resize-every N] [--agents N] [--agent-kill-every N] [--seed S]\n");
 			return 2;
 		}
 	}
 	if (!nworkers || nworkers > MAX_WORKERS)
 		nworkers = MAX_WORKERS;
+	if (nagents > MAX_AGENTS)
+		nagents = MAX_AGENTS;
+	nall = nworkers + nagents;
+	memset(&ak, 0, sizeof(ak));
+	memset(&st, 0, sizeof(st));
+	fz_seed(&r, seed);
+	/*
+	 * Demote while fewer than a quarter to three quarters of the upper
+	 * arena are free: often, and not all the time.
+	 */
+	free_target = NR_UP / 4 + fz_below(&r, NR_UP / 2 + 1);
 	printf("TAP version 13\n1..1\n");
 	printf("# kill storm: seed 0x%016" PRIx64 ", %lu kills, %lu workers, "
 	       "delays up to %lu ms, an eviction every %lu kills or so, "
-	       "a resize every %lu\n",
-	       seed, kills, nworkers, delay_ms, evict_every, resize_every);
+	       "a resize every %lu; %lu tier agents, one killed every %lu "
+	       "kills or so, demoting below %u free frames of %u\n",
+	       seed, kills, nworkers, delay_ms, evict_every, resize_every,
+	       nagents, agent_every, free_target, NR_UP);
 	fflush(stdout);
-	fz_seed(&r, seed);
 
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	fd = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
 	refs = fz_module_refs();
-	if (fd < 0 || fz_arena_create(fd, arena_host, NR_HOST, FS, true) ||
-	    fz_arena_create(fd, arena_acct, NR_ACCT, FS, false)) {
+	if (sh == MAP_FAILED || fd < 0 ||
+	    fz_arena_create(fd, arena_host, NR_HOST, FS, true) ||
+	    fz_arena_create(fd, arena_acct, NR_ACCT, FS, false) ||
+	    fz_arena_create(fd, arena_up, NR_UP, TFS, true) ||
+	    fz_arena_create(fd, arena_low, NR_LOW, TFS, true)) {
 		printf("# cannot set up the arenas: %s\n", strerror(errno));
 		fz_ktap_result("kill_storm", 1);
 		return 1;
 	}
+	c = set_tier(fd, arena_low, free_target);
+	if (c || fz_stat(fd, arena_up, &st) || st.tier != KVARENA_STAT_TIER_LOWER ||
+	    strcmp(st.tier_name, arena_low)) {
+		printf("# %s: SET_TIER with %s below: %s (STAT says tier %u "
+		       "\"%s\")\n", arena_up, arena_low, strerror(-c), st.tier,
+		       st.tier_name);
+		fz_ktap_result("kill_storm", 1);
+		return 1;
+	}
+	/* Without events (events_ring_kib=0) a key gone gets no verdict. */
+	te.fd[0] = events_open(fd, arena_up);
+	te.fd[1] = events_open(fd, arena_low);
 
 	t0 = fz_now();
-	for (i = 0; i < nworkers; i++) {
-		w[i].kind = fz_below(&r, W_KINDS);
-		w[i].pid = spawn(w[i].kind, fz_next(&r));
-	}
+	for (i = 0; i < nall; i++)
+		respawn(w, i, nworkers, &r);
 	while (done < kills && !failures) {
 		struct worker *v;
+		uint32_t wait_us = 0;
 		int k;
 
-		failures += replace_ended(w, nworkers, &r, &ev);
+		failures += replace_ended(w, nall, nworkers, &r, &ev);
 		v = &w[fz_below(&r, nworkers)];
 		/* Now and then at once: killed while attaching. */
 		if (!fz_one_in(&r, 8))
-			usleep(fz_below(&r, delay_ms * 1000 + 1));
+			wait_us = fz_below(&r, delay_ms * 1000 + 1);
+		/* An agent killed meanwhile, at a moment it may aim at. */
+		if (nagents && agent_every && fz_one_in(&r, agent_every))
+			failures += kill_agent(w, nworkers,
+					       (int)fz_below(&r, nagents),
+					       wait_us, &r, &ev, &te, &ak);
+		else if (wait_us)
+			usleep(wait_us);
 		if (evict_every && fz_one_in(&r, evict_every)) {
-			const char *name = fz_one_in(&r, 2) ? arena_host :
-							      arena_acct;
+			const char *name;
+			uint32_t nr;
 
-			failures += evict_one(fd, name, w, nworkers, &r, &ev);
+			pick_arena(&r, &name, &nr);
+			failures += evict_one(fd, name, w, nall, &r, &ev);
 			failures += check_now(fd, name);
 		}
 		if (resize_every && fz_one_in(&r, resize_every)) {
-			bool host = fz_one_in(&r, 2);
+			const char *name;
+			uint32_t nr;
 
-			failures += resize_one(fd, host ? arena_host : arena_acct,
-					       host ? NR_HOST : NR_ACCT, &r, &rs);
+			pick_arena(&r, &name, &nr);
+			failures += resize_one(fd, name, nr, &r, &rs);
 		}
 		/* Only a kill of a live worker counts: it may be evicted and gone. */
 		k = kill_worker(v, &ev);
@@ -742,24 +1796,41 @@ int main(int argc, char **argv)
 			done++;
 		}
 		failures += k < 0;
-		failures += check_now(fd, arena_host);
-		failures += check_now(fd, arena_acct);
-		v->kind = fz_below(&r, W_KINDS);
-		v->pid = spawn(v->kind, fz_next(&r));
+		respawn(w, v - w, nworkers, &r);
+		for (c = 0; c < 4; c++)
+			failures += check_now(fd, arenas[c]);
 	}
-	for (i = 0; i < nworkers; i++)
+	/* The workers first: no PROMOTE waits once they are gone. */
+	for (i = 0; i < nall; i++)
 		if (w[i].pid)
 			failures += kill_worker(&w[i], &ev) < 0;
 	reap_orphans();
-	failures += resize_back(fd, arena_host, NR_HOST);
-	failures += resize_back(fd, arena_acct, NR_ACCT);
+	for (c = 0; c < 4; c++)
+		failures += resize_back(fd, arenas[c], arena_nr[c]);
+	failures += tier_unlink(fd);
+	demoted = sysfs_u64(arena_up, "tier_demoted");
+	promoted = sysfs_u64(arena_up, "tier_promoted");
+	copies_failed = sysfs_u64(arena_up, "tier_failed");
 
-	settle_host = fz_wait_no_clients(fd, arena_host, 60);
-	settle_acct = fz_wait_no_clients(fd, arena_acct, 60);
-	failures += settle_host < 0 || settle_acct < 0;
-	failures += fz_check_quiet(fd, arena_host, &lost_host);
-	failures += fz_check_quiet(fd, arena_acct, &lost_acct);
-	if (fz_arena_destroy(fd, arena_host) || fz_arena_destroy(fd, arena_acct)) {
+	for (c = 0; c < 4; c++) {
+		settle[c] = fz_wait_no_clients(fd, arenas[c], 60);
+		failures += settle[c] < 0;
+		if (settle[c] > settle_max)
+			settle_max = settle[c];
+	}
+	/* Every key cached in either tier whole, before the quiet checks. */
+	failures += verify_cached(fd, arena_up, &verified_end);
+	failures += verify_cached(fd, arena_low, &verified_end);
+	for (c = 0; c < 4; c++) {
+		failures += fz_wait_no_clients(fd, arenas[c], 60) < 0;
+		failures += fz_check_quiet(fd, arenas[c], &lost[c]);
+	}
+	for (c = 0; c < 2; c++)
+		if (te.fd[c] >= 0)
+			close(te.fd[c]);
+	/* The upper arena first: a lower tier cannot go while linked. */
+	if (fz_arena_destroy(fd, arena_up) || fz_arena_destroy(fd, arena_low) ||
+	    fz_arena_destroy(fd, arena_host) || fz_arena_destroy(fd, arena_acct)) {
 		printf("# destroying the arenas failed: %s\n", strerror(errno));
 		failures++;
 	}
@@ -768,12 +1839,16 @@ int main(int argc, char **argv)
 		failures += fz_wait_module_refs(refs, 60) < 0;
 	close(fd);
 
+	for (c = 0; c < PH_N; c++)
+		agents_killed += ak.by_phase[c];
+	verified = sh->verified_hit + sh->verified_promoted +
+		   sh->verified_lower + sh->verified_source + ak.verified +
+		   verified_end;
 	printf("# kills by worker: ioctl %lu, uring %lu, runtime %lu",
 	       by_kind[W_IOCTL], by_kind[W_URING], by_kind[W_RUNTIME]);
-	printf(", prefix %lu", by_kind[W_PREFIX]);
+	printf(", prefix %lu, tier %lu", by_kind[W_PREFIX], by_kind[W_TIER]);
 	printf("; %.1f s; clients gone %.2f s after the last kill\n",
-	       fz_now() - t0, settle_host > settle_acct ? settle_host :
-	       settle_acct);
+	       fz_now() - t0, settle_max);
 	printf("# evictions: %lu (%lu frames taken back; %lu clients left "
 	       "first); evicted workers that gave up on ESHUTDOWN %lu, died of "
 	       "SIGBUS %lu\n", ev.done, ev.frames, ev.raced, ev.gave_up,
@@ -782,9 +1857,33 @@ int main(int argc, char **argv)
 	       "held frames, %lu grows, %lu cancels; %lu below the minimums "
 	       "refused)\n", rs.done, rs.shrinks, rs.waiting, rs.grows,
 	       rs.cancels, rs.refused);
-	printf("kill storm: %lu kills, %lu evictions, %lu resizes, %u frames "
-	       "lost\n", done, ev.done, rs.done, lost_host + lost_acct);
-	fz_ktap_result("kill_storm", failures || lost_host || lost_acct ||
-			done < kills);
-	return failures || lost_host || lost_acct || done < kills;
+	printf("# agents killed: %lu (attaching %lu, waiting for jobs %lu, "
+	       "holding jobs %lu, mid-copy %lu, over a torn destination %lu, "
+	       "giving jobs back %lu); the keys of their copies: %lu, %lu "
+	       "cached above, %lu whole below, %lu reclaimed since (no "
+	       "verdict)\n", agents_killed, ak.by_phase[PH_START],
+	       ak.by_phase[PH_WAIT], ak.by_phase[PH_HOLD], ak.by_phase[PH_COPY],
+	       ak.by_phase[PH_TORN], ak.by_phase[PH_DONE], ak.keys, ak.above,
+	       ak.below, ak.unsure);
+	printf("# tier: %" PRIu64 " frames demoted, %" PRIu64 " promoted, %"
+	       PRIu64 " copies failed or lost with their agent; agents "
+	       "filled %lu destinations with garbage first and gave %lu back "
+	       "failed; PROMOTE: %lu calls, %lu frames, %lu timed out, %lu "
+	       "failed copies\n", demoted, promoted, copies_failed,
+	       sh->copies_torn, sh->copies_failed, sh->promote_calls,
+	       sh->promote_frames, sh->promote_timeouts, sh->promote_failed);
+	printf("# verified byte for byte: %lu LOOKUP hits above, %lu "
+	       "promoted, %lu read below, %lu copied from by agents, %lu keys "
+	       "of killed agents' copies, %lu cached at the end\n",
+	       sh->verified_hit, sh->verified_promoted, sh->verified_lower,
+	       sh->verified_source, ak.verified, verified_end);
+	printf("kill storm: %lu kills, %lu evictions, %lu resizes, %lu agents "
+	       "killed, %" PRIu64 " frames demoted, %" PRIu64 " promoted, %lu "
+	       "verified, %u frames lost\n", done, ev.done, rs.done,
+	       agents_killed, demoted, promoted, verified,
+	       lost[0] + lost[1] + lost[2] + lost[3]);
+	c = failures || lost[0] || lost[1] || lost[2] || lost[3] ||
+	    done < kills;
+	fz_ktap_result("kill_storm", c);
+	return c;
 }
