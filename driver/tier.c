@@ -381,6 +381,22 @@ static void unlock_both(struct kva_arena *ua, struct kva_arena *la)
 }
 
 /*
+ * lock_both() for a command of client @cl: 0 with *@la set (NULL if the
+ * arena has no tier now), or -ESHUTDOWN (nothing locked) once an
+ * administrator evicted it.
+ */
+static int client_lock_both(struct kva_client *cl, struct kva_arena **la)
+{
+	int ret = kva_client_lock(cl, 0);
+
+	if (ret)
+		return ret;
+	mutex_unlock(&cl->arena->lock);
+	*la = lock_both(cl->arena);
+	return 0;
+}
+
+/*
  * Whether a domain's keys may go below.  A private domain's number means
  * one client of one arena (KVARENA_ATTACH_PRIVATE): in the lower arena
  * the same number may be someone else's, so its frames stay above.
@@ -566,8 +582,7 @@ static long tier_take(struct kva_client *cl, struct kvarena_tier *tr,
 		goto out_free;
 	for (i = 0; i < want; i++) {
 		jobs[i] = job_alloc();
-		spares[i] = kva_domain_alloc();
-		if (!jobs[i] || !spares[i])
+		if (!jobs[i])
 			goto out_free;
 	}
 
@@ -577,7 +592,7 @@ static long tier_take(struct kva_client *cl, struct kvarena_tier *tr,
 		bool dirty;
 		u64 seq;
 
-		/* A domain made for a demotion that failed went with it. */
+		/* Spare domains, again where a failed demotion used one. */
 		for (i = n; i < want; i++) {
 			if (!spares[i])
 				spares[i] = kva_domain_alloc();
@@ -586,12 +601,9 @@ static long tier_take(struct kva_client *cl, struct kvarena_tier *tr,
 				goto out_free;
 			}
 		}
-		ret = kva_client_lock(cl, 0);
+		ret = client_lock_both(cl, &la);
 		if (ret)
 			goto out_free;
-		mutex_unlock(&ua->lock);
-		la = lock_both(ua);
-		ret = 0;
 		if (!la)
 			ret = -EOPNOTSUPP;
 		else if (la != ((struct kva_client *)lfile->private_data)->arena)
@@ -754,13 +766,10 @@ static long tier_done(struct kva_client *cl, struct kvarena_tier *tr,
 	ret = kva_copy_in(in, u64_to_user_ptr(tr->jobs), n * sizeof(*in), 0);
 	if (ret)
 		goto out_free;
-	ret = kva_client_lock(cl, 0);
+	ret = client_lock_both(cl, &la);
 	if (ret)
 		goto out_free;
-	mutex_unlock(&ua->lock);
-	la = lock_both(ua);
 	/* All or nothing: find every job before any ends. */
-	ret = 0;
 	for (i = 0; i < n && !ret; i++) {
 		struct kva_tier_job *job;
 
@@ -1011,11 +1020,9 @@ long kva_ioc_promote(struct kva_client *cl, void __user *argp,
 			goto out_free;
 	}
 
-	ret = kva_client_lock(cl, 0);
+	ret = client_lock_both(cl, &la);
 	if (ret)
 		goto out_free;
-	mutex_unlock(&ua->lock);
-	la = lock_both(ua);
 	if (!la)
 		ret = -EOPNOTSUPP;
 	else if (!ua->tier->agent_seen)
