@@ -451,6 +451,61 @@ int kva_free(struct kva_arena *arena, const uint64_t *handles,
 int kva_scrub(struct kva_arena *arena, unsigned int max, int timeout_ms);
 
 /**
+ * struct kva_tier_counts - what kva_tier_agent() copied, added to by
+ * each call.
+ * @demoted:	frames copied down to the lower tier.
+ * @promoted:	frames copied back up.
+ * @failed:	copies given back failed (each frame is where it was).
+ * @copy_ns:	time spent mapping, copying and unmapping (not waiting
+ *		for copies to be wanted), in nanoseconds.
+ * @reserved:	left as it is.
+ */
+struct kva_tier_counts {
+	uint64_t demoted;
+	uint64_t promoted;
+	uint64_t failed;
+	uint64_t copy_ns;
+	uint64_t reserved;
+};
+
+/**
+ * kva_tier_agent() - copy frames between an arena and its lower tier:
+ * the agent's chore (Documentation/kvarena.rst, "A lower tier").
+ *
+ * Takes up to @max of the module's copies (KVARENA_IOC_TIER), waiting up
+ * to @timeout_ms for the first when none is waiting, makes them and
+ * gives them back: a cached frame of @arena demoted into a frame of
+ * @lower, or a frame of @lower promoted into a fresh frame of @arena for
+ * a caller of KVARENA_IOC_PROMOTE.  For a CUDA arena each batch is
+ * imported, mapped (the frame read from read-only) and copied with
+ * cuMemcpyDtoHAsync()/cuMemcpyHtoDAsync() on a stream of the agent's own,
+ * waited for before anything is unmapped or given back; the imports are
+ * let go at once (as kva_scrub()'s are).  A host arena's frames are
+ * copied with memcpy().  A copy either lands whole or is given back
+ * failed; killing the caller mid-copy loses nothing (the module undoes
+ * its copies).
+ *
+ * @arena must be a device-mode arena opened by its owner or an
+ * administrator, @lower a device-mode host arena opened by the same
+ * process that is @arena's lower tier (kvarenactl tier), of the same
+ * frame size.  @counts (may be NULL) is added to.  Thread safety: one
+ * kva_tier_agent() at a time per pair; other calls may run meanwhile
+ * (the wait holds no lock).
+ *
+ * Return: the number of copies given back (made or failed; 0: none was
+ * waiting within the wait), or -EINVAL (@max 0 or above 65536, @lower
+ * not a host arena of the same frame size, or no longer @arena's lower
+ * tier), -EOPNOTSUPP (an embedded arena, or @arena has no lower tier),
+ * -EPERM (neither the owner nor an administrator), -ESHUTDOWN (the
+ * agent's client was evicted), -EINTR (a signal ended the wait), -EIO
+ * (every copy of a batch failed: the next take would hand the same
+ * frames back), or an error from the CUDA driver.
+ */
+int kva_tier_agent(struct kva_arena *arena, struct kva_arena *lower,
+		   unsigned int max, int timeout_ms,
+		   struct kva_tier_counts *counts);
+
+/**
  * struct kva_arena_params - a new arena in the module (kva_arena_create()).
  * @name:		1-31 characters of [A-Za-z0-9_.-].
  * @nr_frames:		frames.

@@ -37,6 +37,7 @@ struct kva_cuda {
 	CUmemAccessDesc access;
 	CUmemAccessDesc access_ro;	/* published frames */
 	bool ro_refused;		/* the driver would not: use access */
+	CUstream tier_stream;		/* a tier agent's copies, or NULL */
 };
 
 static struct kva_cuda *cuda(struct kva_arena *a)
@@ -221,6 +222,8 @@ static void cuda_fini(struct kva_arena *a)
 		for (i = 0; i < a->nr_frames; i++)
 			if (a->frames[i].flags & FRAME_RESOLVED)
 				c->fn.cuMemRelease(a->frames[i].mem);
+		if (c->tier_stream)
+			c->fn.cuStreamDestroy(c->tier_stream);
 		ctx_pop(c);
 	}
 	cuda_stop(c);
@@ -456,6 +459,46 @@ static int cuda_xfer(struct kva_arena *a, uint64_t va, void *host,
 }
 
 /*
+ * A tier agent's copies (tier.c): on a non-blocking stream of the
+ * agent's own, made at the first batch, so that they neither wait for
+ * the legacy stream nor make anything else wait; all of a batch queued,
+ * then waited for, before the frames are unmapped.  The host side is
+ * the lower arena's mapping of shmem pages: pageable memory, which the
+ * driver copies through staging buffers of its own.
+ */
+static int cuda_tier_xfer(struct kva_arena *a, uint64_t va, void *host,
+			  const bool *out, uint32_t n)
+{
+	struct kva_cuda *c = cuda(a);
+	uint64_t fs = a->frame_size;
+	int ret = ctx_push(a, c), sret;
+	uint32_t i;
+
+	if (ret)
+		return ret;
+	if (!c->tier_stream)
+		ret = cu_err(a, c->fn.cuStreamCreate(&c->tier_stream,
+						     CU_STREAM_NON_BLOCKING));
+	if (ret) {
+		c->tier_stream = NULL;
+		ctx_pop(c);
+		return ret;
+	}
+	for (i = 0; i < n && !ret; i++) {
+		CUdeviceptr d = va + i * fs;
+		char *h = (char *)host + i * fs;
+
+		ret = cu_err(a, out[i] ?
+			     c->fn.cuMemcpyDtoHAsync(h, d, fs, c->tier_stream) :
+			     c->fn.cuMemcpyHtoDAsync(d, h, fs, c->tier_stream));
+	}
+	/* Whatever was queued uses the mappings: always wait for it. */
+	sret = cu_err(a, c->fn.cuStreamSynchronize(c->tier_stream));
+	ctx_pop(c);
+	return ret ? ret : sret;
+}
+
+/*
  * A scrubber's clear (scrub.c): zero the frames on the device and wait
  * for it, on the driver's legacy stream, which this process uses for
  * nothing else; the frames are unmapped only after.
@@ -547,6 +590,7 @@ const struct kva_vmm kva_cuda_vmm = {
 	.clear = cuda_clear,
 	.forget = cuda_forget,
 	.xfer = cuda_xfer,
+	.tier_xfer = cuda_tier_xfer,
 };
 
 /*

@@ -36,7 +36,11 @@
 	X(cuMemcpyDtoDAsync)				\
 	X(cuMemcpyDtoH)					\
 	X(cuMemcpyHtoD)					\
+	X(cuMemcpyDtoHAsync)				\
+	X(cuMemcpyHtoDAsync)				\
 	X(cuMemsetD8Async)				\
+	X(cuStreamCreate)				\
+	X(cuStreamDestroy)				\
 	X(cuStreamSynchronize)				\
 	X(cuCtxSynchronize)				\
 	X(cuEventCreate)				\

@@ -373,6 +373,26 @@ static void dev_close_provider(struct kva_arena *a)
 	a->prov_priv = NULL;
 }
 
+/*
+ * TIER: a take (the lower frames through @lower's client, a device
+ * arena's too: kva_tier_agent() checks) or the jobs given back.
+ */
+static int dev_tier(struct kva_arena *a, struct kvarena_tier_job *jobs,
+		    uint32_t n, uint32_t flags, uint32_t timeout_ms,
+		    struct kva_arena *lower)
+{
+	struct kvarena_tier t = {
+		.jobs = (uintptr_t)jobs, .count = n, .flags = flags,
+		.timeout_ms = timeout_ms,
+		.lower_fd = flags & KVARENA_TIER_DONE ? 0 : dev(lower)->fd,
+	};
+	int ret;
+
+	KVA_PASS("dev.tier");
+	ret = dev_ioctl(dev(a)->fd, KVARENA_IOC_TIER, &t);
+	return ret ? ret : (int)t.nr_done;
+}
+
 const struct kva_provider kva_device_provider = {
 	.alloc = dev_alloc,
 	.free = dev_free,
@@ -385,6 +405,7 @@ const struct kva_provider kva_device_provider = {
 	.scrub = dev_scrub,
 	.retired = dev_retired,
 	.imports_dropped = dev_imports_dropped,
+	.tier = dev_tier,
 	.close = dev_close_provider,
 };
 

@@ -379,6 +379,18 @@ static int host_xfer(struct kva_arena *a, uint64_t va, void *host,
 	return 0;
 }
 
+/* A tier agent's copies (tier.c): memcpy() is done when it returns. */
+static int host_tier_xfer(struct kva_arena *a, uint64_t va, void *host,
+			  const bool *out, uint32_t n)
+{
+	uint64_t fs = a->frame_size;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		host_xfer(a, va + i * fs, (char *)host + i * fs, fs, out[i]);
+	return 0;
+}
+
 const struct kva_vmm kva_host_vmm = {
 	.map_replaces = true,
 	.init = host_init,
@@ -390,6 +402,7 @@ const struct kva_vmm kva_host_vmm = {
 	.unmap = host_unmap,
 	.copy = host_copy,
 	.xfer = host_xfer,
+	.tier_xfer = host_tier_xfer,
 };
 
 /*

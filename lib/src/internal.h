@@ -160,6 +160,9 @@ struct kva_arena;
  * @retired:	device only: frames shrinks took out of the arena, ever.
  * @imports_dropped: device only: tell the module this process holds no
  *		import of a frame out of the arena (IMPORTS_DROPPED).
+ * @tier:	device only: TIER, a take of up to @n jobs (@flags 0,
+ *		waiting up to @timeout_ms; the lower frames through
+ *		@lower's file) or KVARENA_TIER_DONE; nr_done or -errno.
  * @close:	detach and release the provider.
  */
 struct kva_usage_report {
@@ -186,6 +189,9 @@ struct kva_provider {
 		     uint32_t flags, uint32_t timeout_ms);
 	int (*retired)(struct kva_arena *a, uint64_t *n);
 	int (*imports_dropped)(struct kva_arena *a);
+	int (*tier)(struct kva_arena *a, struct kvarena_tier_job *jobs,
+		    uint32_t n, uint32_t flags, uint32_t timeout_ms,
+		    struct kva_arena *lower);
 	void (*close)(struct kva_arena *a);
 };
 
@@ -249,6 +255,13 @@ struct kva_vmm {
 	 */
 	int (*xfer)(struct kva_arena *a, uint64_t va, void *host,
 		    uint64_t len, bool out);
+	/*
+	 * a tier agent's copies (tier.c): frame i of the @n mapped at @va
+	 * to host frame i at @host if @out[i], else back, on a stream of
+	 * the agent's own, and wait for them
+	 */
+	int (*tier_xfer)(struct kva_arena *a, uint64_t va, void *host,
+			 const bool *out, uint32_t n);
 };
 
 extern const struct kva_vmm kva_host_vmm;

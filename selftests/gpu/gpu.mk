@@ -56,6 +56,7 @@ check-gpu-dry: $(KVG_DIR)/gpu_check $(KVG_DIR)/runtime_check \
 	$(Q)python3 $(KVG_RESULTS) $(B)/gpu-dry/results.jsonl \
 		--passed build,runtime --skipped kernels-fp32,kernels-other,bench \
 		--check frames_exported_by_a_process_that_exited_keep_its_bytes \
+		--check a_tier_agents_async_copies_through_an_import_are_byte_exact \
 		--check free_without_a_stream_waits_for_the_device \
 		--check free_with_the_stream_named_unmaps_after_the_device
 	@# the same with a CPU kernel the compiler cannot build; the build

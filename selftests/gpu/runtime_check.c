@@ -21,6 +21,10 @@
  *    and exits; only then does this process import, map, read (the
  *    child's bytes), write and read back (the way several serving
  *    processes share an arena's frames);
+ *  - a tier agent's copies (kva_tier_agent()): cuMemcpyDtoHAsync() from a
+ *    read-only mapping of an import into shared shmem pages and
+ *    cuMemcpyHtoDAsync() back, on a non-blocking stream, byte-exact; their
+ *    rates beside the synchronous copies;
  *  - a scrubber's clear (kva_scrub()): cuMemsetD8Async() through an
  *    import, waited for, zeroes the frames' memory; its rate;
  *  - an embedded CUDA arena: frames mapped behind a sequence's range hold
@@ -42,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -61,7 +66,8 @@
 	X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess)	\
 	X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8Async)		\
 	X(cuStreamSynchronize) X(cuStreamCreate) X(cuStreamDestroy)	\
-	X(cuLaunchHostFunc) X(cuMemcpyDtoDAsync) X(cuMemGetAccess)
+	X(cuLaunchHostFunc) X(cuMemcpyDtoDAsync) X(cuMemGetAccess)	\
+	X(cuMemcpyDtoHAsync) X(cuMemcpyHtoDAsync)
 
 #define STR_(x)	#x
 #define STR(x)	STR_(x)
@@ -309,6 +315,103 @@ static bool check_scrub_clear(const CUmemGenericAllocationHandle *h,
 	return ok;
 }
 
+/* @reps batches of NR_SHARED frame copies on @st; their GB/s, or 0. */
+static double copy_rate(CUdeviceptr va, unsigned char *host, bool out,
+			CUstream st, int reps)
+{
+	double t0 = now_us();
+	bool ok = true;
+
+	for (int r = 0; ok && r < reps; r++) {
+		for (int i = 0; ok && i < NR_SHARED; i++) {
+			CUdeviceptr d = va + (size_t)i * FS;
+			unsigned char *h = host + (size_t)i * FS;
+
+			if (st)
+				ok = CU(out ? drv.cuMemcpyDtoHAsync(h, d, FS, st) :
+					      drv.cuMemcpyHtoDAsync(d, h, FS, st));
+			else
+				ok = CU(out ? drv.cuMemcpyDtoH(h, d, FS) :
+					      drv.cuMemcpyHtoD(d, h, FS));
+		}
+		ok = ok && (!st || CU(drv.cuStreamSynchronize(st)));
+	}
+	return ok ? (double)reps * NR_SHARED * FS / ((now_us() - t0) * 1e3) : 0;
+}
+
+/*
+ * What kva_tier_agent() does to a CUDA arena's frames (lib/src/tier.c):
+ * a demotion reads each frame through a read-only mapping of the agent's
+ * import with cuMemcpyDtoHAsync() on a non-blocking stream of its own,
+ * into a shared mapping of a memfd (pageable shmem, as the lower host
+ * arena's frames are); a promotion writes it back with
+ * cuMemcpyHtoDAsync(); each batch waited for before the unmap.  Both
+ * byte-exact; their rates beside the synchronous copies of the same bytes.
+ */
+static bool check_tier_copies(const CUmemGenericAllocationHandle *h,
+			      CUdeviceptr va, unsigned char *want)
+{
+	CUmemAccessDesc ro = rw_access();
+	size_t n = (size_t)NR_SHARED * FS;
+	double down, up, dtoh, htod;
+	unsigned char *host = MAP_FAILED;
+	CUdeviceptr rva = 0;
+	CUstream st = NULL;
+	bool ok, mapped;
+	int fd;
+
+	ro.flags = CU_MEM_ACCESS_FLAGS_PROT_READ;
+	fd = memfd_create("kvarena-tier", MFD_CLOEXEC);
+	if (fd >= 0 && !ftruncate(fd, (off_t)n))
+		host = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (fd >= 0)
+		close(fd);
+	ok = step(host != MAP_FAILED, "a memfd mapping", errno);
+	for (int i = 0; ok && i < NR_SHARED; i++) {
+		pattern(want, FS, 300 + i);
+		ok = CU(drv.cuMemcpyHtoD(va + (size_t)i * FS, want, FS));
+	}
+	/* The source of a demotion: a second mapping, read-only. */
+	mapped = ok && CU(drv.cuMemAddressReserve(&rva, n, FS, 0, 0));
+	for (int i = 0; mapped && i < NR_SHARED; i++)
+		mapped = CU(drv.cuMemMap(rva + (size_t)i * FS, FS, 0, h[i], 0));
+	ok = mapped && CU(drv.cuMemSetAccess(rva, n, &ro, 1)) &&
+	     CU(drv.cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+	ok = ok && copy_rate(rva, host, true, st, 1) > 0;
+	for (int i = 0; ok && i < NR_SHARED; i++) {
+		pattern(want, FS, 300 + i);
+		ok = !memcmp(host + (size_t)i * FS, want, FS);
+	}
+	for (int i = 0; ok && i < NR_SHARED; i++)
+		pattern(host + (size_t)i * FS, FS, 400 + i);
+	ok = ok && copy_rate(va, host, false, st, 1) > 0;
+	for (int i = 0; ok && i < NR_SHARED; i++) {
+		pattern(want, FS, 400 + i);
+		ok = CU(drv.cuMemcpyDtoH(host, va + (size_t)i * FS, FS)) &&
+		     !memcmp(host, want, FS);
+	}
+	if (ok) {
+		/* in turn, so that the machine's noise hits both alike */
+		down = copy_rate(rva, host, true, st, 20);
+		dtoh = copy_rate(rva, host, true, NULL, 20);
+		up = copy_rate(va, host, false, st, 20);
+		htod = copy_rate(va, host, false, NULL, 20);
+		printf("{\"kind\":\"runtime_cost\",\"tier_demote_gbs\":%.2f,"
+		       "\"dtoh_gbs\":%.2f,\"tier_promote_gbs\":%.2f,"
+		       "\"htod_gbs\":%.2f}\n", down, dtoh, up, htod);
+	}
+	if (st)
+		drv.cuStreamDestroy(st);
+	if (rva) {
+		for (int i = 0; i < NR_SHARED; i++)
+			drv.cuMemUnmap(rva + (size_t)i * FS, FS);
+		drv.cuMemAddressFree(rva, n);
+	}
+	if (host != MAP_FAILED)
+		munmap(host, n);
+	return ok;
+}
+
 /*
  * The importer's side: start the exporter, take its fds, wait for it to
  * exit, then import, map, read, write and read back.
@@ -319,6 +422,7 @@ static void check_memory_outlives_its_exporter(const char *self)
 	unsigned char *buf = malloc(FS), *want = malloc(FS);
 	int sv[2], fds[NR_SHARED], status = -1, imported = 0;
 	bool got = false, read_ok = false, write_ok = false, scrub_ok = false;
+	bool tier_ok = false;
 	uint64_t size = 0;
 	CUdeviceptr va = 0;
 	char arg[16];
@@ -374,6 +478,7 @@ static void check_memory_outlives_its_exporter(const char *self)
 		write_ok &= CU(drv.cuMemcpyDtoH(buf, va + (size_t)i * FS, FS)) &&
 			    !memcmp(buf, want, FS);
 	}
+	tier_ok = check_tier_copies(h, va, want);
 	scrub_ok = check_scrub_clear(h, va, buf);
 	unmap_all(va, NR_SHARED, FS);
 out:
@@ -381,6 +486,7 @@ out:
 		drv.cuMemRelease(h[i]);
 	report(read_ok, "frames_exported_by_a_process_that_exited_keep_its_bytes");
 	report(write_ok, "frames_imported_from_an_exited_process_take_writes");
+	report(tier_ok, "a_tier_agents_async_copies_through_an_import_are_byte_exact");
 	report(scrub_ok, "a_scrubbers_clear_through_an_import_zeroes_the_frames");
 	free(buf);
 	free(want);

@@ -513,7 +513,8 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
  * the work then faults when it runs (cuda_double_faults()), as does work
  * that finds its memory unmapped or writes a read-only mapping.
  */
-enum work_kind { W_COPY, W_SET, W_READ, W_WRITE, W_EVENT, W_HOST };
+enum work_kind { W_COPY, W_SET, W_READ, W_WRITE, W_EVENT, W_HOST, W_DTOH,
+		 W_HTOD };
 
 struct event {
 	bool live;
@@ -524,7 +525,9 @@ struct event {
 struct work {
 	enum work_kind kind;
 	uint64_t stream;
-	uint64_t dst, src;		/* W_READ: src; W_WRITE, W_SET: dst */
+	uint64_t dst, src;		/* W_READ: src; W_WRITE, W_SET: dst;
+					 * W_DTOH: dst is host memory, W_HTOD:
+					 * src is */
 	size_t n;
 	int val;
 	uint64_t *sum;			/* W_READ: where the result goes */
@@ -577,7 +580,8 @@ static uint64_t fnv(const unsigned char *p, size_t n)
 static const char *const kind_name[] = {
 	[W_COPY] = "copy", [W_SET] = "memset", [W_READ] = "kernel reading",
 	[W_WRITE] = "kernel writing", [W_EVENT] = "event",
-	[W_HOST] = "host function",
+	[W_HOST] = "host function", [W_DTOH] = "copy to the host",
+	[W_HTOD] = "copy from the host",
 };
 
 /* Lock held.  The device gets to queued work @w. */
@@ -600,19 +604,28 @@ static void run_one(struct work *w)
 		if (w->sum)
 			*w->sum = fnv((const void *)(uintptr_t)w->src, w->n);
 		return;
+	case W_DTOH:
+		if (!covered(w->src, w->n, true)) {
+			nr_faults++;
+			return;
+		}
+		memcpy((void *)(uintptr_t)w->dst, (void *)(uintptr_t)w->src,
+		       w->n);
+		return;
 	case W_COPY:
 		if (!covered(w->src, w->n, true)) {
 			nr_faults++;
 			return;
 		}
 		/* fall through */
+	case W_HTOD:
 	case W_SET:
 	case W_WRITE:
 		if (!writable(w->dst, w->n)) {
 			nr_faults++;
 			return;
 		}
-		if (w->kind == W_COPY)
+		if (w->kind == W_COPY || w->kind == W_HTOD)
 			memmove((void *)(uintptr_t)w->dst,
 				(void *)(uintptr_t)w->src, w->n);
 		else
@@ -689,10 +702,12 @@ static void check_unmap(const char *fn, uint64_t va, uint64_t n)
 		const struct work *w = &queue[i];
 
 		if (w->kind == W_EVENT || w->kind == W_HOST ||
-		    !(overlaps(va, n, w->dst, w->kind == W_READ ? 0 : w->n) ||
+		    !(overlaps(va, n, w->dst,
+			       w->kind == W_READ || w->kind == W_DTOH ?
+			       0 : w->n) ||
 		      overlaps(va, n, w->src,
-			       w->kind == W_COPY || w->kind == W_READ ?
-			       w->n : 0)))
+			       w->kind == W_COPY || w->kind == W_READ ||
+			       w->kind == W_DTOH ? w->n : 0)))
 			continue;
 		if (!nr_violations++)
 			snprintf(violation, sizeof(violation),
@@ -1053,6 +1068,40 @@ CUresult cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n)
 		return leave(CUDA_ERROR_INVALID_VALUE);
 	memcpy(dst, (void *)(uintptr_t)src, n);
 	return leave(CUDA_SUCCESS);
+}
+
+/*
+ * Host <-> device copies on a stream (a tier agent's): queued like any
+ * other work, so that the host memory is written or read only when the
+ * device gets to them - an agent that unmapped it before waiting would
+ * crash here, as a real GPU would fault.
+ */
+CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n,
+			   CUstream stream)
+{
+	ENTER((uintptr_t)dst, src, n);
+	calls[nr_calls - 1].stream = (uintptr_t)stream;
+	if (!ctx_depth)
+		return leave(CUDA_ERROR_INVALID_CONTEXT);
+	if (!dst || !covered(src, n, true))
+		return leave(CUDA_ERROR_INVALID_VALUE);
+	return leave(submit((struct work){ .kind = W_DTOH,
+		.stream = (uintptr_t)stream, .dst = (uintptr_t)dst,
+		.src = src, .n = n }));
+}
+
+CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n,
+			   CUstream stream)
+{
+	ENTER(dst, (uintptr_t)src, n);
+	calls[nr_calls - 1].stream = (uintptr_t)stream;
+	if (!ctx_depth)
+		return leave(CUDA_ERROR_INVALID_CONTEXT);
+	if (!src || !covered(dst, n, true))
+		return leave(CUDA_ERROR_INVALID_VALUE);
+	return leave(submit((struct work){ .kind = W_HTOD,
+		.stream = (uintptr_t)stream, .dst = dst,
+		.src = (uintptr_t)src, .n = n }));
 }
 
 /* ---- control ---- */

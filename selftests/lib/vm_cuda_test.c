@@ -559,4 +559,205 @@ TEST(kva_scrub_clears_a_cuda_arenas_frames_for_another_uid)
 	EXPECT_TRUE(all_released());
 }
 
+/* ---- kva_tier_agent(): a CUDA arena's prefix down to host memory and back */
+
+#define TIER_TAG	31
+
+static struct kva_key tier_keys[2];
+
+/* The keys of the tier test's prompt: token i is i * 17 + 3. */
+static int tier_prompt_keys(void)
+{
+	struct kva_geometry g = small_geometry(FS);
+	static uint32_t t[2 * TPF];
+
+	for (uint32_t i = 0; i < 2 * TPF; i++)
+		t[i] = i * 17 + 3;
+	return kva_prefix_keys(&g, "tier", 4, t, 2 * TPF, tier_keys, 2);
+}
+
+/* Publishes two frames of the prompt and exits: they stay cached. */
+static int publisher(const char *name)
+{
+	struct kva_geometry g = small_geometry(FS);
+	struct kva_arena *a;
+	struct kva_seq *s;
+
+	if (open_device(name, &a) || kva_seq_create(a, &g, 4 * TPF, &s) ||
+	    kva_seq_grow(s, 2 * TPF))
+		return 2;
+	fill_tokens(s, TIER_TAG, 0, 2 * TPF);
+	if (kva_seq_publish(s, tier_keys, 2) != 2)
+		return 3;
+	kva_close(a);
+	return 0;
+}
+
+/* Finds the prompt below and has it promoted: reads it byte-exact. */
+static int reader(const char *name)
+{
+	struct kva_open_opts o = { .mode = KVA_MODE_DEVICE, .name = name,
+				   .label = "reader", .promote_ms = 20000 };
+	struct kva_geometry g = small_geometry(FS);
+	struct kva_arena *a;
+	struct kva_seq *s;
+
+	cuda_double_set_granularity(FS);
+	if (kva_open(&o, &a) || kva_seq_create(a, &g, 4 * TPF, &s))
+		return 2;
+	if (kva_seq_attach_prefix(s, tier_keys, 2) != 2)
+		return 3;
+	if (check_tokens(s, TIER_TAG, 0, 2 * TPF))
+		return 4;
+	kva_close(a);
+	return 0;
+}
+
+static int set_tier(const char *name, const char *lower, uint32_t target)
+{
+	struct kvarena_arena_tier t = { .free_target = target };
+
+	snprintf(t.name, sizeof(t.name), "%s", name);
+	snprintf(t.lower, sizeof(t.lower), "%s", lower);
+	return module_ioctl(O_RDWR, KVARENA_IOC_ARENA_SET_TIER, &t);
+}
+
+/* The agent's loop: until @c has @down demotions and @up promotions. */
+static int agent_until(struct kva_arena *a, struct kva_arena *lo,
+		       struct kva_tier_counts *c, uint64_t down, uint64_t up)
+{
+	int i, ret = 0;
+
+	for (i = 0; i < 200 && (c->demoted < down || c->promoted < up); i++) {
+		ret = kva_tier_agent(a, lo, 16, 100, c);
+		if (ret < 0)
+			return ret;
+	}
+	return c->demoted == down && c->promoted == up ? 0 : -ETIME;
+}
+
+TEST(kva_tier_agent_moves_a_cuda_prefix_to_host_memory_and_back)
+{
+	char name[KVARENA_NAME_LEN], lower[KVARENA_NAME_LEN];
+	struct kva_arena_params up = {
+		.name = pid_name(name, "tgpu"), .nr_frames = 4,
+		.frame_size = FS, .mem_kind = KVA_BACKEND_CUDA,
+	};
+	struct kva_arena_params lp = {
+		.name = pid_name(lower, "thost"), .nr_frames = 4,
+		.frame_size = FS, .mem_kind = KVA_BACKEND_HOST,
+	};
+	struct kva_open_opts lo_o = { .mode = KVA_MODE_DEVICE, .name = lower,
+				      .label = "agent" };
+	struct kva_tier_counts c = { 0 };
+	struct kva_arena *a, *lo;
+	const char *trace;
+	int status;
+	pid_t pid;
+
+	ASSERT_EQ(2, tier_prompt_keys());
+	cuda_double_set_granularity(FS);
+	ASSERT_EQ(0, kva_arena_create(&up));
+	ASSERT_EQ(0, kva_arena_create(&lp));
+	/* Demote whatever is cached: keep every frame free. */
+	ASSERT_EQ(0, set_tier(name, lower, 4));
+	EXPECT_EQ(0, run_as(0, publisher, name));
+	EXPECT_EQ(2, module_stat(name).nr_cached);
+
+	ASSERT_EQ(0, open_device(name, &a));
+	ASSERT_EQ(0, kva_open(&lo_o, &lo));
+	EXPECT_EQ(-EINVAL, kva_tier_agent(a, a, 1, 0, &c));
+	EXPECT_EQ(-EINVAL, kva_tier_agent(a, lo, 0, 0, &c));
+	/* The lower arena must be host memory. */
+	EXPECT_EQ(-EINVAL, kva_tier_agent(lo, a, 1, 0, &c));
+
+	/*
+	 * Down: the device gets to the copies only when the agent waits
+	 * (asynchronous model), and the agent waits before unmapping.
+	 */
+	cuda_double_reset();
+	cuda_double_set_async(true);
+	ASSERT_EQ(0, agent_until(a, lo, &c, 2, 0));
+	cuda_double_set_async(false);
+	EXPECT_EQ(0, c.failed);
+	EXPECT_EQ(2, cuda_double_count("cuMemcpyDtoHAsync_v2"));
+	EXPECT_EQ(1, cuda_double_count("cuStreamCreate"));
+	trace = cuda_double_trace();
+	ASSERT_NE(NULL, strstr(trace, "cuMemcpyDtoHAsync_v2 cuStreamSynchronize"));
+	EXPECT_LT(strstr(trace, "cuStreamSynchronize"),
+		  strstr(trace, "cuMemUnmap"));
+	/* its imports let go of, the source mapped read-only, no fault */
+	EXPECT_EQ(2, cuda_double_count("cuMemRelease"));
+	EXPECT_EQ(0, cuda_double_faults());
+	EXPECT_EQ(0, cuda_double_violations());
+	EXPECT_EQ(0, module_stat(name).nr_cached);
+	EXPECT_EQ(2, module_stat(lower).nr_cached);
+
+	/* Up: a reader's PROMOTE, copied by the agent while it waits. */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(reader(name));
+	cuda_double_reset();
+	cuda_double_set_async(true);
+	EXPECT_EQ(0, agent_until(a, lo, &c, 2, 2));
+	cuda_double_set_async(false);
+	EXPECT_EQ(2, cuda_double_count("cuMemcpyHtoDAsync_v2"));
+	EXPECT_EQ(0, cuda_double_faults());
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0, c.failed);
+
+	kva_close(lo);
+	kva_close(a);
+	ASSERT_EQ(0, module_wait_clients(name, 0));
+	ASSERT_EQ(0, module_wait_clients(lower, 0));
+	EXPECT_EQ(0, set_tier(name, "", 0));
+	ASSERT_EQ(0, kva_arena_destroy(&up));
+	ASSERT_EQ(0, kva_arena_destroy(&lp));
+	EXPECT_TRUE(all_released());
+}
+
+/* Without a lower tier, or as no arena's agent, nothing is taken. */
+TEST(kva_tier_agent_refusals)
+{
+	struct kva_open_opts e = { .mode = KVA_MODE_EMBEDDED, .nr_frames = 2,
+				   .frame_size = 4096 };
+	char name[KVARENA_NAME_LEN], lower[KVARENA_NAME_LEN];
+	struct kva_arena_params up = {
+		.name = pid_name(name, "tnot"), .nr_frames = 2,
+		.frame_size = FS, .mem_kind = KVA_BACKEND_CUDA,
+	};
+	struct kva_arena_params lp = {
+		.name = pid_name(lower, "tnotl"), .nr_frames = 2,
+		.frame_size = FS, .mem_kind = KVA_BACKEND_HOST,
+	};
+	struct kva_open_opts lo_o = { .mode = KVA_MODE_DEVICE, .name = lower };
+	struct kva_arena *emb, *a, *lo;
+
+	ASSERT_EQ(0, kva_open(&e, &emb));
+	EXPECT_EQ(-EINVAL, kva_tier_agent(NULL, emb, 1, 0, NULL));
+	EXPECT_EQ(-EINVAL, kva_tier_agent(emb, NULL, 1, 0, NULL));
+	cuda_double_set_granularity(FS);
+	ASSERT_EQ(0, kva_arena_create(&up));
+	ASSERT_EQ(0, kva_arena_create(&lp));
+	ASSERT_EQ(0, open_device(name, &a));
+	ASSERT_EQ(0, kva_open(&lo_o, &lo));
+	EXPECT_EQ(-EOPNOTSUPP, kva_tier_agent(emb, lo, 1, 0, NULL));
+	/* no tier yet: the module says so */
+	EXPECT_EQ(-EOPNOTSUPP, kva_tier_agent(a, lo, 1, 0, NULL));
+	ASSERT_EQ(0, set_tier(name, lower, 0));
+	EXPECT_EQ(0, kva_tier_agent(a, lo, 1, 0, NULL));
+	kva_close(lo);
+	kva_close(a);
+	kva_close(emb);
+	ASSERT_EQ(0, module_wait_clients(name, 0));
+	ASSERT_EQ(0, module_wait_clients(lower, 0));
+	EXPECT_EQ(0, set_tier(name, "", 0));
+	ASSERT_EQ(0, kva_arena_destroy(&up));
+	ASSERT_EQ(0, kva_arena_destroy(&lp));
+	EXPECT_TRUE(all_released());
+}
+
 TEST_HARNESS_MAIN

@@ -354,72 +354,26 @@ TEST_F(dev, a_second_publisher_of_the_same_prompt_keeps_its_frames_private)
 }
 
 /*
- * A copying agent for the lower tier of arena @name, as kvarenactl agent
- * is: it runs in a child until killed.  Returns its pid.
+ * The copying agent of arena @name's lower tier, kva_tier_agent() in a
+ * loop as kvarenactl agent runs it: in a child until killed.  Returns
+ * its pid.
  */
 static pid_t tier_agent(const char *name, const char *lower)
 {
+	struct kva_open_opts uo = { .mode = KVA_MODE_DEVICE, .name = name,
+				    .label = "agent" };
+	struct kva_open_opts lo = { .mode = KVA_MODE_DEVICE, .name = lower,
+				    .label = "agent" };
+	struct kva_arena *ua, *la;
 	pid_t pid = fork();
-	struct kvarena_attach at = { 0 };
-	int up, lo;
 
 	if (pid)
 		return pid;
-	up = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
-	lo = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
-	snprintf(at.name, sizeof(at.name), "%s", name);
-	snprintf(at.label, sizeof(at.label), "agent");
-	if (up < 0 || lo < 0 || ioctl(up, KVARENA_IOC_ATTACH, &at))
+	if (kva_open(&uo, &ua) || kva_open(&lo, &la))
 		_exit(20);
-	memset(&at, 0, sizeof(at));
-	snprintf(at.name, sizeof(at.name), "%s", lower);
-	snprintf(at.label, sizeof(at.label), "agent");
-	if (ioctl(lo, KVARENA_IOC_ATTACH, &at))
-		_exit(21);
-	for (;;) {
-		struct kvarena_tier_job j[8];
-		struct kvarena_tier t = {
-			.jobs = (__u64)(uintptr_t)j, .count = 8,
-			.timeout_ms = 100, .lower_fd = lo,
-		};
-		uint32_t i;
-
-		if (ioctl(up, KVARENA_IOC_TIER, &t))
+	for (;;)
+		if (kva_tier_agent(ua, la, 8, 100, NULL) < 0)
 			_exit(22);
-		for (i = 0; i < t.nr_done; i++) {
-			bool down = j[i].op == KVARENA_TIER_DEMOTE;
-			struct kvarena_frame_fd s = {
-				.handle = down ? j[i].upper : j[i].lower };
-			struct kvarena_frame_fd d = {
-				.handle = down ? j[i].lower : j[i].upper };
-			void *src = MAP_FAILED, *dst = MAP_FAILED;
-
-			if (!ioctl(down ? up : lo, KVARENA_IOC_FRAME_FD, &s) &&
-			    !ioctl(down ? lo : up, KVARENA_IOC_FRAME_FD, &d)) {
-				src = mmap(NULL, FS, PROT_READ, MAP_SHARED,
-					   s.fd, s.offset);
-				dst = mmap(NULL, FS, PROT_READ | PROT_WRITE,
-					   MAP_SHARED, d.fd, d.offset);
-				close(s.fd);
-				close(d.fd);
-			}
-			j[i].result = -EIO;
-			if (src != MAP_FAILED && dst != MAP_FAILED) {
-				memcpy(dst, src, FS);
-				j[i].result = 0;
-			}
-			if (src != MAP_FAILED)
-				munmap(src, FS);
-			if (dst != MAP_FAILED)
-				munmap(dst, FS);
-		}
-		t.count = t.nr_done;
-		t.flags = KVARENA_TIER_DONE;
-		t.timeout_ms = 0;
-		t.lower_fd = 0;
-		if (t.count && ioctl(up, KVARENA_IOC_TIER, &t))
-			_exit(23);
-	}
 }
 
 static int set_tier(const char *name, const char *lower, uint32_t target)

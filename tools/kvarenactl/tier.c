@@ -11,16 +11,20 @@
  * A refusal is explained from the two arenas' STAT: the module only says
  * EINVAL.
  *
- * agent NAME is such an agent, with raw ioctls and no libkvarena, so that
- * the static build runs it too: a client of NAME and one of its lower
+ * agent NAME is such an agent: a client of NAME and one of its lower
  * arena (named by NAME's STAT), TIER takes of up to 64 jobs that wait up
- * to 250 ms for work (signals and limits are seen), each job's two frames
- * mapped through FRAME_FD (the source read-only, the destination
- * writable) and copied with memcpy(), then TIER DONE with each job's
- * result.  It copies host memory only: the FRAME_FD of a CUDA arena's
- * frame is the GPU allocation's export, which mmap() refuses; such a copy
- * is given back failed, and an agent that could make none of the copies
- * it took stops, since the next take would hand it the same frames.
+ * to 250 ms for work (signals and limits are seen), the copies, then TIER
+ * DONE with each job's result.  A host arena's frames are copied with raw
+ * ioctls and no libkvarena, so that the static build runs it too: each
+ * job's two frames mapped through FRAME_FD (the source read-only, the
+ * destination writable) and copied with memcpy().  A CUDA arena's frames
+ * are GPU memory, which mmap() cannot reach: libkvarena's
+ * kva_tier_agent() imports, maps and copies them with cuMemcpy*Async() on
+ * a stream of its own, loading the CUDA driver as libkvarena does
+ * (libcuda.so.1, or $KVA_CUDA_LIBRARY); the static build cannot, and
+ * says so.  A copy that cannot be made is given back failed, and an agent
+ * that could make none of the copies it took stops, since the next take
+ * would hand it the same frames.
  *
  * Runs until SIGINT or SIGTERM, until -n COUNT frames are copied, or until
  * --wait SECONDS go by with nothing to copy (--wait 0: copy what is wanted
@@ -35,6 +39,10 @@
 #include <unistd.h>
 
 #include "kvarenactl.h"
+
+#ifndef KVACTL_STATIC
+#include <kvarena.h>
+#endif
 
 /* Jobs one take asks for (the module hands out at most as many). */
 #define AGENT_BATCH	64u
@@ -287,6 +295,10 @@ struct agent {
 	const char *name;		/* the upper arena */
 	char lower[KVARENA_NAME_LEN + 1];
 	int up, lo;			/* the agent's clients of the two */
+#ifndef KVACTL_STATIC
+	struct kva_arena *ua, *la;	/* the same, a CUDA arena's */
+#endif
+	bool cuda;			/* NAME is a CUDA arena */
 	uint64_t frame_size;
 	uint64_t demoted, promoted, failed;
 	uint64_t copy_ns;		/* spent mapping and copying */
@@ -427,6 +439,14 @@ static void take_err(const struct agent *ag, int err)
 		kvactl_err("agent: \"%s\": %s", ag->name, strerror(-err));
 }
 
+/* Every copy of a take failed. */
+static void none_made(int n)
+{
+	/* The next take would hand the same frames. */
+	kvactl_err("agent: none of the %d %s taken could be made: stopping",
+		   n, n == 1 ? "copy" : "copies");
+}
+
 /* The upper arena's lower tier, from its STAT; 0 or -1 after saying why. */
 static int find_lower(struct agent *ag)
 {
@@ -450,8 +470,128 @@ static int find_lower(struct agent *ag)
 	}
 	tier_of(ag->lower, &s);
 	ag->frame_size = s.frame_size;
+	ag->cuda = s.mem_kind == KVARENA_MEM_CUDA;
 	return 0;
 }
+
+/*
+ * One round with raw ioctls: up to @want copies taken, waiting up to
+ * @slice ms, made and given back; the number given back, or -errno after
+ * saying why (-EINTR: a signal, silently).
+ */
+static int raw_round(struct agent *ag, unsigned int want, unsigned int slice)
+{
+	struct kvarena_tier_job jobs[AGENT_BATCH];
+	unsigned int ok = 0, down = 0;	/* copies made, of them down */
+	int n, err;
+
+	memset(jobs, 0, sizeof(jobs));
+	n = take(ag, jobs, want, slice);
+	if (n <= 0) {
+		if (n < 0 && n != -EINTR)
+			take_err(ag, n);
+		return n;
+	}
+	for (int i = 0; i < n; i++) {
+		jobs[i].result = copy_job(ag, &jobs[i]);
+		ok += !jobs[i].result;
+		down += !jobs[i].result && jobs[i].op == KVARENA_TIER_DEMOTE;
+	}
+	err = give_back(ag, jobs, (unsigned int)n);
+	if (err) {
+		/* Not taken back: they end with our file. */
+		kvactl_err("agent: giving %d %s back to \"%s\": %s", n,
+			   n == 1 ? "copy" : "copies", ag->name,
+			   strerror(-err));
+		ag->failed += (unsigned int)n;
+		return err;
+	}
+	ag->demoted += down;
+	ag->promoted += ok - down;
+	ag->failed += (unsigned int)n - ok;
+	if (!ok) {
+		none_made(n);
+		return -EIO;
+	}
+	return n;
+}
+
+#ifdef KVACTL_STATIC
+
+static int lib_round(struct agent *ag, unsigned int want, unsigned int slice)
+{
+	(void)ag, (void)want, (void)slice;
+	return -EOPNOTSUPP;	/* never: open_cuda() refused */
+}
+
+static int open_cuda(struct agent *ag)
+{
+	kvactl_err("agent: \"%s\" is a CUDA arena: this kvarenactl is statically linked and cannot load libcuda.so.1 (the installed kvarenactl copies GPU memory)",
+		   ag->name);
+	return -1;
+}
+
+static void close_cuda(struct agent *ag)
+{
+	(void)ag;
+}
+
+#else
+
+/* One round of a CUDA arena's copies, by libkvarena: as raw_round(). */
+static int lib_round(struct agent *ag, unsigned int want, unsigned int slice)
+{
+	struct kva_tier_counts c = { 0 };
+	int n = kva_tier_agent(ag->ua, ag->la, want, (int)slice, &c);
+
+	ag->demoted += c.demoted;
+	ag->promoted += c.promoted;
+	ag->failed += c.failed;
+	ag->copy_ns += c.copy_ns;
+	if (n == -EIO)
+		none_made((int)c.failed);
+	else if (n < 0 && n != -EINTR)
+		take_err(ag, n);
+	return n;
+}
+
+/* libkvarena's clients of the two arenas; 0 or -1 after saying why. */
+static int open_cuda(struct agent *ag)
+{
+	struct kva_open_opts o = {
+		.mode = KVA_MODE_DEVICE, .label = "agent",
+		.device = kvactl_device(), .transport = KVA_TRANSPORT_IOCTL,
+	};
+	const char *names[2] = { ag->name, ag->lower };
+	struct kva_arena **a[2] = { &ag->ua, &ag->la };
+	int ret = 0;
+
+	for (int i = 0; i < 2 && !ret; i++) {
+		o.name = names[i];
+		ret = kva_open(&o, a[i]);
+		if (ret == -ENOENT)
+			kvactl_err("agent: no arena named \"%s\"", names[i]);
+		else if (ret == -EACCES || ret == -EPERM)
+			kvactl_err("agent: permission denied: \"%s\" does not let this user attach",
+				   names[i]);
+		else if (ret == -ELIBACC)
+			kvactl_err("agent: cannot load the CUDA driver (libcuda.so.1, or $KVA_CUDA_LIBRARY)");
+		else if (ret)
+			kvactl_err("agent: attaching to \"%s\": %s", names[i],
+				   strerror(-ret));
+	}
+	return ret ? -1 : 0;
+}
+
+static void close_cuda(struct agent *ag)
+{
+	if (ag->la)
+		kva_close(ag->la);
+	if (ag->ua)
+		kva_close(ag->ua);
+}
+
+#endif
 
 /* What it copied, on one line. */
 static void agent_report(const struct agent *ag, uint64_t t0, bool exact)
@@ -488,17 +628,21 @@ int kvactl_cmd_agent(const struct kvactl_opts *o)
 		return KVACTL_FAIL;
 	if (find_lower(&ag))
 		goto out;
-	ag.lo = kvactl_open(true, "agent");
-	if (ag.lo < 0 || attach(ag.up, ag.name) || attach(ag.lo, ag.lower))
-		goto out;
+	if (ag.cuda) {
+		if (open_cuda(&ag))
+			goto out;
+	} else {
+		ag.lo = kvactl_open(true, "agent");
+		if (ag.lo < 0 || attach(ag.up, ag.name) ||
+		    attach(ag.lo, ag.lower))
+			goto out;
+	}
 	/* No SA_RESTART: a signal ends the module's wait at once. */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	t0 = idle_since = now_ns();
 	while (!stopped) {
-		struct kvarena_tier_job jobs[AGENT_BATCH];
 		unsigned int want = AGENT_BATCH, slice = SLICE_MS;
-		unsigned int ok = 0, down = 0;	/* copies made, of them down */
 		uint64_t copied = ag.demoted + ag.promoted;
 		uint64_t idle_ms = (now_ns() - idle_since) / 1000000;
 		uint64_t left = o->wait_ms > idle_ms ? o->wait_ms - idle_ms : 0;
@@ -508,43 +652,16 @@ int kvactl_cmd_agent(const struct kvactl_opts *o)
 			want = (unsigned int)(o->iterations - copied);
 		if (wait && left < slice)
 			slice = (unsigned int)left;
-		memset(jobs, 0, sizeof(jobs));
-		n = take(&ag, jobs, want, slice);
+		n = ag.cuda ? lib_round(&ag, want, slice) :
+			      raw_round(&ag, want, slice);
 		if (n == -EINTR)
 			continue;
 		if (n < 0) {
-			take_err(&ag, n);
 			err = n;
 			break;
 		}
-		for (int i = 0; i < n; i++) {
-			jobs[i].result = copy_job(&ag, &jobs[i]);
-			ok += !jobs[i].result;
-			down += !jobs[i].result &&
-				jobs[i].op == KVARENA_TIER_DEMOTE;
-		}
-		if (n) {
+		if (n)
 			idle_since = now_ns();
-			err = give_back(&ag, jobs, (unsigned int)n);
-			if (err) {
-				/* Not taken back: they end with our file. */
-				kvactl_err("agent: giving %d %s back to \"%s\": %s",
-					   n, n == 1 ? "copy" : "copies",
-					   ag.name, strerror(-err));
-				ag.failed += (unsigned int)n;
-				break;
-			}
-			ag.demoted += down;
-			ag.promoted += ok - down;
-			ag.failed += (unsigned int)n - ok;
-			if (!ok) {
-				/* The next take would hand the same frames. */
-				kvactl_err("agent: none of the %d %s taken could be made: stopping",
-					   n, n == 1 ? "copy" : "copies");
-				err = -EIO;
-				break;
-			}
-		}
 		if (count && ag.demoted + ag.promoted >= o->iterations)
 			break;
 		if (wait && !n &&
@@ -554,6 +671,8 @@ int kvactl_cmd_agent(const struct kvactl_opts *o)
 	agent_report(&ag, t0, o->exact_bytes);
 	ret = err || ag.failed ? KVACTL_FAIL : KVACTL_OK;
 out:
+	if (ag.cuda)
+		close_cuda(&ag);
 	if (ag.lo >= 0)
 		close(ag.lo);
 	close(ag.up);
