@@ -988,8 +988,11 @@ long kva_ioc_promote(struct kva_client *cl, void __user *argp,
 	u32 i, n, done = 0, queued = 0;
 	long ret, left;
 
-	if (how & KVA_HOW_URING)
-		return -EPERM;
+	/*
+	 * Over io_uring PROMOTE never runs inline (kva_cmd_nonblock()): it
+	 * waits in io_uring's worker, whose cancellation (the ring's exit,
+	 * IORING_OP_ASYNC_CANCEL) is a signal that ends the wait.
+	 */
 	ret = kva_copy_in(&p, argp, sizeof(p), how);
 	if (ret)
 		return ret;

@@ -426,8 +426,9 @@ static const struct cmd cmds[] = {
 	    struct kvarena_imports_dropped, KVA_CLIENT, false),
 	/*
 	 * Not in the header's table (yet): its structs say "ARENA_SET_TIER,
-	 * CAP_SYS_ADMIN"; TIER "a client of the upper arena", PROMOTE
-	 * "client", both "-EPERM ... over io_uring" (so never inline).
+	 * CAP_SYS_ADMIN"; TIER "a client of the upper arena", "-EPERM ...
+	 * over io_uring"; PROMOTE "client", "waits in io_uring's worker"
+	 * (so never inline).
 	 */
 	CMD(set_tier, KVARENA_IOC_ARENA_SET_TIER, struct kvarena_arena_tier,
 	    KVA_ADMIN, false),

@@ -21,7 +21,8 @@
  *             frames filled with what their key says (any process can
  *             check a frame from its key), published as chains, LOOKUPed with
  *             KVARENA_LOOKUP_LOWER, and what is below PROMOTEd (short
- *             timeouts); a few read the lower arena's copies directly.
+ *             timeouts; over ioctl or io_uring); a few read the lower
+ *             arena's copies directly.
  *             Every frame that comes back is checked byte for byte.
  *
  * Beside them run a few tier agents (root, as kvarenactl agent): they
@@ -132,6 +133,7 @@ struct shared {
 	unsigned long verified_lower;	/* read below by a worker, checked */
 	unsigned long verified_source;	/* frames an agent copied from */
 	unsigned long promote_calls, promote_frames, promote_timeouts;
+	unsigned long promote_uring;	/* of the calls, over io_uring */
 	unsigned long promote_failed;	/* -EIO: a copy given back failed */
 	unsigned long copies_torn;	/* destinations filled with garbage */
 	unsigned long copies_failed;	/* jobs given back failed on purpose */
@@ -667,6 +669,28 @@ static unsigned int tier_publish(int fd, struct kvarena_prefix_entry *e,
 }
 
 /*
+ * PROMOTE over ioctl() or, one time in two, over io_uring, where it waits
+ * in io_uring's worker: a worker killed then has its ring's release
+ * cancel the wait.
+ */
+static int promote_call(struct fz_rng *r, int fd, struct kvarena_promote *pr)
+{
+	static struct io_uring ring;
+	static int have_ring;		/* 0: not tried, 1: made, -1: none */
+	int ret;
+
+	if (!have_ring)
+		have_ring = io_uring_queue_init(2, &ring, 0) ? -1 : 1;
+	if (have_ring < 0 || fz_one_in(r, 2))
+		return wcall(fd, KVARENA_IOC_PROMOTE, pr);
+	SH_ADD(promote_uring, 1);
+	ret = fz_uring(&ring, fd, KVARENA_IOC_PROMOTE, pr, 0);
+	if (ret == -ESHUTDOWN)
+		_exit(0);
+	return ret;
+}
+
+/*
  * LOOKUP keys @first.. with KVARENA_LOOKUP_LOWER, check what is found,
  * and now and then PROMOTE what is below, and check that.  Returns how
  * many new holds it adds to @held.
@@ -710,7 +734,7 @@ static unsigned int tier_lookup(struct fz_rng *r, int fd,
 		e[i].flags = 0;
 	}
 	SH_ADD(promote_calls, 1);
-	ret = wcall(fd, KVARENA_IOC_PROMOTE, &pr);
+	ret = promote_call(r, fd, &pr);
 	switch (ret) {
 	case 0:
 		break;
@@ -1868,10 +1892,10 @@ int main(int argc, char **argv)
 	printf("# tier: %" PRIu64 " frames demoted, %" PRIu64 " promoted, %"
 	       PRIu64 " copies failed or lost with their agent; agents "
 	       "filled %lu destinations with garbage first and gave %lu back "
-	       "failed; PROMOTE: %lu calls, %lu frames, %lu timed out, %lu "
-	       "failed copies\n", demoted, promoted, copies_failed,
-	       sh->copies_torn, sh->copies_failed, sh->promote_calls,
-	       sh->promote_frames, sh->promote_timeouts, sh->promote_failed);
+	       "failed; PROMOTE: %lu calls (%lu over io_uring), %lu frames, "
+	       "%lu timed out, %lu failed copies\n", demoted, promoted,
+	       copies_failed, sh->copies_torn, sh->copies_failed,
+	       sh->promote_calls, sh->promote_uring, sh->promote_frames, sh->promote_timeouts, sh->promote_failed);
 	printf("# verified byte for byte: %lu LOOKUP hits above, %lu "
 	       "promoted, %lu read below, %lu copied from by agents, %lu keys "
 	       "of killed agents' copies, %lu cached at the end\n",

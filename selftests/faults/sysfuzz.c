@@ -276,7 +276,7 @@ static const struct cmd_desc cmds[] = {
 	 */
 	{ "PROMOTE", KVARENA_IOC_PROMOTE, sizeof(struct kvarena_promote),
 	  CLIENT_ERRS | E(EOPNOTSUPP) | E(ENODEV) | E(ENOSPC) | E(EAGAIN) |
-	  E(EIO) | E(EEXIST) | E(ETIMEDOUT) | E(EINTR) | E(EPERM), 2,
+	  E(EIO) | E(EEXIST) | E(ETIMEDOUT) | E(EINTR), 2,
 	  build_promote },
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))

@@ -836,13 +836,111 @@ TEST_F(tier, promote_refuses_bad_input_and_misses_quietly)
 	pr.nr_done = 7;
 	EXPECT_EQ(0, kva_ioctl(cl, KVARENA_IOC_PROMOTE, &pr));
 	EXPECT_EQ(0, pr.nr_done);
+	/* Over io_uring too: from its worker, a miss all the same. */
 	ASSERT_EQ(0, io_uring_queue_init(2, &ring, 0));
-	EXPECT_EQ(-EPERM, kva_uring_one(&ring, cl, KVARENA_IOC_PROMOTE, &pr,
-					0));
+	pr.nr_done = 7;
+	EXPECT_EQ(0, kva_uring_one(&ring, cl, KVARENA_IOC_PROMOTE, &pr, 0));
+	EXPECT_EQ(0, pr.nr_done);
+	pr.flags = 1;
+	EXPECT_EQ(-EINVAL, kva_uring_one(&ring, cl, KVARENA_IOC_PROMOTE, &pr,
+					 0));
 	io_uring_queue_exit(&ring);
 	close(cl);
 	close(up);
 	close(lo);
+}
+
+/*
+ * PROMOTE over io_uring is asynchronous: the submission returns while no
+ * agent runs, the submitter goes on, and the completion comes once an
+ * agent has made the copies - byte-exact.  A submitter that exits with
+ * its PROMOTE still waiting ends it (the ring's release cancels it):
+ * nothing stays held or queued, and the tier is free to go.
+ */
+TEST_F(tier, a_promotion_over_io_uring_completes_when_the_agent_copies)
+{
+	int go[2], status;
+	pid_t agent, p;
+	char c = 0;
+
+	p = fork();
+	ASSERT_LE(0, p);
+	if (!p)
+		_exit(publish_and_leave(self->up, 1001, 4));
+	ASSERT_EQ(0, reap(p));
+	agent = agent_start(self->up, self->lo);
+	ASSERT_LT(0, agent);
+	EXPECT_TRUE(settles(self->admin, self->lo, LO_NR - 4, 4, 0));
+	EXPECT_EQ(0, agent_stop(agent) == 1000 + SIGKILL ? 0 : 1);
+
+	/* Submitted with no agent: no completion until one runs. */
+	ASSERT_EQ(0, pipe(go));
+	p = fork();
+	ASSERT_LE(0, p);
+	if (!p) {
+		struct kvarena_prefix_entry e[4];
+		struct kvarena_promote pr = {
+			.entries = (__u64)(unsigned long)e, .count = 4,
+			.timeout_ms = 20000,
+		};
+		struct io_uring_cqe *cqe;
+		struct io_uring ring;
+		int fd = kva_open(O_RDWR);
+
+		close(go[0]);
+		drop_to(1001);
+		CHECK_EQ(0, kva_attach(fd, self->up, "async", 0, 0, NULL));
+		chain(e, 4, TAG, 0, NULL);
+		CHECK_EQ(0, io_uring_queue_init(2, &ring, 0));
+		kva_queue_cmd(&ring, 0, fd, KVARENA_IOC_PROMOTE, &pr, 0, 0);
+		CHECK_EQ(1, io_uring_submit(&ring));
+		usleep(200000);
+		CHECK_EQ(-EAGAIN, io_uring_peek_cqe(&ring, &cqe));
+		CHECK_EQ(1, write(go[1], &c, 1));
+		CHECK_EQ(0, io_uring_wait_cqe(&ring, &cqe));
+		CHECK_EQ(0, cqe->res);
+		CHECK_EQ(4, pr.nr_done);
+		for (int i = 0; i < 4; i++)
+			CHECK(intact(fd, e[i].handle, TAG, i));
+		_exit(0);
+	}
+	close(go[1]);
+	ASSERT_EQ(1, read(go[0], &c, 1));
+	close(go[0]);
+	agent = agent_start(self->up, self->lo);
+	ASSERT_LT(0, agent);
+	EXPECT_EQ(0, reap(p));
+	/* Their holder gone, the frames above go (their keys are below). */
+	EXPECT_TRUE(settles(self->admin, self->up, UP_NR, 0, 0));
+	EXPECT_EQ(0, agent_stop(agent) == 1000 + SIGKILL ? 0 : 1);
+
+	/* A submitter that exits with its PROMOTE waiting. */
+	p = fork();
+	ASSERT_LE(0, p);
+	if (!p) {
+		struct kvarena_prefix_entry e[4];
+		struct kvarena_promote pr = {
+			.entries = (__u64)(unsigned long)e, .count = 4,
+			.timeout_ms = 600000,
+		};
+		struct io_uring ring;
+		int fd = kva_open(O_RDWR);
+
+		drop_to(1001);
+		CHECK_EQ(0, kva_attach(fd, self->up, "gone", 0, 0, NULL));
+		chain(e, 4, TAG, 0, NULL);
+		CHECK_EQ(0, io_uring_queue_init(2, &ring, 0));
+		kva_queue_cmd(&ring, 0, fd, KVARENA_IOC_PROMOTE, &pr, 0, 0);
+		CHECK_EQ(1, io_uring_submit(&ring));
+		usleep(100000);
+		_exit(0);
+	}
+	ASSERT_EQ(p, waitpid(p, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	EXPECT_EQ(0, kva_wait_no_clients(self->admin, self->up));
+	EXPECT_TRUE(settles(self->admin, self->lo, LO_NR - 4, 4, 0));
+	EXPECT_EQ(0, set_tier(self->admin, self->up, "", 0));
+	EXPECT_EQ(0, set_tier(self->admin, self->up, self->lo, UP_NR));
 }
 
 /* Without a tier: LOOKUP counts nothing below, PROMOTE has nowhere to go. */

@@ -40,8 +40,10 @@
  *  - ALLOC, FREE, FRAME_FD, SET_USAGE, PUBLISH, LOOKUP, SCRUB,
  *    IMPORTS_DROPPED, TIER and PROMOTE need the file to be attached to an
  *    arena (ATTACH; -ENOTCONN otherwise).  One file attaches once.  SCRUB
- *    and TIER also need the arena's owner or CAP_SYS_ADMIN; SCRUB, TIER
- *    and PROMOTE are taken over ioctl() only.
+ *    and TIER also need the arena's owner or CAP_SYS_ADMIN; SCRUB and
+ *    TIER are taken over ioctl() only.  PROMOTE over io_uring waits in
+ *    io_uring's worker thread: its completion comes when the copies are
+ *    done, and the submitter goes on meanwhile.
  *
  * Error numbers
  *
@@ -1319,7 +1321,12 @@ struct kvarena_tier {
  * frame must be cleared first (try again); -EIO when its copy failed;
  * -EEXIST when its key was published in the arena meanwhile and others
  * hold it (LOOKUP shares it); -ETIMEDOUT or -EINTR when the wait ended
- * before it came; -EPERM over io_uring.
+ * before it came.  Over io_uring the call is asynchronous: the
+ * submission returns at once and the completion comes with the copies,
+ * from io_uring's worker (one of the ring's workers waits meanwhile); a
+ * cancellation (IORING_OP_ASYNC_CANCEL, the ring's release) ends the
+ * wait as a signal does, -EINTR.  @entries and this struct must stay
+ * valid until the completion.
  */
 struct kvarena_promote {
 	__u64 entries;
