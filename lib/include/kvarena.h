@@ -488,18 +488,25 @@ struct kva_tier_counts {
  * @arena must be a device-mode arena opened by its owner or an
  * administrator, @lower a device-mode host arena opened by the same
  * process that is @arena's lower tier (kvarenactl tier), of the same
- * frame size.  @counts (may be NULL) is added to.  Thread safety: one
- * kva_tier_agent() at a time per pair; other calls may run meanwhile
- * (the wait holds no lock).
+ * frame size.  Both handles are the agent's own (kva_open() for it
+ * alone): a handle the process also serves from would have its
+ * kva_seq_attach_prefix() wait, under the handle's lock, for a PROMOTE
+ * that this call, blocked on the same lock, could not copy.  The wait
+ * for copies holds no lock; the copies hold both handles' locks.
+ * @counts (may be NULL) is added to.  One kva_tier_agent() at a time per
+ * pair.
  *
  * Return: the number of copies given back (made or failed; 0: none was
- * waiting within the wait), or -EINVAL (@max 0 or above 65536, @lower
- * not a host arena of the same frame size, or no longer @arena's lower
- * tier), -EOPNOTSUPP (an embedded arena, or @arena has no lower tier),
- * -EPERM (neither the owner nor an administrator), -ESHUTDOWN (the
- * agent's client was evicted), -EINTR (a signal ended the wait), -EIO
- * (every copy of a batch failed: the next take would hand the same
- * frames back), or an error from the CUDA driver.
+ * waiting within the wait), or a negative errno when the last take or
+ * give-back failed, whatever batches were done before it (@counts says
+ * what they did): -EINVAL (@max 0 or above 65536, @lower not a host
+ * arena of the same frame size, or no longer @arena's lower tier),
+ * -EOPNOTSUPP (an embedded arena, or @arena has no lower tier), -EPERM
+ * (neither the owner nor an administrator), -ESHUTDOWN (the agent's
+ * client was evicted), -EINTR (a signal ended the wait), -EIO (every
+ * copy of a batch failed, the CUDA driver's errors among them: the next
+ * take would hand the same frames back).  Copies the module did not
+ * take back (counted failed) end undone when @arena is closed.
  */
 int kva_tier_agent(struct kva_arena *arena, struct kva_arena *lower,
 		   unsigned int max, int timeout_ms,

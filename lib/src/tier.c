@@ -86,12 +86,18 @@ static int map_batch(struct kva_arena *a, const uint32_t *idx, uint32_t n,
 	return ret;
 }
 
-static void unmap_batch(struct kva_arena *a, uint64_t va, uint64_t got,
-			uint32_t n)
+/*
+ * Unmap a batch; a range that cannot be unmapped is not reused, and its
+ * copies fail: the agent must not keep a mapping of a frame it gives back.
+ */
+static int unmap_batch(struct kva_arena *a, uint64_t va, uint64_t got,
+		       uint32_t n)
 {
-	/* A range that cannot be unmapped is not reused. */
-	if (!a->vmm->unmap(a, va, n))
+	int ret = a->vmm->unmap(a, va, n);
+
+	if (!ret)
 		kva_resv_put(a, va, got);
+	return ret;
 }
 
 /*
@@ -104,7 +110,7 @@ static void copy_batch(struct kva_arena *a, struct kva_arena *lower,
 	uint32_t ui[TIER_BATCH], li[TIER_BATCH], at[TIER_BATCH], m = 0, i;
 	uint64_t uva, ugot, lva, lgot;
 	bool out[TIER_BATCH];
-	int ret;
+	int ret, uret;
 
 	for (i = 0; i < n; i++) {
 		bool down = j[i].op == KVARENA_TIER_DEMOTE;
@@ -132,10 +138,12 @@ static void copy_batch(struct kva_arena *a, struct kva_arena *lower,
 				ret = a->vmm->tier_xfer(a, uva,
 							(void *)(uintptr_t)lva,
 							out, m);
-				unmap_batch(lower, lva, lgot, m);
+				uret = unmap_batch(lower, lva, lgot, m);
+				ret = ret ? ret : uret;
 			}
 			/* tier_xfer waited: nothing reads the range now. */
-			unmap_batch(a, uva, ugot, m);
+			uret = unmap_batch(a, uva, ugot, m);
+			ret = ret ? ret : uret;
 		}
 		for (i = 0; i < m; i++)
 			j[at[i]].result = ret;
@@ -194,8 +202,12 @@ int kva_tier_agent(struct kva_arena *a, struct kva_arena *lower,
 		}
 		ret = a->prov->tier(a, j, (uint32_t)n, KVARENA_TIER_DONE, 0,
 				    lower);
-		if (ret < 0)
-			break;	/* not taken back: they end with our file */
+		if (ret < 0) {
+			/* Not taken back: they end undone with our file. */
+			if (counts)
+				counts->failed += (uint32_t)n;
+			break;
+		}
 		if (counts) {
 			counts->demoted += down;
 			counts->promoted += made - down;

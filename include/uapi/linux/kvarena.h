@@ -62,8 +62,9 @@
  *           twice on a frame, or on a CUDA frame taken out whose old memory
  *           a process still imports; PUBLISH of a frame published under another
  *           key; ARENA_RESIZE below what the clients' minimums add up to
- *  EAGAIN   io_uring only: the command would block; io_uring retries it
- *           from a worker thread by itself
+ *  EAGAIN   io_uring: the command would block; io_uring retries it
+ *           from a worker thread by itself.  PROMOTE (either path): its
+ *           first frame must be cleared first, try again
  *  ENOSPC   ALLOC, LOOKUP or a min guarantee cannot be met (free and
  *           cached frames, other clients' guarantees, or the client's max)
  *  ENOTCONN the file is not attached to an arena
@@ -1323,10 +1324,12 @@ struct kvarena_tier {
  * hold it (LOOKUP shares it); -ETIMEDOUT or -EINTR when the wait ended
  * before it came.  Over io_uring the call is asynchronous: the
  * submission returns at once and the completion comes with the copies,
- * from io_uring's worker (one of the ring's workers waits meanwhile); a
- * cancellation (IORING_OP_ASYNC_CANCEL, the ring's release) ends the
- * wait as a signal does, -EINTR.  @entries and this struct must stay
- * valid until the completion.
+ * from io_uring's worker; a cancellation (IORING_OP_ASYNC_CANCEL, the
+ * ring's release) ends the wait as a signal does, -EINTR.  The wait holds
+ * one of the submitting thread's bounded io_uring workers, which other
+ * commands that go to a worker then wait behind: submit PROMOTE from a
+ * ring and thread of its own.  @entries and this struct must stay valid
+ * until the completion.
  */
 struct kvarena_promote {
 	__u64 entries;
