@@ -437,6 +437,27 @@ void kva_arenas_destroy_all(void)
 }
 
 /*
+ * A file arena's backing: a regular file the agent reads and writes
+ * through FRAME_FD (so open both ways: -EBADF), long enough for the
+ * range.  Not one of kvarena's own files, which are never regular.
+ */
+static int check_file_backing(struct file *file, u64 offset, u64 len)
+{
+	struct inode *inode = file_inode(file);
+	u64 end;
+
+	if (!S_ISREG(inode->i_mode))
+		return -EINVAL;
+	if ((file->f_mode & (FMODE_READ | FMODE_WRITE)) !=
+	    (FMODE_READ | FMODE_WRITE))
+		return -EBADF;
+	if (check_add_overflow(offset, len, &end) ||
+	    end > (u64)i_size_read(inode))
+		return -EINVAL;
+	return 0;
+}
+
+/*
  * A backing file must be memory the runtime can map or import, and must not
  * be able to hold a reference back to a kvarena file: the module keeps it
  * until ARENA_DESTROY, and ARENA_DESTROY waits for every client to go.
@@ -458,6 +479,8 @@ static int check_backing_file(struct kva_arena *a, struct file *file,
 		return -EINVAL;
 	if (a->mem_kind == KVARENA_MEM_HOST)
 		return kva_check_host_backing(a, file, offset, len);
+	if (a->mem_kind == KVARENA_MEM_FILE)
+		return check_file_backing(file, offset, len);
 	/* cuMemMap() maps whole allocations: one per frame, from its start. */
 	if (nr_frames != 1 || offset)
 		return -EINVAL;

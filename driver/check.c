@@ -158,10 +158,17 @@ int kva_check_create(const struct kvarena_arena_create *c)
 	if (c->max_frames &&
 	    (c->max_frames < c->nr_frames || c->max_frames > KVARENA_MAX_FRAMES))
 		return -EINVAL;
-	if (c->mem_kind != KVARENA_MEM_HOST && c->mem_kind != KVARENA_MEM_CUDA)
+	if (c->mem_kind != KVARENA_MEM_HOST &&
+	    c->mem_kind != KVARENA_MEM_CUDA && c->mem_kind != KVARENA_MEM_FILE)
 		return -EINVAL;
-	if (c->mem_kind == KVARENA_MEM_HOST &&
+	if (c->mem_kind != KVARENA_MEM_CUDA &&
 	    (c->mem_dev || !all_zero(c->mem_uuid, sizeof(c->mem_uuid))))
+		return -EINVAL;
+	/* A file arena is a tier on a disk: backed, never cleared or resized. */
+	if (c->mem_kind == KVARENA_MEM_FILE &&
+	    ((c->flags & (KVARENA_CREATE_NO_BACKING |
+			  KVARENA_CREATE_CLEAR_ALWAYS)) ||
+	     (c->max_frames && c->max_frames != c->nr_frames)))
 		return -EINVAL;
 	/* Limits in frames are against the most the arena may become. */
 	table = c->max_frames ? c->max_frames : c->nr_frames;

@@ -458,7 +458,7 @@ long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp,
 	struct kvarena_frame_fd ff;
 	enum kva_access acc;
 	struct file *file = NULL;
-	bool scrubbing = false;
+	bool scrubbing = false, granted = false;
 	int ret, fd;
 
 	if (copy_from_user(&ff, argp, sizeof(ff)))
@@ -483,8 +483,10 @@ long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp,
 	if (ret < 0) {
 		int idx = kva_tier_granted(a, cl, ff.handle, &acc);
 
-		if (idx >= 0)
+		if (idx >= 0) {
 			ret = idx;
+			granted = true;
+		}
 	} else {
 		acc = scrubbing ? KVA_ACCESS_WRITE :
 		      kva_frame_access(a, cl, ret);
@@ -496,6 +498,10 @@ long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp,
 		ret = 0;
 		if (!bk->file) {
 			ret = -ENODATA;
+		} else if (a->mem_kind == KVARENA_MEM_FILE && !granted &&
+			   !kva_arena_owner(a, how)) {
+			/* The file holds every frame: the agent's alone. */
+			ret = -EPERM;
 		} else if (cl->fmap_file) {
 			file = get_file(cl->fmap_file);
 			ff.offset = (u64)idx * a->frame_size;

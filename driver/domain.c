@@ -53,7 +53,13 @@ void kva_domains_init(struct kva_arena *a)
 	INIT_LIST_HEAD(&a->domains);
 	INIT_WORK(&a->clear_work, kva_clear_work);
 	a->core.dom_release = kva_domain_release;
-	if (!(a->flags & KVARENA_CREATE_NO_BACKING))
+	/*
+	 * A file arena's frames are read by the agent alone, and one is
+	 * published only once a copy has written all of it: nobody can
+	 * see what another domain left there.
+	 */
+	if (!(a->flags & KVARENA_CREATE_NO_BACKING) &&
+	    a->mem_kind != KVARENA_MEM_FILE)
 		a->core.clear = (a->flags & KVARENA_CREATE_CLEAR_ALWAYS) ?
 				KVA_CLEAR_ALWAYS : KVA_CLEAR_DOMAIN;
 	kva_clean_target_update(a);

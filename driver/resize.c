@@ -356,6 +356,11 @@ long kva_ioc_arena_resize(void __user *argp)
 	if (!a)
 		return -ENOENT;
 	c = &a->core;
+	/* A file arena's frames are a tier's: its size is the file's. */
+	if (a->mem_kind == KVARENA_MEM_FILE) {
+		ret = -EOPNOTSUPP;
+		goto out_put;
+	}
 
 	if (mutex_lock_killable(&a->resize_lock)) {
 		ret = -EINTR;

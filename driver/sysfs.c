@@ -71,7 +71,8 @@ KVA_CONST_ATTR(bytes_per_token, "%llu");
 KVA_CONST_ATTR(low_watermark, "%u");
 KVA_CONST_ATTR(mem_dev, "%u");
 KVA_LOCKED_ATTR(mem_kind, "%s",
-		a->mem_kind == KVARENA_MEM_CUDA ? "cuda" : "host");
+		a->mem_kind == KVARENA_MEM_CUDA ? "cuda" :
+		a->mem_kind == KVARENA_MEM_FILE ? "file" : "host");
 KVA_LOCKED_ATTR(nr_frames, "%u", a->core.nr_frames - a->core.nr_absent);
 KVA_LOCKED_ATTR(max_frames, "%u", a->core.nr_frames);
 KVA_LOCKED_ATTR(absent, "%u", a->core.nr_absent);

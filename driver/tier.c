@@ -1208,7 +1208,11 @@ long kva_ioc_arena_set_tier(void __user *argp)
 		ret = -EEXIST;
 		goto out_unlock;
 	}
-	if (la == ua || la->mem_kind != KVARENA_MEM_HOST ||
+	/* Host memory below anything; a file below host memory. */
+	if (la == ua || ua->mem_kind == KVARENA_MEM_FILE ||
+	    !(la->mem_kind == KVARENA_MEM_HOST ||
+			  (la->mem_kind == KVARENA_MEM_FILE &&
+			   ua->mem_kind == KVARENA_MEM_HOST)) ||
 	    la->frame_size != ua->frame_size || tier_linked(la) ||
 	    la->upper || ua->upper) {
 		ret = -EINVAL;

@@ -101,10 +101,16 @@ static bool spec_create(const struct kvarena_arena_create *c)
 	       (!c->max_frames || (c->max_frames >= c->nr_frames &&
 				   c->max_frames <= KVARENA_MAX_FRAMES)) &&
 	       (c->mem_kind == KVARENA_MEM_HOST ||
-		c->mem_kind == KVARENA_MEM_CUDA) &&
-	       /* "0 for host", "zero for host arenas" */
-	       (c->mem_kind != KVARENA_MEM_HOST ||
+		c->mem_kind == KVARENA_MEM_CUDA ||
+		c->mem_kind == KVARENA_MEM_FILE) &&
+	       /* "0 for host", "zero for host and file arenas" */
+	       (c->mem_kind == KVARENA_MEM_CUDA ||
 		(!c->mem_dev && RSV(c, mem_uuid))) &&
+	       /* "A file arena takes neither flag", "is not resized" */
+	       (c->mem_kind != KVARENA_MEM_FILE ||
+		(!(c->flags & (KVARENA_CREATE_NO_BACKING |
+			       KVARENA_CREATE_CLEAR_ALWAYS)) &&
+		 (!c->max_frames || c->max_frames == c->nr_frames))) &&
 	       /* "At most the table" */
 	       c->low_watermark <= table &&
 	       /* owner and mode only "with KVARENA_CREATE_ACCESS" */

@@ -8,6 +8,7 @@
  * both frames of a job, memcpy, give it back), so that it can also be
  * killed in the middle of a copy - after which nothing is lost or torn.
  */
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 
@@ -60,15 +61,55 @@ static bool intact(int fd, __u64 h, __u32 tag, __u32 i)
 	return ok;
 }
 
-static int create(int fd, const char *name, __u32 nr)
+static int create_kind(int fd, const char *name, __u32 nr, __u32 kind,
+		       __u32 flags, __u32 max)
 {
 	struct kvarena_arena_create c = {
-		.frame_size = FSIZE, .nr_frames = nr,
-		.mem_kind = KVARENA_MEM_HOST,
+		.frame_size = FSIZE, .nr_frames = nr, .mem_kind = kind,
+		.flags = flags, .max_frames = max,
 	};
 
 	snprintf(c.name, sizeof(c.name), "%s", name);
 	return kva_ioctl(fd, KVARENA_IOC_ARENA_CREATE, &c);
+}
+
+static int create(int fd, const char *name, __u32 nr)
+{
+	return create_kind(fd, name, nr, KVARENA_MEM_HOST, 0, 0);
+}
+
+/* The lower arena is a file arena: the test's agents use its file. */
+static bool file_tier;
+
+/* A file arena's frame @h: the file (a new fd) and *@off, or -1. */
+static int file_frame(int fd, __u64 h, off_t *off)
+{
+	struct kvarena_frame_fd ff = { .handle = h };
+
+	if (kva_ioctl(fd, KVARENA_IOC_FRAME_FD, &ff))
+		return -1;
+	*off = (off_t)ff.offset;
+	return ff.fd;
+}
+
+/* copy() with the lower frame in a file: pwrite() down, pread() up. */
+static int copy_file(int up, int lo, const struct kvarena_tier_job *j,
+		     size_t bytes)
+{
+	bool down = j->op == KVARENA_TIER_DEMOTE;
+	char *p = map_frame(up, j->upper, down ? PROT_READ :
+						PROT_READ | PROT_WRITE);
+	off_t off = 0;
+	int fd = file_frame(lo, j->lower, &off);
+	ssize_t n = -1;
+
+	if (p && fd >= 0)
+		n = down ? pwrite(fd, p, bytes, off) : pread(fd, p, bytes, off);
+	if (p)
+		munmap(p, FSIZE);
+	if (fd >= 0)
+		close(fd);
+	return n == (ssize_t)bytes ? 0 : -1;
 }
 
 static int set_tier(int fd, const char *name, const char *lower,
@@ -112,6 +153,9 @@ static int done(int up, struct kvarena_tier_job *j, __u32 n)
 static int copy(int up, int lo, const struct kvarena_tier_job *j,
 		size_t bytes)
 {
+	if (file_tier)
+		return copy_file(up, lo, j, bytes);
+
 	bool down = j->op == KVARENA_TIER_DEMOTE;
 	char *src = down ? map_frame(up, j->upper, PROT_READ) :
 			   map_frame(lo, j->lower, PROT_READ);
@@ -941,6 +985,123 @@ TEST_F(tier, a_promotion_over_io_uring_completes_when_the_agent_copies)
 	EXPECT_TRUE(settles(self->admin, self->lo, LO_NR - 4, 4, 0));
 	EXPECT_EQ(0, set_tier(self->admin, self->up, "", 0));
 	EXPECT_EQ(0, set_tier(self->admin, self->up, self->lo, UP_NR));
+}
+
+/*
+ * A file arena (KVARENA_MEM_FILE) below a host arena: a prefix goes down
+ * into the file - its bytes are in the file, each frame whole - and comes
+ * back byte-exact to another process of the same uid.  The file is the
+ * agent's alone: a client of the file arena gets no FRAME_FD of it.  And
+ * what a file arena refuses: a backing not open both ways or too short,
+ * flags it cannot honour, a resize, being anything's upper tier.
+ */
+TEST_F(tier, a_file_below_a_host_arena_keeps_a_prefix_byte_exact)
+{
+	char tf[32], path[64];
+	unsigned char *buf;
+	pid_t agent, p;
+	int bfd, ro, found = 0;
+
+	snprintf(tf, sizeof(tf), "tf%d", getpid());
+	snprintf(path, sizeof(path), "/tmp/kvarena-tier-%d", getpid());
+	bfd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ASSERT_LE(0, bfd);
+	ASSERT_EQ(0, ftruncate(bfd, (off_t)LO_NR * FSIZE));
+	EXPECT_EQ(-EINVAL, create_kind(self->admin, tf, LO_NR,
+				       KVARENA_MEM_FILE,
+				       KVARENA_CREATE_NO_BACKING, 0));
+	EXPECT_EQ(-EINVAL, create_kind(self->admin, tf, LO_NR,
+				       KVARENA_MEM_FILE,
+				       KVARENA_CREATE_CLEAR_ALWAYS, 0));
+	EXPECT_EQ(-EINVAL, create_kind(self->admin, tf, LO_NR,
+				       KVARENA_MEM_FILE, 0, 2 * LO_NR));
+	ASSERT_EQ(0, create_kind(self->admin, tf, LO_NR, KVARENA_MEM_FILE, 0,
+				 LO_NR));
+	ro = open(path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, ro);
+	EXPECT_EQ(-EBADF, kva_set_backing(self->admin, tf, 0, LO_NR, ro, 0));
+	close(ro);
+	EXPECT_EQ(-EINVAL, kva_set_backing(self->admin, tf, 0, LO_NR, bfd,
+					   FSIZE));
+	ASSERT_EQ(0, kva_set_backing(self->admin, tf, 0, LO_NR, bfd, 0));
+	close(bfd);			/* the module keeps the file */
+	{
+		struct kvarena_arena_resize r = { .nr_frames = LO_NR / 2 };
+
+		snprintf(r.name, sizeof(r.name), "%s", tf);
+		EXPECT_EQ(-EOPNOTSUPP, kva_ioctl(self->admin,
+						 KVARENA_IOC_ARENA_RESIZE, &r));
+	}
+
+	/* The file below the host arena; never a tier of its own. */
+	ASSERT_EQ(0, set_tier(self->admin, self->up, "", 0));
+	EXPECT_EQ(-EINVAL, set_tier(self->admin, tf, self->lo, 0));
+	ASSERT_EQ(0, set_tier(self->admin, self->up, tf, UP_NR));
+
+	p = fork();
+	ASSERT_LE(0, p);
+	if (!p)
+		_exit(publish_and_leave(self->up, 1001, 4));
+	ASSERT_EQ(0, reap(p));
+	file_tier = true;
+	agent = agent_start(self->up, tf);
+	file_tier = false;
+	ASSERT_LT(0, agent);
+	EXPECT_TRUE(settles(self->admin, self->up, UP_NR, 0, 0));
+	EXPECT_TRUE(settles(self->admin, tf, LO_NR - 4, 4, 0));
+
+	p = fork();
+	ASSERT_LE(0, p);
+	if (!p) {
+		__u32 found_above, below;
+		__u64 h[4];
+		off_t off;
+		int fd = kva_open(O_RDWR), t = kva_open(O_RDWR);
+
+		drop_to(1001);
+		CHECK_EQ(0, kva_attach(fd, self->up, "back", 0, 0, NULL));
+		CHECK_EQ(0, lookup_lower(fd, 4, &found_above, &below));
+		CHECK_EQ(0, found_above);
+		CHECK_EQ(4, below);
+		CHECK_EQ(4, promote(fd, 0, 4, h, 5000));
+		for (int i = 0; i < 4; i++)
+			CHECK(intact(fd, h[i], TAG, i));
+		/* A tenant of the file arena: its frames, not the file. */
+		CHECK_EQ(0, kva_attach(t, tf, "tenant", 0, 0, NULL));
+		CHECK_EQ(1, kva_alloc(t, h, 1, 0));
+		CHECK_EQ(-1, file_frame(t, h[0], &off));
+		CHECK_EQ(EPERM, errno);
+		_exit(0);
+	}
+	EXPECT_EQ(0, reap(p));
+	EXPECT_EQ(0, agent_stop(agent) == 1000 + SIGKILL ? 0 : 1);
+
+	/* On the disk: each key's frame whole in the file. */
+	bfd = open(path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, bfd);
+	buf = malloc(FSIZE);
+	ASSERT_NE(NULL, buf);
+	for (int slot = 0; slot < LO_NR; slot++) {
+		ASSERT_EQ(FSIZE, pread(bfd, buf, FSIZE, (off_t)slot * FSIZE));
+		for (__u32 i = 0; i < 4; i++) {
+			size_t j = 0;
+
+			while (j < FSIZE && buf[j] == pat(TAG, i, j))
+				j++;
+			found += j == FSIZE;
+		}
+	}
+	free(buf);
+	close(bfd);
+	EXPECT_EQ(4, found);
+
+	EXPECT_EQ(0, kva_wait_no_clients(self->admin, self->up));
+	EXPECT_EQ(0, kva_wait_no_clients(self->admin, tf));
+	EXPECT_EQ(-EBUSY, kva_destroy(self->admin, tf));
+	ASSERT_EQ(0, set_tier(self->admin, self->up, "", 0));
+	EXPECT_EQ(0, kva_destroy(self->admin, tf));
+	EXPECT_EQ(0, set_tier(self->admin, self->up, self->lo, UP_NR));
+	unlink(path);
 }
 
 /* Without a tier: LOOKUP counts nothing below, PROMOTE has nowhere to go. */

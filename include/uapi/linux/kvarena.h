@@ -108,10 +108,14 @@
  * @KVARENA_MEM_HOST: host RAM (memfd or other shmem-backed files).
  * @KVARENA_MEM_CUDA: GPU memory of CUDA device @mem_dev, exported as
  *	POSIX file descriptors by cuMemExportToShareableHandle().
+ * @KVARENA_MEM_FILE: ranges of a regular file: the lower tier of a host
+ *	arena (ARENA_SET_TIER) on a disk.  Nobody maps its frames; the
+ *	tier's agent reads and writes them through the file (FRAME_FD).
  */
 enum kvarena_mem {
 	KVARENA_MEM_HOST = 0,
-	KVARENA_MEM_CUDA = 1
+	KVARENA_MEM_CUDA = 1,
+	KVARENA_MEM_FILE = 2
 };
 
 /* struct kvarena_version.features */
@@ -127,6 +131,7 @@ enum kvarena_mem {
 #define KVARENA_FEAT_RESIZE	((__u64)1 << 9)	/* ARENA_RESIZE, max_frames */
 #define KVARENA_FEAT_IMPORTS_DROPPED ((__u64)1 << 10) /* IMPORTS_DROPPED */
 #define KVARENA_FEAT_TIER	((__u64)1 << 11)	/* a lower tier: SET_TIER, TIER, PROMOTE */
+#define KVARENA_FEAT_FILE	((__u64)1 << 12)	/* KVARENA_MEM_FILE arenas */
 
 /*
  * Cache domains.  Every client belongs to one cache domain, fixed at
@@ -224,7 +229,10 @@ struct kvarena_version {
  *			default a frame is cleared only before it goes to
  *			another domain than the one whose data it holds.
  *			The module clears host frames; a CUDA arena's are
- *			cleared by a scrubber (struct kvarena_scrub).
+ *			cleared by a scrubber (struct kvarena_scrub).  A
+ *			file arena takes neither flag: nobody but the
+ *			agent reads its frames, and a frame is published
+ *			only once a copy has written all of it.
  * @owner_uid:		the arena's owner (with KVARENA_CREATE_ACCESS).
  * @owner_gid:		the arena's group (with KVARENA_CREATE_ACCESS).
  * @mode:		KVARENA_ACC_* bits (with KVARENA_CREATE_ACCESS);
@@ -241,13 +249,14 @@ struct kvarena_version {
  *			ATTACH unless it asks for another.
  * @mem_uuid:		CUDA arenas: the GPU's 16-byte UUID
  *			(cuDeviceGetUuid), which every process sees alike;
- *			zero for host arenas.
+ *			zero for host and file arenas.
  * @domain_cached_max:	at most this many cached frames per cache domain
  *			(0: no cap; at most the table): a domain past it
  *			loses its own oldest cached frame, so that one
  *			tenant's prefixes cannot flush another's.
  * @max_frames:		the most frames ARENA_RESIZE may bring the arena
- *			to: its table, @nr_frames..KVARENA_MAX_FRAMES (0:
+ *			to (a file arena is not resized: 0 or @nr_frames):
+ *			its table, @nr_frames..KVARENA_MAX_FRAMES (0:
  *			@nr_frames, an arena that can shrink and grow back
  *			but no further).  Frames @nr_frames and above start
  *			out of the arena (absent, see struct
@@ -324,7 +333,11 @@ struct kvarena_arena_destroy {
  * again) has exited: -EBUSY until then.  -EINVAL on an arena created
  * with KVARENA_CREATE_NO_BACKING.  A CUDA arena registers one fd
  * per frame (nr_frames = 1, offset = 0, else -EINVAL), since cuMemMap()
- * maps whole allocations.
+ * maps whole allocations.  A file arena registers a regular file open
+ * for reading and writing, at least that long (-EINVAL otherwise; -EBADF
+ * for one not open both ways): the agent reads and writes it, with
+ * O_DIRECT where the filesystem takes it, so it should be preallocated
+ * (fallocate()).
  */
 struct kvarena_set_backing {
 	char  name[KVARENA_NAME_LEN];
@@ -460,6 +473,12 @@ struct kvarena_frames {
  * allocation) and @offset is 0; cuMemImportFromShareableHandle(@fd)
  * imports it.  The module cannot revoke an imported CUDA allocation (see
  * Documentation/kvarena.rst, "Who may do what").
+ *
+ * File arena (KVARENA_MEM_FILE): @fd is the backing file itself, the same
+ * open file the owner gave ARENA_SET_BACKING, and the frame is bytes
+ * [@offset, @offset + @size) of it, for pread(), pwrite() or io_uring.
+ * The file holds every frame of the range, so only the arena's owner or
+ * an administrator gets it (-EPERM otherwise): the tier's agent.
  */
 struct kvarena_frame_fd {
 	__u64 handle;
@@ -1126,9 +1145,9 @@ struct kvarena_scrub {
  * their next ALLOC; a client's max of 0 at ATTACH is the table, so it
  * keeps up.
  *
- * -ENODATA before every frame in the arena has its backing.  Resizes of
- * one arena run one at a time (a waiting shrink does not hold the
- * others up).
+ * -ENODATA before every frame in the arena has its backing; -EOPNOTSUPP
+ * for a file arena.  Resizes of one arena run one at a time (a waiting
+ * shrink does not hold the others up).
  */
 struct kvarena_arena_resize {
 	char  name[KVARENA_NAME_LEN];
@@ -1191,9 +1210,11 @@ struct kvarena_imports_dropped {
  * them up into fresh frames.  Where no agent runs, nothing changes:
  * cached frames are dropped as before.
  *
- * The lower arena is a host arena with the upper arena's frame size, is
+ * The lower arena is a host arena, or a file arena (KVARENA_MEM_FILE)
+ * below a host arena, with the upper arena's frame size, is
  * not the upper arena, has no lower tier itself and is below no other
- * arena (-EINVAL otherwise; -ENOENT for no such arena, -EEXIST for an
+ * arena; a file arena has no lower tier (-EINVAL otherwise; -ENOENT for
+ * no such arena, -EEXIST for an
  * upper arena that has a lower tier already).  While it is one, it
  * cannot be destroyed (-EBUSY); the tier goes with the upper arena's
  * destruction, or with an empty @lower (-ENOENT if there is no tier);

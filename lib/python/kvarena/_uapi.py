@@ -26,6 +26,7 @@ DEVICE = "/dev/kvarena"
 
 MEM_HOST = 0
 MEM_CUDA = 1
+MEM_FILE = 2
 
 STAT_BY_INDEX = 1
 STATE_PRESSURE = 1
