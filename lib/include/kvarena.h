@@ -187,6 +187,8 @@ struct kva_open_opts {
  *            kvarena device
  *  -EPROTO   the module speaks another ABI version
  *  -ENOENT   no arena of that name (device mode)
+ *  -EOPNOTSUPP a file arena (KVARENA_MEM_FILE): a lower tier's frames on
+ *            a disk, which no sequence maps (device mode)
  *  -ENODATA  the arena's memory is still being registered (device mode):
  *            try again
  *  -ENOSPC   @min_frames cannot be guaranteed (device mode)

@@ -517,6 +517,10 @@ int kva_device_open(struct kva_arena *a, const struct kva_open_opts *o,
 	ret = dev_ioctl(d->fd, KVARENA_IOC_ATTACH, &at);
 	if (ret)
 		goto err_close;
+	/* A file arena's frames are a tier's, read and written by its agent. */
+	ret = -EOPNOTSUPP;
+	if (at.mem_kind == KVARENA_MEM_FILE)
+		goto err_close;
 	if (at.mem_kind > KVARENA_MEM_CUDA || !at.nr_frames ||
 	    at.frame_size < 4096 || (at.frame_size & (at.frame_size - 1))) {
 		ret = -EPROTO;

@@ -540,4 +540,38 @@ TEST(cuda_prefix_of_an_exited_process_reads_back_byte_exact)
 }
 #endif
 
+/*
+ * A file arena (KVARENA_MEM_FILE) is a lower tier's frames on a disk: no
+ * sequence maps them, and kva_open() says so rather than attach.
+ */
+TEST(kva_open_refuses_a_file_arena)
+{
+	char name[KVARENA_NAME_LEN], path[64];
+	struct kvarena_arena_create c = {
+		.frame_size = FS, .nr_frames = 2,
+		.mem_kind = KVARENA_MEM_FILE,
+	};
+	struct kvarena_set_backing b = { .nr_frames = 2 };
+	struct kva_open_opts o = { .mode = KVA_MODE_DEVICE, .name = name };
+	struct kva_arena *a = NULL;
+	int fd;
+
+	pid_name(name, "pfile");
+	snprintf(path, sizeof(path), "/tmp/kvarena-pfile-%d", getpid());
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, 2 * FS));
+	snprintf(c.name, sizeof(c.name), "%s", name);
+	ASSERT_EQ(0, module_ioctl(O_RDWR, KVARENA_IOC_ARENA_CREATE, &c));
+	snprintf(b.name, sizeof(b.name), "%s", name);
+	b.fd = fd;
+	ASSERT_EQ(0, module_ioctl(O_RDWR, KVARENA_IOC_ARENA_SET_BACKING, &b));
+	close(fd);
+	EXPECT_EQ(-EOPNOTSUPP, kva_open(&o, &a));
+	EXPECT_EQ(NULL, a);
+	EXPECT_EQ(0, module_wait_clients(name, 0));
+	EXPECT_EQ(0, destroy_arena(name));
+	unlink(path);
+}
+
 TEST_HARNESS_MAIN
