@@ -3,10 +3,12 @@
 # kvarenactl's tests.
 #
 #   check-kvarenactl   native: the formatters (also under ASan/UBSan); the
-#                      command line, table-driven (args_test, on the tool
-#                      and on its ASan/UBSan build); the tool without the
-#                      module: messages, the cuda backend against a test
-#                      double of libcuda.so.1
+#                      agent's file I/O on an io_uring and with
+#                      pread/pwrite (under ASan/UBSan); the command line,
+#                      table-driven (args_test, on the tool and on its
+#                      ASan/UBSan build); the tool without the module:
+#                      messages, the cuda backend against a test double
+#                      of libcuda.so.1
 #   VM_TESTS           kvarenactl_test: the tool end to end with the module
 #                      loaded; the static kvarenactl is built into it
 
@@ -22,6 +24,20 @@ $(KVACTL_T)/fmt_test: $(KVACTL_FMT_TEST_DEPS)
 	$(Q)$(KVACTL_FMT_TEST_CC) -o $@ $(filter %.c,$^)
 
 $(KVACTL_T)/fmt_test-san: $(KVACTL_FMT_TEST_DEPS)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(KVACTL_FMT_TEST_CC) $(SAN_FLAGS) -o $@ $(filter %.c,$^)
+
+# fileio.c twice: as the tool builds it, and without liburing.
+KVACTL_FILEIO_TEST_DEPS := $(SRC)/selftests/kvarenactl/fileio_test.c \
+	$(SRC)/tools/kvarenactl/fileio.c $(SRC)/tools/kvarenactl/fmt.c \
+	$(SRC)/tools/kvarenactl/kvarenactl.h $(KSFT_HARNESS)
+
+$(KVACTL_T)/fileio_test: $(KVACTL_FILEIO_TEST_DEPS)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(KVACTL_FMT_TEST_CC) $(SAN_FLAGS) $(KVACTL_URING_CFLAGS) -o $@ \
+		$(filter %.c,$^) $(KVACTL_URING_LIBS)
+
+$(KVACTL_T)/fileio_test-sync: $(KVACTL_FILEIO_TEST_DEPS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(KVACTL_FMT_TEST_CC) $(SAN_FLAGS) -o $@ $(filter %.c,$^)
 
@@ -51,10 +67,13 @@ $(KVACTL_T)/msgpack_test: $(SRC)/selftests/kvarenactl/msgpack_test.c \
 
 .PHONY: check-kvarenactl
 check-kvarenactl: $(KVACTL_T)/fmt_test $(KVACTL_T)/fmt_test-san \
+		  $(KVACTL_T)/fileio_test $(KVACTL_T)/fileio_test-sync \
 		  $(KVACTL_T)/args_test $(KVACTL_T)/msgpack_test \
 		  $(B)/tools/kvarenactl $(B)/tools/kvarenactl-san $(KVACTL_FAKES)
 	$(Q)$(KVACTL_T)/fmt_test
 	$(Q)$(KVACTL_T)/fmt_test-san
+	$(Q)$(KVACTL_T)/fileio_test
+	$(Q)$(KVACTL_T)/fileio_test-sync
 	$(Q)KVARENACTL=$(B)/tools/kvarenactl $(KVACTL_T)/args_test
 	$(Q)KVARENACTL=$(B)/tools/kvarenactl-san $(KVACTL_T)/args_test
 	$(Q)$(PYTHON) $(SRC)/selftests/kvarenactl/msgpack_check.py \

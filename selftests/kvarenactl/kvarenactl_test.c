@@ -4,7 +4,8 @@
  * by `kvarenactl create`, clients that attach, allocate and report usage
  * with known numbers, and the tool's stat, clients, top, metrics and --json
  * output compared with exactly what those clients did; two arenas linked
- * with tier, and agent copying frames down and up, byte for byte.  Then
+ * with tier, and agent copying frames down and up, byte for byte, to
+ * host memory and to a file arena's file.  Then
  * the errors: unknown arenas, no permission, no capability, no module, no
  * libcuda, a create that fails half-way and leaves nothing, and what tier
  * and agent refuse.
@@ -2301,11 +2302,184 @@ TEST(tier_links_two_arenas_and_agent_copies_frames_down_and_up)
 	EXPECT_EQ(0, destroy("tlo"));
 }
 
+#define FDISK	"/tmp/kvarenactl-fdisk"	/* tmpfs, in the VM */
+
+/*
+ * How many of the first @n frames of file @path hold key @i of chain
+ * @tag, every byte.
+ */
+static int file_holds(const char *path, __u32 n, __u64 tag, __u32 i)
+{
+	unsigned char *buf = malloc(TIER_FS);
+	int fd = open(path, O_RDONLY | O_CLOEXEC), found = 0;
+
+	for (__u32 k = 0; buf && fd >= 0 && k < n; k++) {
+		bool same = pread(fd, buf, TIER_FS, (off_t)k * TIER_FS) ==
+			    TIER_FS;
+
+		for (size_t j = 0; same && j < TIER_FS; j++)
+			same = buf[j] == tier_pat(tag, i, j);
+		found += same;
+	}
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return found;
+}
+
+/* What agent says about @dir's filesystem, where it takes no O_DIRECT. */
+static const char *no_direct_msg(const char *dir, const char *lower)
+{
+	char probe[64];
+	int fd, err;
+
+	snprintf(probe, sizeof(probe), "%s/kvarenactl-probe", dir);
+	fd = open(probe, O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC, 0600);
+	err = errno;
+	unlink(probe);
+	if (fd >= 0) {
+		close(fd);
+		return "";
+	}
+	return fmt("kvarenactl: agent: the file of \"%s\" takes no O_DIRECT (%s): reading and writing it through the page cache\n",
+		   lower, strerror(err));
+}
+
+/*
+ * A file arena below a host arena: create --file makes its file (mode
+ * 0600, allocated), the agent writes cached frames into it - with
+ * O_DIRECT where the filesystem takes it (tmpfs from Linux 6.6), else
+ * through the page cache, said once - and reads them back up for a
+ * PROMOTE, every byte.  A file arena is "file" in the views, "DISK" in
+ * its events; destroy leaves the file.
+ */
+TEST(tier_to_a_file_arena_writes_frames_to_the_file_and_promote_reads_them)
+{
+	const __u64 tag = 0x7f;
+	const char *buffered;
+	struct kvarena_stat s;
+	struct bg_run bg;
+	struct stat st;
+	struct run r;
+
+	destroy("fup");
+	destroy("fdisk");
+	unlink(FDISK);
+	buffered = no_direct_msg("/tmp", "fdisk");
+	CTL(&r, "create", "fup", "--frames", "8", "--frame-size", "64K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	CTL(&r, "create", "fdisk", "--frames", "16", "--frame-size", "64K",
+	    "--file", FDISK);
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_STREQ("arena fdisk: 16 frames of 64Ki, 1.0Mi in file \"" FDISK "\"\n",
+		     r.out);
+	EXPECT_STREQ("", r.err);
+	ASSERT_EQ(0, stat(FDISK, &st));
+	EXPECT_TRUE(S_ISREG(st.st_mode));
+	EXPECT_EQ(0600, st.st_mode & 07777);
+	EXPECT_EQ(16 * TIER_FS, st.st_size);
+	EXPECT_LE(16 * TIER_FS / 512, st.st_blocks);
+	ASSERT_EQ(0, stat_of("fdisk", &s));
+	EXPECT_EQ(KVARENA_MEM_FILE, s.mem_kind);
+	EXPECT_EQ(16, s.nr_backed);
+	CTL(&r, "stat", "fdisk");
+	EXPECT_TRUE(starts(r.out, "arena fdisk: file, 16 frames of 64Ki, 0 clients\n"))
+		TH_LOG("%s", r.out);
+	CTL(&r, "stat", "fdisk", "-j");
+	EXPECT_TRUE(starts(r.out, "[{\"name\":\"fdisk\",\"mem_kind\":\"file\",\"mem_dev\":0,"))
+		TH_LOG("%s", r.out);
+	CTL(&r, "metrics", "fdisk");
+	EXPECT_NE(NULL, strstr(r.out, "\nkvarena_arena_info{arena=\"fdisk\",mem_kind=\"file\",mem_dev=\"0\"} 1\n"))
+		TH_LOG("%s", r.out);
+	CTL(&r, "resize", "fdisk", "--frames", "8");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: resize: \"fdisk\" is a file arena: its frames are ranges of its file, and it keeps its size (destroy it and create it again)\n",
+		     r.err);
+
+	/* Every cached frame goes down, into the file. */
+	CTL(&r, "tier", "fup", "--lower", "fdisk", "--free-target", "512Ki");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_STREQ("tier: fdisk is the lower tier of fup: cached frames of fup go down to it while fewer than 8 frames (512Ki) of fup are free; kvarenactl agent fup copies them\n",
+		     r.out);
+	ASSERT_EQ(0, tier_publish("fup", tag, 6, true));
+	ASSERT_TRUE(tier_settles("fup", 2, 6));
+	CTL(&r, "agent", "fup", "--wait", "1");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_TRUE(starts(r.out, "fup: 6 frames demoted, 0 promoted (384Ki) in "))
+		TH_LOG("%s", r.out);
+	EXPECT_STREQ(buffered, r.err);
+	ASSERT_EQ(0, wait_no_clients("fup", &s));
+	EXPECT_EQ(8, s.nr_free);
+	EXPECT_EQ(0, s.nr_cached);
+	ASSERT_EQ(0, wait_no_clients("fdisk", &s));
+	EXPECT_EQ(10, s.nr_free);
+	EXPECT_EQ(6, s.nr_cached);
+	for (__u32 key = 0; key < 6; key++) {
+		EXPECT_EQ(1, file_holds(FDISK, 16, tag, key))
+			TH_LOG("key %u", key);
+	}
+
+	/* The lower arena's events: its blocks are on a disk. */
+	bg_start(&bg, ARGV("events", "fdisk", "--oldest", "-n", "1"));
+	ASSERT_LT(0, bg.pid);
+	usleep(500000);
+	bg_wait(&bg, &r, SIGTERM);
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_NE(NULL, strstr(r.out, ",\"medium\":\"DISK\",")) TH_LOG("%s", r.out);
+
+	/* Up again for a PROMOTE, read from the file, byte for byte. */
+	bg_start(&bg, ARGV("agent", "fup"));
+	ASSERT_LT(0, bg.pid);
+	EXPECT_EQ(0, tier_check("fup", tag, 6, true));
+	/* Cached above once more, they go down without a copy. */
+	EXPECT_TRUE(tier_settles("fup", 8, 0));
+	EXPECT_TRUE(tier_settles("fdisk", 10, 6));
+	bg_wait(&bg, &r, SIGTERM);
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_TRUE(starts(r.out, "fup: 0 frames demoted, 6 promoted (384Ki) in "))
+		TH_LOG("%s", r.out);
+	EXPECT_STREQ(buffered, r.err);
+
+	/* A directory is no file; a taken name leaves no file behind. */
+	CTL(&r, "create", "fdir", "--frames", "4", "--frame-size", "64K",
+	    "--file", "/tmp");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("", r.out);
+	EXPECT_STREQ("kvarenactl: create: --file \"/tmp\" is a directory: a file arena needs a regular file\n",
+		     r.err);
+	EXPECT_EQ(-ENOENT, stat_of("fdir", &s));
+	CTL(&r, "create", "fdisk", "--frames", "4", "--frame-size", "64K",
+	    "--file", FDISK "2");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: create: an arena named \"fdisk\" exists already\n",
+		     r.err);
+	EXPECT_EQ(-1, stat(FDISK "2", &st));
+	EXPECT_EQ(ENOENT, errno);
+
+	/* Destroy leaves the file, and a file long enough is used as it is. */
+	CTL(&r, "tier", "fup", "--none");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_EQ(0, destroy("fdisk"));
+	CTL(&r, "create", "fdisk", "--frames", "8", "--frame-size", "64K",
+	    "--file", FDISK);
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	ASSERT_EQ(0, stat(FDISK, &st));
+	EXPECT_EQ(16 * TIER_FS, st.st_size);
+	for (__u32 key = 0; key < 6; key++) {
+		EXPECT_EQ(1, file_holds(FDISK, 16, tag, key))
+			TH_LOG("key %u", key);
+	}
+	EXPECT_EQ(0, destroy("fdisk"));
+	EXPECT_EQ(0, destroy("fup"));
+	EXPECT_EQ(0, unlink(FDISK));
+}
+
 /*
  * What tier and agent refuse, and how they say it: no capability, no
  * such arena, a second tier, a lower arena that cannot be one, an agent
- * of an arena without a tier or of its lower arena, a caller that is not
- * the owner, and frames that cannot be mapped (a CUDA arena's).
+ * of an arena without a tier or of its lower arena, a file arena below a
+ * CUDA arena, a caller that is not the owner, and frames that cannot be
+ * mapped (a CUDA arena's).
  */
 TEST(tier_and_agent_refusals_say_why)
 {
@@ -2323,6 +2497,7 @@ TEST(tier_and_agent_refusals_say_why)
 	destroy("rl");
 	destroy("rl2");
 	destroy("rbig");
+	destroy("rfile");
 	CTL(&r, "create", "ru", "--frames", "4", "--frame-size", "64K");
 	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
 	CTL(&r, "create", "rl", "--frames", "4", "--frame-size", "64K");
@@ -2330,6 +2505,9 @@ TEST(tier_and_agent_refusals_say_why)
 	CTL(&r, "create", "rl2", "--frames", "8", "--frame-size", "64K");
 	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
 	CTL(&r, "create", "rbig", "--frames", "2", "--frame-size", "128K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	CTL(&r, "create", "rfile", "--frames", "4", "--frame-size", "64K",
+	    "--file", "/tmp/kvarenactl-rfile");
 	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
 	/* A CUDA arena as the module sees one; its frames do not map. */
 	strcpy(c.name, "rgpu");
@@ -2359,12 +2537,23 @@ TEST(tier_and_agent_refusals_say_why)
 	EXPECT_STREQ("kvarenactl: tier: no arena named \"nosuch\"\n", r.err);
 	CTL(&r, "tier", "ru", "--lower", "rbig");
 	EXPECT_EQ(1, r.rc);
-	EXPECT_STREQ("kvarenactl: tier: \"rbig\" cannot be the lower tier of \"ru\": its frames are 128Ki, those of \"ru\" 64Ki (LOWER must be a host arena with frames of 64Ki, below no other arena and with no lower tier of its own)\n",
+	EXPECT_STREQ("kvarenactl: tier: \"rbig\" cannot be the lower tier of \"ru\": its frames are 128Ki, those of \"ru\" 64Ki (LOWER must be a host arena, or a file arena below a host arena, with frames of 64Ki, below no other arena and with no lower tier of its own)\n",
 		     r.err);
 	CTL(&r, "tier", "ru", "--lower", "rgpu");
 	EXPECT_EQ(1, r.rc);
-	EXPECT_STREQ("kvarenactl: tier: \"rgpu\" cannot be the lower tier of \"ru\": it is a cuda arena (LOWER must be a host arena with frames of 64Ki, below no other arena and with no lower tier of its own)\n",
+	EXPECT_STREQ("kvarenactl: tier: \"rgpu\" cannot be the lower tier of \"ru\": it is a cuda arena (LOWER must be a host arena, or a file arena below a host arena, with frames of 64Ki, below no other arena and with no lower tier of its own)\n",
 		     r.err);
+	/* A file arena goes below a host arena only. */
+	CTL(&r, "tier", "rgpu", "--lower", "rfile");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: tier: \"rfile\" cannot be the lower tier of \"rgpu\": it is a file arena, and \"rgpu\" a cuda arena (LOWER must be a host arena, or a file arena below a host arena, with frames of 64Ki, below no other arena and with no lower tier of its own)\n",
+		     r.err);
+	CTL(&r, "tier", "rfile", "--lower", "rl");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: tier: \"rfile\" is a file arena: it goes below a host arena, and has no lower tier of its own\n",
+		     r.err);
+	ASSERT_EQ(0, stat_of("rfile", &s));
+	EXPECT_EQ(0, s.tier);
 	CTL(&r, "tier", "ru", "--lower", "rl", "--free-target", "5");
 	EXPECT_EQ(1, r.rc);
 	EXPECT_STREQ("kvarenactl: tier: --free-target 5 is above the arena's 4 frames\n",
@@ -2383,7 +2572,7 @@ TEST(tier_and_agent_refusals_say_why)
 		     r.err);
 	CTL(&r, "tier", "rl2", "--lower", "rl");
 	EXPECT_EQ(1, r.rc);
-	EXPECT_STREQ("kvarenactl: tier: \"rl\" cannot be the lower tier of \"rl2\": it is the lower tier of \"ru\" already (LOWER must be a host arena with frames of 64Ki, below no other arena and with no lower tier of its own)\n",
+	EXPECT_STREQ("kvarenactl: tier: \"rl\" cannot be the lower tier of \"rl2\": it is the lower tier of \"ru\" already (LOWER must be a host arena, or a file arena below a host arena, with frames of 64Ki, below no other arena and with no lower tier of its own)\n",
 		     r.err);
 	CTL(&r, "tier", "rl", "--lower", "rl2");
 	EXPECT_EQ(1, r.rc);
@@ -2391,7 +2580,7 @@ TEST(tier_and_agent_refusals_say_why)
 		     r.err);
 	CTL(&r, "tier", "rl2", "--lower", "ru");
 	EXPECT_EQ(1, r.rc);
-	EXPECT_STREQ("kvarenactl: tier: \"ru\" cannot be the lower tier of \"rl2\": it has a lower tier of its own, \"rl\" (LOWER must be a host arena with frames of 64Ki, below no other arena and with no lower tier of its own)\n",
+	EXPECT_STREQ("kvarenactl: tier: \"ru\" cannot be the lower tier of \"rl2\": it has a lower tier of its own, \"rl\" (LOWER must be a host arena, or a file arena below a host arena, with frames of 64Ki, below no other arena and with no lower tier of its own)\n",
 		     r.err);
 	CTL_AS(&r, NOCAP, "tier", "ru", "--none");
 	EXPECT_EQ(1, r.rc);
@@ -2445,6 +2634,8 @@ TEST(tier_and_agent_refusals_say_why)
 	EXPECT_EQ(0, destroy("ru"));
 	EXPECT_EQ(0, destroy("rl"));
 	EXPECT_EQ(0, destroy("rbig"));
+	EXPECT_EQ(0, destroy("rfile"));
+	EXPECT_EQ(0, unlink("/tmp/kvarenactl-rfile"));
 	close(null);
 	close(fd);
 }

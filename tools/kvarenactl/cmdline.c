@@ -26,6 +26,7 @@
  * character on the terminal.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +78,10 @@ static const struct command commands[NR_CMDS] = {
 		"NAME --frames N [options]",
 		"An arena and its memory, kept until destroy",
 		check_create,
-		"NAME: 1-31 characters of A-Z a-z 0-9 _ . -, not starting with . or -\n" },
+		"NAME: 1-31 characters of A-Z a-z 0-9 _ . -, not starting with . or -\n"
+		"--file PATH: frames that are ranges of a file (made if missing, and\n"
+		"allocated), for the lower tier of a host arena (kvarenactl tier); the\n"
+		"module keeps the file open until destroy.\n" },
 	[C_DESTROY] = { "destroy", kvactl_cmd_destroy, 1, 1,
 		"NAME [--wait SECONDS]",
 		"Remove an arena and free its memory; refused while clients are attached" },
@@ -137,18 +141,20 @@ static const struct command commands[NR_CMDS] = {
 		check_tier,
 		"While fewer than --free-target of NAME's frames are free, its oldest\n"
 		"cached frames are copied down to LOWER, a host arena of NAME's frame\n"
-		"size, and back up when a client asks for them, by kvarenactl agent NAME;\n"
-		"without an agent they are dropped as before.  LOWER cannot be destroyed\n"
-		"while it is a lower tier; --none is refused while copies are under way.\n" },
+		"size (or, below a host arena, a file arena: create --file), and back\n"
+		"up when a client asks for them, by kvarenactl agent NAME; without an\n"
+		"agent they are dropped as before.  LOWER cannot be destroyed while it\n"
+		"is a lower tier; --none is refused while copies are under way.\n" },
 	[C_AGENT] = { "agent", kvactl_cmd_agent, 1, 1,
 		"NAME [-n COUNT] [--wait SECONDS]",
 		"Copy an arena's cached frames down to its lower tier, and back up",
 		NULL,
 		"The arena's owner (or root) runs it beside the engines, until SIGINT\n"
 		"or SIGTERM, -n COUNT frames copied, or --wait SECONDS with nothing to\n"
-		"copy (kvarenactl tier NAME --lower LOWER first).  It copies host memory\n"
-		"(mmap and memcpy) only: a CUDA arena's frames need an agent that copies\n"
-		"GPU memory, and this one gives them back failed and stops.\n" },
+		"copy (kvarenactl tier NAME --lower LOWER first).  Host frames are copied\n"
+		"with mmap and memcpy; a file arena's are read and written with io_uring,\n"
+		"with O_DIRECT where the filesystem takes it; a CUDA arena's by\n"
+		"libkvarena, which the statically linked build cannot load.\n" },
 	[C_HELP] = { "help", NULL, 0, 1, "[COMMAND]",
 		"This help, or a command's options and their limits" },
 };
@@ -183,6 +189,7 @@ struct option_row {
 };
 
 static int parse_backend(struct kvactl_opts *o, const char *arg);
+static int parse_file(struct kvactl_opts *o, const char *arg);
 static int parse_dtype(struct kvactl_opts *o, const char *arg);
 static int parse_headroom(struct kvactl_opts *o, const char *arg);
 static int parse_signal(struct kvactl_opts *o, const char *arg);
@@ -231,6 +238,9 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 	[OPT_BACKEND] = { "backend", 0, V_WORD, "MEMORY", 0, 0, INT32_MAX,
 		parse_backend, "host, cuda or cuda:DEVICE (DEVICE 0 to 2147483647)",
 		CB(C_CREATE), "where the memory is; default host" },
+	[OPT_FILE] = { "file", 0, V_WORD, "PATH", 0, 0, 0, parse_file,
+		"a path of a regular file, or of one to make", CB(C_CREATE),
+		"frames on a file, for the lower tier of a host arena" },
 	[OPT_LOW_WATERMARK] = { "low-watermark", 0, V_FRAMES, "N",
 		OFF(low_watermark), 0, KVARENA_MAX_FRAMES,
 		.want = "at most --max-frames, or --frames", .cmds = CB(C_CREATE),
@@ -325,7 +335,7 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		"the messages' first part; default empty" },
 	[OPT_MEDIUM] = { "medium", 0, V_WORD, "MEDIUM", 0, 0, 0, parse_medium,
 		"1 to 31 characters of A-Z a-z 0-9 _ . -", CB(C_EVENTS),
-		"the events' medium; default GPU or CPU, the arena's" },
+		"the events' medium; default GPU, CPU or DISK, the arena's" },
 	[OPT_HASHES] = { "hashes", 0, V_WORD, "FORM", 0, 0, 0, parse_hashes,
 		"int or bytes", CB(C_EVENTS),
 		"block hashes as int (the key's last 8 bytes) or bytes" },
@@ -374,7 +384,7 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		.help = "stop a shrink's waiting: the frames still held stay" },
 	[OPT_LOWER] = { "lower", 0, V_WORD, "LOWER", 0, 0, 0, parse_lower,
 		"an arena name: " NAME_WANT, CB(C_TIER),
-		"the host arena to put below NAME, of NAME's frame size" },
+		"the host or file arena to put below NAME, of NAME's frame size" },
 	[OPT_NONE] = { "none", 0, V_FLAG, NULL, OFF(tier_none),
 		.cmds = CB(C_TIER),
 		.help = "take NAME's lower tier away (LOWER keeps what it holds)" },
@@ -515,6 +525,17 @@ static int parse_backend(struct kvactl_opts *o, const char *arg)
 	}
 	o->cuda = true;
 	o->cuda_dev = dev;
+	return 0;
+}
+
+/* Any path; create says what is wrong with the file itself. */
+static int parse_file(struct kvactl_opts *o, const char *arg)
+{
+	if (!*arg)
+		return -EINVAL;
+	if (strlen(arg) >= PATH_MAX)
+		return -ERANGE;
+	o->file = arg;
 	return 0;
 }
 
@@ -884,11 +905,19 @@ static int check_create(struct kvactl_opts *o)
 	err = check_policy(cmd, o, table, what);
 	if (err)
 		return err;
-	if (o->hugepages && o->cuda)
+	/* A file arena is the file's ranges: no other memory, no resize. */
+	if (o->file && kvactl_given(o, OPT_BACKEND))
+		return usage_err(cmd, "--file or --backend, not both: a file arena's frames are its file");
+	if (o->file && table > o->frames)
+		return usage_err(cmd, "--max-frames %u is above --frames %u: a file arena is not resized",
+				 o->max_frames, o->frames);
+	if (o->file && o->clear_always)
+		return usage_err(cmd, "--clear-always is for host arenas: nobody but the agent reads a file arena's frames");
+	if (o->hugepages && (o->cuda || o->file))
 		return usage_err(cmd, "--hugepages is for host memory");
 	if (o->hugepages && o->frame_size % HUGE_PAGE_SIZE)
 		return usage_err(cmd, "--hugepages needs a --frame-size that is a multiple of 2Mi");
-	if (kvactl_given(o, OPT_HEADROOM) && (o->cuda || o->hugepages))
+	if (kvactl_given(o, OPT_HEADROOM) && (o->cuda || o->file || o->hugepages))
 		return usage_err(cmd, "--headroom is for host memory without --hugepages");
 	if (geometry && kvactl_given(o, OPT_BPT))
 		return usage_err(cmd, "give --bytes-per-token or the model geometry, not both");

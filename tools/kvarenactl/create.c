@@ -19,6 +19,14 @@
  * (the module pins a frame's pages only while it is in the arena, and
  * punches them out of the memfd when a shrink takes it).  A CUDA arena's
  * frames get allocations only when they come in (resize.c).
+ *
+ * A file arena (--file PATH), the lower tier of a host arena, is ranges of
+ * one regular file that only the tier's agent reads and writes.  The file
+ * is opened (made, mode 0600, where it is missing) once the device is, so
+ * that a wrong path is found before the arena is made; its blocks are
+ * allocated after ARENA_CREATE, as host memory is, so that a full disk
+ * shows at create and not as failed copies later.  A file create made is
+ * removed again if the arena is not made; one it found keeps its length.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -172,6 +181,125 @@ err_close:
 	return -1;
 }
 
+/* The file create opened for --file, and what it was before. */
+struct arena_file {
+	int fd;
+	bool made;			/* create made it */
+	off_t size_was;			/* its length when found */
+};
+
+/* What a path that is not a regular file is, for a message. */
+static const char *file_type(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return "a directory";
+	if (S_ISBLK(mode))
+		return "a block device";
+	if (S_ISCHR(mode))
+		return "a character device";
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	return "not a regular file";
+}
+
+static void file_not_regular(const char *path, mode_t mode)
+{
+	char q[KVACTL_QUOTE_LEN];
+
+	kvactl_err("create: --file %s is %s: a file arena needs a regular file",
+		   kvactl_quote(q, path), file_type(mode));
+}
+
+/*
+ * --file's file, open for reading and writing as the module wants it,
+ * made where it is missing.  Anything but a regular file is refused
+ * before it is opened (a FIFO or a device has no ranges to lend).  0, or
+ * -1 after saying why.
+ */
+static int file_open(const char *path, struct arena_file *af)
+{
+	char q[KVACTL_QUOTE_LEN];
+	struct stat st;
+
+	af->made = false;
+	af->size_was = 0;
+	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
+		file_not_regular(path, st.st_mode);
+		return -1;
+	}
+	af->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (af->fd >= 0)
+		af->made = true;
+	else if (errno == EEXIST)
+		af->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (af->fd < 0) {
+		kvactl_err("create: --file %s: %s", kvactl_quote(q, path),
+			   strerror(errno));
+		return -1;
+	}
+	/* Replaced since the stat() above: look again. */
+	if (fstat(af->fd, &st))
+		kvactl_err("create: --file %s: %s", kvactl_quote(q, path),
+			   strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		file_not_regular(path, st.st_mode);
+	else {
+		af->size_was = st.st_size;
+		return 0;
+	}
+	close(af->fd);
+	af->fd = -1;
+	return -1;
+}
+
+/*
+ * The file's blocks for every frame, allocated now; a filesystem that
+ * cannot allocate ahead (EOPNOTSUPP) gets the length only.  What the file
+ * holds stays (a file long enough is used as it is).  0, or -1 after
+ * saying why.
+ */
+static int file_allocate(const struct kvactl_opts *o,
+			 const struct arena_file *af)
+{
+	uint64_t size = (uint64_t)o->frames * o->frame_size;
+	char q[KVACTL_QUOTE_LEN], b[KVACTL_NUM_LEN];
+	int err;
+
+	err = fallocate(af->fd, 0, 0, (off_t)size) ? errno : 0;
+	if (err == EOPNOTSUPP)
+		err = (uint64_t)af->size_was < size &&
+		      ftruncate(af->fd, (off_t)size) ? errno : 0;
+	if (err == EINTR || create_stop) {
+		kvactl_err("create: interrupted");
+		return -1;
+	}
+	if (err) {
+		kvactl_err("create: cannot allocate %s in --file %s: %s",
+			   kvactl_fmt_size(b, size, false),
+			   kvactl_quote(q, o->file), strerror(err));
+		return -1;
+	}
+	return 0;
+}
+
+/* No arena: the file as create found it, or none if it made it. */
+static void file_undo(const char *path, const struct arena_file *af)
+{
+	struct stat st;
+
+	if (af->made) {
+		unlink(path);
+		return;
+	}
+	/* Only a length create added is taken away. */
+	if (!fstat(af->fd, &st) && st.st_size > af->size_was &&
+	    ftruncate(af->fd, af->size_was))
+		kvactl_err("create: --file: restoring its length: %s",
+			   strerror(errno));
+}
+
 /* @key ("MemAvailable") from /proc/meminfo in bytes, or UINT64_MAX. */
 static uint64_t meminfo(const char *key)
 {
@@ -242,7 +370,7 @@ int kvactl_check_host_memory(const struct kvactl_opts *o, const char *cmd,
 static void report(const struct kvactl_opts *o, const char *name)
 {
 	uint64_t size = (uint64_t)o->frames * o->frame_size;
-	char b[3][KVACTL_NUM_LEN], d[64];
+	char b[3][KVACTL_NUM_LEN], d[64], q[KVACTL_QUOTE_LEN];
 
 	printf("arena %s: %u %s of %s, ", name, o->frames,
 	       o->frames == 1 ? "frame" : "frames",
@@ -252,6 +380,8 @@ static void report(const struct kvactl_opts *o, const char *name)
 	printf("%s ", kvactl_fmt_size(b[1], size, false));
 	if (o->cuda)
 		printf("on cuda:%u\n", o->cuda_dev);
+	else if (o->file)
+		printf("in file %s\n", kvactl_quote(q, o->file));
 	else if (o->hugepages)
 		printf("of 2 MiB huge pages; %llu huge pages left free\n",
 		       (unsigned long long)meminfo("HugePages_Free"));
@@ -317,6 +447,16 @@ static int back_cuda(int fd, const struct kvactl_opts *o, const char *name,
 	return 0;
 }
 
+/* Every frame is a range of the file, in order: one registration. */
+static int back_file(int fd, const struct kvactl_opts *o, const char *name,
+		     const struct arena_file *af)
+{
+	if (file_allocate(o, af))
+		return -1;
+	/* The module takes its own reference to the file. */
+	return set_backing(fd, name, 0, o->frames, af->fd) ? -1 : 0;
+}
+
 static int destroy(int fd, const char *name)
 {
 	struct kvarena_arena_destroy d = { 0 };
@@ -331,7 +471,8 @@ int kvactl_cmd_create(const struct kvactl_opts *o)
 	struct kvarena_arena_create c = {
 		.frame_size = o->frame_size,
 		.nr_frames = o->frames,
-		.mem_kind = o->cuda ? KVARENA_MEM_CUDA : KVARENA_MEM_HOST,
+		.mem_kind = o->cuda ? KVARENA_MEM_CUDA :
+			    o->file ? KVARENA_MEM_FILE : KVARENA_MEM_HOST,
 		.mem_dev = o->cuda ? o->cuda_dev : 0,
 		.low_watermark = o->low_watermark,
 		.bytes_per_token = o->bytes_per_token,
@@ -342,6 +483,7 @@ int kvactl_cmd_create(const struct kvactl_opts *o)
 		.domain_cached_max = o->domain_cached_max,
 		.max_frames = kvactl_given(o, OPT_MAX_FRAMES) ? o->max_frames : 0,
 	};
+	struct arena_file af = { .fd = -1 };
 	struct kvactl_cuda *cu = NULL;
 	int fd, err, ret = KVACTL_FAIL;
 
@@ -362,7 +504,7 @@ int kvactl_cmd_create(const struct kvactl_opts *o)
 		}
 		c.flags |= KVARENA_CREATE_CLEAR_ALWAYS;
 	}
-	if (!o->cuda && !o->hugepages &&
+	if (!o->cuda && !o->file && !o->hugepages &&
 	    kvactl_check_host_memory(o, "create",
 				     (uint64_t)o->frames * o->frame_size))
 		return KVACTL_FAIL;
@@ -375,6 +517,8 @@ int kvactl_cmd_create(const struct kvactl_opts *o)
 	fd = kvactl_open(true, "create");
 	if (fd < 0)
 		goto out_cuda;
+	if (o->file && file_open(o->file, &af))
+		goto out_close;
 
 	kvactl_name_copy(c.name, name);
 	err = kvactl_ioctl(fd, KVARENA_IOC_ARENA_CREATE, &c);
@@ -389,11 +533,16 @@ int kvactl_cmd_create(const struct kvactl_opts *o)
 				   strerror(-err));
 		else
 			kvactl_err("create: %s", strerror(-err));
-		goto out_close;
+		goto out_file;
 	}
 
 	catch_stop_signals();
-	err = o->cuda ? back_cuda(fd, o, name, cu) : back_host(fd, o, name);
+	if (o->cuda)
+		err = back_cuda(fd, o, name, cu);
+	else if (o->file)
+		err = back_file(fd, o, name, &af);
+	else
+		err = back_host(fd, o, name);
 	if (err) {
 		/* Lose nothing, leave nothing: take the arena down again. */
 		err = destroy(fd, name);
@@ -403,10 +552,17 @@ int kvactl_cmd_create(const struct kvactl_opts *o)
 		else if (err)
 			kvactl_err("create: arena \"%s\" is left without all its memory: destroying it: %s",
 				   name, strerror(-err));
-		goto out_close;
+		goto out_file;
 	}
 	report(o, name);
 	ret = KVACTL_OK;
+out_file:
+	if (af.fd >= 0) {
+		/* The module holds the file now, or nobody needs it. */
+		if (ret)
+			file_undo(o->file, &af);
+		close(af.fd);
+	}
 out_close:
 	close(fd);
 out_cuda:

@@ -279,8 +279,11 @@ static int ev_open(struct kvactl_ev_ctx *c, const struct kvactl_opts *o)
 	}
 	c->tokens_per_frame = st.bytes_per_token ?
 			      (uint32_t)(st.frame_size / st.bytes_per_token) : 0;
-	if (!c->medium)
-		c->medium = st.mem_kind == KVARENA_MEM_CUDA ? "GPU" : "CPU";
+	/* Where the blocks are: GPU, CPU or DISK. */
+	if (!c->medium && st.mem_kind == KVARENA_MEM_CUDA)
+		c->medium = "GPU";
+	else if (!c->medium)
+		c->medium = st.mem_kind == KVARENA_MEM_FILE ? "DISK" : "CPU";
 	return e.fd;
 }
 

@@ -40,7 +40,7 @@ int kvactl_layout_by_name(const char *name);
 /* What an event is told with: the arena, and how to write its blocks. */
 struct kvactl_ev_ctx {
 	const char *arena;
-	const char *medium;		/* vLLM's medium: "GPU", "CPU" */
+	const char *medium;		/* vLLM's medium: "GPU", "CPU", "DISK" */
 	uint32_t tokens_per_frame;	/* block_size; 0 if the arena lacks it */
 	bool hash_bytes;		/* block hashes as 32 bytes, not ints */
 	enum kvactl_layout layout;

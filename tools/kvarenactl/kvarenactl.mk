@@ -9,7 +9,7 @@
 
 KVACTL_SRCS := $(addprefix $(SRC)/tools/kvarenactl/,main.c cmdline.c dev.c fmt.c \
 		view.c metrics.c create.c holders.c cuda.c ids.c events.c msgpack.c \
-		zmq.c scrub.c resize.c tier.c)
+		zmq.c scrub.c resize.c tier.c fileio.c)
 KVACTL_DEPS := $(KVACTL_SRCS) $(SRC)/tools/kvarenactl/kvarenactl.h \
 	       $(SRC)/tools/kvarenactl/events.h \
 	       $(SRC)/include/uapi/linux/kvarena.h \
@@ -22,24 +22,30 @@ KVACTL_ZMQ := $(shell pkg-config --exists libzmq 2>/dev/null && echo y)
 KVACTL_ZMQ_CFLAGS := $(if $(KVACTL_ZMQ),-DKVACTL_ZMQ $(shell pkg-config --cflags libzmq))
 KVACTL_ZMQ_LIBS := $(if $(KVACTL_ZMQ),$(shell pkg-config --libs libzmq))
 
+# agent reads and writes a file arena's frames on an io_uring where
+# liburing is (as libkvarena finds it: Debian's liburing-dev, with its
+# static library for the static build), else with pread and pwrite.
+KVACTL_URING_CFLAGS := $(if $(LIBKVA_HAVE_URING),-DKVACTL_URING)
+KVACTL_URING_LIBS := $(if $(LIBKVA_HAVE_URING),-luring)
+
 # scrub runs libkvarena's kva_scrub(): the dynamic builds link the static
-# library.
+# library (and, with it, liburing).
 $(B)/tools/kvarenactl: $(KVACTL_DEPS) $(LIBKVA_A)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) \
+	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(KVACTL_URING_CFLAGS) \
 		$(KVACTL_ZMQ_CFLAGS) -o $@ $(KVACTL_SRCS) $(LIBKVA_A) \
 		$(LIBKVA_LDLIBS) $(KVACTL_ZMQ_LIBS)
 
 $(B)/tools/kvarenactl-san: $(KVACTL_DEPS) $(LIBKVA_A)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(SAN_FLAGS) \
+	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(SAN_FLAGS) $(KVACTL_URING_CFLAGS) \
 		$(KVACTL_ZMQ_CFLAGS) -o $@ $(KVACTL_SRCS) $(LIBKVA_A) \
 		$(LIBKVA_LDLIBS) $(KVACTL_ZMQ_LIBS)
 
 $(B)/tools/kvarenactl-static: $(KVACTL_DEPS)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) -DKVACTL_STATIC -static -o $@ \
-		$(KVACTL_SRCS)
+	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(KVACTL_URING_CFLAGS) \
+		-DKVACTL_STATIC -static -o $@ $(KVACTL_SRCS) $(KVACTL_URING_LIBS)
 
 .PHONY: install-kvarenactl
 install-kvarenactl: $(B)/tools/kvarenactl

@@ -3,7 +3,7 @@
  * kvarenactl - show and manage kvarena arenas.
  *
  *   kvarenactl [options] stat|clients|top|metrics [NAME]
- *   kvarenactl create NAME --frames N [--frame-size S] [--backend B] ...
+ *   kvarenactl create NAME --frames N [--frame-size S] [--backend B | --file F] ...
  *   kvarenactl destroy NAME [--wait SECONDS]
  *   kvarenactl limit NAME CLIENT [--min N] [--max N]
  *   kvarenactl kill NAME CLIENT [-s SIGNAL]

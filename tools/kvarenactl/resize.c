@@ -16,7 +16,7 @@
  * frame, as create does: SET_BACKING tells which frames lack one, by
  * refusing the others with EBUSY - and a frame whose old memory a client
  * process imported, until that process has exited (it would map its old
- * import again, not the new memory).
+ * import again, not the new memory).  A file arena is not resized.
  */
 #include <errno.h>
 #include <string.h>
@@ -146,6 +146,8 @@ static void resize_err(const struct kvarena_stat *s, uint32_t target, int err)
 	else if (err == -EINVAL)
 		kvactl_err("resize: the module refused %u frames for \"%s\" (may grow to %u)",
 			   target, name, kvactl_max_frames(s));
+	else if (err == -EOPNOTSUPP)
+		kvactl_err("resize: \"%s\" cannot be resized", name);
 	else if (err == -ENOMEM)
 		kvactl_err("resize: no memory for %u more frames of \"%s\"",
 			   target - s->nr_frames, name);
@@ -208,6 +210,11 @@ int kvactl_cmd_resize(const struct kvactl_opts *opts)
 	if (kvactl_snap_read(fd, o->cmd, o->args[0], false, &snap))
 		goto out_close;
 	s = &snap.arenas[0].st;
+	if (s->mem_kind == KVARENA_MEM_FILE) {
+		kvactl_err("resize: \"%s\" is a file arena: its frames are ranges of its file, and it keeps its size (destroy it and create it again)",
+			   s->name);
+		goto out_free;
+	}
 	if (!s->max_frames) {
 		kvactl_err("resize: this kvarena.ko cannot resize arenas (no ARENA_RESIZE)");
 		goto out_free;

@@ -4,8 +4,9 @@
  * the agent that copies frames between the two (TIER).
  *
  * tier NAME --lower LOWER puts a host arena of NAME's frame size below
- * NAME: while fewer than --free-target of NAME's frames are free (default
- * its low watermark, at least 1), the module hands NAME's oldest cached
+ * NAME (or, below a host arena, a file arena: create --file): while fewer
+ * than --free-target of NAME's frames are free (default its low
+ * watermark, at least 1), the module hands NAME's oldest cached
  * frames to an agent to copy down, and PROMOTE's frames to copy back up.
  * tier NAME --none takes the tier away again; LOWER keeps what it holds.
  * A refusal is explained from the two arenas' STAT: the module only says
@@ -17,8 +18,16 @@
  * DONE with each job's result.  A host arena's frames are copied with raw
  * ioctls and no libkvarena, so that the static build runs it too: each
  * job's two frames mapped through FRAME_FD (the source read-only, the
- * destination writable) and copied with memcpy().  A CUDA arena's frames
- * are GPU memory, which mmap() cannot reach: libkvarena's
+ * destination writable) and copied with memcpy().  A file arena's frames
+ * are ranges of its file, which FRAME_FD hands out (the file, and where
+ * the frame is in it): a batch's reads and writes go in flight together
+ * (fileio.c, io_uring), through buffers of their own, with O_DIRECT where
+ * the filesystem takes it - so that the agent's copies do not fill the
+ * page cache with frames that the upper arena holds anyway.  A demotion
+ * copies the upper frame (mapped read-only) into its buffer and writes
+ * that; a promotion reads and then copies into the upper frame (mapped
+ * writable).  A short read or write fails that copy.  A CUDA arena's
+ * frames are GPU memory, which mmap() cannot reach: libkvarena's
  * kva_tier_agent() imports, maps and copies them with cuMemcpy*Async() on
  * a stream of its own, loading the CUDA driver as libkvarena does
  * (libcuda.so.1, or $KVA_CUDA_LIBRARY); the static build cannot, and
@@ -108,9 +117,19 @@ static void link_refused(int fd, const struct kvarena_stat *s,
 			   name, tier_of(other, &up));
 		return;
 	}
+	if (up.mem_kind == KVARENA_MEM_FILE) {
+		kvactl_err("tier: \"%s\" is a file arena: it goes below a host arena, and has no lower tier of its own",
+			   name);
+		return;
+	}
 	if (stat_arena(fd, lower, &lo))
 		memset(&lo, 0, sizeof(lo));
-	else if (lo.mem_kind != KVARENA_MEM_HOST)
+	else if (lo.mem_kind == KVARENA_MEM_FILE &&
+		 up.mem_kind != KVARENA_MEM_HOST)
+		snprintf(why, sizeof(why), ": it is a file arena, and \"%s\" a %s arena",
+			 name, kvactl_mem_kind(up.mem_kind));
+	else if (lo.mem_kind != KVARENA_MEM_HOST &&
+		 lo.mem_kind != KVARENA_MEM_FILE)
 		snprintf(why, sizeof(why), ": it is a %s arena",
 			 kvactl_mem_kind(lo.mem_kind));
 	else if (lo.frame_size != up.frame_size)
@@ -123,7 +142,7 @@ static void link_refused(int fd, const struct kvarena_stat *s,
 	else if (lo.tier == KVARENA_STAT_TIER_UPPER)
 		snprintf(why, sizeof(why), ": it is the lower tier of \"%s\" already",
 			 tier_of(other, &lo));
-	kvactl_err("tier: \"%s\" cannot be the lower tier of \"%s\"%s (LOWER must be a host arena with frames of %s, below no other arena and with no lower tier of its own)",
+	kvactl_err("tier: \"%s\" cannot be the lower tier of \"%s\"%s (LOWER must be a host arena, or a file arena below a host arena, with frames of %s, below no other arena and with no lower tier of its own)",
 		   lower, name, why,
 		   kvactl_fmt_size_exact(b[0], up.frame_size));
 }
@@ -299,10 +318,11 @@ struct agent {
 	struct kva_arena *ua, *la;	/* the same, a CUDA arena's */
 #endif
 	bool cuda;			/* NAME is a CUDA arena */
+	struct kvactl_fio *fio;		/* the lower arena is a file arena's */
 	uint64_t frame_size;
 	uint64_t demoted, promoted, failed;
 	uint64_t copy_ns;		/* spent mapping and copying */
-	bool said_map, said_frame_fd;
+	bool said_map, said_frame_fd, said_buffered, said_io;
 };
 
 /*
@@ -367,6 +387,166 @@ static int copy_job(struct agent *ag, const struct kvarena_tier_job *j)
 		munmap(src, ssize);
 	if (dst)
 		munmap(dst, dsize);
+	ag->copy_ns += now_ns() - t0;
+	return err;
+}
+
+/*
+ * Frame @h of the file arena below: FRAME_FD's fd of its file, with
+ * O_DIRECT where the filesystem takes it, and the frame's offset in it in
+ * *@off; or -errno after saying why (once).
+ */
+static int file_frame(struct agent *ag, uint64_t h, uint64_t *off)
+{
+	struct kvarena_frame_fd ff = { .handle = h };
+	int err = kvactl_ioctl(ag->lo, KVARENA_IOC_FRAME_FD, &ff);
+
+	if (err) {
+		if (!ag->said_frame_fd)
+			kvactl_err("agent: FRAME_FD of frame %u of \"%s\": %s; the copy is given back failed",
+				   KVARENA_HANDLE_IDX(h), ag->lower,
+				   strerror(-err));
+		ag->said_frame_fd = true;
+		return err;
+	}
+	if (ff.size != ag->frame_size) {
+		close(ff.fd);
+		return -EINVAL;
+	}
+	/* tmpfs before Linux 6.6 has none: the page cache it is. */
+	err = kvactl_fio_direct(ff.fd);
+	if (err && !ag->said_buffered)
+		kvactl_err("agent: the file of \"%s\" takes no O_DIRECT (%s): reading and writing it through the page cache",
+			   ag->lower, strerror(-err));
+	ag->said_buffered |= err != 0;
+	*off = ff.offset;
+	return ff.fd;
+}
+
+/* A file copy under way in a slot of ag->fio. */
+struct file_copy {
+	struct kvarena_tier_job *job;	/* NULL: the slot is free */
+	int fd;				/* the lower frame's file */
+};
+
+/*
+ * Job @j's copy started in slot @slot (@c): a demotion's upper frame
+ * copied into the slot's buffer and its write queued, a promotion's read
+ * queued.  0, or the job's result.
+ */
+static int file_start(struct agent *ag, unsigned int slot,
+		      struct kvarena_tier_job *j, struct file_copy *c)
+{
+	bool down = j->op == KVARENA_TIER_DEMOTE;
+	uint64_t off = 0, size = 0;
+	void *src;
+	int fd, err = 0;
+
+	if (j->op != KVARENA_TIER_DEMOTE && j->op != KVARENA_TIER_PROMOTE)
+		return -EINVAL;
+	fd = file_frame(ag, j->lower, &off);
+	if (fd < 0)
+		return fd;
+	if (down) {
+		src = map_frame(ag, ag->up, j->upper, PROT_READ, &size, &err);
+		if (src && size == ag->frame_size)
+			memcpy(kvactl_fio_buf(ag->fio, slot), src, size);
+		else if (src)
+			err = -EINVAL;
+		if (src)
+			munmap(src, size);
+	}
+	if (!err)
+		err = kvactl_fio_queue(ag->fio, slot, down, fd, off);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	c->job = j;
+	c->fd = fd;
+	return 0;
+}
+
+/*
+ * The I/O of slot @slot (@c) ended with @res: a promotion's frame copied
+ * up into the upper frame.  The job's result.
+ */
+static int file_finish(struct agent *ag, unsigned int slot,
+		       struct file_copy *c, int res)
+{
+	const struct kvarena_tier_job *j = c->job;
+	bool down = j->op == KVARENA_TIER_DEMOTE;
+	uint64_t size = 0;
+	void *dst;
+	int err;
+
+	close(c->fd);
+	c->job = NULL;
+	/* A short read or write leaves part of the frame behind. */
+	err = res < 0 ? res : (uint64_t)res != ag->frame_size ? -EIO : 0;
+	if (err) {
+		if (!ag->said_io)
+			kvactl_err("agent: %s frame %u of \"%s\": %s; the copy is given back failed",
+				   down ? "writing" : "reading",
+				   KVARENA_HANDLE_IDX(j->lower), ag->lower,
+				   res < 0 ? strerror(-res) : "short");
+		ag->said_io = true;
+		return err;
+	}
+	if (down)
+		return 0;
+	dst = map_frame(ag, ag->up, j->upper, PROT_READ | PROT_WRITE, &size,
+			&err);
+	if (dst && size == ag->frame_size)
+		memcpy(dst, kvactl_fio_buf(ag->fio, slot), size);
+	else if (dst)
+		err = -EINVAL;
+	if (dst)
+		munmap(dst, size);
+	return err;
+}
+
+/*
+ * The copies of @n jobs to or from a file arena, as many in flight as
+ * ag->fio has slots: each slot whose I/O ends takes the next job.  Each
+ * job's result in it; 0, or -errno where the I/O itself broke (the jobs
+ * not done failed with it).
+ */
+static int copy_file_jobs(struct agent *ag, struct kvarena_tier_job *jobs,
+			  int n)
+{
+	struct file_copy c[KVACTL_FIO_MAX_DEPTH] = { { 0 } };
+	unsigned int depth = kvactl_fio_depth(ag->fio), busy = 0, slot;
+	uint64_t t0 = now_ns();
+	int next = 0, res, err = 0;
+
+	while (next < n || busy) {
+		for (slot = 0; slot < depth && next < n; slot++) {
+			if (c[slot].job)
+				continue;
+			jobs[next].result = file_start(ag, slot, &jobs[next],
+						       &c[slot]);
+			busy += !jobs[next++].result;
+		}
+		if (!busy)
+			continue;
+		err = kvactl_fio_reap(ag->fio, &slot, &res);
+		if (err)
+			break;
+		c[slot].job->result = file_finish(ag, slot, &c[slot], res);
+		busy--;
+	}
+	if (err) {
+		kvactl_err("agent: io_uring: %s: stopping", strerror(-err));
+		for (slot = 0; slot < depth; slot++) {
+			if (c[slot].job) {
+				c[slot].job->result = err;
+				close(c[slot].fd);
+			}
+		}
+		while (next < n)
+			jobs[next++].result = err;
+	}
 	ag->copy_ns += now_ns() - t0;
 	return err;
 }
@@ -471,6 +651,15 @@ static int find_lower(struct agent *ag)
 	tier_of(ag->lower, &s);
 	ag->frame_size = s.frame_size;
 	ag->cuda = s.mem_kind == KVARENA_MEM_CUDA;
+	/* A file arena below: its buffers and ring, once for every round. */
+	err = stat_arena(ag->up, ag->lower, &s);
+	if (err) {
+		stat_err("agent", ag->lower, err);
+		return -1;
+	}
+	if (s.mem_kind == KVARENA_MEM_FILE &&
+	    kvactl_fio_open(&ag->fio, ag->frame_size))
+		return -1;
 	return 0;
 }
 
@@ -483,6 +672,7 @@ static int raw_round(struct agent *ag, unsigned int want, unsigned int slice)
 {
 	struct kvarena_tier_job jobs[AGENT_BATCH];
 	unsigned int ok = 0, down = 0;	/* copies made, of them down */
+	int broken = 0;			/* the file I/O broke */
 	int n, err;
 
 	memset(jobs, 0, sizeof(jobs));
@@ -492,8 +682,11 @@ static int raw_round(struct agent *ag, unsigned int want, unsigned int slice)
 			take_err(ag, n);
 		return n;
 	}
+	if (ag->fio)
+		broken = copy_file_jobs(ag, jobs, n);
 	for (int i = 0; i < n; i++) {
-		jobs[i].result = copy_job(ag, &jobs[i]);
+		if (!ag->fio)
+			jobs[i].result = copy_job(ag, &jobs[i]);
 		ok += !jobs[i].result;
 		down += !jobs[i].result && jobs[i].op == KVARENA_TIER_DEMOTE;
 	}
@@ -509,6 +702,8 @@ static int raw_round(struct agent *ag, unsigned int want, unsigned int slice)
 	ag->demoted += down;
 	ag->promoted += ok - down;
 	ag->failed += (unsigned int)n - ok;
+	if (broken)
+		return broken;
 	if (!ok) {
 		none_made(n);
 		return -EIO;
@@ -671,6 +866,7 @@ int kvactl_cmd_agent(const struct kvactl_opts *o)
 	agent_report(&ag, t0, o->exact_bytes);
 	ret = err || ag.failed ? KVACTL_FAIL : KVACTL_OK;
 out:
+	kvactl_fio_close(ag.fio);
 	if (ag.cuda)
 		close_cuda(&ag);
 	if (ag.lo >= 0)
