@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * fileio.c, the agent's reads and writes of a file arena's frames, on a
- * file of its own: frames written through every slot at once and read
+ * tools/common/fileio.c, the agent's reads and writes of a file arena's
+ * frames, on a file of its own: frames written through every slot at once and read
  * back byte for byte, in whatever order they end; a read past the end
  * that comes back short; an error that fails its slot alone; O_DIRECT set
  * on the open file where the filesystem takes it.  Built twice: on an
@@ -15,21 +15,9 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
-#include "kvarenactl.h"
+#include "fileio.h"
 
 #define FS	(64 * 1024)		/* the tests' frame size */
-
-/* fileio.c's messages (io_uring refused here, say), kept for the log. */
-static char said[512];
-
-void kvactl_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(said, sizeof(said), fmt, ap);
-	va_end(ap);
-}
 
 /* Byte @j of frame @i: no two frames alike. */
 static unsigned char pat(unsigned int i, size_t j)
@@ -46,7 +34,7 @@ static bool intact(const unsigned char *p, unsigned int i)
 }
 
 FIXTURE(fio) {
-	struct kvactl_fio *f;
+	struct kvt_fio *f;
 	char path[64];
 	int fd;
 };
@@ -55,20 +43,22 @@ FIXTURE(fio) {
 FIXTURE_SETUP(fio)
 {
 	const char *dir = getenv("TMPDIR");
+	int ring_err = 0;
 
 	snprintf(self->path, sizeof(self->path), "%s/fileio_test.XXXXXX",
 		 dir && *dir && strlen(dir) < 40 ? dir : "/tmp");
 	self->fd = mkstemp(self->path);
 	ASSERT_LE(0, self->fd);
 	unlink(self->path);
-	ASSERT_EQ(0, kvactl_fio_open(&self->f, FS)) TH_LOG("%s", said);
-	if (said[0])
-		TH_LOG("%s", said);
+	ASSERT_EQ(0, kvt_fio_open(&self->f, FS, &ring_err));
+	/* A kernel that refuses rings (io_uring_disabled): pread and pwrite. */
+	if (ring_err)
+		TH_LOG("io_uring: %s", strerror(-ring_err));
 }
 
 FIXTURE_TEARDOWN(fio)
 {
-	kvactl_fio_close(self->f);
+	kvt_fio_close(self->f);
 	close(self->fd);
 }
 
@@ -78,34 +68,34 @@ FIXTURE_TEARDOWN(fio)
  * as it is reaped.  The number of frames whose result was not a whole
  * frame, or whose bytes differ (@n if the queue itself failed).
  */
-static unsigned int all_frames(struct kvactl_fio *f, int fd, bool write,
+static unsigned int all_frames(struct kvt_fio *f, int fd, bool write,
 			       unsigned int n)
 {
-	unsigned int depth = kvactl_fio_depth(f), next = 0, busy = 0, bad = 0;
-	unsigned int frame_of[KVACTL_FIO_MAX_DEPTH], slot;
-	bool used[KVACTL_FIO_MAX_DEPTH] = { false };
+	unsigned int depth = kvt_fio_depth(f), next = 0, busy = 0, bad = 0;
+	unsigned int frame_of[KVT_FIO_MAX_DEPTH], slot;
+	bool used[KVT_FIO_MAX_DEPTH] = { false };
 	int res;
 
 	while (next < n || busy) {
 		for (slot = 0; slot < depth && next < n; slot++) {
-			unsigned char *buf = kvactl_fio_buf(f, slot);
+			unsigned char *buf = kvt_fio_buf(f, slot);
 
 			if (used[slot])
 				continue;
 			for (size_t j = 0; write && j < FS; j++)
 				buf[j] = pat(next, j);
-			if (kvactl_fio_queue(f, slot, write, fd,
+			if (kvt_fio_queue(f, slot, write, fd,
 					     (uint64_t)next * FS))
 				return n;
 			frame_of[slot] = next++;
 			used[slot] = true;
 			busy++;
 		}
-		if (kvactl_fio_reap(f, &slot, &res) || slot >= depth ||
+		if (kvt_fio_reap(f, &slot, &res) || slot >= depth ||
 		    !used[slot])
 			return n;
 		bad += res != FS ||
-		       (!write && !intact(kvactl_fio_buf(f, slot),
+		       (!write && !intact(kvt_fio_buf(f, slot),
 					  frame_of[slot]));
 		used[slot] = false;
 		busy--;
@@ -115,7 +105,7 @@ static unsigned int all_frames(struct kvactl_fio *f, int fd, bool write,
 
 TEST_F(fio, frames_written_through_every_slot_read_back_byte_exact)
 {
-	EXPECT_EQ(8, kvactl_fio_depth(self->f));
+	EXPECT_EQ(8, kvt_fio_depth(self->f));
 	EXPECT_EQ(0, all_frames(self->f, self->fd, true, 20));
 	EXPECT_EQ(20 * FS, lseek(self->fd, 0, SEEK_END));
 	EXPECT_EQ(0, all_frames(self->f, self->fd, false, 20));
@@ -123,7 +113,7 @@ TEST_F(fio, frames_written_through_every_slot_read_back_byte_exact)
 
 TEST_F(fio, frames_go_through_o_direct_where_the_filesystem_takes_it)
 {
-	int err = kvactl_fio_direct(self->fd);
+	int err = kvt_fio_direct(self->fd);
 
 	/* tmpfs before Linux 6.6 has no O_DIRECT; ext4, xfs and btrfs do. */
 	if (err) {
@@ -133,7 +123,7 @@ TEST_F(fio, frames_go_through_o_direct_where_the_filesystem_takes_it)
 	}
 	EXPECT_EQ(O_DIRECT, fcntl(self->fd, F_GETFL) & O_DIRECT);
 	/* Set once for the open file: every fd of it has it. */
-	EXPECT_EQ(0, kvactl_fio_direct(self->fd));
+	EXPECT_EQ(0, kvt_fio_direct(self->fd));
 	EXPECT_EQ(0, all_frames(self->f, self->fd, true, 11));
 	EXPECT_EQ(0, all_frames(self->f, self->fd, false, 11));
 }
@@ -145,12 +135,12 @@ TEST_F(fio, a_read_past_the_end_comes_back_short)
 
 	ASSERT_EQ(0, all_frames(self->f, self->fd, true, 1));
 	ASSERT_EQ(0, ftruncate(self->fd, FS + FS / 2));
-	ASSERT_EQ(0, kvactl_fio_queue(self->f, 3, false, self->fd, FS));
-	ASSERT_EQ(0, kvactl_fio_reap(self->f, &slot, &res));
+	ASSERT_EQ(0, kvt_fio_queue(self->f, 3, false, self->fd, FS));
+	ASSERT_EQ(0, kvt_fio_reap(self->f, &slot, &res));
 	EXPECT_EQ(3, slot);
 	EXPECT_EQ(FS / 2, res);
-	ASSERT_EQ(0, kvactl_fio_queue(self->f, 5, false, self->fd, 2 * FS));
-	ASSERT_EQ(0, kvactl_fio_reap(self->f, &slot, &res));
+	ASSERT_EQ(0, kvt_fio_queue(self->f, 5, false, self->fd, 2 * FS));
+	ASSERT_EQ(0, kvt_fio_reap(self->f, &slot, &res));
 	EXPECT_EQ(5, slot);
 	EXPECT_EQ(0, res);
 }
@@ -162,12 +152,12 @@ TEST_F(fio, an_error_fails_its_own_slot_and_no_other)
 	int res;
 
 	ASSERT_LE(0, ro);
-	memset(kvactl_fio_buf(self->f, 0), 0x5a, FS);
-	ASSERT_EQ(0, kvactl_fio_queue(self->f, 0, true, self->fd, 0));
-	ASSERT_EQ(0, kvactl_fio_queue(self->f, 1, true, ro, 0));
-	ASSERT_EQ(0, kvactl_fio_queue(self->f, 2, true, self->fd, FS));
+	memset(kvt_fio_buf(self->f, 0), 0x5a, FS);
+	ASSERT_EQ(0, kvt_fio_queue(self->f, 0, true, self->fd, 0));
+	ASSERT_EQ(0, kvt_fio_queue(self->f, 1, true, ro, 0));
+	ASSERT_EQ(0, kvt_fio_queue(self->f, 2, true, self->fd, FS));
 	for (int i = 0; i < 3; i++) {
-		ASSERT_EQ(0, kvactl_fio_reap(self->f, &slot, &res));
+		ASSERT_EQ(0, kvt_fio_reap(self->f, &slot, &res));
 		ASSERT_GT(3, slot);
 		seen |= 1u << slot;
 		EXPECT_EQ(slot == 1 ? -EBADF : FS, res) TH_LOG("slot %u", slot);
@@ -184,13 +174,15 @@ TEST(larger_frames_get_fewer_slots)
 	};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		struct kvactl_fio *f;
+		struct kvt_fio *f;
 
-		ASSERT_EQ(0, kvactl_fio_open(&f, t[i].size)) TH_LOG("%s", said);
-		EXPECT_EQ(t[i].depth, kvactl_fio_depth(f));
-		EXPECT_EQ(0, (uintptr_t)kvactl_fio_buf(f, 0) %
+		int ring_err;
+
+		ASSERT_EQ(0, kvt_fio_open(&f, t[i].size, &ring_err));
+		EXPECT_EQ(t[i].depth, kvt_fio_depth(f));
+		EXPECT_EQ(0, (uintptr_t)kvt_fio_buf(f, 0) %
 			     (uintptr_t)sysconf(_SC_PAGESIZE));
-		kvactl_fio_close(f);
+		kvt_fio_close(f);
 	}
 }
 

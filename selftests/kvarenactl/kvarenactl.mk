@@ -29,8 +29,8 @@ $(KVACTL_T)/fmt_test-san: $(KVACTL_FMT_TEST_DEPS)
 
 # fileio.c twice: as the tool builds it, and without liburing.
 KVACTL_FILEIO_TEST_DEPS := $(SRC)/selftests/kvarenactl/fileio_test.c \
-	$(SRC)/tools/kvarenactl/fileio.c $(SRC)/tools/kvarenactl/fmt.c \
-	$(SRC)/tools/kvarenactl/kvarenactl.h $(KSFT_HARNESS)
+	$(SRC)/tools/common/fileio.c $(SRC)/tools/common/fileio.h \
+	$(KSFT_HARNESS)
 
 $(KVACTL_T)/fileio_test: $(KVACTL_FILEIO_TEST_DEPS)
 	$(Q)mkdir -p $(@D)
@@ -39,7 +39,8 @@ $(KVACTL_T)/fileio_test: $(KVACTL_FILEIO_TEST_DEPS)
 
 $(KVACTL_T)/fileio_test-sync: $(KVACTL_FILEIO_TEST_DEPS)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(KVACTL_FMT_TEST_CC) $(SAN_FLAGS) -o $@ $(filter %.c,$^)
+	$(Q)$(KVACTL_FMT_TEST_CC) $(SAN_FLAGS) -I$(SRC)/tools/common -o $@ \
+		$(filter %.c,$^)
 
 KVACTL_ARGS_TEST_DEPS := $(SRC)/selftests/kvarenactl/args_test.c $(KSFT_HARNESS)
 

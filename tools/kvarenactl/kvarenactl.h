@@ -18,8 +18,8 @@
  *              with libkvarena
  *   tier.c     tier: an arena's lower tier set or taken away; agent: the
  *              copies between the two, with raw ioctls, mmap and memcpy
- *   fileio.c   whole frames of a file read and written, several in
- *              flight (io_uring): the agent's copies to a file arena
+ *   ../common/fileio.c  whole frames of a file read and written, several
+ *              in flight (io_uring): the agent's copies to a file arena
  *
  * See Documentation/operators.rst.
  */
@@ -386,37 +386,6 @@ void kvactl_json_stat(struct kvactl_json *j, const struct kvactl_arena *a);
 /* create.c, for resize: MemAvailable for @size more bytes, headroom kept. */
 int kvactl_check_host_memory(const struct kvactl_opts *o, const char *cmd,
 			     uint64_t size);
-
-/* ---- frames of a file, several in flight (fileio.c) ----------------------------- */
-
-#define KVACTL_FIO_MAX_DEPTH	8	/* reads and writes in flight */
-
-struct kvactl_fio;
-
-/*
- * Slots of one @frame_size buffer each, page-aligned (up to
- * KVACTL_FIO_MAX_DEPTH, fewer for large frames), and an io_uring for
- * them where there is one.  0, or -1 after saying why.
- */
-int kvactl_fio_open(struct kvactl_fio **f, uint64_t frame_size);
-void kvactl_fio_close(struct kvactl_fio *f);
-unsigned int kvactl_fio_depth(const struct kvactl_fio *f);
-void *kvactl_fio_buf(struct kvactl_fio *f, unsigned int slot);
-/* O_DIRECT on the open file of @fd: 0, or -errno where it takes none. */
-int kvactl_fio_direct(int fd);
-/*
- * Slot @slot's buffer written to (@write) or read from @fd at @off, a
- * whole frame, once reaped: 0, or -errno.  The slot must not be in
- * flight.
- */
-int kvactl_fio_queue(struct kvactl_fio *f, unsigned int slot, bool write,
-		     int fd, uint64_t off);
-/*
- * Submits what is queued and waits for one slot's I/O to end: *@slot and
- * its result *@res (bytes, or -errno).  0, or -errno where the ring
- * itself failed.
- */
-int kvactl_fio_reap(struct kvactl_fio *f, unsigned int *slot, int *res);
 
 /* ---- who holds each client (holders.c) ------------------------------------------- */
 

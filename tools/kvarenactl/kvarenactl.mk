@@ -9,8 +9,9 @@
 
 KVACTL_SRCS := $(addprefix $(SRC)/tools/kvarenactl/,main.c cmdline.c dev.c fmt.c \
 		view.c metrics.c create.c holders.c cuda.c ids.c events.c msgpack.c \
-		zmq.c scrub.c resize.c tier.c fileio.c)
+		zmq.c scrub.c resize.c tier.c) $(SRC)/tools/common/fileio.c
 KVACTL_DEPS := $(KVACTL_SRCS) $(SRC)/tools/kvarenactl/kvarenactl.h \
+	       $(SRC)/tools/common/fileio.h \
 	       $(SRC)/tools/kvarenactl/events.h \
 	       $(SRC)/include/uapi/linux/kvarena.h \
 	       $(SRC)/include/kvarena/layout.h
@@ -25,7 +26,7 @@ KVACTL_ZMQ_LIBS := $(if $(KVACTL_ZMQ),$(shell pkg-config --libs libzmq))
 # agent reads and writes a file arena's frames on an io_uring where
 # liburing is (as libkvarena finds it: Debian's liburing-dev, with its
 # static library for the static build), else with pread and pwrite.
-KVACTL_URING_CFLAGS := $(if $(LIBKVA_HAVE_URING),-DKVACTL_URING)
+KVACTL_URING_CFLAGS := -I$(SRC)/tools/common $(if $(LIBKVA_HAVE_URING),-DKVT_URING)
 KVACTL_URING_LIBS := $(if $(LIBKVA_HAVE_URING),-luring)
 
 # scrub runs libkvarena's kva_scrub(): the dynamic builds link the static

@@ -47,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "kvarenactl.h"
 
 #ifndef KVACTL_STATIC
@@ -318,7 +319,7 @@ struct agent {
 	struct kva_arena *ua, *la;	/* the same, a CUDA arena's */
 #endif
 	bool cuda;			/* NAME is a CUDA arena */
-	struct kvactl_fio *fio;		/* the lower arena is a file arena's */
+	struct kvt_fio *fio;		/* the lower arena is a file arena's */
 	uint64_t frame_size;
 	uint64_t demoted, promoted, failed;
 	uint64_t copy_ns;		/* spent mapping and copying */
@@ -414,7 +415,7 @@ static int file_frame(struct agent *ag, uint64_t h, uint64_t *off)
 		return -EINVAL;
 	}
 	/* tmpfs before Linux 6.6 has none: the page cache it is. */
-	err = kvactl_fio_direct(ff.fd);
+	err = kvt_fio_direct(ff.fd);
 	if (err && !ag->said_buffered)
 		kvactl_err("agent: the file of \"%s\" takes no O_DIRECT (%s): reading and writing it through the page cache",
 			   ag->lower, strerror(-err));
@@ -450,14 +451,14 @@ static int file_start(struct agent *ag, unsigned int slot,
 	if (down) {
 		src = map_frame(ag, ag->up, j->upper, PROT_READ, &size, &err);
 		if (src && size == ag->frame_size)
-			memcpy(kvactl_fio_buf(ag->fio, slot), src, size);
+			memcpy(kvt_fio_buf(ag->fio, slot), src, size);
 		else if (src)
 			err = -EINVAL;
 		if (src)
 			munmap(src, size);
 	}
 	if (!err)
-		err = kvactl_fio_queue(ag->fio, slot, down, fd, off);
+		err = kvt_fio_queue(ag->fio, slot, down, fd, off);
 	if (err) {
 		close(fd);
 		return err;
@@ -498,7 +499,7 @@ static int file_finish(struct agent *ag, unsigned int slot,
 	dst = map_frame(ag, ag->up, j->upper, PROT_READ | PROT_WRITE, &size,
 			&err);
 	if (dst && size == ag->frame_size)
-		memcpy(dst, kvactl_fio_buf(ag->fio, slot), size);
+		memcpy(dst, kvt_fio_buf(ag->fio, slot), size);
 	else if (dst)
 		err = -EINVAL;
 	if (dst)
@@ -515,8 +516,8 @@ static int file_finish(struct agent *ag, unsigned int slot,
 static int copy_file_jobs(struct agent *ag, struct kvarena_tier_job *jobs,
 			  int n)
 {
-	struct file_copy c[KVACTL_FIO_MAX_DEPTH] = { { 0 } };
-	unsigned int depth = kvactl_fio_depth(ag->fio), busy = 0, slot;
+	struct file_copy c[KVT_FIO_MAX_DEPTH] = { { 0 } };
+	unsigned int depth = kvt_fio_depth(ag->fio), busy = 0, slot;
 	uint64_t t0 = now_ns();
 	int next = 0, res, err = 0;
 
@@ -530,7 +531,7 @@ static int copy_file_jobs(struct agent *ag, struct kvarena_tier_job *jobs,
 		}
 		if (!busy)
 			continue;
-		err = kvactl_fio_reap(ag->fio, &slot, &res);
+		err = kvt_fio_reap(ag->fio, &slot, &res);
 		if (err)
 			break;
 		c[slot].job->result = file_finish(ag, slot, &c[slot], res);
@@ -627,6 +628,24 @@ static void none_made(int n)
 		   n, n == 1 ? "copy" : "copies");
 }
 
+/* The buffers and ring of a file arena's copies; 0 or -1 after saying why. */
+static int open_fio(struct agent *ag)
+{
+	char b[KVACTL_NUM_LEN];
+	int ring_err = 0;
+
+	if (kvt_fio_open(&ag->fio, ag->frame_size, &ring_err)) {
+		kvactl_err("agent: no memory for %u buffers of a frame (%s each)",
+			   KVT_FIO_MAX_DEPTH,
+			   kvactl_fmt_size(b, ag->frame_size, false));
+		return -1;
+	}
+	if (ring_err)
+		kvactl_err("agent: io_uring: %s: reading and writing the file with pread and pwrite",
+			   strerror(-ring_err));
+	return 0;
+}
+
 /* The upper arena's lower tier, from its STAT; 0 or -1 after saying why. */
 static int find_lower(struct agent *ag)
 {
@@ -657,9 +676,8 @@ static int find_lower(struct agent *ag)
 		stat_err("agent", ag->lower, err);
 		return -1;
 	}
-	if (s.mem_kind == KVARENA_MEM_FILE &&
-	    kvactl_fio_open(&ag->fio, ag->frame_size))
-		return -1;
+	if (s.mem_kind == KVARENA_MEM_FILE)
+		return open_fio(ag);
 	return 0;
 }
 
@@ -866,7 +884,7 @@ int kvactl_cmd_agent(const struct kvactl_opts *o)
 	agent_report(&ag, t0, o->exact_bytes);
 	ret = err || ag.failed ? KVACTL_FAIL : KVACTL_OK;
 out:
-	kvactl_fio_close(ag.fio);
+	kvt_fio_close(ag.fio);
 	if (ag.cuda)
 		close_cuda(&ag);
 	if (ag.lo >= 0)

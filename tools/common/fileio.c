@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kvarenactl - whole frames read from and written to files, several in
- * flight at once: the agent's copies to and from a file arena (tier.c).
+ * Whole frames read from and written to files, several in flight at
+ * once: a tier agent's copies to and from a file arena (kvarenactl
+ * agent, kvbench tier --file).
  *
  * Each slot has a buffer of one frame, page-aligned: O_DIRECT wants
  * aligned memory, and a frame's own mapping cannot be given to it (the
@@ -20,48 +21,46 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifdef KVACTL_URING
+#ifdef KVT_URING
 #include <liburing.h>
 #endif
 
-#include "kvarenactl.h"
+#include "fileio.h"
 
 /* The slots' buffers together: at most this much, but one slot at least. */
 #define FIO_BUF_BYTES	(64u << 20)
 
-struct kvactl_fio {
+struct kvt_fio {
 	uint64_t frame_size;
 	unsigned int depth;		/* slots */
-	void *buf[KVACTL_FIO_MAX_DEPTH];
-#ifdef KVACTL_URING
+	void *buf[KVT_FIO_MAX_DEPTH];
+#ifdef KVT_URING
 	struct io_uring ring;
 	bool ring_ok;			/* else pread() and pwrite() */
 #endif
 	/* Without a ring: the slots done, in the order they were queued. */
-	unsigned int done[KVACTL_FIO_MAX_DEPTH];
-	int res[KVACTL_FIO_MAX_DEPTH];
+	unsigned int done[KVT_FIO_MAX_DEPTH];
+	int res[KVT_FIO_MAX_DEPTH];
 	unsigned int head, nr_done;
 };
 
-#ifdef KVACTL_URING
+#ifdef KVT_URING
 
-static void ring_open(struct kvactl_fio *f)
+static int ring_open(struct kvt_fio *f)
 {
 	int err = io_uring_queue_init(f->depth, &f->ring, 0);
 
 	f->ring_ok = !err;
-	if (err)
-		kvactl_err("agent: io_uring: %s: reading and writing the file with pread and pwrite",
-			   strerror(-err));
+	return err;
 }
 
-static void ring_close(struct kvactl_fio *f)
+static void ring_close(struct kvt_fio *f)
 {
 	if (f->ring_ok)
 		io_uring_queue_exit(&f->ring);
 }
 
-static int ring_queue(struct kvactl_fio *f, unsigned int slot, bool write,
+static int ring_queue(struct kvt_fio *f, unsigned int slot, bool write,
 		      int fd, uint64_t off)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&f->ring);
@@ -80,7 +79,7 @@ static int ring_queue(struct kvactl_fio *f, unsigned int slot, bool write,
 }
 
 /* What is queued submitted, and the first slot whose I/O has ended. */
-static int ring_reap(struct kvactl_fio *f, unsigned int *slot, int *res)
+static int ring_reap(struct kvt_fio *f, unsigned int *slot, int *res)
 {
 	struct io_uring_cqe *cqe;
 	int err;
@@ -100,51 +99,43 @@ static int ring_reap(struct kvactl_fio *f, unsigned int *slot, int *res)
 
 #else
 
-static void ring_open(struct kvactl_fio *f)
+static int ring_open(struct kvt_fio *f)
 {
 	(void)f;
+	return 0;
 }
 
-static void ring_close(struct kvactl_fio *f)
+static void ring_close(struct kvt_fio *f)
 {
 	(void)f;
 }
 
 #endif
 
-int kvactl_fio_open(struct kvactl_fio **fp, uint64_t frame_size)
+int kvt_fio_open(struct kvt_fio **fp, uint64_t frame_size, int *ring_err)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	uint64_t depth = FIO_BUF_BYTES / frame_size;
-	struct kvactl_fio *f = calloc(1, sizeof(*f));
-	char b[KVACTL_NUM_LEN];
+	struct kvt_fio *f = calloc(1, sizeof(*f));
 
 	if (!f)
-		goto err_nomem;
+		return -ENOMEM;
 	f->frame_size = frame_size;
-	f->depth = depth < 1 ? 1 : depth > KVACTL_FIO_MAX_DEPTH ?
-		   KVACTL_FIO_MAX_DEPTH : (unsigned int)depth;
+	f->depth = depth < 1 ? 1 : depth > KVT_FIO_MAX_DEPTH ?
+		   KVT_FIO_MAX_DEPTH : (unsigned int)depth;
 	for (unsigned int i = 0; i < f->depth; i++) {
 		if (posix_memalign(&f->buf[i], (size_t)page, frame_size)) {
 			f->buf[i] = NULL;
-			goto err_free;
+			kvt_fio_close(f);
+			return -ENOMEM;
 		}
 	}
-	ring_open(f);
+	*ring_err = ring_open(f);
 	*fp = f;
 	return 0;
-
-err_free:
-	depth = f->depth;
-	kvactl_fio_close(f);
-err_nomem:
-	kvactl_err("agent: no memory for %llu buffers of a frame (%s each)",
-		   (unsigned long long)(depth ? depth : 1),
-		   kvactl_fmt_size(b, frame_size, false));
-	return -1;
 }
 
-void kvactl_fio_close(struct kvactl_fio *f)
+void kvt_fio_close(struct kvt_fio *f)
 {
 	if (!f)
 		return;
@@ -154,17 +145,17 @@ void kvactl_fio_close(struct kvactl_fio *f)
 	free(f);
 }
 
-unsigned int kvactl_fio_depth(const struct kvactl_fio *f)
+unsigned int kvt_fio_depth(const struct kvt_fio *f)
 {
 	return f->depth;
 }
 
-void *kvactl_fio_buf(struct kvactl_fio *f, unsigned int slot)
+void *kvt_fio_buf(struct kvt_fio *f, unsigned int slot)
 {
 	return f->buf[slot];
 }
 
-int kvactl_fio_direct(int fd)
+int kvt_fio_direct(int fd)
 {
 	int flags = fcntl(fd, F_GETFL);
 
@@ -175,13 +166,13 @@ int kvactl_fio_direct(int fd)
 	return fcntl(fd, F_SETFL, flags | O_DIRECT) ? -errno : 0;
 }
 
-int kvactl_fio_queue(struct kvactl_fio *f, unsigned int slot, bool write,
+int kvt_fio_queue(struct kvt_fio *f, unsigned int slot, bool write,
 		     int fd, uint64_t off)
 {
 	unsigned int tail = (f->head + f->nr_done) % f->depth;
 	ssize_t n;
 
-#ifdef KVACTL_URING
+#ifdef KVT_URING
 	if (f->ring_ok)
 		return ring_queue(f, slot, write, fd, off);
 #endif
@@ -193,9 +184,9 @@ int kvactl_fio_queue(struct kvactl_fio *f, unsigned int slot, bool write,
 	return 0;
 }
 
-int kvactl_fio_reap(struct kvactl_fio *f, unsigned int *slot, int *res)
+int kvt_fio_reap(struct kvt_fio *f, unsigned int *slot, int *res)
 {
-#ifdef KVACTL_URING
+#ifdef KVT_URING
 	if (f->ring_ok)
 		return ring_reap(f, slot, res);
 #endif
