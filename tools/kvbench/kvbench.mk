@@ -5,10 +5,12 @@
 # paths of `kvbench frames` run against the real module.
 
 KVB_DIR    := $(B)/tools
-KVB_SRCS   := $(wildcard $(SRC)/tools/kvbench/*.c)
-KVB_HDRS   := $(wildcard $(SRC)/tools/kvbench/*.h)
+# tier --file copies with the tier agent's file engine (tools/common).
+KVB_SRCS   := $(wildcard $(SRC)/tools/kvbench/*.c) $(SRC)/tools/common/fileio.c
+KVB_HDRS   := $(wildcard $(SRC)/tools/kvbench/*.h) $(SRC)/tools/common/fileio.h
 KVB_CFLAGS := $(KVA_CFLAGS) -I$(SRC)/tools/kvbench -I$(SRC)/kernels \
-	      -I$(SRC)/driver
+	      -I$(SRC)/driver -I$(SRC)/tools/common \
+	      $(if $(LIBKVA_HAVE_URING),-DKVT_URING)
 # map, frames and prefix use libkvarena (prefix its core allocator
 # directly too: driver/core.c is in libkvarena.a); attn the CPU
 # attention kernels.

@@ -44,6 +44,13 @@
  * machine.  The copies here are host to host: a GPU arena's promotions
  * copy over PCIe instead.
  *
+ * --file PATH: the lower arena is a file arena (KVARENA_MEM_FILE) on a
+ * new file PATH, and the agent is kvarenactl agent itself (--agent), so
+ * that what is measured is the tool that runs; the peers add the file's
+ * own write and read of as many frames (PATH.peer), by the agent's file
+ * engine (tools/common/fileio.c), against which demote and promote are
+ * put.  The agent's time is not broken down then.  Both files go after.
+ *
  * Needs /dev/kvarena and CAP_SYS_ADMIN: the arenas (kvbench-tu-<pid>,
  * kvbench-tl-<pid>) are made and destroyed here.
  */
@@ -67,6 +74,7 @@
 
 #include <linux/kvarena.h>
 
+#include "fileio.h"
 #include "kvbench.h"
 
 #define AGENT_BATCH	64u	/* jobs one take asks for (kvarenactl agent's) */
@@ -128,6 +136,8 @@ struct tier_opts {
 	uint64_t bytes_per_token;
 	double prefill_tps;
 	bool prefill_given;
+	const char *file;	/* the lower arena a file arena here */
+	const char *agent;	/* kvarenactl, its agent then */
 };
 
 struct lat {
@@ -137,6 +147,8 @@ struct lat {
 struct tier_result {
 	uint64_t bytes;
 	double memcpy_s, map_s, demote_s, promote_s;
+	double fwrite_s, fread_s;	/* --file: the file's own speed */
+	bool direct;			/* --file: with O_DIRECT */
 	struct lat promote1, memcpy1, map1;
 	struct phases ph[2];	/* summed over the rounds' windows */
 	double window_s[2];	/* the windows' time, summed */
@@ -221,12 +233,36 @@ static int sealed_memfd(const char *name, uint64_t size)
  * A host arena of @nr frames over a memfd of its own: the memfd or -errno;
  * *@made once the arena exists.
  */
-static int make_arena(int admin, const char *name, uint64_t frame_size,
-		      uint32_t nr, bool *made)
+/*
+ * A new file of @size bytes at @path, preallocated where the filesystem
+ * can: the fd, or -errno (-EEXIST: kvbench makes the file and removes it,
+ * so it never takes one that is there).
+ */
+static int new_file(const char *path, uint64_t size)
 {
-	struct kvarena_arena_create c = { .frame_size = frame_size,
-					  .nr_frames = nr,
-					  .mem_kind = KVARENA_MEM_HOST };
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return -errno;
+	if (fallocate(fd, 0, 0, (off_t)size) &&
+	    (errno != EOPNOTSUPP || ftruncate(fd, (off_t)size))) {
+		int err = -errno;
+
+		close(fd);
+		unlink(path);
+		return err;
+	}
+	return fd;
+}
+
+/* A host arena, or with @file a file arena backed by a new @file. */
+static int make_arena(int admin, const char *name, uint64_t frame_size,
+		      uint32_t nr, const char *file, bool *made)
+{
+	struct kvarena_arena_create c = {
+		.frame_size = frame_size, .nr_frames = nr,
+		.mem_kind = file ? KVARENA_MEM_FILE : KVARENA_MEM_HOST,
+	};
 	struct kvarena_set_backing b = { .nr_frames = nr };
 	int err, mfd;
 
@@ -235,14 +271,17 @@ static int make_arena(int admin, const char *name, uint64_t frame_size,
 	if (err)
 		return err;
 	*made = true;
-	mfd = sealed_memfd(name, frame_size * nr);
+	mfd = file ? new_file(file, frame_size * nr) :
+		     sealed_memfd(name, frame_size * nr);
 	if (mfd < 0)
-		return -ENOMEM;
+		return file ? mfd : -ENOMEM;
 	memcpy(b.name, c.name, sizeof(b.name));
 	b.fd = mfd;
 	err = xioctl(admin, KVARENA_IOC_ARENA_SET_BACKING, &b);
 	if (err) {
 		close(mfd);
+		if (file)
+			unlink(file);
 		return err;
 	}
 	return mfd;
@@ -456,6 +495,9 @@ struct bench {
 	struct kvarena_prefix_entry *e;
 	char *psrc, *pdst;		/* the memcpy peer's mappings */
 	int msrc, mdst;			/* and their memfds */
+	struct kvt_fio *fio;		/* --file: the file peer's I/O */
+	int pfd;			/* and its file */
+	char ppath[4096];
 	const char **why;
 };
 
@@ -584,6 +626,42 @@ static void window_begin(struct bench *b, int which, struct phases *before,
 	__atomic_store_n(&b->sh->win_ns, ns, __ATOMIC_RELEASE);
 }
 
+/*
+ * --file: the client's frames go cached, and kvarenactl agent takes them
+ * down; done when the upper arena has them all free again (looked at
+ * every 50 us).
+ */
+static int demote_round_file(struct bench *b)
+{
+	struct tier_result *r = b->r;
+	uint32_t n = b->o->nr;
+	struct kvarena_stat su, sl;
+	double t0 = kvb_now_s(), t;
+
+	*b->why = "FREE of the client's frames failed";
+	if (frames_op(b->client, KVARENA_IOC_FREE, b->h, n))
+		return -1;
+	*b->why = "the agent did not copy in time";
+	for (;;) {
+		if (stat_arena(b->admin, b->up, &su))
+			return -1;
+		t = kvb_now_s() - t0;
+		if (su.nr_free == n)
+			break;
+		if (t > WAIT_S)
+			return -1;
+		usleep(50);
+	}
+	if (t < r->demote_s)
+		r->demote_s = t;
+	r->window_s[0] += t;
+	*b->why = "after the demotions, the arenas are not as they should be";
+	if (stat_arena(b->admin, b->lo, &sl) || su.nr_cached || su.nr_held ||
+	    sl.nr_cached < n)
+		return -1;
+	return 0;
+}
+
 /* The client's frames go cached; the agent takes them down. */
 static int demote_round(struct bench *b)
 {
@@ -593,6 +671,8 @@ static int demote_round(struct bench *b)
 	struct phases before;
 	double t0, t;
 
+	if (b->o->file)
+		return demote_round_file(b);
 	__atomic_store_n(&b->sh->goal,
 			 __atomic_load_n(&b->sh->demoted, __ATOMIC_ACQUIRE) + n,
 			 __ATOMIC_RELEASE);
@@ -807,6 +887,8 @@ static int stop_agent(struct bench *b)
 	if (b->agent <= 0)
 		return 0;
 	__atomic_store_n(&b->sh->stop, 1, __ATOMIC_RELEASE);
+	if (b->o->file)
+		kill(b->agent, SIGTERM);	/* kvarenactl agent stops */
 	for (int i = 0; i < 1000; i++) {
 		if (waitpid(b->agent, &st, WNOHANG) == b->agent) {
 			b->agent = 0;
@@ -817,6 +899,92 @@ static int stop_agent(struct bench *b)
 	kill(b->agent, SIGKILL);
 	waitpid(b->agent, &st, 0);
 	b->agent = 0;
+	return -1;
+}
+
+/*
+ * --file: the file's own speed, the floor of the agent's copies to it: a
+ * file of as many frames next to --file, written and read whole by the
+ * agent's engine (tools/common/fileio.c: io_uring, frames in flight
+ * together, O_DIRECT where the filesystem takes it).
+ */
+static int peer_file_setup(struct bench *b)
+{
+	int ring_err = 0;
+
+	snprintf(b->ppath, sizeof(b->ppath), "%s.peer", b->o->file);
+	b->pfd = new_file(b->ppath, b->o->frame_size * b->o->nr);
+	if (b->pfd < 0) {
+		b->ppath[0] = 0;
+		return -1;
+	}
+	if (kvt_fio_open(&b->fio, b->o->frame_size, &ring_err))
+		return -1;
+	b->r->direct = !kvt_fio_direct(b->pfd);
+	for (unsigned int i = 0; i < kvt_fio_depth(b->fio); i++)
+		memset(kvt_fio_buf(b->fio, i), 0x3c + i, b->o->frame_size);
+	return 0;
+}
+
+/* Every frame of the peer's file written (@write) or read; the time. */
+static double peer_file(struct bench *b, bool write)
+{
+	unsigned int depth = kvt_fio_depth(b->fio), busy = 0, slot;
+	uint64_t fs = b->o->frame_size;
+	double t = kvb_now_s();
+	uint32_t next = 0;
+	int res;
+
+	for (slot = 0; slot < depth && next < b->o->nr; slot++, next++, busy++)
+		if (kvt_fio_queue(b->fio, slot, write, b->pfd, next * fs))
+			return -1;
+	while (busy) {
+		if (kvt_fio_reap(b->fio, &slot, &res) || res != (int)fs)
+			return -1;
+		busy--;
+		if (next < b->o->nr) {
+			if (kvt_fio_queue(b->fio, slot, write, b->pfd,
+					  next++ * fs))
+				return -1;
+			busy++;
+		}
+	}
+	return kvb_now_s() - t;
+}
+
+/*
+ * --file: the agent is kvarenactl agent itself (--agent), so that what is
+ * measured is the tool that runs; ready once it is a client of the lower
+ * arena.
+ */
+static int start_kvarenactl(struct bench *b)
+{
+	double t0 = kvb_now_s();
+	struct kvarena_stat s;
+
+	b->agent = fork();
+	if (b->agent < 0)
+		return -1;
+	if (!b->agent) {
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (null >= 0)
+			dup2(null, 1);
+		execlp(b->o->agent, b->o->agent, "agent", b->up, (char *)NULL);
+		fprintf(stderr, "kvbench tier: %s: %s\n", b->o->agent,
+			strerror(errno));
+		_exit(127);
+	}
+	while (kvb_now_s() - t0 < WAIT_S) {
+		if (waitpid(b->agent, NULL, WNOHANG) == b->agent) {
+			b->agent = 0;
+			return -1;
+		}
+		if (!stat_arena(b->admin, b->lo, &s) && s.nr_clients)
+			return 0;
+		usleep(1000);
+	}
 	return -1;
 }
 
@@ -855,7 +1023,8 @@ static int bench(const struct tier_opts *o, struct tier_result *r,
 	struct kvarena_arena_tier tl = { .free_target = o->nr };
 	struct kvarena_stat s;
 	struct bench b = { .o = o, .r = r, .admin = -1, .client = -1,
-			   .rfd = -1, .msrc = -1, .mdst = -1, .why = why };
+			   .rfd = -1, .msrc = -1, .mdst = -1, .pfd = -1,
+			   .why = why };
 	uint64_t bytes = o->frame_size * o->nr;
 	int umfd = -1, lmfd = -1, ret = -1, err;
 	bool made_up = false, made_lo = false;
@@ -864,6 +1033,7 @@ static int bench(const struct tier_opts *o, struct tier_result *r,
 	memset(r, 0, sizeof(*r));
 	r->bytes = bytes;
 	r->memcpy_s = r->map_s = r->demote_s = r->promote_s = 1e300;
+	r->fwrite_s = r->fread_s = 1e300;
 	b.h = calloc(o->nr, sizeof(*b.h));
 	b.e = calloc(o->nr, sizeof(*b.e));
 	b.sh = mmap(NULL, sizeof(*b.sh), PROT_READ | PROT_WRITE,
@@ -881,14 +1051,19 @@ static int bench(const struct tier_opts *o, struct tier_result *r,
 	}
 	snprintf(b.up, sizeof(b.up), "kvbench-tu-%d", (int)getpid());
 	snprintf(b.lo, sizeof(b.lo), "kvbench-tl-%d", (int)getpid());
-	umfd = make_arena(b.admin, b.up, o->frame_size, o->nr, &made_up);
+	umfd = make_arena(b.admin, b.up, o->frame_size, o->nr, NULL,
+			  &made_up);
 	if (umfd >= 0)
 		lmfd = make_arena(b.admin, b.lo, o->frame_size, o->lower_nr,
-				  &made_lo);
+				  o->file, &made_lo);
 	err = umfd < 0 ? umfd : lmfd;
 	if (err < 0) {
 		*why = err == -EPERM ? "creating an arena needs CAP_SYS_ADMIN" :
 		       err == -ENOMEM ? "no memory for the arenas" :
+		       err == -EEXIST && o->file ?
+		       "--file: the file is there already (kvbench makes it, and removes it after)" :
+		       err == -EINVAL && o->file ?
+		       "a file arena refused: a module without KVARENA_MEM_FILE?" :
 		       "ARENA_CREATE or ARENA_SET_BACKING failed";
 		goto out;
 	}
@@ -906,11 +1081,15 @@ static int bench(const struct tier_opts *o, struct tier_result *r,
 		       "ARENA_SET_TIER failed";
 		goto out;
 	}
-	*why = "the agent did not start";
-	if (start_agent(&b, umfd, lmfd))
+	*why = o->file ? "kvarenactl agent did not start (--agent)" :
+		 "the agent did not start";
+	if (o->file ? start_kvarenactl(&b) : start_agent(&b, umfd, lmfd))
 		goto out;
 	*why = "no memory for the memcpy peer";
 	if (peer_setup(&b, bytes))
+		goto out;
+	*why = "the file peer (next to --file) could not be made";
+	if (o->file && peer_file_setup(&b))
 		goto out;
 	b.client = kv_open();
 	*why = "ATTACH of the client failed";
@@ -934,6 +1113,19 @@ static int bench(const struct tier_opts *o, struct tier_result *r,
 		t = peer_memcpy(&b, bytes);
 		if (t < r->memcpy_s)
 			r->memcpy_s = t;
+		if (o->file) {
+			*why = "the file peer failed";
+			t = peer_file(&b, true);
+			if (t < 0)
+				goto out;
+			if (t < r->fwrite_s)
+				r->fwrite_s = t;
+			t = peer_file(&b, false);
+			if (t < 0)
+				goto out;
+			if (t < r->fread_s)
+				r->fread_s = t;
+		}
 		if (promote_round(&b, (uint32_t)i))
 			goto out;
 	}
@@ -966,6 +1158,11 @@ out:
 		close(b.msrc);
 	if (b.mdst >= 0)
 		close(b.mdst);
+	kvt_fio_close(b.fio);
+	if (b.pfd >= 0)
+		close(b.pfd);
+	if (b.ppath[0])
+		unlink(b.ppath);
 	/* The upper arena first: the tier goes with it. */
 	if (made_up && (err = destroy(b.admin, b.up)))
 		fprintf(stderr, "kvbench tier: ARENA_DESTROY %s: %s\n", b.up,
@@ -975,8 +1172,11 @@ out:
 			strerror(-err));
 	if (umfd >= 0)
 		close(umfd);
-	if (lmfd >= 0)
+	if (lmfd >= 0) {
 		close(lmfd);
+		if (o->file)
+			unlink(o->file);
+	}
 	if (b.admin >= 0)
 		close(b.admin);
 	if (b.sh)
@@ -1054,11 +1254,23 @@ static void print_json(const struct tier_opts *o, const struct tier_result *r)
 	       o->lat_reps, r->promote1.med, r->promote1.p99, r->memcpy1.med,
 	       r->memcpy1.p99, r->map1.med, r->map1.p99,
 	       r->promote1.med / r->memcpy1.med);
-	printf("\"agent\":{");
-	print_json_phases("demote", &r->ph[0], r->window_s[0]);
-	putchar(',');
-	print_json_phases("promote", &r->ph[1], r->window_s[1]);
-	printf("},\"bytes_per_token\":%llu,\"tokens_per_frame\":%u,"
+	if (o->file) {
+		printf("\"lower\":\"file\",\"o_direct\":%s,"
+		       "\"file_write_s\":%.6f,\"file_read_s\":%.6f,"
+		       "\"file_write_gbs\":%.3f,\"file_read_gbs\":%.3f,"
+		       "\"demote_vs_file_write\":%.3f,"
+		       "\"promote_vs_file_read\":%.3f,\"agent\":null",
+		       r->direct ? "true" : "false", r->fwrite_s, r->fread_s,
+		       r->bytes / r->fwrite_s / 1e9, r->bytes / r->fread_s / 1e9,
+		       r->demote_s / r->fwrite_s, r->promote_s / r->fread_s);
+	} else {
+		printf("\"lower\":\"host\",\"agent\":{");
+		print_json_phases("demote", &r->ph[0], r->window_s[0]);
+		putchar(',');
+		print_json_phases("promote", &r->ph[1], r->window_s[1]);
+		putchar('}');
+	}
+	printf(",\"bytes_per_token\":%llu,\"tokens_per_frame\":%u,"
 	       "\"prefill_tps\":%.1f,\"prefill_source\":\"%s\","
 	       "\"promote_call_s\":%.6f,\"promote_frame_s\":%.6f,"
 	       "\"recompute_frame_s\":%.6f,",
@@ -1079,22 +1291,44 @@ static void print_text(const struct tier_opts *o, const struct tier_result *r)
 {
 	uint64_t tokens;
 
-	printf("tier: %u frames of %llu KiB (%llu MiB) demoted to a lower host arena and promoted back (best of %d, in turns; the agent a process of its own, as kvarenactl agent)\n",
-	       o->nr, (unsigned long long)(o->frame_size >> 10),
-	       (unsigned long long)(r->bytes >> 20), o->reps);
+	if (o->file)
+		printf("tier: %u frames of %llu KiB (%llu MiB) demoted to a file arena (%s, %s) and promoted back (best of %d, in turns; the agent %s agent)\n",
+		       o->nr, (unsigned long long)(o->frame_size >> 10),
+		       (unsigned long long)(r->bytes >> 20), o->file,
+		       r->direct ? "O_DIRECT" : "no O_DIRECT: the page cache",
+		       o->reps, o->agent);
+	else
+		printf("tier: %u frames of %llu KiB (%llu MiB) demoted to a lower host arena and promoted back (best of %d, in turns; the agent a process of its own, as kvarenactl agent)\n",
+		       o->nr, (unsigned long long)(o->frame_size >> 10),
+		       (unsigned long long)(r->bytes >> 20), o->reps);
 	kvb_line_gbs("memcpy", r->memcpy_s, r->bytes, 0, NULL);
 	kvb_line_gbs("map+copy", r->map_s, r->bytes, r->memcpy_s, "memcpy");
-	kvb_line_gbs("demote", r->demote_s, r->bytes, r->memcpy_s, "memcpy");
-	kvb_line_gbs("promote", r->promote_s, r->bytes, r->memcpy_s,
-		     "memcpy");
+	if (o->file) {
+		kvb_line_gbs("file write", r->fwrite_s, r->bytes, 0, NULL);
+		kvb_line_gbs("file read", r->fread_s, r->bytes, 0, NULL);
+		kvb_line_gbs("demote", r->demote_s, r->bytes, r->fwrite_s,
+			     "file write");
+		kvb_line_gbs("promote", r->promote_s, r->bytes, r->fread_s,
+			     "file read");
+	} else {
+		kvb_line_gbs("demote", r->demote_s, r->bytes, r->memcpy_s,
+			     "memcpy");
+		kvb_line_gbs("promote", r->promote_s, r->bytes, r->memcpy_s,
+			     "memcpy");
+	}
 	printf("one frame, median and p99 of %d (the agent asleep before each PROMOTE), in turns\n",
 	       o->lat_reps);
 	print_lat("memcpy", &r->memcpy1, NULL, NULL);
 	print_lat("map+copy", &r->map1, &r->memcpy1, "memcpy");
 	print_lat("promote", &r->promote1, &r->memcpy1, "memcpy");
-	printf("where the time goes, from the agent (every round's window; %% of it)\n");
-	print_phases("demote", &r->ph[0], r->window_s[0]);
-	print_phases("promote", &r->ph[1], r->window_s[1]);
+	if (o->file) {
+		printf("where the time goes: not measured (the agent is %s agent)\n",
+		       o->agent);
+	} else {
+		printf("where the time goes, from the agent (every round's window; %% of it)\n");
+		print_phases("demote", &r->ph[0], r->window_s[0]);
+		print_phases("promote", &r->ph[1], r->window_s[1]);
+	}
 	printf("break-even: %llu KiB a token, %u tokens a frame; recompute at %.0f tokens/s (%s)\n",
 	       (unsigned long long)(o->bytes_per_token >> 10),
 	       r->tokens_per_frame, o->prefill_tps,
@@ -1119,7 +1353,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: kvbench tier [--json] [--mib N] [--lower-mib N] [--frame-size BYTES]\n"
 		"                    [--reps N] [--lat-reps N] [--bytes-per-token N]\n"
-		"                    [--prefill-tps N]\n"
+		"                    [--prefill-tps N] [--file PATH [--agent KVARENACTL]]\n"
 		"  N MiB (default 128) of published frames demoted to a lower host arena\n"
 		"  (of --lower-mib MiB, default N) by an agent process and promoted back\n"
 		"  (PROMOTE), against memcpy() of the same bytes: GB/s and the ratios\n"
@@ -1130,8 +1364,34 @@ static void usage(FILE *f)
 		"  fp16) and --prefill-tps tokens a second (default %.0f:\n"
 		"  %s,\n"
 		"  Documentation/kvsim.rst; not measured here).\n"
+		"  --file PATH: the lower arena a file arena on a new file PATH (and\n"
+		"  PATH.peer for the file's own write and read speed, against which\n"
+		"  demote and promote are put), the agent kvarenactl agent itself\n"
+		"  (--agent, default the kvarenactl next to kvbench); both files\n"
+		"  are removed after.\n"
 		"  Needs /dev/kvarena and CAP_SYS_ADMIN.\n",
 		DEFAULT_PREFILL_TPS, DEFAULT_PREFILL_SRC);
+}
+
+/*
+ * The kvarenactl next to this kvbench (kvarenactl-static next to
+ * kvbench-static, as the VM has them), else "kvarenactl" from $PATH.
+ */
+static const char *next_to_me(char *buf, size_t size)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+	char *slash;
+	bool stat_build;
+
+	if (n <= 0)
+		return "kvarenactl";
+	buf[n] = 0;
+	slash = strrchr(buf, '/');
+	stat_build = n > 7 && !strcmp(buf + n - 7, "-static");
+	if (!slash || (size_t)(slash - buf) + 20 > size)
+		return "kvarenactl";
+	strcpy(slash + 1, stat_build ? "kvarenactl-static" : "kvarenactl");
+	return access(buf, X_OK) ? "kvarenactl" : buf;
 }
 
 /* A whole number from @s into *@v, within [@lo, @hi]; 0 or -1. */
@@ -1156,6 +1416,8 @@ int kvbench_tier_main(int argc, char **argv)
 		{ "lat-reps",        required_argument, NULL, 'L' },
 		{ "bytes-per-token", required_argument, NULL, 'b' },
 		{ "prefill-tps",     required_argument, NULL, 'p' },
+		{ "file",            required_argument, NULL, 'F' },
+		{ "agent",           required_argument, NULL, 'A' },
 		{ "help",            no_argument,       NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1163,6 +1425,7 @@ int kvbench_tier_main(int argc, char **argv)
 			       .lat_reps = 200, .bytes_per_token = 128u << 10,
 			       .prefill_tps = DEFAULT_PREFILL_TPS };
 	uint64_t mib = 128, lower_mib = 0, v;
+	static char agent_path[4096];
 	struct tier_result r;
 	const char *why = NULL;
 	int json = 0, c, bad = 0;
@@ -1194,12 +1457,20 @@ int kvbench_tier_main(int argc, char **argv)
 			o.prefill_tps = (double)v;
 			o.prefill_given = true;
 			break;
+		case 'F': o.file = optarg; break;
+		case 'A': o.agent = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
 	if (!lower_mib)
 		lower_mib = mib;
+	if (o.agent && !o.file) {
+		fprintf(stderr, "kvbench tier: --agent goes with --file\n");
+		return 2;
+	}
+	if (o.file && !o.agent)
+		o.agent = next_to_me(agent_path, sizeof(agent_path));
 	if (bad || optind < argc || (o.frame_size & (o.frame_size - 1)) ||
 	    (mib << 20) % o.frame_size || (lower_mib << 20) % o.frame_size ||
 	    lower_mib < mib || o.bytes_per_token > o.frame_size ||
