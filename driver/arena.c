@@ -437,16 +437,24 @@ void kva_arenas_destroy_all(void)
 }
 
 /*
- * A file arena's backing: a regular file the agent reads and writes
- * through FRAME_FD (so open both ways: -EBADF), long enough for the
- * range.  Not one of kvarena's own files, which are never regular.
+ * A file arena's backing: a regular file of a filesystem on a block
+ * device, or of tmpfs, that the agent reads and writes through FRAME_FD
+ * (so open both ways: -EBADF), long enough for the range.  Not a pseudo
+ * filesystem's (proc, sysfs, debugfs: their regular files are not
+ * storage), nor one of kvarena's own files or an anonymous inode (whose
+ * files are regular on Linux 6.15 and later).
  */
 static int check_file_backing(struct file *file, u64 offset, u64 len)
 {
 	struct inode *inode = file_inode(file);
+	struct super_block *sb = inode->i_sb;
 	u64 end;
 
-	if (!S_ISREG(inode->i_mode))
+	if (!S_ISREG(inode->i_mode) || file->f_op == &kva_fops ||
+	    sb->s_magic == KVA_FS_MAGIC || sb->s_magic == ANON_INODE_FS_MAGIC)
+		return -EINVAL;
+	if (!(sb->s_type->fs_flags & FS_REQUIRES_DEV) &&
+	    sb->s_magic != TMPFS_MAGIC)
 		return -EINVAL;
 	if ((file->f_mode & (FMODE_READ | FMODE_WRITE)) !=
 	    (FMODE_READ | FMODE_WRITE))

@@ -516,6 +516,21 @@ long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp,
 	mutex_unlock(&a->lock);
 	if (ret)
 		return ret;
+	/*
+	 * A file arena's: an open file of its own, on which the agent may
+	 * set O_DIRECT without changing the module's, under the credentials
+	 * of whoever gave the backing.
+	 */
+	if (a->mem_kind == KVARENA_MEM_FILE) {
+		struct file *own = dentry_open(&file->f_path,
+					       O_RDWR | O_LARGEFILE,
+					       file->f_cred);
+
+		fput(file);
+		if (IS_ERR(own))
+			return PTR_ERR(own);
+		file = own;
+	}
 
 	fd = get_unused_fd_flags(O_CLOEXEC);
 	if (fd < 0) {

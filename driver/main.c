@@ -154,6 +154,17 @@ long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp,
 	/* A hint: each client command checks again under the arena lock. */
 	if (need == KVA_CLIENT && READ_ONCE(cl->evicted))
 		return -ESHUTDOWN;
+	/*
+	 * A file arena's frames are its tier's (tier.c's own clients): a
+	 * client of it takes, publishes and finds none, so that nobody can
+	 * put a key below that no copy wrote, or get a frame another domain
+	 * left, as they are never cleared.
+	 */
+	if (need == KVA_CLIENT &&
+	    (cmd == KVARENA_IOC_ALLOC || cmd == KVARENA_IOC_PUBLISH ||
+	     cmd == KVARENA_IOC_LOOKUP) &&
+	    cl->arena->mem_kind == KVARENA_MEM_FILE)
+		return -EOPNOTSUPP;
 	if ((how & KVA_HOW_NONBLOCK) && !kva_cmd_nonblock(cmd))
 		return -EAGAIN;
 

@@ -225,8 +225,9 @@ static const struct cmd_desc cmds[] = {
 	{ "ATTACH", KVARENA_IOC_ATTACH, sizeof(struct kvarena_attach),
 	  E_ANY | E(EBADF) | E(ENOENT) | E(EACCES) | E(EPERM) | E(EBUSY) |
 	  E(ENOSPC) | E(ENODATA) | E(ENOMEM), 3, build_attach },
+	/* ALLOC, PUBLISH, LOOKUP: -EOPNOTSUPP on a file arena */
 	{ "ALLOC", KVARENA_IOC_ALLOC, sizeof(struct kvarena_frames),
-	  CLIENT_ERRS | E(ENOSPC), 10, build_alloc },
+	  CLIENT_ERRS | E(ENOSPC) | E(EOPNOTSUPP), 10, build_alloc },
 	{ "FREE", KVARENA_IOC_FREE, sizeof(struct kvarena_frames),
 	  CLIENT_ERRS | E(ESTALE) | E(EPERM) | E(ENOENT), 10, build_free },
 	{ "FRAME_FD", KVARENA_IOC_FRAME_FD, sizeof(struct kvarena_frame_fd),
@@ -250,10 +251,10 @@ static const struct cmd_desc cmds[] = {
 	  E_ANY | E(ENOENT) | E(EACCES) | E(EOPNOTSUPP) | E(EMFILE) |
 	  E(ENOMEM), 1, build_events_fd },
 	{ "PUBLISH", KVARENA_IOC_PUBLISH, sizeof(struct kvarena_prefix),
-	  CLIENT_ERRS | E(ESTALE) | E(EPERM) | E(ENOENT) | E(EBUSY), 5,
-	  build_publish },
+	  CLIENT_ERRS | E(ESTALE) | E(EPERM) | E(ENOENT) | E(EBUSY) |
+	  E(EOPNOTSUPP), 5, build_publish },
 	{ "LOOKUP", KVARENA_IOC_LOOKUP, sizeof(struct kvarena_prefix),
-	  CLIENT_ERRS | E(ENOSPC), 5, build_lookup },
+	  CLIENT_ERRS | E(ENOSPC) | E(EOPNOTSUPP), 5, build_lookup },
 	{ "SCRUB", KVARENA_IOC_SCRUB, sizeof(struct kvarena_scrub),
 	  CLIENT_ERRS | E(EOPNOTSUPP) | E(EPERM) | E(ENOENT) | E(ESTALE) |
 	  E(EINTR), 2, build_scrub },

@@ -10,6 +10,7 @@
  */
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 
 #include "kselftest_harness.h"
@@ -1023,6 +1024,11 @@ TEST_F(tier, a_file_below_a_host_arena_keeps_a_prefix_byte_exact)
 	close(ro);
 	EXPECT_EQ(-EINVAL, kva_set_backing(self->admin, tf, 0, LO_NR, bfd,
 					   FSIZE));
+	/* Storage only: not a pseudo filesystem's file, not an anon inode. */
+	ro = eventfd(0, EFD_CLOEXEC);
+	ASSERT_LE(0, ro);
+	EXPECT_EQ(-EINVAL, kva_set_backing(self->admin, tf, 0, LO_NR, ro, 0));
+	close(ro);
 	ASSERT_EQ(0, kva_set_backing(self->admin, tf, 0, LO_NR, bfd, 0));
 	close(bfd);			/* the module keeps the file */
 	{
@@ -1066,11 +1072,16 @@ TEST_F(tier, a_file_below_a_host_arena_keeps_a_prefix_byte_exact)
 		CHECK_EQ(4, promote(fd, 0, 4, h, 5000));
 		for (int i = 0; i < 4; i++)
 			CHECK(intact(fd, h[i], TAG, i));
-		/* A tenant of the file arena: its frames, not the file. */
+		/*
+		 * A client of the file arena takes, files and finds nothing
+		 * there (its frames are the tier's, never cleared), and gets
+		 * no frame's file.
+		 */
 		CHECK_EQ(0, kva_attach(t, tf, "tenant", 0, 0, NULL));
-		CHECK_EQ(1, kva_alloc(t, h, 1, 0));
+		CHECK_EQ(-EOPNOTSUPP, kva_alloc(t, h, 1, 0));
+		CHECK_EQ(-EOPNOTSUPP, publish(t, TAG, h, 1));
+		CHECK_EQ(-EOPNOTSUPP, lookup(t, TAG, 0, 4, NULL));
 		CHECK_EQ(-1, file_frame(t, h[0], &off));
-		CHECK_EQ(EPERM, errno);
 		_exit(0);
 	}
 	EXPECT_EQ(0, reap(p));

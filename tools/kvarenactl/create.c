@@ -233,10 +233,12 @@ static int file_open(const char *path, struct arena_file *af)
 	if (af->fd >= 0)
 		af->made = true;
 	else if (errno == EEXIST)
-		af->fd = open(path, O_RDWR | O_CLOEXEC);
+		/* Not through a link: root's create must not take another file. */
+		af->fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (af->fd < 0) {
-		kvactl_err("create: --file %s: %s", kvactl_quote(q, path),
-			   strerror(errno));
+		kvactl_err("create: --file %s: %s%s", kvactl_quote(q, path),
+			   strerror(errno), errno == ELOOP ?
+			   " (a symbolic link: name the file itself)" : "");
 		return -1;
 	}
 	/* Replaced since the stat() above: look again. */
@@ -245,6 +247,9 @@ static int file_open(const char *path, struct arena_file *af)
 			   strerror(errno));
 	else if (!S_ISREG(st.st_mode))
 		file_not_regular(path, st.st_mode);
+	else if (!af->made && st.st_uid != geteuid())
+		kvactl_err("create: --file %s belongs to uid %u, not to this user: the agent would write it",
+			   kvactl_quote(q, path), (unsigned int)st.st_uid);
 	else {
 		af->size_was = st.st_size;
 		return 0;

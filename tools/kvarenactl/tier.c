@@ -510,11 +510,10 @@ static int file_finish(struct agent *ag, unsigned int slot,
 /*
  * The copies of @n jobs to or from a file arena, as many in flight as
  * ag->fio has slots: each slot whose I/O ends takes the next job.  Each
- * job's result in it; 0, or -errno where the I/O itself broke (the jobs
- * not done failed with it).
+ * job's result in it.  Where the ring itself breaks, the agent exits.
  */
-static int copy_file_jobs(struct agent *ag, struct kvarena_tier_job *jobs,
-			  int n)
+static void copy_file_jobs(struct agent *ag, struct kvarena_tier_job *jobs,
+			   int n)
 {
 	struct file_copy c[KVT_FIO_MAX_DEPTH] = { { 0 } };
 	unsigned int depth = kvt_fio_depth(ag->fio), busy = 0, slot;
@@ -538,18 +537,18 @@ static int copy_file_jobs(struct agent *ag, struct kvarena_tier_job *jobs,
 		busy--;
 	}
 	if (err) {
-		kvactl_err("agent: io_uring: %s: stopping", strerror(-err));
-		for (slot = 0; slot < depth; slot++) {
-			if (c[slot].job) {
-				c[slot].job->result = err;
-				close(c[slot].fd);
-			}
-		}
-		while (next < n)
-			jobs[next++].result = err;
+		/*
+		 * I/O may still be in flight, into buffers and file ranges
+		 * that a copy given back would let go of.  Exit instead: the
+		 * kernel waits for the ring's requests before it releases
+		 * the agent's files, and the module then undoes the copies.
+		 */
+		kvactl_err("agent: io_uring: %s: stopping; the copies taken end undone",
+			   strerror(-err));
+		fflush(stdout);
+		_exit(KVACTL_FAIL);
 	}
 	ag->copy_ns += now_ns() - t0;
-	return err;
 }
 
 /* TIER: take up to @count jobs, waiting up to @timeout_ms; n or -errno. */
@@ -690,7 +689,6 @@ static int raw_round(struct agent *ag, unsigned int want, unsigned int slice)
 {
 	struct kvarena_tier_job jobs[AGENT_BATCH];
 	unsigned int ok = 0, down = 0;	/* copies made, of them down */
-	int broken = 0;			/* the file I/O broke */
 	int n, err;
 
 	memset(jobs, 0, sizeof(jobs));
@@ -701,7 +699,7 @@ static int raw_round(struct agent *ag, unsigned int want, unsigned int slice)
 		return n;
 	}
 	if (ag->fio)
-		broken = copy_file_jobs(ag, jobs, n);
+		copy_file_jobs(ag, jobs, n);
 	for (int i = 0; i < n; i++) {
 		if (!ag->fio)
 			jobs[i].result = copy_job(ag, &jobs[i]);
@@ -720,8 +718,6 @@ static int raw_round(struct agent *ag, unsigned int want, unsigned int slice)
 	ag->demoted += down;
 	ag->promoted += ok - down;
 	ag->failed += (unsigned int)n - ok;
-	if (broken)
-		return broken;
 	if (!ok) {
 		none_made(n);
 		return -EIO;

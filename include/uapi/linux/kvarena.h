@@ -77,7 +77,8 @@
  *  ESHUTDOWN the client was evicted by an administrator (EVICT): its
  *           frames are gone and the file serves no more client commands
  *  EOPNOTSUPP EVICT of a client of a CUDA arena (imported GPU memory
- *           cannot be revoked); EVENTS_FD when the module keeps no events
+ *           cannot be revoked); EVENTS_FD when the module keeps no events;
+ *           ALLOC, PUBLISH, LOOKUP and ARENA_RESIZE of a file arena
  */
 #ifndef _UAPI_LINUX_KVARENA_H
 #define _UAPI_LINUX_KVARENA_H
@@ -334,8 +335,9 @@ struct kvarena_arena_destroy {
  * with KVARENA_CREATE_NO_BACKING.  A CUDA arena registers one fd
  * per frame (nr_frames = 1, offset = 0, else -EINVAL), since cuMemMap()
  * maps whole allocations.  A file arena registers a regular file open
- * for reading and writing, at least that long (-EINVAL otherwise; -EBADF
- * for one not open both ways): the agent reads and writes it, with
+ * for reading and writing, at least that long, of a filesystem on a block
+ * device or of tmpfs (-EINVAL otherwise; -EBADF for one not open both
+ * ways): the agent reads and writes it, with
  * O_DIRECT where the filesystem takes it, so it should be preallocated
  * (fallocate()).
  */
@@ -474,11 +476,14 @@ struct kvarena_frames {
  * imports it.  The module cannot revoke an imported CUDA allocation (see
  * Documentation/kvarena.rst, "Who may do what").
  *
- * File arena (KVARENA_MEM_FILE): @fd is the backing file itself, the same
- * open file the owner gave ARENA_SET_BACKING, and the frame is bytes
+ * File arena (KVARENA_MEM_FILE): @fd is the backing file opened afresh
+ * (read-write, with the credentials of whoever gave ARENA_SET_BACKING;
+ * its flags, O_DIRECT say, are the caller's own), and the frame is bytes
  * [@offset, @offset + @size) of it, for pread(), pwrite() or io_uring.
- * The file holds every frame of the range, so only the arena's owner or
- * an administrator gets it (-EPERM otherwise): the tier's agent.
+ * The file holds every frame of the range, so only the tier's agent
+ * (a frame of the copies it took), the arena's owner or an administrator
+ * gets it (-EPERM otherwise).  Nobody else holds a file arena's frames:
+ * ALLOC, PUBLISH and LOOKUP of one are -EOPNOTSUPP.
  */
 struct kvarena_frame_fd {
 	__u64 handle;
