@@ -104,6 +104,7 @@ void kva_arena_put(struct kva_arena *a)
 void kva_arena_free(struct kva_arena *a)
 {
 	idr_destroy(&a->client_ids);
+	kva_gang_free(a);
 	kva_tier_free(a);
 	kva_events_put(a);
 	kva_core_fini(&a->core);
@@ -247,27 +248,23 @@ static u64 kva_arena_table_bytes(const struct kvarena_arena_create *c)
 	return bytes + kva_scrub_table_bytes(c);
 }
 
-long kva_ioc_arena_create(void __user *argp)
+/**
+ * kva_arena_make() - make an arena as @c describes, not yet visible.
+ * @c:		the checked description (names, policy, sizes).
+ * @out:	the arena, with the one reference the list will own.
+ *
+ * Return: 0 or a negative errno; on error nothing is left.
+ */
+int kva_arena_make(const struct kvarena_arena_create *c,
+		   struct kva_arena **out)
 {
-	struct kvarena_arena_create c;
 	struct kva_arena *a;
 	u64 table_bytes;
 	u32 table;
 	int ret;
 
-	if (copy_from_user(&c, argp, sizeof(c)))
-		return -EFAULT;
-	ret = kva_check_create(&c);
-	if (ret)
-		return ret;
-	if (!(c.flags & KVARENA_CREATE_ACCESS)) {
-		c.owner_uid = from_kuid_munged(current_user_ns(), current_fsuid());
-		c.owner_gid = from_kgid_munged(current_user_ns(), current_fsgid());
-		c.mode = KVARENA_MODE_DEFAULT;
-	}
-
-	table = kva_create_table(&c);
-	table_bytes = kva_arena_table_bytes(&c);
+	table = kva_create_table(c);
+	table_bytes = kva_arena_table_bytes(c);
 	if (!kva_table_reserve(table_bytes))
 		return -ENOMEM;
 	a = kzalloc(sizeof(*a), GFP_KERNEL);
@@ -276,46 +273,47 @@ long kva_ioc_arena_create(void __user *argp)
 		return -ENOMEM;
 	}
 	a->table_bytes = table_bytes;
-	ret = kva_policy_from_user(&a->policy, c.owner_uid, c.owner_gid, c.mode,
-				   c.client_min_limit, c.client_max_default,
-				   c.client_max_limit, table);
+	ret = kva_policy_from_user(&a->policy, c->owner_uid, c->owner_gid,
+				   c->mode, c->client_min_limit,
+				   c->client_max_default, c->client_max_limit,
+				   table);
 	if (ret)
 		goto err_free_arena;
-	memcpy(a->mem_uuid, c.mem_uuid, sizeof(a->mem_uuid));
-	strscpy(a->name, c.name, sizeof(a->name));
-	a->frame_size = c.frame_size;
-	a->bytes_per_token = c.bytes_per_token;
-	a->mem_kind = c.mem_kind;
-	a->mem_dev = c.mem_dev;
-	a->low_watermark = c.low_watermark;
-	a->flags = c.flags;
-	a->policy.cache_domains = c.cache_domains;
-	a->policy.domain_cached_max = c.domain_cached_max;
+	memcpy(a->mem_uuid, c->mem_uuid, sizeof(a->mem_uuid));
+	strscpy(a->name, c->name, sizeof(a->name));
+	a->frame_size = c->frame_size;
+	a->bytes_per_token = c->bytes_per_token;
+	a->mem_kind = c->mem_kind;
+	a->mem_dev = c->mem_dev;
+	a->low_watermark = c->low_watermark;
+	a->flags = c->flags;
+	a->policy.cache_domains = c->cache_domains;
+	a->policy.domain_cached_max = c->domain_cached_max;
 	mutex_init(&a->lock);
 	INIT_LIST_HEAD(&a->clients);
 	INIT_LIST_HEAD(&a->tier_grants);
 	idr_init(&a->client_ids);
 	init_waitqueue_head(&a->pressure_wq);
-	ret = kva_core_init_max(&a->core, c.nr_frames, table);
+	ret = kva_core_init_max(&a->core, c->nr_frames, table);
 	if (ret)
 		goto err_free_arena;
 	kva_domains_init(a);
 	kva_resize_init(a);
-	a->core.dom_cached_max = c.domain_cached_max;
-	if (!(c.flags & KVARENA_CREATE_NO_BACKING))
-		a->nr_unready = c.nr_frames;
+	a->core.dom_cached_max = c->domain_cached_max;
+	if (!(c->flags & KVARENA_CREATE_NO_BACKING))
+		a->nr_unready = c->nr_frames;
 	a->backing = kvcalloc(table, sizeof(*a->backing), KVA_GFP_TABLE);
 	if (!a->backing) {
 		ret = -ENOMEM;
 		goto err_fini_core;
 	}
-	if (c.mem_kind == KVARENA_MEM_HOST &&
-	    !(c.flags & KVARENA_CREATE_NO_BACKING)) {
+	if (c->mem_kind == KVARENA_MEM_HOST &&
+	    !(c->flags & KVARENA_CREATE_NO_BACKING)) {
 		/* Host memory the machine has not got cannot be pinned. */
-		u64 ppf = c.frame_size >> PAGE_SHIFT;
+		u64 ppf = c->frame_size >> PAGE_SHIFT;
 
 		ret = -ENOMEM;
-		if (c.nr_frames * ppf > totalram_pages())
+		if (c->nr_frames * ppf > totalram_pages())
 			goto err_free_backing;
 		a->pages = kvcalloc(table * ppf, sizeof(*a->pages),
 				    KVA_GFP_TABLE);
@@ -333,30 +331,65 @@ long kva_ioc_arena_create(void __user *argp)
 		kobject_put(&a->kobj);
 		return ret;
 	}
-
-	mutex_lock(&kva_arenas_lock);
-	if (kva_arena_find(a->name)) {
-		ret = -EEXIST;
-		goto err_unlock;
-	}
-	ret = kva_sysfs_add_arena(a);
-	if (ret)
-		goto err_unlock;
-	list_add_tail(&a->node, &kva_arenas);
-	mutex_unlock(&kva_arenas_lock);
+	*out = a;
 	return 0;
 
-err_unlock:
-	mutex_unlock(&kva_arenas_lock);
-	kobject_put(&a->kobj);
-	return ret;
 err_free_backing:
+	kvfree(a->pages);
 	kvfree(a->backing);
 err_fini_core:
 	kva_core_fini(&a->core);
 err_free_arena:
 	kfree(a);
 	kva_table_unreserve(table_bytes);
+	return ret;
+}
+
+/**
+ * kva_arena_insert_locked() - make a made arena visible: its name, its
+ * sysfs directory, the list (which owns the reference made with it).
+ * @a:	the arena, from kva_arena_make().
+ *
+ * Return: 0, or -EEXIST (or a sysfs error); the caller then puts @a.
+ */
+int kva_arena_insert_locked(struct kva_arena *a)
+{
+	int ret;
+
+	lockdep_assert_held(&kva_arenas_lock);
+	if (kva_arena_find(a->name))
+		return -EEXIST;
+	ret = kva_sysfs_add_arena(a);
+	if (ret)
+		return ret;
+	list_add_tail(&a->node, &kva_arenas);
+	return 0;
+}
+
+long kva_ioc_arena_create(void __user *argp)
+{
+	struct kvarena_arena_create c;
+	struct kva_arena *a;
+	int ret;
+
+	if (copy_from_user(&c, argp, sizeof(c)))
+		return -EFAULT;
+	ret = kva_check_create(&c);
+	if (ret)
+		return ret;
+	if (!(c.flags & KVARENA_CREATE_ACCESS)) {
+		c.owner_uid = from_kuid_munged(current_user_ns(), current_fsuid());
+		c.owner_gid = from_kgid_munged(current_user_ns(), current_fsgid());
+		c.mode = KVARENA_MODE_DEFAULT;
+	}
+	ret = kva_arena_make(&c, &a);
+	if (ret)
+		return ret;
+	mutex_lock(&kva_arenas_lock);
+	ret = kva_arena_insert_locked(a);
+	mutex_unlock(&kva_arenas_lock);
+	if (ret)
+		kobject_put(&a->kobj);
 	return ret;
 }
 
@@ -368,6 +401,7 @@ static void kva_arena_kill(struct kva_arena *a)
 
 	lockdep_assert_held(&kva_arenas_lock);
 	list_del(&a->node);
+	kva_gang_kill(a);
 	other = kva_tier_kill(a);
 	if (other)
 		kva_arena_put(other);
@@ -415,8 +449,11 @@ long kva_ioc_arena_destroy(void __user *argp)
 	}
 	/* Clients attach under kva_arenas_lock, so this cannot go stale. */
 	mutex_lock(&a->lock);
-	/* A lower tier goes with its upper arena, or is taken away first. */
-	if (a->nr_clients || a->backing_busy || kva_tier_busy(a))
+	/*
+	 * A lower tier goes with its upper arena, or is taken away first;
+	 * a member with its gang.
+	 */
+	if (a->nr_clients || a->backing_busy || kva_tier_busy(a) || a->gang)
 		ret = -EBUSY;
 	mutex_unlock(&a->lock);
 	if (!ret)
@@ -562,6 +599,11 @@ long kva_ioc_set_backing(void __user *argp)
 	a = kva_arena_get(b.name);
 	if (!a)
 		return -ENOENT;
+	/* A gang's memory is its members'; a member's is the gang's now. */
+	if (a->members) {
+		ret = -EOPNOTSUPP;
+		goto err_put_arena;
+	}
 	if (a->flags & KVARENA_CREATE_NO_BACKING) {
 		ret = -EINVAL;
 		goto err_put_arena;
@@ -590,6 +632,10 @@ long kva_ioc_set_backing(void __user *argp)
 	mutex_lock(&a->lock);
 	if (a->dead) {
 		ret = -ENOENT;
+		goto err_unlock;
+	}
+	if (a->gang) {
+		ret = -EBUSY;
 		goto err_unlock;
 	}
 	for (i = b.first_frame; i < b.first_frame + b.nr_frames; i++) {

@@ -30,6 +30,7 @@ int kva_cmd_need(unsigned int cmd)
 	case KVARENA_IOC_EVENTS_FD:
 		return KVA_ANYONE;
 	case KVARENA_IOC_ATTACH:
+	case KVARENA_IOC_JOIN:
 		return KVA_WRITER;
 	case KVARENA_IOC_ARENA_CREATE:
 	case KVARENA_IOC_ARENA_DESTROY:
@@ -39,6 +40,7 @@ int kva_cmd_need(unsigned int cmd)
 	case KVARENA_IOC_ARENA_SET_TIER:
 	case KVARENA_IOC_SET_LIMITS:
 	case KVARENA_IOC_EVICT:
+	case KVARENA_IOC_GANG_CREATE:
 		return KVA_ADMIN;
 	case KVARENA_IOC_ALLOC:
 	case KVARENA_IOC_FREE:
@@ -50,6 +52,7 @@ int kva_cmd_need(unsigned int cmd)
 	case KVARENA_IOC_IMPORTS_DROPPED:
 	case KVARENA_IOC_TIER:
 	case KVARENA_IOC_PROMOTE:
+	case KVARENA_IOC_GANG_TOKEN:
 		return KVA_CLIENT;
 	default:
 		return -ENOTTY;
@@ -239,6 +242,35 @@ int kva_check_policy_values(u32 mode, u32 min_limit, u32 max_default,
 	if (mode & ~KVARENA_MODE_MASK)
 		return -EINVAL;
 	if (max_limit > nr_frames || min_limit > max || max_default > max)
+		return -EINVAL;
+	return 0;
+}
+
+/* The member names are the command's to read and check. */
+int kva_check_gang_create(const struct kvarena_gang_create *g)
+{
+	if (g->flags || !all_zero(g->reserved, sizeof(g->reserved)) ||
+	    kva_name_valid(g->name) || !g->members ||
+	    g->nr_members < 2 || g->nr_members > KVARENA_GANG_MAX)
+		return -EINVAL;
+	return 0;
+}
+
+int kva_check_gang_token(const struct kvarena_gang_token *t)
+{
+	if ((t->flags & ~KVARENA_GANG_RANKS_FATAL) || t->reserved0 ||
+	    t->reserved1 || !all_zero(t->reserved, sizeof(t->reserved)))
+		return -EINVAL;
+	return 0;
+}
+
+/* Only the inputs: the out fields are written over. */
+int kva_check_join(const struct kvarena_join *j)
+{
+	if (j->flags || !all_zero(j->reserved, sizeof(j->reserved)) ||
+	    kva_name_valid(j->name) ||
+	    strnlen(j->label, KVARENA_LABEL_LEN) == KVARENA_LABEL_LEN ||
+	    j->rank >= KVARENA_GANG_MAX)
 		return -EINVAL;
 	return 0;
 }

@@ -51,6 +51,9 @@ int kva_check_policy(const struct kvarena_arena_policy *p);
 int kva_check_policy_values(u32 mode, u32 min_limit, u32 max_default,
 			    u32 max_limit, u32 nr_frames);
 int kva_check_attach(const struct kvarena_attach *a);
+int kva_check_gang_create(const struct kvarena_gang_create *g);
+int kva_check_gang_token(const struct kvarena_gang_token *t);
+int kva_check_join(const struct kvarena_join *j);
 int kva_check_frames(const struct kvarena_frames *f, u32 flags_ok);
 int kva_check_frame_fd(const struct kvarena_frame_fd *ff);
 int kva_check_scrub(const struct kvarena_scrub *s);

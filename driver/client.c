@@ -6,6 +6,7 @@
 #include <linux/cred.h>
 #include <linux/file.h>
 #include <linux/fs.h>
+#include <linux/random.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -22,6 +23,8 @@ struct kva_client *kva_client_new(void)
 
 	if (cl) {
 		INIT_LIST_HEAD(&cl->node);
+		INIT_LIST_HEAD(&cl->ranks);
+		INIT_LIST_HEAD(&cl->rank_node);
 		init_waitqueue_head(&cl->attach_wq);
 	}
 	return cl;
@@ -36,6 +39,7 @@ static void kva_client_detach(struct kva_arena *a, struct kva_client *cl)
 	lockdep_assert_held(&a->lock);
 	kva_core_detach(&a->core, &cl->core);
 	kva_fmap_detach(cl);
+	kva_gang_leader_gone(a, cl);
 	kva_scrub_detach(a, cl);
 	list_del(&cl->node);
 	idr_remove(&a->client_ids, cl->id);
@@ -78,7 +82,9 @@ void kva_client_release(struct kva_client *cl)
 {
 	struct kva_arena *a = cl->arena;
 
-	if (a) {
+	if (a && cl->is_rank) {
+		kva_rank_release(cl);
+	} else if (a) {
 		/* An agent's copies end before its frames go. */
 		kva_tier_agent_gone(cl);
 		kva_fmap_revoke_begin(cl, false);
@@ -89,8 +95,7 @@ void kva_client_release(struct kva_client *cl)
 			kva_client_detach(a, cl);
 		mutex_unlock(&a->lock);
 		kva_fmap_revoke_end(cl);
-		if (cl->fmap_file)
-			fput(cl->fmap_file);
+		kva_fmap_put_all(cl);
 		kva_arena_put(a);
 	}
 	put_pid(cl->pid);
@@ -130,7 +135,7 @@ long kva_ioc_attach(struct kva_client *cl, void __user *argp,
 	struct kva_domain *spare;
 	struct kvarena_attach at;
 	struct kva_arena *a;
-	int ret, id;
+	int ret = 0, id;
 
 	if (copy_from_user(&at, argp, sizeof(at)))
 		return -EFAULT;
@@ -159,12 +164,20 @@ long kva_ioc_attach(struct kva_client *cl, void __user *argp,
 		ret = -EACCES;
 		goto err_put_arena;
 	}
-	/* The frames file first: it must exist before the client is seen. */
-	if (a->pages) {
-		ret = kva_fmap_create(cl, a);
-		if (ret)
-			goto err_put_arena;
+	/* A member of a gang serves the gang's clients only. */
+	if (a->gang) {
+		ret = -EBUSY;
+		goto err_put_arena;
 	}
+	/* The frames file first: it must exist before the client is seen. */
+	if (a->pages)
+		ret = kva_fmap_create(cl, a);
+	else if (a->members && kva_member_pages(a, 0))
+		ret = kva_fmap_create_gang(cl, a);
+	if (ret)
+		goto err_put_arena;
+	if (a->members)
+		cl->token = get_random_u64() ?: 1;
 	mutex_lock(&a->lock);
 	/* Every frame a client can get has memory behind it. */
 	if (a->nr_unready) {
@@ -229,10 +242,8 @@ long kva_ioc_attach(struct kva_client *cl, void __user *argp,
 err_unlock_arena:
 	kva_domain_put_unused(a, dom);
 	mutex_unlock(&a->lock);
-	if (cl->fmap_file) {
-		fput(cl->fmap_file);
-		cl->fmap_file = NULL;
-	}
+	kva_fmap_put_all(cl);
+	cl->token = 0;
 err_put_arena:
 	kva_arena_put(a);
 out_unlock:
@@ -465,6 +476,15 @@ long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp,
 		return -EFAULT;
 	if (kva_check_frame_fd(&ff))
 		return -EINVAL;
+	/* A gang's frames are mapped by its ranks, each in its member. */
+	if (cl->is_rank) {
+		ret = kva_rank_frame_fd(cl, &ff, &file, &acc);
+		if (ret)
+			return ret;
+		goto install;
+	}
+	if (a->members)
+		return -EOPNOTSUPP;
 
 	ret = kva_client_lock(cl, 0);
 	if (ret)
@@ -532,6 +552,7 @@ long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp,
 		file = own;
 	}
 
+install:
 	fd = get_unused_fd_flags(O_CLOEXEC);
 	if (fd < 0) {
 		ret = fd;
@@ -701,12 +722,67 @@ out_put:
  * lock as a fault takes them) while the core takes everything back, then
  * every mapping of its frames file is zapped.
  */
+/**
+ * kva_evict_client() - take client @id out of arena @a: EVICT, and the
+ * release of a rank whose client asked for KVARENA_GANG_RANKS_FATAL.
+ * @a:		the arena, not locked.
+ * @id:		the client's id.
+ * @held:	out: the frames it held.
+ *
+ * Return: 0, or -ENOENT if @a has no such client (any more).
+ */
+int kva_evict_client(struct kva_arena *a, u32 id, u32 *held)
+{
+	struct file *files[KVARENA_GANG_MAX];
+	struct kva_client *cl;
+	u32 i, n = 0;
+	int ret = -ENOENT;
+
+	mutex_lock(&a->lock);
+	cl = kva_client_find(a, id);
+	if (cl && !cl->evicted) {
+		n = kva_fmap_files(cl, files);
+		for (i = 0; i < n; i++)
+			get_file(files[i]);
+	}
+	mutex_unlock(&a->lock);
+	if (!cl)
+		return -ENOENT;
+	if (n)
+		kva_fmap_lock_zap(files, n);
+	mutex_lock(&a->lock);
+	/* Still the same client?  Its frames files cannot be another's. */
+	if (kva_client_find(a, id) == cl && !cl->evicted &&
+	    (!n || cl->fmap_file == files[0] ||
+	     (cl->gang_fmaps && cl->gang_fmaps[0] == files[0]))) {
+		*held = cl->core.held;
+		kva_client_detach(a, cl);
+		WRITE_ONCE(cl->evicted, true);
+		if (n)
+			kva_fmap_evicted(files[0]);
+		/* A poll() of its own wakes to EPOLLERR. */
+		wake_up_interruptible_all(&a->pressure_wq);
+		ret = 0;
+	}
+	mutex_unlock(&a->lock);
+	if (n) {
+		kva_fmap_unlock(files[0]);
+		for (i = 0; i < n; i++)
+			fput(files[i]);
+	}
+	return ret;
+}
+
+/*
+ * EVICT: the client's file stays open, but the client leaves the arena.
+ * Its faults are held off (the frames file's lock, taken before the arena
+ * lock as a fault takes them) while the core takes everything back, then
+ * every mapping of its frames files is zapped.
+ */
 long kva_ioc_evict(void __user *argp)
 {
 	struct kvarena_evict __user *ue = argp;
-	struct kva_client *cl;
 	struct kvarena_evict e;
-	struct file *fmap = NULL;
 	struct kva_arena *a;
 	u32 held = 0;
 	int ret;
@@ -722,34 +798,7 @@ long kva_ioc_evict(void __user *argp)
 	if (a->mem_kind == KVARENA_MEM_CUDA &&
 	    !(a->flags & KVARENA_CREATE_NO_BACKING))
 		goto out_put;
-
-	mutex_lock(&a->lock);
-	cl = kva_client_find(a, e.client_id);
-	if (cl && cl->fmap_file)
-		fmap = get_file(cl->fmap_file);
-	mutex_unlock(&a->lock);
-	ret = -ENOENT;
-	if (!cl)
-		goto out_put;
-	if (fmap)
-		kva_fmap_lock_zap(fmap);
-	mutex_lock(&a->lock);
-	/* Still the same client?  Its frames file cannot be another's. */
-	if (kva_client_find(a, e.client_id) == cl && cl->fmap_file == fmap) {
-		held = cl->core.held;
-		kva_client_detach(a, cl);
-		WRITE_ONCE(cl->evicted, true);
-		if (fmap)
-			kva_fmap_evicted(fmap);
-		/* A poll() of its own wakes to EPOLLERR. */
-		wake_up_interruptible_all(&a->pressure_wq);
-		ret = 0;
-	}
-	mutex_unlock(&a->lock);
-	if (fmap) {
-		kva_fmap_unlock(fmap);
-		fput(fmap);
-	}
+	ret = kva_evict_client(a, e.client_id, &held);
 	/* Done is done: like FREE, no error once the client is out. */
 	if (!ret && put_user(held, &ue->nr_frames))
 		pr_debug("evict: nr_frames not written\n");

@@ -209,20 +209,37 @@ u64 kva_viewer_domain(struct kva_arena *a, struct kva_client *cl,
 
 /* ---- clearing ------------------------------------------------------------- */
 
-/* Clear host frames @idx[0..n) (no lock held; they belong to nobody). */
-static void kva_clear_frames(struct kva_arena *a, const u32 *idx, u32 n)
+/* Clear frames @idx[0..n) of the host memory @base. */
+static void kva_clear_pages(struct page **base, u64 ppf, const u32 *idx,
+			    u32 n)
 {
-	u64 ppf = a->frame_size >> PAGE_SHIFT;
 	u32 i;
 	u64 p;
 
 	for (i = 0; i < n; i++) {
-		struct page **pages = a->pages + idx[i] * ppf;
+		struct page **pages = base + idx[i] * ppf;
 
 		for (p = 0; p < ppf; p++)
 			clear_highpage(pages[p]);
 		cond_resched();
 	}
+}
+
+/*
+ * Clear host frames @idx[0..n) (no lock held; they belong to nobody): a
+ * gang's in every member.
+ */
+static void kva_clear_frames(struct kva_arena *a, const u32 *idx, u32 n)
+{
+	u64 ppf = a->frame_size >> PAGE_SHIFT;
+	u32 r;
+
+	if (!a->members) {
+		kva_clear_pages(a->pages, ppf, idx, n);
+		return;
+	}
+	for (r = 0; r < a->nr_members; r++)
+		kva_clear_pages(kva_member_pages(a, r), ppf, idx, n);
 }
 
 #define KVA_CLEAR_BATCH	16

@@ -65,12 +65,14 @@ void kva_show_fdinfo(struct seq_file *m, struct file *file)
 	/* Pairs with smp_store_release() in kva_ioc_attach(). */
 	struct kva_arena *a = smp_load_acquire(&cl->arena);
 	u64 filled_bytes, filled_tokens;
-	u32 held, shared;
+	u32 held, shared, leader_id = 0;
 	bool evicted;
 
 	if (!a)
 		return;
 	mutex_lock(&a->lock);
+	if (cl->is_rank && cl->leader)
+		leader_id = cl->leader->id;
 	held = cl->core.held;
 	shared = cl->core.shared;
 	filled_bytes = cl->filled_bytes;
@@ -82,6 +84,13 @@ void kva_show_fdinfo(struct seq_file *m, struct file *file)
 	seq_printf(m, "kvarena-arena:\t%s\n", a->name);
 	seq_printf(m, "kvarena-client-id:\t%u\n", cl->id);
 	kva_fdinfo_label(m, cl->label);
+	if (cl->is_rank) {
+		/* A rank holds nothing: its client holds, 0 once gone. */
+		seq_printf(m, "kvarena-rank:\t%u\n", cl->rank);
+		seq_printf(m, "kvarena-member:\t%s\n",
+			   a->members[cl->rank]->name);
+		seq_printf(m, "kvarena-rank-of:\t%u\n", leader_id);
+	}
 	seq_printf(m, "kvarena-frames-held:\t%u\n", held);
 	kva_fdinfo_size(m, "memory-held", (u64)held * a->frame_size);
 	kva_fdinfo_size(m, "memory-shared", (u64)shared * a->frame_size);

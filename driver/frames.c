@@ -260,20 +260,40 @@ void kva_unpin_backing(struct kva_arena *a)
 /* ---- the frames file ----------------------------------------------------- */
 
 /*
- * One per client, made at its first FRAME_FD.  It can outlive the client
- * (open fds, mappings): then @cl is NULL and every fault is SIGBUS.
+ * One per client, made at its ATTACH.  It can outlive the client (open
+ * fds, mappings): then @cl is NULL and every fault is SIGBUS.  A client
+ * of a gang has one frames file per member arena, which map that
+ * member's memory (@view[r], the private data of file r) under one
+ * semaphore, so that revocation holds off every member's faults at once;
+ * a solo client has one view.  The files hold @refs.
  */
+struct kva_fmap;
+
+struct kva_fmap_view {
+	struct kva_fmap *fm;
+	struct page **pages;		/* the memory: a->pages, or a member's */
+};
+
 struct kva_fmap {
 	struct kva_arena *arena;	/* a reference */
 	struct kva_client *cl;		/* arena->lock; NULL once released */
 	bool evicted;			/* arena->lock; its client was */
 	struct rw_semaphore sem;	/* faults read, revocation writes */
+	refcount_t refs;		/* files made of it */
+	u32 nr_views;
+	struct kva_fmap_view view[];
 };
+
+static struct kva_fmap *fmap_of(struct file *file)
+{
+	return ((struct kva_fmap_view *)file->private_data)->fm;
+}
 
 static vm_fault_t kva_fmap_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
-	struct kva_fmap *fm = vma->vm_file->private_data;
+	struct kva_fmap_view *view = vma->vm_file->private_data;
+	struct kva_fmap *fm = view->fm;
 	struct kva_arena *a = fm->arena;
 	unsigned long ppf = a->frame_size >> PAGE_SHIFT;
 	unsigned long idx = vmf->pgoff / ppf;
@@ -309,7 +329,7 @@ static vm_fault_t kva_fmap_fault(struct vm_fault *vmf)
 		unsigned long addr = vma->vm_start +
 				     ((pg - vma->vm_pgoff) << PAGE_SHIFT);
 		vm_fault_t r = vmf_insert_pfn_prot(vma, addr,
-						   page_to_pfn(a->pages[pg]),
+						   page_to_pfn(view->pages[pg]),
 						   prot);
 
 		/* Only the page asked for must succeed; others can refault. */
@@ -331,7 +351,7 @@ out:
  */
 static vm_fault_t kva_fmap_pfn_mkwrite(struct vm_fault *vmf)
 {
-	struct kva_fmap *fm = vmf->vma->vm_file->private_data;
+	struct kva_fmap *fm = fmap_of(vmf->vma->vm_file);
 	struct kva_arena *a = fm->arena;
 	unsigned long idx = vmf->pgoff / (a->frame_size >> PAGE_SHIFT);
 	enum kva_access acc = KVA_ACCESS_NONE;
@@ -360,7 +380,7 @@ static const struct vm_operations_struct kva_fmap_vm_ops = {
  */
 static int kva_fmap_mmap(struct file *file, struct vm_area_struct *vma)
 {
-	struct kva_fmap *fm = file->private_data;
+	struct kva_fmap *fm = fmap_of(file);
 	struct kva_arena *a = fm->arena;
 	unsigned long ppf = a->frame_size >> PAGE_SHIFT;
 	unsigned long start = vma->vm_pgoff, pages = vma_pages(vma), end, i;
@@ -405,10 +425,12 @@ static int kva_fmap_mmap(struct file *file, struct vm_area_struct *vma)
 
 static int kva_fmap_release(struct inode *inode, struct file *file)
 {
-	struct kva_fmap *fm = file->private_data;
+	struct kva_fmap *fm = fmap_of(file);
 
-	kva_arena_put(fm->arena);
-	kfree(fm);
+	if (refcount_dec_and_test(&fm->refs)) {
+		kva_arena_put(fm->arena);
+		kfree(fm);
+	}
 	return 0;
 }
 
@@ -419,6 +441,75 @@ static const struct file_operations kva_fmap_fops = {
 	.release	= kva_fmap_release,
 	.llseek		= noop_llseek,
 };
+
+/* A file of @view, holding a reference of fm->refs (taken by the caller). */
+static struct file *fmap_file_new(struct kva_fmap_view *view)
+{
+	struct inode *inode;
+	struct file *file;
+
+	inode = alloc_anon_inode(kva_mnt->mnt_sb);
+	if (IS_ERR(inode))
+		return ERR_CAST(inode);
+	/* The file's release (fops_put()) drops this. */
+	if (!try_module_get(THIS_MODULE)) {
+		iput(inode);
+		return ERR_PTR(-ENODEV);
+	}
+	file = alloc_file_pseudo(inode, kva_mnt, "kvarena-frames", O_RDWR,
+				 &kva_fmap_fops);
+	if (IS_ERR(file)) {
+		module_put(THIS_MODULE);
+		iput(inode);
+		return file;
+	}
+	file->private_data = view;
+	return file;
+}
+
+/*
+ * Files for the views of a new fmap over @pages[0..n): each its own
+ * inode and address_space.  On error nothing is left.
+ */
+static int fmap_make(struct kva_client *cl, struct kva_arena *a,
+		     struct page **const *pages, u32 n, struct file **files)
+{
+	struct kva_fmap *fm;
+	u32 i;
+
+	fm = kzalloc(struct_size(fm, view, n), GFP_KERNEL_ACCOUNT);
+	if (!fm)
+		return -ENOMEM;
+	init_rwsem(&fm->sem);
+	/* Held by the maker until every file is made. */
+	refcount_set(&fm->refs, 1);
+	kobject_get(&a->kobj);
+	fm->arena = a;
+	fm->cl = cl;
+	fm->nr_views = n;
+	for (i = 0; i < n; i++) {
+		fm->view[i].fm = fm;
+		fm->view[i].pages = pages[i];
+		refcount_inc(&fm->refs);
+		files[i] = fmap_file_new(&fm->view[i]);
+		if (IS_ERR(files[i])) {
+			int ret = PTR_ERR(files[i]);
+
+			refcount_dec(&fm->refs);
+			while (i--)
+				fput(files[i]);
+			/* The files' releases may run later (fput is deferred). */
+			if (refcount_dec_and_test(&fm->refs)) {
+				kva_arena_put(a);
+				kfree(fm);
+			}
+			return ret;
+		}
+	}
+	if (refcount_dec_and_test(&fm->refs))
+		WARN_ON_ONCE(1);	/* the files hold it */
+	return 0;
+}
 
 /**
  * kva_fmap_create() - give a client of a host arena its frames file.
@@ -432,45 +523,70 @@ static const struct file_operations kva_fmap_fops = {
  */
 int kva_fmap_create(struct kva_client *cl, struct kva_arena *a)
 {
-	struct kva_fmap *fm;
-	struct inode *inode;
-	struct file *file;
+	return fmap_make(cl, a, &a->pages, 1, &cl->fmap_file);
+}
+
+/**
+ * kva_fmap_create_gang() - give a client of a gang of host arenas one
+ * frames file per member (cl->gang_fmaps), each mapping that member's
+ * memory.
+ * @cl:	the client, being attached to gang @a.
+ * @a:	the gang.
+ *
+ * Return: 0 or a negative errno.
+ */
+int kva_fmap_create_gang(struct kva_client *cl, struct kva_arena *a)
+{
+	struct page **pages[KVARENA_GANG_MAX];
+	struct file **files;
+	u32 r;
 	int ret;
 
-	fm = kzalloc(sizeof(*fm), GFP_KERNEL_ACCOUNT);
-	if (!fm)
+	files = kcalloc(a->nr_members, sizeof(*files), GFP_KERNEL_ACCOUNT);
+	if (!files)
 		return -ENOMEM;
-	init_rwsem(&fm->sem);
-	inode = alloc_anon_inode(kva_mnt->mnt_sb);
-	if (IS_ERR(inode)) {
-		ret = PTR_ERR(inode);
-		goto err_free_fmap;
+	for (r = 0; r < a->nr_members; r++)
+		pages[r] = kva_member_pages(a, r);
+	ret = fmap_make(cl, a, pages, a->nr_members, files);
+	if (ret) {
+		kfree(files);
+		return ret;
 	}
-	/* The file's release (fops_put()) drops this. */
-	if (!try_module_get(THIS_MODULE)) {
-		ret = -ENODEV;
-		goto err_put_inode;
-	}
-	file = alloc_file_pseudo(inode, kva_mnt, "kvarena-frames", O_RDWR,
-				 &kva_fmap_fops);
-	if (IS_ERR(file)) {
-		ret = PTR_ERR(file);
-		goto err_put_module;
-	}
-	kobject_get(&a->kobj);
-	fm->arena = a;
-	fm->cl = cl;
-	file->private_data = fm;
-	cl->fmap_file = file;
+	cl->gang_fmaps = files;
 	return 0;
+}
 
-err_put_module:
-	module_put(THIS_MODULE);
-err_put_inode:
-	iput(inode);
-err_free_fmap:
-	kfree(fm);
-	return ret;
+/**
+ * kva_fmap_files() - the client's frames files (none, its one, or one per
+ * member of its gang), without references.
+ * @cl:		the client.
+ * @files:	KVARENA_GANG_MAX entries.
+ *
+ * Return: how many.
+ */
+u32 kva_fmap_files(struct kva_client *cl, struct file **files)
+{
+	u32 r, n = 0;
+
+	if (cl->fmap_file)
+		files[n++] = cl->fmap_file;
+	if (cl->gang_fmaps)
+		for (r = 0; r < fmap_of(cl->gang_fmaps[0])->nr_views; r++)
+			files[n++] = cl->gang_fmaps[r];
+	return n;
+}
+
+/* The client's files go (its release, or an ATTACH undone). */
+void kva_fmap_put_all(struct kva_client *cl)
+{
+	struct file *files[KVARENA_GANG_MAX];
+	u32 i, n = kva_fmap_files(cl, files);
+
+	for (i = 0; i < n; i++)
+		fput(files[i]);
+	cl->fmap_file = NULL;
+	kfree(cl->gang_fmaps);
+	cl->gang_fmaps = NULL;
 }
 
 /*
@@ -505,11 +621,13 @@ err_free_fmap:
  */
 int kva_fmap_revoke_begin(struct kva_client *cl, bool nonblock)
 {
+	struct file *files[KVARENA_GANG_MAX];
+	u32 i, n = kva_fmap_files(cl, files);
 	struct kva_fmap *fm;
 
-	if (!cl->fmap_file)
+	if (!n)
 		return 0;
-	fm = cl->fmap_file->private_data;
+	fm = fmap_of(files[0]);
 	if (!nonblock) {
 		down_write(&fm->sem);
 		return 0;
@@ -520,34 +638,43 @@ int kva_fmap_revoke_begin(struct kva_client *cl, bool nonblock)
 	 * With the sem held no fault can insert, and PTEs exist only in
 	 * VMAs already linked: a file nobody maps needs no zap.
 	 */
-	if (mapping_mapped(cl->fmap_file->f_mapping)) {
-		up_write(&fm->sem);
-		return -EAGAIN;
+	for (i = 0; i < n; i++) {
+		if (mapping_mapped(files[i]->f_mapping)) {
+			up_write(&fm->sem);
+			return -EAGAIN;
+		}
 	}
 	return 0;
 }
 
-/**
- * kva_fmap_zap() - remove every PTE the client has of frame @idx, or of
- * every frame for KVA_FMAP_ALL; between kva_fmap_revoke_begin() and the
- * core's change, without arena->lock.
- * @cl:		the client.
- * @idx:	the frame (any u32: one past the arena zaps nothing).
- */
-void kva_fmap_zap(struct kva_client *cl, u32 idx)
+/* Zap frame @idx (or all) of one frames file. */
+static void fmap_zap_file(struct file *file, u64 fs, u32 idx)
 {
-	struct address_space *mapping;
-	u64 fs = cl->arena->frame_size;
+	struct address_space *mapping = file->f_mapping;
 
-	if (!cl->fmap_file)
-		return;
-	mapping = cl->fmap_file->f_mapping;
 	if (!mapping_mapped(mapping))
 		return;
 	if (idx == KVA_FMAP_ALL)
 		unmap_mapping_range(mapping, 0, 0, 1);
 	else
 		unmap_mapping_range(mapping, (loff_t)idx * fs, fs, 1);
+}
+
+/**
+ * kva_fmap_zap() - remove every PTE the client has of frame @idx, or of
+ * every frame for KVA_FMAP_ALL, through any of its frames files (every
+ * member's, and so every rank's, for a client of a gang); between
+ * kva_fmap_revoke_begin() and the core's change, without arena->lock.
+ * @cl:		the client.
+ * @idx:	the frame (any u32: one past the arena zaps nothing).
+ */
+void kva_fmap_zap(struct kva_client *cl, u32 idx)
+{
+	struct file *files[KVARENA_GANG_MAX];
+	u32 i, n = kva_fmap_files(cl, files);
+
+	for (i = 0; i < n; i++)
+		fmap_zap_file(files[i], cl->arena->frame_size, idx);
 }
 
 /**
@@ -558,51 +685,47 @@ void kva_fmap_zap(struct kva_client *cl, u32 idx)
  */
 void kva_fmap_revoke_end(struct kva_client *cl)
 {
-	struct kva_fmap *fm;
+	struct file *files[KVARENA_GANG_MAX];
 
-	if (!cl->fmap_file)
-		return;
-	fm = cl->fmap_file->private_data;
-	up_write(&fm->sem);
+	if (kva_fmap_files(cl, files))
+		up_write(&fmap_of(files[0])->sem);
 }
 
 /*
  * Revocation by someone else than the client (EVICT): hold off the faults
- * of the client whose frames file @file is and zap all it maps, before
- * the core takes its frames...
+ * of the client whose frames files @files[0..n) are (references the
+ * caller holds) and zap all they map, before the core takes its
+ * frames...
  */
-void kva_fmap_lock_zap(struct file *file)
+void kva_fmap_lock_zap(struct file **files, u32 n)
 {
-	struct kva_fmap *fm = file->private_data;
+	u32 i;
 
-	down_write(&fm->sem);
-	unmap_mapping_range(file->f_mapping, 0, 0, 1);
+	down_write(&fmap_of(files[0])->sem);
+	for (i = 0; i < n; i++)
+		unmap_mapping_range(files[i]->f_mapping, 0, 0, 1);
 }
 
 /* ...then let them in again: they find nothing of the client's. */
 void kva_fmap_unlock(struct file *file)
 {
-	struct kva_fmap *fm = file->private_data;
-
-	up_write(&fm->sem);
+	up_write(&fmap_of(file)->sem);
 }
 
 /* The client is being released: no fault may map anything again. */
 void kva_fmap_detach(struct kva_client *cl)
 {
-	struct kva_fmap *fm;
+	struct file *files[KVARENA_GANG_MAX];
 
 	lockdep_assert_held(&cl->arena->lock);
-	if (!cl->fmap_file)
-		return;
-	fm = cl->fmap_file->private_data;
-	fm->cl = NULL;
+	if (kva_fmap_files(cl, files))
+		fmap_of(files[0])->cl = NULL;
 }
 
 /* ...by an administrator's EVICT: an mmap() is refused as it was. */
 void kva_fmap_evicted(struct file *file)
 {
-	struct kva_fmap *fm = file->private_data;
+	struct kva_fmap *fm = fmap_of(file);
 
 	lockdep_assert_held(&fm->arena->lock);
 	fm->evicted = true;

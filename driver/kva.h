@@ -146,6 +146,16 @@ struct kva_arena {
 	struct kva_tier *tier;
 	struct kva_arena *upper;
 	struct list_head tier_grants;
+
+	/*
+	 * Gangs (gang.c).  A gang: @members, @nr_members of them, each a
+	 * reference, constant from GANG_CREATE to the gang's release.  A
+	 * member: @gang, the gang it is in or NULL, written under
+	 * kva_arenas_lock and the member's @lock, read under either.
+	 */
+	struct kva_arena **members;
+	u32 nr_members;
+	struct kva_arena *gang;
 };
 
 struct kva_client {
@@ -179,6 +189,24 @@ struct kva_client {
 	 */
 	u32 want;
 	u32 nr_scrubbing;		/* frames taken with SCRUB, not done */
+
+	/*
+	 * Gangs (gang.c).  A client of a gang of host members: @gang_fmaps,
+	 * one frames file per member (frames.c), made at ATTACH and constant
+	 * after; @token, its GANG_TOKEN secret (set at ATTACH); @ranks, the
+	 * ranks that joined it, and @ranks_fatal (both under arena->lock).
+	 * A rank (@is_rank, constant after JOIN): @leader, the client it
+	 * joined, NULL once that one is gone, and @rank_node on its @ranks
+	 * (under arena->lock); @rank, its member.
+	 */
+	struct file **gang_fmaps;
+	u64 token;
+	struct list_head ranks;
+	bool ranks_fatal;
+	bool is_rank;
+	u32 rank;
+	struct kva_client *leader;
+	struct list_head rank_node;
 };
 
 /* How a command reached kva_dispatch(). */
@@ -213,6 +241,9 @@ int kva_policy_from_user(struct kva_policy *p, u32 uid, u32 gid, u32 mode,
 			 u32 min_limit, u32 max_default, u32 max_limit,
 			 u32 nr_frames);
 long kva_ioc_arena_create(void __user *argp);
+int kva_arena_make(const struct kvarena_arena_create *c,
+		   struct kva_arena **out);
+int kva_arena_insert_locked(struct kva_arena *a);
 long kva_ioc_arena_destroy(void __user *argp);
 long kva_ioc_set_backing(void __user *argp);
 long kva_ioc_stat(struct kva_client *cl, void __user *argp, size_t size,
@@ -307,13 +338,16 @@ int kva_pin_backing(struct kva_arena *a, struct file *file, u64 offset,
 void kva_unpin_frame(struct kva_arena *a, u32 idx);
 void kva_unpin_backing(struct kva_arena *a);
 int kva_fmap_create(struct kva_client *cl, struct kva_arena *a);
+int kva_fmap_create_gang(struct kva_client *cl, struct kva_arena *a);
+void kva_fmap_put_all(struct kva_client *cl);
+u32 kva_fmap_files(struct kva_client *cl, struct file **files);
 #define KVA_FMAP_ALL	U32_MAX		/* kva_fmap_zap(): every frame */
 int kva_fmap_revoke_begin(struct kva_client *cl, bool nonblock);
 void kva_fmap_zap(struct kva_client *cl, u32 idx);
 void kva_fmap_revoke_end(struct kva_client *cl);
 void kva_fmap_detach(struct kva_client *cl);
 void kva_fmap_evicted(struct file *file);
-void kva_fmap_lock_zap(struct file *file);
+void kva_fmap_lock_zap(struct file **files, u32 n);
 void kva_fmap_unlock(struct file *file);
 
 /* prefix.c */
@@ -347,6 +381,19 @@ long kva_ioc_tier(struct kva_client *cl, void __user *argp,
 long kva_ioc_promote(struct kva_client *cl, void __user *argp,
 		     unsigned int how);
 long kva_ioc_arena_set_tier(void __user *argp);
+
+/* gang.c */
+long kva_ioc_gang_create(void __user *argp);
+long kva_ioc_gang_token(struct kva_client *cl, void __user *argp);
+long kva_ioc_join(struct kva_client *cl, void __user *argp, unsigned int how);
+long kva_rank_frame_fd(struct kva_client *cl, struct kvarena_frame_fd *ff,
+		       struct file **file, enum kva_access *acc);
+void kva_gang_leader_gone(struct kva_arena *a, struct kva_client *cl);
+void kva_rank_release(struct kva_client *cl);
+void kva_gang_kill(struct kva_arena *a);
+void kva_gang_free(struct kva_arena *a);
+struct page **kva_member_pages(struct kva_arena *a, u32 member);
+int kva_evict_client(struct kva_arena *a, u32 id, u32 *held);
 
 /* sysfs.c */
 int kva_sysfs_init(struct kobject *parent);

@@ -92,7 +92,7 @@ static long kva_ioc_version(void __user *argp, unsigned int how)
 		     KVARENA_FEAT_DOMAINS | KVARENA_FEAT_CLEAR |
 		     KVARENA_FEAT_SCRUB | KVARENA_FEAT_RESIZE |
 		     KVARENA_FEAT_IMPORTS_DROPPED | KVARENA_FEAT_TIER |
-		     KVARENA_FEAT_FILE |
+		     KVARENA_FEAT_FILE | KVARENA_FEAT_GANG |
 		     KVARENA_FEAT_SYSFS |
 		     KVARENA_FEAT_PREFIX | KVARENA_FEAT_EVENTS;
 #ifdef KVA_URING_CMD
@@ -165,6 +165,9 @@ long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp,
 	     cmd == KVARENA_IOC_LOOKUP) &&
 	    cl->arena->mem_kind == KVARENA_MEM_FILE)
 		return -EOPNOTSUPP;
+	/* A rank holds nothing: it maps what its gang client holds. */
+	if (need == KVA_CLIENT && cl->is_rank && cmd != KVARENA_IOC_FRAME_FD)
+		return -EPERM;
 	if ((how & KVA_HOW_NONBLOCK) && !kva_cmd_nonblock(cmd))
 		return -EAGAIN;
 
@@ -216,6 +219,12 @@ long kva_dispatch(struct file *file, unsigned int cmd, void __user *argp,
 		return kva_ioc_tier(cl, argp, how);
 	case KVARENA_IOC_PROMOTE:
 		return kva_ioc_promote(cl, argp, how);
+	case KVARENA_IOC_GANG_CREATE:
+		return kva_arena_hold_module(kva_ioc_gang_create(argp));
+	case KVARENA_IOC_GANG_TOKEN:
+		return kva_ioc_gang_token(cl, argp);
+	case KVARENA_IOC_JOIN:
+		return kva_ioc_join(cl, argp, how);
 	}
 	return -ENOTTY;
 }
@@ -271,6 +280,9 @@ static __poll_t kva_poll(struct file *file, poll_table *wait)
 	poll_wait(file, &a->pressure_wq, wait);
 	if (READ_ONCE(cl->evicted))
 		return EPOLLERR;
+	/* A rank whose gang client is gone: nothing more to map. */
+	if (cl->is_rank && !READ_ONCE(cl->leader))
+		return EPOLLHUP;
 	if (READ_ONCE(a->pressure))
 		mask |= EPOLLPRI;
 	want = READ_ONCE(cl->want);

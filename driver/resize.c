@@ -356,8 +356,11 @@ long kva_ioc_arena_resize(void __user *argp)
 	if (!a)
 		return -ENOENT;
 	c = &a->core;
-	/* A file arena's frames are a tier's: its size is the file's. */
-	if (a->mem_kind == KVARENA_MEM_FILE) {
+	/*
+	 * A file arena's frames are a tier's: its size is the file's.  A
+	 * gang's frames are its members' (gang.c).
+	 */
+	if (a->mem_kind == KVARENA_MEM_FILE || a->members) {
 		ret = -EOPNOTSUPP;
 		goto out_put;
 	}
@@ -370,7 +373,9 @@ long kva_ioc_arena_resize(void __user *argp)
 	if (ret)
 		goto out_unlock;
 	mutex_lock(&a->lock);
-	if (a->nr_unready)
+	if (a->gang)
+		ret = -EBUSY;
+	else if (a->nr_unready)
 		ret = -ENODATA;
 	else if (r.nr_frames > c->nr_frames)
 		ret = -EINVAL;

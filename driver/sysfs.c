@@ -133,6 +133,41 @@ static ssize_t upper_show(struct kobject *k, struct kobj_attribute *attr,
 }
 static struct kobj_attribute upper_attr = __ATTR_RO(upper);
 
+/* A member: the gang it is in, or nothing. */
+static ssize_t gang_show(struct kobject *k, struct kobj_attribute *attr,
+			 char *buf)
+{
+	struct kva_arena *a = to_arena(k);
+	char name[KVARENA_NAME_LEN] = "";
+
+	if (!kva_arena_permits(a, KVARENA_ACC_VIEW, 0))
+		return -EACCES;
+	mutex_lock(&a->lock);
+	if (a->gang)
+		strscpy(name, a->gang->name, sizeof(name));
+	mutex_unlock(&a->lock);
+	return sysfs_emit(buf, "%s\n", name);
+}
+static struct kobj_attribute gang_attr = __ATTR_RO(gang);
+
+/* A gang: its members in rank order, one line; nothing for the others. */
+static ssize_t members_show(struct kobject *k, struct kobj_attribute *attr,
+			    char *buf)
+{
+	struct kva_arena *a = to_arena(k);
+	ssize_t n = 0;
+	u32 r;
+
+	if (!kva_arena_permits(a, KVARENA_ACC_VIEW, 0))
+		return -EACCES;
+	/* Constant from GANG_CREATE on. */
+	for (r = 0; r < a->nr_members; r++)
+		n += sysfs_emit_at(buf, n, "%s%s", r ? " " : "",
+				   a->members[r]->name);
+	return n + sysfs_emit_at(buf, n, "\n");
+}
+static struct kobj_attribute members_attr = __ATTR_RO(members);
+
 static struct attribute *kva_arena_attrs[] = {
 	&frame_size_attr.attr,
 	&bytes_per_token_attr.attr,
@@ -169,6 +204,8 @@ static struct attribute *kva_arena_attrs[] = {
 	&tier_demoted_attr.attr,
 	&tier_promoted_attr.attr,
 	&tier_failed_attr.attr,
+	&gang_attr.attr,
+	&members_attr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(kva_arena);

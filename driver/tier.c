@@ -1208,6 +1208,15 @@ long kva_ioc_arena_set_tier(void __user *argp)
 		ret = -EEXIST;
 		goto out_unlock;
 	}
+	/* Gangs and their members take no tier (gang.c). */
+	if (ua->members || la->members) {
+		ret = -EOPNOTSUPP;
+		goto out_unlock;
+	}
+	if (ua->gang || la->gang) {
+		ret = -EBUSY;
+		goto out_unlock;
+	}
 	/* Host memory below anything; a file below host memory. */
 	if (la == ua || ua->mem_kind == KVARENA_MEM_FILE ||
 	    !(la->mem_kind == KVARENA_MEM_HOST ||

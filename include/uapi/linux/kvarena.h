@@ -133,6 +133,7 @@ enum kvarena_mem {
 #define KVARENA_FEAT_IMPORTS_DROPPED ((__u64)1 << 10) /* IMPORTS_DROPPED */
 #define KVARENA_FEAT_TIER	((__u64)1 << 11)	/* a lower tier: SET_TIER, TIER, PROMOTE */
 #define KVARENA_FEAT_FILE	((__u64)1 << 12)	/* KVARENA_MEM_FILE arenas */
+#define KVARENA_FEAT_GANG	((__u64)1 << 13)	/* GANG_CREATE, GANG_TOKEN, JOIN */
 
 /*
  * Cache domains.  Every client belongs to one cache domain, fixed at
@@ -1368,6 +1369,136 @@ struct kvarena_promote {
 
 #define KVARENA_PROMOTE_MAX_MS	600000u	/* struct kvarena_promote.timeout_ms */
 
+#define KVARENA_GANG_MAX	16	/* member arenas of a gang */
+
+/**
+ * struct kvarena_gang_create - KVARENA_IOC_GANG_CREATE, CAP_SYS_ADMIN.
+ * @name:	the gang's name, an arena name (1-31 characters of
+ *		[A-Za-z0-9_.-]) that no arena has.
+ * @members:	user pointer to @nr_members arena names, KVARENA_NAME_LEN
+ *		bytes each, NUL-terminated: member r is rank r's memory
+ *		(one GPU each, in the engine's rank order).
+ * @nr_members:	2..KVARENA_GANG_MAX.
+ * @flags:	must be zero.
+ * @reserved:	must be zero.
+ *
+ * A gang is an arena whose frames are the frames of its members taken
+ * together: frame i of the gang is frame i of every member at once, so
+ * one ALLOC of a gang client takes one frame in every member - all or
+ * nothing by construction - and returns one handle valid in each.  The
+ * gang has the whole accounting (clients, min/max, pressure, the prefix
+ * cache, fdinfo, sysfs); a frame is charged once.  Clients ATTACH to the
+ * gang by its name as to any arena; rank processes JOIN one of them
+ * (struct kvarena_join) to map its frames in their member.
+ *
+ * The members must be arenas of one kind (host, or accounting-only with
+ * KVARENA_CREATE_NO_BACKING), with equal frame size and frame count, no
+ * frame out of the arena (ARENA_RESIZE), every frame backed, equal
+ * creation flags, and no client, lower tier, upper arena or gang: -EINVAL
+ * for a mismatch, -EBUSY for a member in use, -ENOENT for a name no arena
+ * has, -EEXIST if @name is taken, -EOPNOTSUPP for CUDA or file members.
+ * While ganged a member takes no ATTACH, SET_BACKING, RESIZE, SET_TIER
+ * or DESTROY (-EBUSY); the gang takes no SET_BACKING, RESIZE or SET_TIER
+ * (-EOPNOTSUPP).  ARENA_DESTROY of the gang (no client attached) sets the
+ * members free again, as they were.
+ *
+ * The gang's policy (owner, mode, limits, cache domains, watermark,
+ * cached cap) starts as member 0's, and ARENA_SET_POLICY changes it;
+ * its bytes_per_token is the members' sum (each holds its ranks' share
+ * of a token's KV).
+ */
+struct kvarena_gang_create {
+	char  name[KVARENA_NAME_LEN];
+	__u64 members;
+	__u32 nr_members;
+	__u32 flags;
+	__u64 reserved[4];
+};
+
+/* struct kvarena_gang_token.flags */
+#define KVARENA_GANG_RANKS_FATAL (1u << 0)	/* a rank's death evicts the leader */
+
+/**
+ * struct kvarena_gang_token - KVARENA_IOC_GANG_TOKEN, client of a gang.
+ * @token:	out: the secret a rank gives to JOIN this client; the same
+ *		for the client's whole life, never 0.
+ * @flags:	in: KVARENA_GANG_RANKS_FATAL: from now on, the release of
+ *		any rank that joined this client (its process died, or it
+ *		closed its file) evicts this client, as EVICT does: every
+ *		frame of every member back, every rank's mapping revoked.
+ *		Without it, a rank's release only takes that rank away.
+ *		The last call's flags hold.
+ * @nr_members:	out: the gang's members.
+ * @reserved0:	must be zero.
+ * @reserved:	must be zero.
+ *
+ * -ENOTCONN for a file not attached, -EOPNOTSUPP for a client of an arena
+ * that is not a gang, -EPERM for a rank.  Only the client gets its token:
+ * hand it to the rank processes as the engine hands them its block
+ * tables.
+ */
+struct kvarena_gang_token {
+	__u64 token;
+	__u32 flags;
+	__u32 nr_members;
+	__u32 reserved0;
+	__u32 reserved1;
+	__u64 reserved[2];
+};
+
+/**
+ * struct kvarena_join - KVARENA_IOC_JOIN, O_RDWR opener: a rank.
+ * @name:		the gang.
+ * @label:		free-form label of the rank (may be empty).
+ * @client_id:		the gang client to join (its ATTACH's client_id).
+ * @rank:		the member whose memory this rank maps, 0..members-1.
+ * @token:		the client's KVARENA_IOC_GANG_TOKEN.
+ * @flags:		must be zero.
+ * @mem_kind:		out: the member's enum kvarena_mem.
+ * @frame_size:		out: the frame size.
+ * @nr_frames:		out: the gang's frames.
+ * @mem_dev:		out: the member's device ordinal, as its creator
+ *			saw it.
+ * @mem_uuid:		out: the member's GPU UUID (zero for host).
+ * @member:		out: the member arena's name.
+ * @reserved:		must be zero.
+ *
+ * A rank holds no frames of its own and takes none: it maps, in its
+ * member, the frames that the client it joined holds, with the client's
+ * rights (read-write for the client's own frames, read-only for
+ * published ones).  FRAME_FD of a handle the client holds gives the
+ * rank's view of that frame: for host members a frames file of the
+ * client's for this member, in which frame i lies at offset
+ * i * frame_size, mapped and revoked exactly as a client's own (FREE,
+ * PUBLISH, EVICT and the client's release zap every rank's PTEs of the
+ * frame, in every member).  The file never maps another member's memory
+ * or a frame the client does not hold.  A rank may STAT, CLIENTS,
+ * EVENTS_FD and FRAME_FD; every other client command is -EPERM.  Once the
+ * client is gone (released or evicted), FRAME_FD is -ENOLINK.
+ *
+ * Who may join: a process that may ATTACH to the gang (its mode), with
+ * the client's euid or CAP_SYS_ADMIN, and the client's token: -EACCES,
+ * -EPERM, or -ENOENT for a client id, token or rank that does not match
+ * (one error for all three, so that a guess learns nothing).  -EBUSY for
+ * a file attached or joined already, -EINVAL for a name that is not a
+ * gang.  A rank leaves when its file is released.
+ */
+struct kvarena_join {
+	char  name[KVARENA_NAME_LEN];
+	char  label[KVARENA_LABEL_LEN];
+	__u32 client_id;
+	__u32 rank;
+	__u64 token;
+	__u32 flags;
+	__u32 mem_kind;
+	__u64 frame_size;
+	__u32 nr_frames;
+	__u32 mem_dev;
+	__u8  mem_uuid[16];
+	char  member[KVARENA_NAME_LEN];
+	__u64 reserved[2];
+};
+
 /**
  * struct kvarena_uring_cmd - the command area of an IORING_OP_URING_CMD SQE.
  * @arg:	user pointer to the command's struct, exactly as the third
@@ -1409,6 +1540,9 @@ struct kvarena_uring_cmd {
 #define KVARENA_IOC_ARENA_SET_TIER _IOWR(KVARENA_IOC_MAGIC, 0x14, struct kvarena_arena_tier)
 #define KVARENA_IOC_TIER	  _IOWR(KVARENA_IOC_MAGIC, 0x15, struct kvarena_tier)
 #define KVARENA_IOC_PROMOTE	  _IOWR(KVARENA_IOC_MAGIC, 0x16, struct kvarena_promote)
+#define KVARENA_IOC_GANG_CREATE	  _IOWR(KVARENA_IOC_MAGIC, 0x17, struct kvarena_gang_create)
+#define KVARENA_IOC_GANG_TOKEN	  _IOWR(KVARENA_IOC_MAGIC, 0x18, struct kvarena_gang_token)
+#define KVARENA_IOC_JOIN	  _IOWR(KVARENA_IOC_MAGIC, 0x19, struct kvarena_join)
 /* STAT with the struct of before KVARENA_FEAT_RESIZE (still taken). */
 #define KVARENA_IOC_STAT_V1	  _IOC(_IOC_READ | _IOC_WRITE, KVARENA_IOC_MAGIC, \
 				       0x09, KVARENA_STAT_SIZE_V1)

@@ -1,0 +1,431 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvarena.ko: gangs - one arena over the memories of N arenas, for
+ * tensor-parallel engines (one worker process per GPU, each holding a
+ * slice of every token's KV).
+ *
+ * A gang is an arena of its own (struct kva_arena, with its core, clients,
+ * policy, domains, events and sysfs directory) whose frame i is frame i of
+ * every member at once.  So an ALLOC by a gang client is one core
+ * allocation, charged once, all or nothing in every member by
+ * construction, and its handle is valid in each; FREE, limits, pressure,
+ * the prefix cache and eviction are the gang's, unchanged.  The members
+ * keep their memory (backing, pinned pages) and give up their clients:
+ * while ganged they take no ATTACH, backing, resize or tier, and their own
+ * cores sit idle.
+ *
+ * Ranks.  The engine's worker processes JOIN a gang client (its id and
+ * the secret GANG_TOKEN gave it) as rank r: a file that holds nothing and
+ * may map, in member r, the frames that client holds.  The client has one
+ * frames file per member (frames.c), all under one semaphore; a rank's
+ * FRAME_FD hands it file r.  Whatever revokes the client's right to a
+ * frame zaps it in every member's file, and so in every rank, before the
+ * core lets the frame go; the client's release or eviction detaches every
+ * file, so each rank's next touch is SIGBUS.  With KVARENA_GANG_RANKS_FATAL
+ * a rank's release evicts the client: one dead worker takes the
+ * engine's KV with it, instead of leaving the others computing on a
+ * slice that nobody keeps up.
+ *
+ * Locking: kva_arenas_lock, then a member's or the gang's lock, one at a
+ * time (never two arena locks here).  A client's @ranks and a rank's
+ * @leader are under the gang's lock.
+ */
+#include <linux/cred.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/pid.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+
+#include "kva.h"
+
+/* Member @r's pinned pages (host members), NULL for accounting ones. */
+struct page **kva_member_pages(struct kva_arena *a, u32 r)
+{
+	return a->members[r]->pages;
+}
+
+/*
+ * May @m join gang @g now?  Under @m's lock and kva_arenas_lock.
+ * Return: 0, -EINVAL (does not fit), -EBUSY (in use) or -EOPNOTSUPP.
+ */
+static int member_fits(struct kva_arena *g, struct kva_arena *m)
+{
+	char tier[KVARENA_NAME_LEN];
+
+	lockdep_assert_held(&m->lock);
+	if (m->dead)
+		return -ENOENT;
+	if (m->mem_kind == KVARENA_MEM_FILE ||
+	    (m->mem_kind == KVARENA_MEM_CUDA &&
+	     !(m->flags & KVARENA_CREATE_NO_BACKING)))
+		return -EOPNOTSUPP;
+	if (m->members || m->gang || m->nr_clients || m->backing_busy ||
+	    kva_tier_busy(m) || kva_tier_name(m, tier) ||
+	    m->core.shrink_pending)
+		return -EBUSY;
+	if (m->mem_kind != g->mem_kind || m->frame_size != g->frame_size ||
+	    m->flags != g->flags || m->core.nr_frames != g->core.nr_frames ||
+	    m->core.nr_absent || m->nr_unready)
+		return -EINVAL;
+	return 0;
+}
+
+/* Set the members free again (kva_arenas_lock held). */
+static void members_release(struct kva_arena *g, u32 n)
+{
+	u32 r;
+
+	for (r = 0; r < n; r++) {
+		struct kva_arena *m = g->members[r];
+
+		mutex_lock(&m->lock);
+		if (m->gang == g)
+			m->gang = NULL;
+		mutex_unlock(&m->lock);
+	}
+}
+
+/* The gang's description: member 0's policy and size, the sum of bytes. */
+static void gang_describe(struct kvarena_arena_create *c,
+			  const struct kvarena_gang_create *g,
+			  struct kva_arena **m, u32 n)
+{
+	struct kva_arena *m0 = m[0];
+	u32 r;
+
+	memset(c, 0, sizeof(*c));
+	strscpy(c->name, g->name, sizeof(c->name));
+	c->frame_size = m0->frame_size;
+	c->mem_kind = m0->mem_kind;
+	/* The gang's own table: frames are handles; memory is the members'. */
+	c->flags = KVARENA_CREATE_NO_BACKING | KVARENA_CREATE_ACCESS;
+	mutex_lock(&m0->lock);
+	c->nr_frames = m0->core.nr_frames;
+	c->low_watermark = m0->low_watermark;
+	c->owner_uid = from_kuid_munged(current_user_ns(), m0->policy.uid);
+	c->owner_gid = from_kgid_munged(current_user_ns(), m0->policy.gid);
+	c->mode = m0->policy.mode;
+	c->client_min_limit = m0->policy.client_min_limit;
+	c->client_max_default = m0->policy.client_max_default;
+	c->client_max_limit = m0->policy.client_max_limit;
+	c->cache_domains = m0->policy.cache_domains;
+	c->domain_cached_max = m0->policy.domain_cached_max;
+	mutex_unlock(&m0->lock);
+	for (r = 0; r < n; r++)
+		c->bytes_per_token += m[r]->bytes_per_token;
+}
+
+long kva_ioc_gang_create(void __user *argp)
+{
+	struct kva_arena *m[KVARENA_GANG_MAX] = { NULL };
+	char (*names)[KVARENA_NAME_LEN] = NULL;
+	struct kvarena_arena_create c;
+	struct kvarena_gang_create g;
+	struct kva_arena *a = NULL, *other;
+	u32 r, s, fitted = 0;
+	int ret;
+
+	if (copy_from_user(&g, argp, sizeof(g)))
+		return -EFAULT;
+	if (kva_check_gang_create(&g))
+		return -EINVAL;
+	names = memdup_user(u64_to_user_ptr(g.members),
+			    (size_t)g.nr_members * KVARENA_NAME_LEN);
+	if (IS_ERR(names))
+		return PTR_ERR(names);
+	ret = -EINVAL;
+	for (r = 0; r < g.nr_members; r++) {
+		if (kva_name_valid(names[r]) || !strcmp(names[r], g.name))
+			goto out_free;
+		for (s = 0; s < r; s++)
+			if (!strcmp(names[r], names[s]))
+				goto out_free;
+	}
+
+	mutex_lock(&kva_arenas_lock);
+	ret = -ENOENT;
+	for (r = 0; r < g.nr_members; r++) {
+		m[r] = kva_arena_get_locked(names[r]);
+		if (!m[r])
+			break;
+	}
+	if (r == g.nr_members) {
+		gang_describe(&c, &g, m, g.nr_members);
+		ret = 0;
+	}
+	mutex_unlock(&kva_arenas_lock);
+	if (ret)
+		goto out_put;
+
+	/* The policy is member 0's as its owner set it: no check to redo. */
+	ret = kva_arena_make(&c, &a);
+	if (ret)
+		goto out_put;
+	/* Frames are the members': cleared as theirs would be. */
+	a->flags = m[0]->flags;
+	a->core.clear = m[0]->core.clear;
+	a->nr_backed = m[0]->nr_backed;
+	a->members = kcalloc(g.nr_members, sizeof(*a->members), GFP_KERNEL);
+	if (!a->members) {
+		ret = -ENOMEM;
+		goto out_put_gang;
+	}
+
+	mutex_lock(&kva_arenas_lock);
+	other = kva_arena_get_locked(g.name);
+	if (other) {
+		kva_arena_put(other);
+		ret = -EEXIST;
+		goto out_unlock;
+	}
+	/*
+	 * Each member is checked and claimed under its own lock, so that a
+	 * SET_BACKING or RESIZE that starts after sees @gang; one that does
+	 * not fit sets the ones before it free again.
+	 */
+	for (r = 0; r < g.nr_members; r++) {
+		a->members[r] = m[r];
+		mutex_lock(&m[r]->lock);
+		ret = member_fits(a, m[r]);
+		if (!ret)
+			m[r]->gang = a;
+		mutex_unlock(&m[r]->lock);
+		if (ret)
+			break;
+		fitted++;
+	}
+	if (!ret) {
+		a->nr_members = g.nr_members;
+		ret = kva_arena_insert_locked(a);
+	}
+	if (ret) {
+		members_release(a, fitted);
+		goto out_unlock;
+	}
+	mutex_unlock(&kva_arenas_lock);
+	/* The gang keeps the member references; the list keeps the gang. */
+	kfree(names);
+	return 0;
+
+out_unlock:
+	mutex_unlock(&kva_arenas_lock);
+	/* The gang's release must not put references it never took. */
+	memset(a->members, 0, g.nr_members * sizeof(*a->members));
+out_put_gang:
+	kobject_put(&a->kobj);
+out_put:
+	for (r = 0; r < g.nr_members; r++)
+		if (m[r])
+			kva_arena_put(m[r]);
+out_free:
+	kfree(names);
+	return ret;
+}
+
+/* The gang is destroyed (kva_arenas_lock held): its members are free. */
+void kva_gang_kill(struct kva_arena *a)
+{
+	lockdep_assert_held(&kva_arenas_lock);
+	if (a->members)
+		members_release(a, a->nr_members);
+}
+
+/* The gang is freed: its member references go. */
+void kva_gang_free(struct kva_arena *a)
+{
+	u32 r;
+
+	if (!a->members)
+		return;
+	for (r = 0; r < a->nr_members; r++)
+		if (a->members[r])
+			kva_arena_put(a->members[r]);
+	kfree(a->members);
+	a->members = NULL;
+}
+
+long kva_ioc_gang_token(struct kva_client *cl, void __user *argp)
+{
+	struct kva_arena *a = cl->arena;
+	struct kvarena_gang_token t;
+	int ret;
+
+	if (copy_from_user(&t, argp, sizeof(t)))
+		return -EFAULT;
+	if (kva_check_gang_token(&t))
+		return -EINVAL;
+	if (cl->is_rank)
+		return -EPERM;
+	if (!a->members)
+		return -EOPNOTSUPP;
+	ret = kva_client_lock(cl, 0);
+	if (ret)
+		return ret;
+	cl->ranks_fatal = t.flags & KVARENA_GANG_RANKS_FATAL;
+	t.token = cl->token;
+	t.nr_members = a->nr_members;
+	mutex_unlock(&a->lock);
+	return copy_to_user(argp, &t, sizeof(t)) ? -EFAULT : 0;
+}
+
+static struct kva_client *gang_client(struct kva_arena *a, u32 id)
+{
+	lockdep_assert_held(&a->lock);
+	return id <= INT_MAX ? idr_find(&a->client_ids, id) : NULL;
+}
+
+long kva_ioc_join(struct kva_client *cl, void __user *argp, unsigned int how)
+{
+	struct kva_client *leader;
+	struct kvarena_join j;
+	struct kva_arena *a, *m;
+	int ret;
+
+	if (copy_from_user(&j, argp, sizeof(j)))
+		return -EFAULT;
+	if (kva_check_join(&j))
+		return -EINVAL;
+
+	mutex_lock(&kva_arenas_lock);
+	if (cl->arena) {
+		ret = -EBUSY;
+		goto out_unlock;
+	}
+	a = kva_arena_get_locked(j.name);
+	if (!a) {
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+	ret = -EINVAL;
+	if (!a->members)
+		goto err_put;
+	ret = -EACCES;
+	if (!kva_arena_permits(a, KVARENA_ACC_ATTACH, how))
+		goto err_put;
+	mutex_lock(&a->lock);
+	leader = gang_client(a, j.client_id);
+	/* One answer for a wrong id, token or rank: a guess learns nothing. */
+	ret = -ENOENT;
+	if (!leader || leader->evicted || leader->token != j.token ||
+	    j.rank >= a->nr_members)
+		goto err_unlock;
+	ret = -EPERM;
+	if (!uid_eq(leader->uid, current_euid()) && !kva_admin(how))
+		goto err_unlock;
+	cl->is_rank = true;
+	cl->rank = j.rank;
+	cl->leader = leader;
+	list_add_tail(&cl->rank_node, &leader->ranks);
+	cl->pid = get_pid(task_tgid(current));
+	cl->uid = current_euid();
+	strscpy(cl->label, j.label, sizeof(cl->label));
+	mutex_unlock(&a->lock);
+	/* Pairs with smp_load_acquire() readers, as for ATTACH. */
+	smp_store_release(&cl->arena, a);
+	wake_up_interruptible_all(&cl->attach_wq);
+
+	m = a->members[j.rank];
+	j.mem_kind = m->mem_kind;
+	j.frame_size = a->frame_size;
+	j.nr_frames = a->core.nr_frames;
+	j.mem_dev = m->mem_dev;
+	memcpy(j.mem_uuid, m->mem_uuid, sizeof(j.mem_uuid));
+	strscpy(j.member, m->name, sizeof(j.member));
+	mutex_unlock(&kva_arenas_lock);
+	/* Joined even if the answer cannot be written, as ATTACH is. */
+	return copy_to_user(argp, &j, sizeof(j)) ? -EFAULT : 0;
+
+err_unlock:
+	mutex_unlock(&a->lock);
+err_put:
+	kva_arena_put(a);
+out_unlock:
+	mutex_unlock(&kva_arenas_lock);
+	return ret;
+}
+
+/**
+ * kva_rank_frame_fd() - FRAME_FD of a rank: the client's frames file of
+ * the rank's member, if the client holds @ff->handle.
+ * @cl:		the rank.
+ * @ff:		the command; offset written.
+ * @file:	out: a reference to the file.
+ * @acc:	out: what the client may do with the frame.
+ *
+ * Return: 0, -ENOLINK once the client is gone, -ENODATA for members
+ * without memory, or the core's answer for the handle.
+ */
+long kva_rank_frame_fd(struct kva_client *cl, struct kvarena_frame_fd *ff,
+		       struct file **file, enum kva_access *acc)
+{
+	struct kva_arena *a = cl->arena;
+	struct kva_client *leader;
+	int ret;
+
+	mutex_lock(&a->lock);
+	leader = cl->leader;
+	ret = -ENOLINK;
+	if (!leader)
+		goto out;
+	ret = kva_core_lookup(&a->core, &leader->core, ff->handle);
+	if (ret < 0)
+		goto out;
+	ff->offset = (u64)ret * a->frame_size;
+	*acc = kva_frame_access(a, leader, ret);
+	ret = -ENODATA;
+	if (!leader->gang_fmaps)
+		goto out;
+	*file = get_file(leader->gang_fmaps[cl->rank]);
+	ret = 0;
+out:
+	mutex_unlock(&a->lock);
+	return ret;
+}
+
+/*
+ * Client @cl leaves gang @a (release or eviction; a->lock held): its
+ * ranks lose it.  Their mappings are its frames files', detached and
+ * zapped by the caller; poll() tells them (EPOLLHUP).
+ */
+void kva_gang_leader_gone(struct kva_arena *a, struct kva_client *cl)
+{
+	struct kva_client *r, *tmp;
+
+	lockdep_assert_held(&a->lock);
+	if (list_empty(&cl->ranks))
+		return;
+	list_for_each_entry_safe(r, tmp, &cl->ranks, rank_node) {
+		WRITE_ONCE(r->leader, NULL);
+		list_del_init(&r->rank_node);
+	}
+	wake_up_interruptible_all(&a->pressure_wq);
+}
+
+/*
+ * A rank's file is released: it leaves its client; with
+ * KVARENA_GANG_RANKS_FATAL the client is evicted with it.
+ */
+void kva_rank_release(struct kva_client *cl)
+{
+	struct kva_arena *a = cl->arena;
+	struct kva_client *leader;
+	bool fatal = false;
+	u32 id = 0, held;
+
+	mutex_lock(&a->lock);
+	leader = cl->leader;
+	if (leader) {
+		fatal = leader->ranks_fatal && !leader->evicted;
+		id = leader->id;
+		list_del_init(&cl->rank_node);
+		cl->leader = NULL;
+	}
+	mutex_unlock(&a->lock);
+	if (fatal && !kva_evict_client(a, id, &held))
+		pr_debug("kvarena: %s: rank %u gone, client %u evicted (%u frames)\n",
+			 a->name, cl->rank, id, held);
+	kva_arena_put(a);
+}
