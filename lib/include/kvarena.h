@@ -514,6 +514,118 @@ int kva_tier_agent(struct kva_arena *arena, struct kva_arena *lower,
 		   unsigned int max, int timeout_ms,
 		   struct kva_tier_counts *counts);
 
+/*
+ * Gangs: tensor parallelism (Documentation/libkvarena.rst, "Gangs").
+ *
+ * A gang is an arena over N member arenas, one per GPU of a
+ * tensor-parallel engine (kvarenactl gang); frame i of the gang is frame
+ * i of every member, and each member holds its rank's slice of every
+ * token's KV.  The engine's scheduler opens the gang with kva_open() as
+ * any arena: it takes and returns frames with kva_alloc()/kva_free() and
+ * keeps the block tables; it maps nothing itself (kva_seq_create() is
+ * -ENODATA for it).  Each worker process opens the gang as rank r of that
+ * client with kva_rank_open() and keeps, per request, a sequence that
+ * mirrors the scheduler's block table: kva_seq_mirror() maps exactly the
+ * handles the scheduler's message names, in the rank's member, so that
+ * the attention kernels run over one contiguous range per request on
+ * every rank.  The ranks take no frames and send nothing back: the
+ * module checks each handle against the scheduler's holdings, and revokes
+ * every rank's mapping of a frame when the scheduler frees it or dies.
+ */
+
+struct kva_seq;
+
+/* kva_gang_token() flags */
+#define KVA_GANG_RANKS_FATAL	(1u << 0) /* a rank's death evicts the
+					   * scheduler's client: every frame
+					   * back, every rank's mapping gone */
+
+/**
+ * kva_gang_token() - the secret a rank needs to join this client.
+ * @arena:	a device-mode handle of a gang (the scheduler's).
+ * @flags:	KVA_GANG_RANKS_FATAL or 0; the last call's flags hold.
+ * @token:	out: the token, the same for the handle's life.
+ * @nr_members:	out (may be NULL): the gang's members, i.e. its ranks.
+ *
+ * Pass the token and kva_arena_info()'s client_id to the rank processes
+ * (as the engine passes them its configuration).
+ * Thread safety: takes the arena's lock.
+ * Return: 0, -EINVAL, -EOPNOTSUPP (not a gang, or an embedded arena),
+ * -ESHUTDOWN (evicted).
+ */
+int kva_gang_token(struct kva_arena *arena, uint32_t flags, uint64_t *token,
+		   uint32_t *nr_members);
+
+/**
+ * struct kva_rank_opts - kva_rank_open()'s arguments.
+ * @name:	the gang.
+ * @label:	the rank's label (kvarenactl), may be NULL.
+ * @device:	device node (NULL: $KVA_DEVICE, then /dev/kvarena).
+ * @client_id:	the scheduler's client (its kva_arena_info().client_id).
+ * @rank:	this process's rank: the member whose memory it maps.
+ * @token:	the scheduler's kva_gang_token().
+ * @flags:	KVA_OPEN_POPULATE only.
+ * @reserved0:	must be zero.
+ * @reserved:	must be zero.
+ */
+struct kva_rank_opts {
+	const char *name;
+	const char *label;
+	const char *device;
+	uint32_t client_id;
+	uint32_t rank;
+	uint64_t token;
+	uint32_t flags;
+	uint32_t reserved0;
+	uint64_t reserved[4];
+};
+
+/**
+ * kva_rank_open() - open a gang as rank @opts->rank of a scheduler's
+ * client: a handle that takes no frames and maps, in its member, what
+ * the client holds.
+ * @opts:	see struct kva_rank_opts.
+ * @arena:	out: the handle, for kva_close().
+ *
+ * kva_seq_create() and kva_seq_mirror() work on it; kva_alloc(),
+ * kva_free(), kva_seq_grow() past the mapped frames, kva_seq_fork(),
+ * publishing and kva_sync_usage() are -EPERM (the scheduler's to do).
+ * kva_arena_info() reports the client's id.
+ *
+ * Return: 0, or -EINVAL (bad options), -ENODEV, -EPROTO, -ENOENT (no such
+ * gang, or no client of that id, token and rank), -EPERM (the client is
+ * another user's), -EACCES, -EOPNOTSUPP (members of a kind this library
+ * cannot map), -ENOMEM.
+ */
+int kva_rank_open(const struct kva_rank_opts *opts, struct kva_arena **arena);
+
+/**
+ * kva_seq_mirror() - make a rank's sequence map exactly @handles[0..@n)
+ * as its frames 0..n-1, with @tokens tokens filled: the scheduler's
+ * block table of the request, as its message gives it.
+ * @seq:	a sequence of a kva_rank_open() handle.
+ * @handles:	the frames, in range order; each held by the client.
+ * @n:		how many (0 unmaps everything).
+ * @tokens:	tokens filled, at most @n * tokens_per_frame and
+ *		max_tokens.
+ *
+ * Frames already mapped at their slot stay as they are; the others are
+ * mapped (a published frame read-only) and slots past @n unmapped, so
+ * that a decode step that adds a frame costs one FRAME_FD and one
+ * mapping.  On error the slots before the first that changed are as
+ * they were and the others are unmapped (the sequence then has those
+ * frames mapped and no more tokens than they hold): mirror again.  The
+ * rank writes its slice of the new tokens' KV through the range.
+ * Thread safety: takes the arena's lock; @seq must not be in use
+ * elsewhere.
+ *
+ * Return: 0, -EINVAL, -EOPNOTSUPP (not a rank's sequence), the module's
+ * answer for a handle the client does not hold (-ENOENT, -ESTALE),
+ * -ENOLINK (the client is gone), or the backend's error.
+ */
+int kva_seq_mirror(struct kva_seq *seq, const uint64_t *handles,
+		   unsigned int n, uint64_t tokens);
+
 /**
  * struct kva_arena_params - a new arena in the module (kva_arena_create()).
  * @name:		1-31 characters of [A-Za-z0-9_.-].

@@ -114,19 +114,16 @@ static int choose_mode(const struct kva_open_opts *o, const char *path,
 	return 0;
 }
 
-int kva_open(const struct kva_open_opts *o, struct kva_arena **out)
+/*
+ * kva_open() and kva_rank_open(): a new handle, in device mode a client
+ * of the module (ATTACH), or a rank of one (JOIN) when @r is given.
+ */
+static int open_handle(const struct kva_open_opts *o,
+		       const struct kva_rank_opts *r, struct kva_arena **out)
 {
 	const char *path;
 	struct kva_arena *a;
 	int ret;
-
-	if (!o || !out)
-		return -EINVAL;
-	if ((o->flags & ~KVA_OPEN_ALL) || o->reserved0 ||
-	    !kva_all_zero(o->reserved, ARRAY_SIZE(o->reserved)) ||
-	    o->transport > KVA_TRANSPORT_URING ||
-	    o->mem_kind > KVA_BACKEND_CUDA)
-		return -EINVAL;
 
 	a = calloc(1, sizeof(*a));
 	if (!a)
@@ -144,7 +141,9 @@ int kva_open(const struct kva_open_opts *o, struct kva_arena **out)
 	ret = choose_mode(o, path, &a->mode, &a->mode_reason);
 	if (ret)
 		goto err_free;
-	if (a->mode == KVA_MODE_DEVICE)
+	if (r)
+		ret = kva_device_join(a, r, path);
+	else if (a->mode == KVA_MODE_DEVICE)
 		ret = kva_device_open(a, o, path);
 	else
 		ret = kva_embedded_open(a, o);
@@ -172,6 +171,50 @@ err_free:
 	pthread_cond_destroy(&a->td_work);
 	pthread_cond_destroy(&a->td_done);
 	free(a);
+	return ret;
+}
+
+int kva_open(const struct kva_open_opts *o, struct kva_arena **out)
+{
+	if (!o || !out)
+		return -EINVAL;
+	if ((o->flags & ~KVA_OPEN_ALL) || o->reserved0 ||
+	    !kva_all_zero(o->reserved, ARRAY_SIZE(o->reserved)) ||
+	    o->transport > KVA_TRANSPORT_URING ||
+	    o->mem_kind > KVA_BACKEND_CUDA)
+		return -EINVAL;
+	return open_handle(o, NULL, out);
+}
+
+int kva_rank_open(const struct kva_rank_opts *r, struct kva_arena **out)
+{
+	struct kva_open_opts o = {
+		.mode = KVA_MODE_DEVICE,
+		.flags = r ? r->flags : 0,
+		.name = r ? r->name : NULL,
+		.label = r ? r->label : NULL,
+		.device = r ? r->device : NULL,
+		.transport = KVA_TRANSPORT_IOCTL,
+	};
+
+	if (!r || !out || !r->name || (r->flags & ~KVA_OPEN_POPULATE) ||
+	    r->reserved0 || !kva_all_zero(r->reserved, ARRAY_SIZE(r->reserved)))
+		return -EINVAL;
+	return open_handle(&o, r, out);
+}
+
+int kva_gang_token(struct kva_arena *a, uint32_t flags, uint64_t *token,
+		   uint32_t *nr_members)
+{
+	int ret;
+
+	if (!a || !token || (flags & ~KVA_GANG_RANKS_FATAL))
+		return -EINVAL;
+	if (a->rank)
+		return -EPERM;
+	kva_lock(a);
+	ret = kva_device_gang_token(a, flags, token, nr_members);
+	kva_unlock(a);
 	return ret;
 }
 
@@ -358,6 +401,16 @@ int kva_frames_put(struct kva_arena *a, const uint64_t *h, uint32_t n)
 	uint32_t i, done = 0;
 	int ret = 0;
 
+	/* A rank holds nothing: its frames are its client's to return. */
+	if (a->rank) {
+		for (i = 0; i < n; i++) {
+			struct kva_frame_rec *f = &a->frames[handle_idx(h[i])];
+
+			f->handle = 0;
+			f->flags &= FRAME_RESOLVED;
+		}
+		return 0;
+	}
 	if (!n || a->closing)
 		return 0;
 	retry_deferred(a);

@@ -314,6 +314,18 @@ static int dev_frame_fd(struct kva_arena *a, uint64_t handle, int *fd,
 		close(f.fd);
 		return -EPROTO;
 	}
+	/*
+	 * A rank learns here whether its client published the frame: it
+	 * maps it read-only then, as the client's own would be.
+	 */
+	if (a->rank && handle_idx(handle) < a->nr_frames) {
+		struct kva_frame_rec *fr = &a->frames[handle_idx(handle)];
+
+		if (f.access & KVARENA_ACCESS_WRITE)
+			fr->flags &= ~FRAME_PUBLISHED;
+		else
+			fr->flags |= FRAME_PUBLISHED;
+	}
 	*fd = f.fd;
 	*offset = f.offset;
 	return 0;
@@ -555,6 +567,18 @@ int kva_device_open(struct kva_arena *a, const struct kva_open_opts *o,
 	ret = choose_transport(a, o, features);
 	if (ret)
 		goto err_close;
+	/*
+	 * A gang's client maps nothing itself (its ranks do): it takes
+	 * frames with kva_alloc() and sequences are refused (-ENODATA).
+	 */
+	if (features & KVARENA_FEAT_GANG) {
+		struct kvarena_gang_token t = { 0 };
+
+		if (!dev_ioctl(d->fd, KVARENA_IOC_GANG_TOKEN, &t)) {
+			a->gang_members = t.nr_members;
+			a->no_memory = true;
+		}
+	}
 	return 0;
 
 err_close:
@@ -563,6 +587,84 @@ err_free:
 	free(d);
 	a->prov = NULL;
 	a->prov_priv = NULL;
+	return ret;
+}
+
+int kva_device_gang_token(struct kva_arena *a, uint32_t flags,
+			  uint64_t *token, uint32_t *nr_members)
+{
+	struct kvarena_gang_token t = { .flags = flags };
+	int ret;
+
+	if (a->prov != &kva_device_provider)
+		return -EOPNOTSUPP;
+	ret = dev_ioctl(dev(a)->fd, KVARENA_IOC_GANG_TOKEN, &t);
+	if (ret)
+		return ret;
+	*token = t.token;
+	if (nr_members)
+		*nr_members = t.nr_members;
+	return 0;
+}
+
+/* kva_rank_open(): JOIN instead of ATTACH; the rest as kva_device_open(). */
+int kva_device_join(struct kva_arena *a, const struct kva_rank_opts *r,
+		    const char *path)
+{
+	struct kvarena_join j = { 0 };
+	struct kva_device *d;
+	__u64 features = 0;
+	int ret;
+
+	if (check_name(r->name) ||
+	    (r->label && strlen(r->label) >= KVARENA_LABEL_LEN))
+		return -EINVAL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	ret = open_device(path, O_RDWR, &features);
+	if (ret < 0)
+		goto err_free;
+	d->fd = ret;
+	ret = -EOPNOTSUPP;
+	if (!(features & KVARENA_FEAT_GANG))
+		goto err_close;
+
+	strcpy(j.name, r->name);
+	if (r->label)
+		strcpy(j.label, r->label);
+	j.client_id = r->client_id;
+	j.rank = r->rank;
+	j.token = r->token;
+	ret = dev_ioctl(d->fd, KVARENA_IOC_JOIN, &j);
+	if (ret)
+		goto err_close;
+	ret = -EOPNOTSUPP;
+	if (j.mem_kind != KVARENA_MEM_HOST)
+		goto err_close;
+	ret = -EPROTO;
+	if (!j.nr_frames || j.frame_size < 4096 ||
+	    (j.frame_size & (j.frame_size - 1)))
+		goto err_close;
+
+	a->prov = &kva_device_provider;
+	a->prov_priv = d;
+	a->rank = true;
+	strcpy(a->name, r->name);
+	a->frame_size = j.frame_size;
+	a->nr_frames = j.nr_frames;
+	a->backend = KVA_BACKEND_HOST;
+	a->mem_dev = j.mem_dev;
+	memcpy(a->mem_uuid, j.mem_uuid, sizeof(a->mem_uuid));
+	a->client_id = r->client_id;
+	/* Frame commands are the client's: one ioctl each is all a rank sends. */
+	a->transport = KVA_TRANSPORT_IOCTL;
+	return 0;
+
+err_close:
+	close(d->fd);
+err_free:
+	free(d);
 	return ret;
 }
 

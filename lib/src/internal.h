@@ -334,6 +334,14 @@ struct kva_arena {
 	struct list_node cow_seqs;
 	bool closing;
 	bool no_memory;
+	/*
+	 * Gangs (device.c, seq.c): @gang_members, the members of a gang
+	 * this handle is a client of (0: no gang); @rank, a handle of
+	 * kva_rank_open(), which takes no frames: its frame records say
+	 * what its client held when it last mapped them.
+	 */
+	uint32_t gang_members;
+	bool rank;
 
 	bool td_on, td_live, td_stop;
 	void *td_stream;
@@ -433,6 +441,11 @@ int kva_device_open(struct kva_arena *a, const struct kva_open_opts *o,
 		    const char *path);
 int kva_device_set_backing(int dev_fd, const char *name, uint32_t first,
 			   uint32_t nr, int fd, uint64_t offset);
+
+int kva_device_join(struct kva_arena *a, const struct kva_rank_opts *r,
+		    const char *path);
+int kva_device_gang_token(struct kva_arena *a, uint32_t flags,
+			  uint64_t *token, uint32_t *nr_members);
 
 /* embedded.c */
 int kva_embedded_open(struct kva_arena *a, const struct kva_open_opts *o);

@@ -825,3 +825,115 @@ int kva_seq_handles(struct kva_seq *seq, uint64_t *handles,
 	kva_unlock(s->arena);
 	return (int)n;
 }
+
+/*
+ * A rank's sequence follows its client's block table (kva_seq_mirror()).
+ * A slot keeps its mapping while it names the same handle; every other
+ * frame is checked with the module (FRAME_FD: does the client hold it,
+ * and may it be written?) and mapped, the run from the first change on in
+ * one call.  Frames are not taken or returned: a slot's record counts
+ * the rank's slots that map it (refs), so that the records of frames no
+ * slot maps any more are let go as kva_frames_put() lets a rank's go.
+ */
+int kva_seq_mirror(struct kva_seq *seq, const uint64_t *handles,
+		   unsigned int n, uint64_t tokens)
+{
+	uint32_t stack_idx[GROW_STACK], *idx = stack_idx;
+	uint64_t stack_h[GROW_STACK], *old = stack_h;
+	struct kva_seq_impl *s;
+	struct kva_arena *a;
+	uint32_t i, first, nold = 0;
+	int ret = 0;
+
+	if (!seq || (n && !handles))
+		return -EINVAL;
+	s = seq_impl(seq);
+	a = s->arena;
+	if (!a->rank)
+		return -EOPNOTSUPP;
+	if (n > s->nr_slots || tokens > s->pub.max_tokens ||
+	    tokens > (uint64_t)n * s->pub.geo.tokens_per_frame)
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (handle_idx(handles[i]) >= a->nr_frames || !handles[i])
+			return -EINVAL;
+	if (n > GROW_STACK || s->nr_mapped > GROW_STACK) {
+		idx = malloc((n > GROW_STACK ? n : GROW_STACK) * sizeof(*idx));
+		old = malloc((s->nr_mapped > GROW_STACK ? s->nr_mapped :
+			      GROW_STACK) * sizeof(*old));
+		if (!idx || !old) {
+			ret = -ENOMEM;
+			goto out_free;
+		}
+	}
+
+	kva_lock(a);
+	for (first = 0; first < n && first < s->nr_mapped; first++)
+		if (slot_frame(s, first)->handle != handles[first] ||
+		    s->slot[first] != handle_idx(handles[first]))
+			break;
+	/* Ask the module about every frame from the first change on. */
+	for (i = first; i < n; i++) {
+		struct kva_frame_rec *f;
+
+		idx[i] = handle_idx(handles[i]);
+		f = &a->frames[idx[i]];
+		/*
+		 * Another sequence may still map the frame under an older
+		 * handle (the client freed it and took it again): the same
+		 * memory, revoked and refaulted by the module meanwhile; its
+		 * slot is remapped when that sequence is mirrored next.
+		 */
+		f->handle = handles[i];
+		f->flags &= ~FRAME_RESOLVED;
+		ret = a->vmm->resolve(a, idx[i]);
+		if (ret)
+			goto out_unlock;
+	}
+	/* The slots from the first change on go, then the new run comes. */
+	if (first < s->nr_mapped) {
+		kva_quiesce(a);
+		ret = a->vmm->unmap(a, slot_va(s, first), s->nr_mapped - first);
+		if (ret)
+			goto out_unlock;
+		for (i = first; i < s->nr_mapped; i++) {
+			struct kva_frame_rec *f = slot_frame(s, i);
+
+			if (!--f->refs)
+				old[nold++] = f->handle;
+		}
+		s->nr_mapped = first;
+	}
+	if (n > first) {
+		ret = a->vmm->map(a, slot_va(s, first), idx + first, n - first);
+		if (ret) {
+			uint64_t cap = (uint64_t)first *
+				       s->pub.geo.tokens_per_frame;
+
+			if (s->pub.tokens > cap)
+				set_tokens(s, cap);
+			set_room(s);
+			goto out_put;
+		}
+		for (i = first; i < n; i++) {
+			s->slot[i] = idx[i];
+			a->frames[idx[i]].refs++;
+		}
+		s->nr_mapped = n;
+	}
+	set_tokens(s, tokens);
+	set_room(s);
+out_put:
+	/* Records no slot maps any more: a rank lets them go. */
+	for (i = 0; i < nold; i++)
+		if (!a->frames[handle_idx(old[i])].refs)
+			kva_frames_put(a, &old[i], 1);
+out_unlock:
+	kva_unlock(a);
+out_free:
+	if (idx != stack_idx)
+		free(idx);
+	if (old != stack_h)
+		free(old);
+	return ret;
+}

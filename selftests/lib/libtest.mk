@@ -114,6 +114,15 @@ $(LIBKVA_T)/lib_vm_device_test: $(LIBKVA_T_SRC)/vm_device_test.c $(LIBKVA_T_VM_O
 
 VM_TESTS += $(LIBKVA_T)/lib_vm_device_test
 
+$(LIBKVA_T)/lib_vm_gang_test: $(LIBKVA_T_SRC)/vm_gang_test.c $(LIBKVA_T_VM_OBJS) \
+		$(LIBKVA_T_VM_NOLOAD) $(LIBKVA_T_VM_DEPS)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(LIBKVA_T_CFLAGS) -static -o $@ $< \
+		$(LIBKVA_T_SRC)/hooks.c $(LIBKVA_T_VM_NOLOAD) $(LIBKVA_T_VM_OBJS) \
+		-luring -lpthread
+
+VM_TESTS += $(LIBKVA_T)/lib_vm_gang_test
+
 # Prefix sharing in device mode: host memory, and with a CUDA toolkit the
 # cuda backend against the test double linked in.
 LIBKVA_T_PREFIX_SRCS := $(if $(LIBKVA_HAVE_CUDA),$(LIBKVA_T_SRC)/cuda_static.c \
@@ -188,7 +197,7 @@ check-lib: $(LIBKVA_T_NATIVE) $(LIBKVA_T)/abi_test_shared $(LIBKVA_T)/abi_test_s
 	$(Q)$(LIBKVA_T)/abi_test_static > /dev/null
 	@# The shared library exports the public API and nothing else.
 	$(Q)! nm -D --defined-only $(LIBKVA_SO) | awk '{ print $$3 }' | \
-		grep -v -e '^kva_' -e '^KVARENA_1\.[012]$$'
+		grep -v -e '^kva_' -e '^KVARENA_1\.[0-3]$$'
 	@# The public header is C++ too.
 	$(Q)$(CXX) -std=c++11 -Wall -Wextra -fsyntax-only \
 		-I$(SRC)/lib/include -I$(SRC)/include $(LIBKVA_T_SRC)/header_cxx_test.cc
