@@ -20,6 +20,14 @@
  *                    host arena in turn, so every frame is cleared
  *                    between them: frames and bytes a second, and the
  *                    ratio to memset() over as many bytes in this process
+ *   gang of N        ioctl x1 and io_uring 64 SQEs on a client of a gang
+ *                    of N accounting-only members (N = 2, 4, 8): one
+ *                    ALLOC takes a frame in every member, so the ratio to
+ *                    the solo arena's line says what the gang costs
+ *   rank map         a rank of a gang of 2 host members sees a frame its
+ *                    client just took: FRAME_FD + mmap() + first touch +
+ *                    munmap(), against the client of a solo host arena
+ *                    doing the same with its own frame
  *
  * The device paths need /dev/kvarena and CAP_SYS_ADMIN (the benchmark makes
  * its own accounting-only arena, kvbench-<pid>, and destroys it); without
@@ -81,7 +89,17 @@ struct frames_result {
 	double host1_ns;		/* alloc+free of one host frame */
 	double clear_ns;		/* per frame cleared between domains */
 	double memset_ns;		/* memset() of HOST_FSIZE bytes */
+	int have_gang;
+	double gang_ioctl1_ns[3];	/* gangs of 2, 4, 8 */
+	double gang_uring_ns[3];
+	double gang_solo_ioctl1_ns[3];	/* the solo arena, in turn with each */
+	double gang_solo_uring_ns[3];
+	int have_rank;
+	double rank_map_ns;		/* a rank maps its client's frame */
+	double solo_map_ns;		/* a client maps its own */
 };
+
+static const int gang_sizes[3] = { 2, 4, 8 };
 
 /* kva_alloc() + kva_free() of one frame, best of @reps; -1 on failure. */
 static double bench_lib(struct kva_arena *a, long iters, int reps)
@@ -364,6 +382,298 @@ out_close:
 	return r->have_host ? 0 : -1;
 }
 
+/* An arena of @nr frames of @fsize, backed by @mfd (-1: none); 0 or -1. */
+static int make_arena(int admin, const char *name, uint32_t nr, uint32_t fsize,
+		      int mfd)
+{
+	struct kvarena_arena_create cr = { .frame_size = fsize,
+					   .nr_frames = nr,
+					   .flags = mfd < 0 ?
+						KVARENA_CREATE_NO_BACKING : 0 };
+	struct kvarena_set_backing sb = { .nr_frames = nr, .fd = mfd };
+
+	snprintf(cr.name, sizeof(cr.name), "%s", name);
+	memcpy(sb.name, cr.name, sizeof(sb.name));
+	if (ioctl(admin, KVARENA_IOC_ARENA_CREATE, &cr))
+		return -1;
+	return mfd < 0 ? 0 : ioctl(admin, KVARENA_IOC_ARENA_SET_BACKING, &sb);
+}
+
+static void destroy_arena(int admin, const char *name)
+{
+	struct kvarena_arena_destroy d = { 0 };
+
+	snprintf(d.name, sizeof(d.name), "%s", name);
+	/* The last clients' release may still be under way. */
+	for (int t = 0; t < 100 && ioctl(admin, KVARENA_IOC_ARENA_DESTROY, &d) &&
+	     errno == EBUSY; t++)
+		usleep(10000);
+}
+
+/* Gang @gang over @n arenas named @gang-m<r>; 0 or -1. */
+static int make_gang(int admin, const char *gang, int n)
+{
+	char names[KVARENA_GANG_MAX][KVARENA_NAME_LEN];
+	struct kvarena_gang_create g = {
+		.members = (__u64)(unsigned long)names, .nr_members = n };
+
+	memset(names, 0, sizeof(names));
+	for (int r = 0; r < n; r++)
+		snprintf(names[r], KVARENA_NAME_LEN, "%.16s-m%d", gang, r);
+	snprintf(g.name, sizeof(g.name), "%s", gang);
+	return ioctl(admin, KVARENA_IOC_GANG_CREATE, &g) ? -1 : 0;
+}
+
+static void unmake_gang(int admin, const char *gang, int n)
+{
+	char name[KVARENA_NAME_LEN];
+
+	destroy_arena(admin, gang);
+	for (int r = 0; r < n; r++) {
+		snprintf(name, sizeof(name), "%.16s-m%d", gang, r);
+		destroy_arena(admin, name);
+	}
+}
+
+/* ALLOC+FREE of one frame, @iters times, on client @fd: ns per pair. */
+static double one_run(int fd, long iters, int *bad)
+{
+	__u64 h;
+	struct kvarena_frames f = { .handles = (__u64)(unsigned long)&h,
+				    .count = 1 };
+	double t0 = now_ns();
+
+	for (long i = 0; i < iters; i++) {
+		*bad |= ioctl(fd, KVARENA_IOC_ALLOC, &f);
+		*bad |= ioctl(fd, KVARENA_IOC_FREE, &f);
+	}
+	return (now_ns() - t0) / iters;
+}
+
+/* 64 ALLOC SQEs and 64 FREE SQEs, @rounds times: ns per frame. */
+static double uring_rounds(struct io_uring *ring, int fd, long rounds,
+			   int *bad)
+{
+	struct kvarena_frames one[BATCH];
+	__u64 h[BATCH];
+	double t0 = now_ns();
+	int i;
+
+	for (i = 0; i < BATCH; i++)
+		one[i] = (struct kvarena_frames){
+			.handles = (__u64)(unsigned long)&h[i], .count = 1 };
+	for (long k = 0; k < rounds; k++) {
+		for (i = 0; i < BATCH; i++)
+			queue_cmd(ring, fd, KVARENA_IOC_ALLOC, &one[i]);
+		*bad |= uring_run(ring, BATCH);
+		for (i = 0; i < BATCH; i++)
+			queue_cmd(ring, fd, KVARENA_IOC_FREE, &one[i]);
+		*bad |= uring_run(ring, BATCH);
+	}
+	return (now_ns() - t0) / (rounds * BATCH);
+}
+
+/*
+ * Solo client @solo and gang client @gang, measured in turn within each
+ * repetition (best of @reps each), so that the machine's drift hits both.
+ */
+static int bench_pair(int solo, int gang, long iters, int reps, double *ns)
+{
+	struct io_uring ring;
+	int bad = 0;
+
+	ns[0] = ns[1] = ns[2] = ns[3] = 1e300;
+	if (io_uring_queue_init(2 * BATCH, &ring, 0))
+		return -1;
+	for (int r = 0; r < reps; r++) {
+		double t;
+
+		t = one_run(solo, iters, &bad);
+		ns[0] = t < ns[0] ? t : ns[0];
+		t = one_run(gang, iters, &bad);
+		ns[1] = t < ns[1] ? t : ns[1];
+		t = uring_rounds(&ring, solo, iters / BATCH + 1, &bad);
+		ns[2] = t < ns[2] ? t : ns[2];
+		t = uring_rounds(&ring, gang, iters / BATCH + 1, &bad);
+		ns[3] = t < ns[3] ? t : ns[3];
+	}
+	io_uring_queue_exit(&ring);
+	return bad ? -1 : 0;
+}
+
+static int attach_fd(const char *name)
+{
+	struct kvarena_attach at = { .label = "kvbench-gang" };
+	int fd = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
+
+	snprintf(at.name, sizeof(at.name), "%s", name);
+	if (fd >= 0 && ioctl(fd, KVARENA_IOC_ATTACH, &at)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* FRAME_FD of @h through @fd, mmap(), touch, munmap(); -1 on failure. */
+static int map_touch(int fd, __u64 h)
+{
+	struct kvarena_frame_fd ff = { .handle = h };
+	volatile char *p;
+
+	if (ioctl(fd, KVARENA_IOC_FRAME_FD, &ff))
+		return -1;
+	p = mmap(NULL, ff.size, PROT_READ | PROT_WRITE, MAP_SHARED, ff.fd,
+		 ff.offset);
+	close(ff.fd);
+	if (p == MAP_FAILED)
+		return -1;
+	p[0] = 1;
+	munmap((void *)p, ff.size);
+	return 0;
+}
+
+/*
+ * Gangs: the client's frame operations against the solo arena's of the
+ * same run, and what a rank pays to see a frame its client took.
+ */
+static int bench_gang(long iters, int reps, struct frames_result *r,
+		      const char **why)
+{
+	char gang[KVARENA_NAME_LEN], name[KVARENA_NAME_LEN];
+	int admin, fd = -1, rank = -1, mfd[3] = { -1, -1, -1 }, bad = 0;
+	int solo;
+	size_t bytes = (size_t)HOST_FRAMES * (64 << 10);
+	__u64 h, hs;
+
+	admin = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
+	if (admin < 0)
+		return -1;
+	snprintf(name, sizeof(name), "kvbench-gs-%d", getpid());
+	if (make_arena(admin, name, ARENA_FRAMES, 64 << 10, -1)) {
+		*why = "no solo arena";
+		goto out;
+	}
+	solo = attach_fd(name);
+	for (int k = 0; k < 3 && solo >= 0; k++) {
+		int n = gang_sizes[k];
+		double ns[4];
+
+		snprintf(gang, sizeof(gang), "kvbench-g%d-%d", n, getpid());
+		for (int m = 0; m < n; m++) {
+			snprintf(name, sizeof(name), "%.16s-m%d", gang, m);
+			bad |= make_arena(admin, name, ARENA_FRAMES, 64 << 10,
+					  -1);
+		}
+		bad |= make_gang(admin, gang, n);
+		fd = bad ? -1 : attach_fd(gang);
+		if (fd >= 0 && !bench_pair(solo, fd, iters, reps, ns)) {
+			r->gang_solo_ioctl1_ns[k] = ns[0];
+			r->gang_ioctl1_ns[k] = ns[1];
+			r->gang_solo_uring_ns[k] = ns[2];
+			r->gang_uring_ns[k] = ns[3];
+		} else {
+			bad = 1;
+		}
+		if (fd >= 0)
+			close(fd);
+		unmake_gang(admin, gang, n);
+		if (bad)
+			break;
+	}
+	if (solo >= 0)
+		close(solo);
+	snprintf(name, sizeof(name), "kvbench-gs-%d", getpid());
+	destroy_arena(admin, name);
+	if (bad || solo < 0) {
+		*why = "a gang frame operation failed";
+		goto out;
+	}
+	r->have_gang = 1;
+
+	/* A gang of 2 host members and a solo host arena, 64 KiB frames. */
+	snprintf(gang, sizeof(gang), "kvbench-gh-%d", getpid());
+	for (int m = 0; m < 3; m++) {
+		mfd[m] = memfd_create("kvbench", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		if (mfd[m] < 0 || ftruncate(mfd[m], bytes) ||
+		    fcntl(mfd[m], F_ADD_SEALS, F_SEAL_SHRINK))
+			bad = 1;
+		if (m < 2)
+			snprintf(name, sizeof(name), "%.16s-m%d", gang, m);
+		else
+			snprintf(name, sizeof(name), "%.16s-solo", gang);
+		bad |= make_arena(admin, name, HOST_FRAMES, 64 << 10, mfd[m]);
+	}
+	bad |= make_gang(admin, gang, 2);
+	if (!bad) {
+		struct kvarena_attach at = { .label = "kvbench-gang" };
+		struct kvarena_gang_token tok = { 0 };
+		struct kvarena_join j = { .rank = 1 };
+		struct kvarena_frames f = { .handles = (__u64)(unsigned long)&h,
+					    .count = 1 };
+		struct kvarena_frames fs = {
+			.handles = (__u64)(unsigned long)&hs, .count = 1 };
+
+		memcpy(at.name, gang, sizeof(at.name));
+		fd = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
+		rank = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
+		bad = fd < 0 || rank < 0 || ioctl(fd, KVARENA_IOC_ATTACH, &at) ||
+		      ioctl(fd, KVARENA_IOC_GANG_TOKEN, &tok);
+		memcpy(j.name, gang, sizeof(j.name));
+		j.client_id = at.client_id;
+		j.token = tok.token;
+		bad = bad || ioctl(rank, KVARENA_IOC_JOIN, &j) ||
+		      ioctl(fd, KVARENA_IOC_ALLOC, &f);
+		snprintf(name, sizeof(name), "%.16s-solo", gang);
+		solo = bad ? -1 : attach_fd(name);
+		bad = bad || solo < 0 || ioctl(solo, KVARENA_IOC_ALLOC, &fs);
+		/*
+		 * A step: the rank maps the frame its client holds, the client
+		 * frees it and takes one again; the solo client the same with
+		 * its own.  In turn, best of @reps each.
+		 */
+		r->rank_map_ns = r->solo_map_ns = 1e300;
+		for (int k = 0; !bad && k < reps; k++) {
+			long n = iters / 16 + 1;
+			double t0 = now_ns(), t;
+
+			for (long i = 0; i < n; i++) {
+				bad |= map_touch(rank, h);
+				bad |= ioctl(fd, KVARENA_IOC_FREE, &f);
+				bad |= ioctl(fd, KVARENA_IOC_ALLOC, &f);
+			}
+			t = (now_ns() - t0) / n;
+			r->rank_map_ns = t < r->rank_map_ns ? t : r->rank_map_ns;
+			t0 = now_ns();
+			for (long i = 0; i < n; i++) {
+				bad |= map_touch(solo, hs);
+				bad |= ioctl(solo, KVARENA_IOC_FREE, &fs);
+				bad |= ioctl(solo, KVARENA_IOC_ALLOC, &fs);
+			}
+			t = (now_ns() - t0) / n;
+			r->solo_map_ns = t < r->solo_map_ns ? t : r->solo_map_ns;
+		}
+		if (solo >= 0)
+			close(solo);
+		solo = -1;
+		r->have_rank = !bad;
+	}
+	if (!r->have_rank)
+		*why = "the rank's mapping failed";
+	if (fd >= 0)
+		close(fd);
+	if (rank >= 0)
+		close(rank);
+	unmake_gang(admin, gang, 2);
+	snprintf(name, sizeof(name), "%.16s-solo", gang);
+	destroy_arena(admin, name);
+out:
+	for (int m = 0; m < 3; m++)
+		if (mfd[m] >= 0)
+			close(mfd[m]);
+	close(admin);
+	return r->have_gang ? 0 : -1;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -408,8 +718,13 @@ int kvbench_frames_main(int argc, char **argv)
 		fprintf(stderr, "kvbench frames: embedded core setup failed\n");
 		return 1;
 	}
-	if (!bench_device(iters, reps, &r, &why))
+	if (!bench_device(iters, reps, &r, &why)) {
+		const char *gwhy = NULL;
+
 		bench_host(iters, reps, &r, &why);
+		if (bench_gang(iters, reps, &r, &gwhy) || !r.have_rank)
+			fprintf(stderr, "kvbench frames: gangs: %s\n", gwhy);
+	}
 
 	if (json) {
 		printf("{\"kind\":\"frames\",\"null_syscall_ns\":%.1f,"
@@ -434,6 +749,21 @@ int kvbench_frames_main(int argc, char **argv)
 			       "\"clear_vs_memset\":%.3f",
 			       r.clear_ns, 1e9 / r.clear_ns, r.memset_ns,
 			       r.memset_ns / r.clear_ns);
+		for (int k = 0; r.have_gang && k < 3; k++)
+			printf(",\"gang%d_ioctl1_ns\":%.1f,"
+			       "\"gang%d_vs_solo_ioctl1\":%.3f,"
+			       "\"gang%d_uring_batch%d_ns\":%.1f,"
+			       "\"gang%d_vs_solo_uring\":%.3f",
+			       gang_sizes[k], r.gang_ioctl1_ns[k], gang_sizes[k],
+			       r.gang_ioctl1_ns[k] / r.gang_solo_ioctl1_ns[k],
+			       gang_sizes[k], BATCH, r.gang_uring_ns[k],
+			       gang_sizes[k],
+			       r.gang_uring_ns[k] / r.gang_solo_uring_ns[k]);
+		if (r.have_rank)
+			printf(",\"rank_map_ns\":%.1f,\"solo_map_ns\":%.1f,"
+			       "\"rank_vs_solo_map\":%.3f",
+			       r.rank_map_ns, r.solo_map_ns,
+			       r.rank_map_ns / r.solo_map_ns);
 		printf("}\n");
 		return 0;
 	}
@@ -475,5 +805,26 @@ int kvbench_frames_main(int argc, char **argv)
 	       r.clear_ns, 1e9 / r.clear_ns, HOST_FSIZE / r.clear_ns);
 	printf("  %-22s %10.1f ns   cleared at %.2fx memset()'s speed\n",
 	       "memset, one frame", r.memset_ns, r.memset_ns / r.clear_ns);
+	if (!r.have_gang)
+		return 0;
+	printf("gangs: one ALLOC takes a frame in every member\n");
+	for (int k = 0; k < 3; k++) {
+		char label[32];
+
+		snprintf(label, sizeof(label), "gang of %d, ioctl x1",
+			 gang_sizes[k]);
+		printf("  %-22s %10.1f ns   %5.2fx the solo arena's\n", label,
+		       r.gang_ioctl1_ns[k],
+		       r.gang_ioctl1_ns[k] / r.gang_solo_ioctl1_ns[k]);
+		snprintf(label, sizeof(label), "gang of %d, 64 SQEs",
+			 gang_sizes[k]);
+		printf("  %-22s %10.1f ns   %5.2fx the solo arena's, per frame\n",
+		       label, r.gang_uring_ns[k],
+		       r.gang_uring_ns[k] / r.gang_solo_uring_ns[k]);
+	}
+	if (r.have_rank)
+		printf("  %-22s %10.1f ns   %5.2fx a solo client mapping its own"
+		       " (FRAME_FD, mmap, touch, FREE, ALLOC)\n", "rank maps a frame",
+		       r.rank_map_ns, r.rank_map_ns / r.solo_map_ns);
 	return 0;
 }
