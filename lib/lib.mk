@@ -36,7 +36,7 @@ LIBKVA_CUDA_SRCS := $(if $(LIBKVA_HAVE_CUDA),cuda.c cuda_load.c,cuda_none.c)
 LIBKVA_CUDA_CFLAGS := $(if $(LIBKVA_HAVE_CUDA),-I$(CUDA_HOME)/include)
 
 LIBKVA_SRCS := $(addprefix $(SRC)/lib/src/,arena.c device.c embedded.c \
-		geometry.c host.c prefix.c scrub.c seq.c sha256.c teardown.c tier.c usage.c \
+		geometry.c host.c prefix.c scrub.c seq.c sha256.c teardown.c tier.c track.c usage.c \
 		$(LIBKVA_CUDA_SRCS)) \
 		$(SRC)/driver/core.c
 LIBKVA_HDRS := $(SRC)/lib/include/kvarena.h $(wildcard $(SRC)/lib/src/*.h) \

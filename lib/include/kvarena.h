@@ -521,9 +521,12 @@ int kva_tier_agent(struct kva_arena *arena, struct kva_arena *lower,
  * tensor-parallel engine (kvarenactl gang); frame i of the gang is frame
  * i of every member, and each member holds its rank's slice of every
  * token's KV.  The engine's scheduler opens the gang with kva_open() as
- * any arena: it takes and returns frames with kva_alloc()/kva_free() and
- * keeps the block tables; it maps nothing itself (kva_seq_create() is
- * -ENODATA for it).  Each worker process opens the gang as rank r of that
+ * any arena and keeps the block tables: with kva_alloc()/kva_free(), or
+ * with sequences that track frames without mapping them (their range is
+ * reserved but not memory: touching it faults; kva_seq_handles() gives
+ * the table; growth, shrinking, prefixes and forks work, but what needs
+ * the bytes - a copy-on-write copy, a swap - is -EOPNOTSUPP: the ranks'
+ * to do).  Each worker process opens the gang as rank r of that
  * client with kva_rank_open() and keeps, per request, a sequence that
  * mirrors the scheduler's block table: kva_seq_mirror() maps exactly the
  * handles the scheduler's message names, in the rank's member, so that

@@ -155,7 +155,9 @@ static int open_handle(const struct kva_open_opts *o,
 		ret = -ENOMEM;
 		goto err_close_prov;
 	}
-	a->vmm = a->backend == KVA_BACKEND_CUDA ? &kva_cuda_vmm : &kva_host_vmm;
+	/* A gang's scheduler maps nothing: its ranks do. */
+	a->vmm = a->gang_members ? &kva_track_vmm :
+		 a->backend == KVA_BACKEND_CUDA ? &kva_cuda_vmm : &kva_host_vmm;
 	ret = a->vmm->init(a, o);
 	if (ret)
 		goto err_free_frames;

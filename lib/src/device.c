@@ -568,16 +568,14 @@ int kva_device_open(struct kva_arena *a, const struct kva_open_opts *o,
 	if (ret)
 		goto err_close;
 	/*
-	 * A gang's client maps nothing itself (its ranks do): it takes
-	 * frames with kva_alloc() and sequences are refused (-ENODATA).
+	 * A gang's client maps nothing itself (its ranks do): its sequences
+	 * track frames only (track.c).
 	 */
 	if (features & KVARENA_FEAT_GANG) {
 		struct kvarena_gang_token t = { 0 };
 
-		if (!dev_ioctl(d->fd, KVARENA_IOC_GANG_TOKEN, &t)) {
+		if (!dev_ioctl(d->fd, KVARENA_IOC_GANG_TOKEN, &t))
 			a->gang_members = t.nr_members;
-			a->no_memory = true;
-		}
 	}
 	return 0;
 

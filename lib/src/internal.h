@@ -266,6 +266,7 @@ struct kva_vmm {
 
 extern const struct kva_vmm kva_host_vmm;
 extern const struct kva_vmm kva_cuda_vmm;
+extern const struct kva_vmm kva_track_vmm;	/* a gang's scheduler */
 
 struct kva_resv {
 	uint64_t va;

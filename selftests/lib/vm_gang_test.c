@@ -111,13 +111,26 @@ TEST_F(gang, ranks_mirror_the_scheduler_and_each_writes_its_own_slice)
 {
 	struct kva_arena *sched, *rank[RANKS], *again;
 	struct kva_seq *s[RANKS], *check, *tmp;
-	uint64_t token, h[4];
+	uint64_t token, h[4], saved;
+	void *buf;
 	uint32_t id, tpf = self->geo.tokens_per_frame;
 	int r;
 
 	ASSERT_EQ(0, open_scheduler(self->gang, &sched, &id, &token, 0));
-	/* The scheduler maps nothing: its ranks do. */
-	EXPECT_EQ(-ENODATA, kva_seq_create(sched, &self->geo, 4 * tpf, &tmp));
+	/*
+	 * The scheduler's sequences track frames and map nothing: its
+	 * ranks do.  What needs the bytes is the ranks' to do.
+	 */
+	ASSERT_EQ(0, kva_seq_create(sched, &self->geo, 4 * tpf, &tmp));
+	ASSERT_EQ(0, kva_seq_grow(tmp, tpf + 1));
+	EXPECT_EQ(2, kva_seq_handles(tmp, NULL, 0));
+	EXPECT_EQ(2, module_stat(self->gang).nr_held);
+	buf = malloc(2 * FS);
+	ASSERT_NE(NULL, buf);
+	EXPECT_EQ(-EOPNOTSUPP, kva_seq_swap_out(tmp, buf, 2 * FS, &saved));
+	free(buf);
+	kva_seq_free(tmp);
+	EXPECT_EQ(0, module_stat(self->gang).nr_held);
 	ASSERT_EQ(3, kva_alloc(sched, h, 3, 0));
 	for (r = 0; r < RANKS; r++) {
 		ASSERT_EQ(0, open_rank(self->gang, id, token, r, &rank[r]));

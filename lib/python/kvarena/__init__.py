@@ -19,8 +19,12 @@ virtual range of frames; seq.layer(l).k and .v are zero-copy views of it
 through DLPack and the array interfaces, shaped (frames, kv_heads,
 tokens_per_frame, head_dim) with the frame layout's strides.  Prefixes are
 shared through prefix_keys(), Seq.publish() and Seq.attach_prefix(), and
-an arena's KV events read with kvarena.events().  Failed calls raise
-kvarena.Error, an OSError carrying libkvarena's errno.
+an arena's KV events read with kvarena.events().  For tensor parallelism,
+a gang (kvarena.gang_create()) is opened by the scheduler, which takes
+frames (Arena.alloc()) and hands Arena.gang_token() to its ranks; each
+rank opens it with kvarena.open_rank() and maps the scheduler's block
+tables with Seq.mirror().  Failed calls raise kvarena.Error, an OSError
+carrying libkvarena's errno.
 
 The library is found as libkvarena.so.1 through the dynamic loader, then
 where `make install` put it; $KVARENA_LIBRARY names another file.
@@ -31,7 +35,8 @@ from ._errors import Error
 from ._core import (K, V, Arena, ArenaInfo, ArenaStat, ClientInfo, Event,
                     Events, Geometry, KVTensor, Layer, Seq, Stat,
                     arena_clients, arena_stat, arenas, create_arena,
-                    destroy_arena, events, library_path, open, prefix_keys)
+                    destroy_arena, events, gang_create, library_path, open,
+                    open_rank, prefix_keys)
 
 __version__ = "1.0.0"
 
@@ -39,5 +44,6 @@ __all__ = [
     "Arena", "ArenaInfo", "ArenaStat", "ClientInfo", "Error", "Event",
     "Events", "Geometry", "K", "KVTensor", "Layer", "Seq", "Stat", "V",
     "arena_clients", "arena_stat", "arenas", "create_arena", "destroy_arena",
-    "events", "library_path", "open", "prefix_keys",
+    "events", "gang_create", "library_path", "open", "open_rank",
+    "prefix_keys",
 ]

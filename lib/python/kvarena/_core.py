@@ -25,6 +25,9 @@ HUGETLB = 1 << 2
 PRIVATE = 1 << 3
 NO_PROMOTE = 1 << 4
 
+# kva_gang_token() flags
+GANG_RANKS_FATAL = 1 << 0
+
 # enum kva_dtype: name -> (value, bytes, DLPack (code, bits), typestr)
 _DTYPES = {
     "fp32": (0, 4, (_dlpack.DL_FLOAT, 32), "<f4"),
@@ -140,15 +143,17 @@ ClientInfo = _struct_tuple("ClientInfo", _uapi.ClientInfo)
 class Arena:
     """This process's handle on one arena (kva_open()).
 
-    Use kvarena.open() to make one.  Safe to share between threads: each
-    call serialises on the library's lock.  close() (or leaving a with
-    block) frees every sequence and returns every frame - once no view of
-    their memory is left (see Seq.free()).
+    Use kvarena.open() to make one, or kvarena.open_rank() for a rank of
+    a gang (.rank is its rank then, None otherwise).  Safe to share
+    between threads: each call serialises on the library's lock.  close()
+    (or leaving a with block) frees every sequence and returns every frame
+    - once no view of their memory is left (see Seq.free()).
     """
 
-    def __init__(self, ptr, opts):
+    def __init__(self, ptr, opts, rank=None):
         self._p = ptr
         self._opts = opts          # keeps the option strings alive
+        self.rank = rank
         # Seq objects not yet freed in C.  Weak: a sequence refers to its
         # arena, so the arena outlives every sequence without a cycle.
         self._seqs = weakref.WeakSet()
@@ -205,8 +210,11 @@ class Arena:
             self._p = None
 
     def __repr__(self):
-        return "<kvarena.Arena %s %s %r>" % (self.info.mode, self.info.backend,
-                                             self.info.name)
+        r = "" if self.rank is None else " rank %d of client %d" % (
+            self.rank, self.info.client_id)
+        return "<kvarena.Arena %s %s %r%s>" % (self.info.mode,
+                                               self.info.backend,
+                                               self.info.name, r)
 
     # -- accounting ------------------------------------------------------------
 
@@ -263,6 +271,24 @@ class Arena:
         h = (_lib.c_u64 * max(len(handles), 1))(*handles)
         call("kva_free", self._ptr(), h, len(handles))
 
+    # -- gangs -------------------------------------------------------------------
+
+    def gang_token(self, ranks_fatal=False):
+        """kva_gang_token(): (token, nr_members) - the secret the gang's
+        rank processes give kvarena.open_rank() with this handle's
+        info.client_id, and the gang's members (its ranks).  The token is
+        the same for the handle's life.  @ranks_fatal: from now on a
+        rank's death evicts this client (every frame back, every rank's
+        mapping gone); the last call's choice holds.  A handle of a gang
+        (the scheduler's) only: EOPNOTSUPP for another arena, EPERM for a
+        rank."""
+        tok = _lib.c_u64()
+        n = _lib.c_u32()
+        call("kva_gang_token", self._ptr(),
+             GANG_RANKS_FATAL if ranks_fatal else 0, ctypes.byref(tok),
+             ctypes.byref(n))
+        return tok.value, n.value
+
     # -- sequences -----------------------------------------------------------------
 
     def seq(self, geometry, max_tokens):
@@ -317,6 +343,28 @@ def open(name=None, *, mode="auto", label=None, device=None, min_frames=0,
     p = _lib.ArenaP()
     call("kva_open", ctypes.byref(o), ctypes.byref(p))
     return Arena(p, o)
+
+
+def open_rank(name, client_id, rank, token, label=None, device=None,
+              populate=False):
+    """kva_rank_open(): open gang @name as rank @rank of the scheduler's
+    client @client_id (its info.client_id), with the scheduler's
+    gang_token() @token.  The handle takes no frames: its sequences map,
+    in member @rank, the frames the client holds, through Seq.mirror().
+    alloc(), free(), grow() past the mapped frames, fork() and publishing
+    raise EPERM.  ENOENT for a client id, token or rank that does not
+    match."""
+    o = _lib.RankOpts()
+    o.name = _cstr(name)
+    o.label = _cstr(label)
+    o.device = _cstr(device)
+    o.client_id = client_id
+    o.rank = rank
+    o.token = token
+    o.flags = POPULATE if populate else 0
+    p = _lib.ArenaP()
+    call("kva_rank_open", ctypes.byref(o), ctypes.byref(p))
+    return Arena(p, o, rank=rank)
 
 
 class Seq:
@@ -418,6 +466,31 @@ class Seq:
         h = (_lib.c_u64 * max(n, 1))()
         n = call("kva_seq_handles", self._p, h, n)
         return list(h[:n])
+
+    def mirror(self, handles, tokens):
+        """kva_seq_mirror(): make this sequence of a rank (open_rank())
+        map exactly @handles - the scheduler's block table of the request,
+        frames its client holds - as its frames 0..len-1, with @tokens
+        tokens filled.  Slots that keep their handle stay mapped; the
+        others are mapped anew (a frame the client published read-only:
+        a store through a view of it faults) and slots past the table
+        unmapped.  BufferError if a live view covers a slot that would
+        change.  On an error the slots from the first change on may be
+        unmapped: mirror again.  ENOLINK once the client is gone;
+        EOPNOTSUPP for a sequence of an arena that is not a rank."""
+        handles = list(handles)
+        p = self._ptr()
+        if self._view_frames:
+            old = self.handles()
+            first = 0
+            while (first < len(old) and first < len(handles) and
+                   old[first] == handles[first]):
+                first += 1
+            if max(self._view_frames.values()) > first:
+                raise BufferError("a view of this sequence covers frames "
+                                  "the mirror would change")
+        h = (_lib.c_u64 * max(len(handles), 1))(*handles)
+        call("kva_seq_mirror", p, h, len(handles), tokens)
 
     def free(self):
         """kva_seq_free(), now or when the last view of it goes."""
@@ -754,6 +827,24 @@ def create_arena(name, nr_frames, frame_size=2 << 20, backend="host",
     p.device = _cstr(device)
     p.cuda_library = _cstr(cuda_library)
     call("kva_arena_create", ctypes.byref(p))
+
+
+def gang_create(name, members, device=None):
+    """GANG_CREATE: gang @name over the module's arenas @members, a list of
+    2 to 16 names (member r holds rank r's memory: one GPU each, in the
+    engine's rank order), which must be alike, free of clients and fully
+    backed (CAP_SYS_ADMIN).  The gang is then an arena: open() it as the
+    scheduler, open_rank() it as a rank; destroy_arena() of the gang sets
+    the members free again.  libkvarena has no call for it: the module's
+    ioctl, on a read-write open of the device."""
+    members = list(members)
+    if not 2 <= len(members) <= _uapi.GANG_MAX:
+        raise ValueError("a gang has 2 to %d members, not %d" %
+                         (_uapi.GANG_MAX, len(members)))
+    for m in [name] + members:
+        _uapi._name_bytes(m)                # ValueError before the open
+    with _uapi.Device(device, write=True) as d:
+        d.gang_create(name, members)
 
 
 def destroy_arena(name, device=None):

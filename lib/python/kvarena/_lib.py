@@ -8,9 +8,10 @@ their sizes and offsets with the C header's.
 
 import ctypes
 import ctypes.util
+import errno
 import os
 
-from ._errors import check
+from ._errors import Error, check
 
 c_u8 = ctypes.c_uint8
 c_u32 = ctypes.c_uint32
@@ -108,6 +109,21 @@ class ArenaParams(ctypes.Structure):
     ]
 
 
+class RankOpts(ctypes.Structure):
+    """struct kva_rank_opts"""
+    _fields_ = [
+        ("name", c_char_p),
+        ("label", c_char_p),
+        ("device", c_char_p),
+        ("client_id", c_u32),
+        ("rank", c_u32),
+        ("token", c_u64),
+        ("flags", c_u32),
+        ("reserved0", c_u32),
+        ("reserved", c_u64 * 4),
+    ]
+
+
 class Geometry(ctypes.Structure):
     """struct kva_geometry"""
     _fields_ = [
@@ -198,6 +214,19 @@ _PROTOS = {
 }
 
 
+# Newer than KVARENA_1.0: bound where the library has them (optional()),
+# and kvarena.Error ENOSYS from call() where it does not.
+_PROTOS_OPTIONAL = {
+    # KVARENA_1.3: gangs
+    "kva_gang_token": (ctypes.c_int, [ArenaP, c_u32, ctypes.POINTER(c_u64),
+                                      ctypes.POINTER(c_u32)]),
+    "kva_rank_open": (ctypes.c_int, [ctypes.POINTER(RankOpts),
+                                     ctypes.POINTER(ArenaP)]),
+    "kva_seq_mirror": (ctypes.c_int, [SeqP, ctypes.POINTER(c_u64),
+                                      ctypes.c_uint, c_u64]),
+}
+
+
 class _LinkMap(ctypes.Structure):
     # The head of glibc's struct link_map (<link.h>): enough for l_name.
     _fields_ = [("l_addr", c_void_p), ("l_name", c_char_p)]
@@ -260,6 +289,14 @@ def optional(fn, res, args):
     return f
 
 
+for _fn, (_res, _args) in _PROTOS_OPTIONAL.items():
+    optional(_fn, _res, _args)
+
+
 def call(name, *args):
-    """Call kva_@name; raise kvarena.Error for a negative result."""
-    return check(getattr(lib, name)(*args), name)
+    """Call kva_@name; raise kvarena.Error for a negative result (ENOSYS
+    for a function of a newer library than the one loaded)."""
+    f = getattr(lib, name, None)
+    if f is None:
+        raise Error(errno.ENOSYS, name)
+    return check(f(*args), name)

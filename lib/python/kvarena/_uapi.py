@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: MIT
-"""The read-only side of /dev/kvarena's ABI (include/uapi/linux/kvarena.h):
-VERSION, STAT and CLIENTS, which any opener the arena's mode lets view may
-issue on a read-only open.  libkvarena covers everything a client does;
-these are the operator's views, as kvarenactl shows them.
+"""The operator's side of /dev/kvarena's ABI (include/uapi/linux/kvarena.h):
+VERSION, STAT, CLIENTS and EVENTS_FD, which any opener the arena's mode
+lets view may issue on a read-only open, and GANG_CREATE, which
+libkvarena has no call for (CAP_SYS_ADMIN, on a read-write open).
+libkvarena covers everything a client does; these are the operator's
+views and commands, as kvarenactl has them.
 
 The structs mirror the uapi header field for field; the tests compare
 their sizes and offsets, and the command numbers, with the C header's.
@@ -168,6 +170,21 @@ class EventHeader(ctypes.Structure):
     ]
 
 
+GANG_MAX = 16
+
+
+class GangCreateArg(ctypes.Structure):
+    """struct kvarena_gang_create; members points to nr_members names of
+    NAME_LEN bytes each."""
+    _fields_ = [
+        ("name", ctypes.c_char * NAME_LEN),
+        ("members", c_u64),
+        ("nr_members", c_u32),
+        ("flags", c_u32),
+        ("reserved", c_u64 * 4),
+    ]
+
+
 def _iowr(nr, struct):
     # _IOWR('K', nr, struct): dir 3 (read|write) << 30, size << 16.
     return (3 << 30) | (ctypes.sizeof(struct) << 16) | (ord("K") << 8) | nr
@@ -177,6 +194,7 @@ IOC_VERSION = _iowr(0x00, Version)
 IOC_STAT = _iowr(0x09, StatArg)
 IOC_CLIENTS = _iowr(0x0A, ClientsArg)
 IOC_EVENTS_FD = _iowr(0x10, EventsFdArg)
+IOC_GANG_CREATE = _iowr(0x17, GangCreateArg)
 
 # What the tests compare with the C header.
 STRUCTS = {
@@ -186,12 +204,14 @@ STRUCTS = {
     "kvarena_clients": ClientsArg,
     "kvarena_events_fd": EventsFdArg,
     "kvarena_event": EventHeader,
+    "kvarena_gang_create": GangCreateArg,
 }
 IOCTLS = {
     "KVARENA_IOC_VERSION": IOC_VERSION,
     "KVARENA_IOC_STAT": IOC_STAT,
     "KVARENA_IOC_CLIENTS": IOC_CLIENTS,
     "KVARENA_IOC_EVENTS_FD": IOC_EVENTS_FD,
+    "KVARENA_IOC_GANG_CREATE": IOC_GANG_CREATE,
 }
 
 
@@ -207,12 +227,14 @@ def _ioctl(fd, cmd, arg, what):
 
 
 class Device:
-    """A read-only open of the device, for the viewing commands."""
+    """An open of the device: read-only for the viewing commands,
+    read-write (@write) for GANG_CREATE."""
 
-    def __init__(self, device=None):
+    def __init__(self, device=None, write=False):
         path = device_path(device)
         try:
-            self.fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            self.fd = os.open(path, (os.O_RDWR if write else os.O_RDONLY) |
+                              os.O_CLOEXEC)
         except OSError as e:
             raise Error(e.errno, "open " + path) from None
 
@@ -278,6 +300,18 @@ class Device:
                 return list(rows[:a.nr_clients])
             a.clients = 0
             a.count = 0
+
+    def gang_create(self, name, members):
+        """GANG_CREATE: gang @name over the arenas named in @members
+        (member r is rank r's memory); needs a read-write open."""
+        names = ((ctypes.c_char * NAME_LEN) * len(members))()
+        for i, m in enumerate(members):
+            names[i].value = _name_bytes(m)
+        g = GangCreateArg()
+        g.name = _name_bytes(name)
+        g.members = ctypes.addressof(names)
+        g.nr_members = len(members)
+        _ioctl(self.fd, IOC_GANG_CREATE, g, "GANG_CREATE")
 
 
 def _name_bytes(name):
