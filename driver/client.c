@@ -594,8 +594,12 @@ long kva_ioc_set_usage(struct kva_client *cl, void __user *argp,
 	ret = kva_client_lock(cl, how);
 	if (ret)
 		return ret;
-	/* held <= 2^24 frames of <= 2^30 bytes: the product fits in u64. */
-	if (u.filled_bytes > (u64)cl->core.held * a->frame_size) {
+	/*
+	 * held <= 2^24 frames of <= 2^30 bytes, in at most 16 members: the
+	 * product fits in u64.  A gang's bytes are its members' together.
+	 */
+	if (u.filled_bytes > (u64)cl->core.held * a->frame_size *
+			     (a->members ? a->nr_members : 1)) {
 		ret = -EINVAL;
 	} else {
 		a->filled_bytes += u.filled_bytes - cl->filled_bytes;

@@ -259,8 +259,12 @@ void kva_clear_work(struct work_struct *work)
 
 		mutex_lock(&a->lock);
 		clean = kva_core_clean(&a->core);
-		/* Only the stock: a domain may still take its own as they are. */
-		if (!a->dead && clean < a->clean_target)
+		/*
+		 * Only the stock: a domain may still take its own as they are.
+		 * A gang's member has nothing of its own to clear: its memory
+		 * is the gang's (gang.c).
+		 */
+		if (!a->dead && !a->gang && clean < a->clean_target)
 			want = min(a->clean_target - clean, KVA_CLEAR_BATCH);
 		n = want ? kva_core_take_dirty(&a->core, NULL, idx, want) : 0;
 		mutex_unlock(&a->lock);

@@ -66,11 +66,31 @@ static int member_fits(struct kva_arena *g, struct kva_arena *m)
 	    kva_tier_busy(m) || kva_tier_name(m, tier) ||
 	    m->core.shrink_pending)
 		return -EBUSY;
+	/* KVARENA_CREATE_ACCESS only said how the policy was given. */
 	if (m->mem_kind != g->mem_kind || m->frame_size != g->frame_size ||
-	    m->flags != g->flags || m->core.nr_frames != g->core.nr_frames ||
+	    (m->flags ^ g->flags) & ~KVARENA_CREATE_ACCESS ||
+	    m->core.nr_frames != g->core.nr_frames ||
 	    m->core.nr_absent || m->nr_unready)
 		return -EINVAL;
 	return 0;
+}
+
+/*
+ * Clear every frame of @a that holds a tenant's data - its cached frames
+ * first dropped, then each dirty one cleared (a gang's in every member) -
+ * with its clearing worker stopped, so that the memory changes hands
+ * holding nothing of anyone's: a member's frames as the gang takes them,
+ * the gang's as the members get them back.  No client, no lock held but
+ * kva_arenas_lock.
+ */
+static void drain(struct kva_arena *a)
+{
+	mutex_lock(&a->lock);
+	kva_core_drop_cache(&a->core);
+	mutex_unlock(&a->lock);
+	cancel_work_sync(&a->clear_work);
+	while (kva_clear_some(a))
+		cond_resched();
 }
 
 /* Set the members free again (kva_arenas_lock held). */
@@ -199,6 +219,9 @@ long kva_ioc_gang_create(void __user *argp)
 	}
 	if (!ret) {
 		a->nr_members = g.nr_members;
+		/* What the members' tenants left, gone before the gang's come. */
+		for (r = 0; r < g.nr_members; r++)
+			drain(m[r]);
 		ret = kva_arena_insert_locked(a);
 	}
 	if (ret) {
@@ -229,8 +252,20 @@ out_free:
 void kva_gang_kill(struct kva_arena *a)
 {
 	lockdep_assert_held(&kva_arenas_lock);
-	if (a->members)
-		members_release(a, a->nr_members);
+	u32 r;
+
+	if (!a->members)
+		return;
+	/*
+	 * The gang's tenants' data, cleared in every member first - unless
+	 * a member is gone already (the module unloading: nobody gets the
+	 * memory again).
+	 */
+	for (r = 0; r < a->nr_members && !a->members[r]->dead; r++)
+		;
+	if (r == a->nr_members)
+		drain(a);
+	members_release(a, a->nr_members);
 }
 
 /* The gang is freed: its member references go. */

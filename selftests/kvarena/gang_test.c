@@ -739,6 +739,83 @@ TEST_F(gang, frames_are_cleared_in_every_member_before_another_domain)
 	close(l2);
 }
 
+/* A client of @name in a domain of its own; -errno. */
+static int private_client(const char *name, struct kvarena_attach *at)
+{
+	int fd = kva_open(O_RDWR);
+
+	memset(at, 0, sizeof(*at));
+	at->flags = KVARENA_ATTACH_PRIVATE;
+	snprintf(at->name, sizeof(at->name), "%s", name);
+	if (fd < 0 || kva_ioctl(fd, KVARENA_IOC_ATTACH, at)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Every frame of member @r's memory zero? */
+static bool member_clean(FIXTURE_DATA(gang) *self, int r)
+{
+	return all_zero(self->mem[r], (size_t)NR * FSIZE);
+}
+
+TEST_F(gang, memory_changes_hands_holding_nothing_of_anyone)
+{
+	struct kvarena_attach at;
+	__u64 h[NR], token, x;
+	int c, rk, i;
+	char *p;
+
+	/* A tenant of member 0 alone leaves its data and a prefix there. */
+	ASSERT_EQ(0, kva_destroy(self->fd, GANG));
+	c = private_client("gm0", &at);
+	ASSERT_LE(0, c);
+	ASSERT_EQ(NR, kva_alloc(c, h, NR, 0));
+	for (i = 0; i < NR; i++) {
+		p = kva_map_frame(c, h[i], PROT_READ | PROT_WRITE);
+		ASSERT_NE(MAP_FAILED, p);
+		memset(p, 0x11, FSIZE);
+		munmap(p, FSIZE);
+	}
+	ASSERT_EQ(1, publish(c, 5, h, 1));
+	ASSERT_EQ(0, kva_free(c, h, NR));
+	close(c);
+	ASSERT_EQ(0, kva_wait_no_clients(self->fd, "gm0"));
+	EXPECT_FALSE(member_clean(self, 0));
+	/* The gang takes the memory clean. */
+	ASSERT_EQ(0, gang_create(self->fd, GANG, self->n, NULL));
+	EXPECT_TRUE(member_clean(self, 0));
+	c = private_client(GANG, &at);
+	ASSERT_LE(0, c);
+	ASSERT_EQ(0, gang_token(c, 0, &token));
+	ASSERT_EQ(NR, kva_alloc(c, h, NR, 0));
+	rk = rank_open(at.client_id, 0, token);
+	ASSERT_LE(0, rk);
+	for (i = 0; i < NR; i++) {
+		p = kva_map_frame(rk, h[i], PROT_READ | PROT_WRITE);
+		ASSERT_NE(MAP_FAILED, p);
+		EXPECT_TRUE(all_zero((unsigned char *)p, FSIZE));
+		memset(p, 0x22, FSIZE);
+		munmap(p, FSIZE);
+	}
+	ASSERT_EQ(1, publish(c, 6, h, 1));
+	close(rk);
+	close(c);
+	ASSERT_EQ(0, kva_wait_no_clients(self->fd, GANG));
+	/* The members get it back clean, and the old prefix is gone. */
+	ASSERT_EQ(0, kva_destroy(self->fd, GANG));
+	for (i = 0; i < self->n; i++)
+		EXPECT_TRUE(member_clean(self, i));
+	c = private_client("gm0", &at);
+	ASSERT_LE(0, c);
+	EXPECT_EQ(0, lookup(c, 5, 0, 1, &x));
+	close(c);
+	EXPECT_EQ(0, kva_wait_no_clients(self->fd, "gm0"));
+	ASSERT_EQ(0, gang_create(self->fd, GANG, self->n, NULL));
+}
+
 TEST_F(gang, alloc_and_free_over_io_uring)
 {
 	struct kvarena_frames f;
