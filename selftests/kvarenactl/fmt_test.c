@@ -351,4 +351,73 @@ TEST(available_is_unreserved_free_plus_cached)
 	EXPECT_EQ(65, kvactl_tokens_per_frame(&s));
 }
 
+TEST(names_split_on_commas_and_spaces_and_only_valid_ones)
+{
+	char n[KVARENA_GANG_MAX][KVARENA_NAME_LEN];
+	static const char *const bad[] = {
+		",", "a,", ",a", "a,,b", ".a,b", "a,b c", "a,b\n\n",
+		"a,\x1b[2J", "a,abcdefghijabcdefghijabcdefghij12",
+	};
+
+	/* The command line's --gang: in rank order. */
+	ASSERT_EQ(3, kvactl_split_names("gpu0,gpu1,-x_y.z", ',', n, 16));
+	EXPECT_STREQ("gpu0", n[0]);
+	EXPECT_STREQ("gpu1", n[1]);
+	EXPECT_STREQ("-x_y.z", n[2]);
+	/* sysfs's members: one line, spaces between. */
+	ASSERT_EQ(2, kvactl_split_names("gm0 gm1\n", ' ', n, 16));
+	EXPECT_STREQ("gm0", n[0]);
+	EXPECT_STREQ("gm1", n[1]);
+	/* A member's gang: one name, or an empty line for none. */
+	EXPECT_EQ(1, kvactl_split_names("tp\n", ' ', n, 1));
+	EXPECT_STREQ("tp", n[0]);
+	EXPECT_EQ(0, kvactl_split_names("\n", ' ', n, 1));
+	EXPECT_EQ(0, kvactl_split_names("", ',', n, 16));
+	ASSERT_EQ(1, kvactl_split_names("abcdefghijabcdefghijabcdefghij1", ',', n, 16));
+	EXPECT_STREQ("abcdefghijabcdefghijabcdefghij1", n[0]);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		EXPECT_EQ(-EINVAL, kvactl_split_names(bad[i], ',', n, 16))
+			TH_LOG("%s", bad[i]);
+	}
+	EXPECT_EQ(-ERANGE, kvactl_split_names("a,b,c", ',', n, 2));
+	EXPECT_EQ(2, kvactl_split_names("a,b", ',', n, 2));
+}
+
+TEST(a_gangs_frame_is_a_frame_in_every_member)
+{
+	/* Two members of 64Ki frames, 1Ki of each token's KV in each. */
+	struct kvarena_stat s = { .frame_size = 65536, .bytes_per_token = 2048,
+				  .nr_frames = 16, .nr_backed = 16,
+				  .nr_free = 10, .nr_reserved = 1 };
+
+	EXPECT_EQ(131072, kvactl_frame_bytes(&s, 2));
+	EXPECT_EQ(64, kvactl_gang_tokens_per_frame(&s, 2));
+	/* Not a gang: STAT's frame, STAT's tokens. */
+	EXPECT_EQ(65536, kvactl_frame_bytes(&s, 0));
+	EXPECT_EQ(65536, kvactl_frame_bytes(&s, 1));
+	EXPECT_EQ(32, kvactl_gang_tokens_per_frame(&s, 0));
+	EXPECT_EQ(kvactl_tokens_per_frame(&s), kvactl_gang_tokens_per_frame(&s, 1));
+	s.bytes_per_token = 0;
+	EXPECT_EQ(0, kvactl_gang_tokens_per_frame(&s, 4));
+}
+
+TEST(a_members_free_frames_are_ganged_not_free)
+{
+	struct kvarena_stat s = { .nr_frames = 16, .nr_backed = 16,
+				  .nr_free = 16 };
+	struct kvactl_gang g = { .rank = -1 };
+
+	EXPECT_FALSE(kvactl_is_member(&g));
+	EXPECT_FALSE(kvactl_is_gang(&g));
+	EXPECT_EQ(0, kvactl_ganged(&s, &g));
+	strcpy(g.gang, "tp");
+	EXPECT_TRUE(kvactl_is_member(&g));
+	EXPECT_EQ(16, kvactl_ganged(&s, &g));
+	/* A gang is not a member: its frames are its own. */
+	memset(&g, 0, sizeof(g));
+	g.nr_members = 2;
+	EXPECT_TRUE(kvactl_is_gang(&g));
+	EXPECT_EQ(0, kvactl_ganged(&s, &g));
+}
+
 TEST_HARNESS_MAIN

@@ -46,6 +46,9 @@ else
 			check "no_module_${cmd%% *}_fails_with_a_clear_error" rc 1 noout \
 				err "kvarenactl: /dev/kvarena: no such device (is kvarena.ko loaded?)"
 		done
+		run create x --gang a,b --mode 0660
+		check no_module_create_gang_fails_with_a_clear_error rc 1 noout \
+			err "kvarenactl: /dev/kvarena: no such device (is kvarena.ko loaded?)"
 	fi
 fi
 

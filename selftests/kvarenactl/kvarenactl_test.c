@@ -5,7 +5,9 @@
  * with known numbers, and the tool's stat, clients, top, metrics and --json
  * output compared with exactly what those clients did; two arenas linked
  * with tier, and agent copying frames down and up, byte for byte, to
- * host memory and to a file arena's file.  Then
+ * host memory and to a file arena's file; a gang over two arenas, with an
+ * engine's leader and its ranks, in every view, and what it and its
+ * members refuse.  Then
  * the errors: unknown arenas, no permission, no capability, no module, no
  * libcuda, a create that fails half-way and leaves nothing, and what tier
  * and agent refuse.
@@ -2745,6 +2747,445 @@ TEST(accounting_only_arena_has_no_unbacked_frames)
 	EXPECT_EQ(0, sysfs_value("acct", "unbacked"));
 	EXPECT_EQ(0, kva_destroy(fd, "acct"));
 	close(fd);
+}
+
+/* ---- gangs --------------------------------------------------------------- */
+
+/*
+ * A tensor-parallel engine on a gang: its leader, a client of the gang
+ * that holds frames and reported usage, and one rank process per member
+ * joined to it (JOIN with the leader's GANG_TOKEN), each holding its file
+ * until @ctl is closed.
+ */
+struct engine {
+	pid_t leader;
+	pid_t ranks[KVARENA_GANG_MAX];
+	int nranks;
+	int ctl;		/* closing it ends them all */
+	__u32 id;
+};
+
+/* Wait for EOF on @fd: the test closed the engine's control pipe. */
+static void wait_eof(int fd)
+{
+	char c;
+
+	while (read(fd, &c, 1) > 0)
+		;
+}
+
+static void close_others(int keep1, int keep2)
+{
+	for (int fd = 3; fd < 1024; fd++)
+		if (fd != keep1 && fd != keep2)
+			close(fd);
+}
+
+/*
+ * Start the engine: 0, or the first failure (-errno of ATTACH, GANG_TOKEN,
+ * ALLOC, SET_USAGE or JOIN).
+ */
+static int engine_start(struct engine *e, const char *gang, __u32 frames,
+			__u64 tokens, __u64 bytes, int nranks)
+{
+	int to[2], from[2], rc = -EIO;
+	__u64 token = 0;
+
+	memset(e, 0, sizeof(*e));
+	e->ctl = -1;
+	if (pipe2(to, O_CLOEXEC) || pipe2(from, O_CLOEXEC))
+		return -errno;
+	e->leader = fork();
+	if (e->leader == 0) {
+		struct kvarena_gang_token t = { 0 };
+		struct kvarena_attach at = { 0 };
+		__u64 h[64];
+		int fd;
+
+		close_others(to[0], from[1]);
+		fd = kva_open(O_RDWR);
+		rc = fd < 0 ? -errno : kva_attach(fd, gang, "engine", 0, 0, &at);
+		if (!rc)
+			rc = kva_ioctl(fd, KVARENA_IOC_GANG_TOKEN, &t);
+		if (!rc && frames)
+			rc = kva_alloc(fd, h, frames, 0) == (int)frames ? 0 : -ENOSPC;
+		if (!rc && bytes)
+			rc = kva_set_usage(fd, tokens, bytes);
+		if (write(from[1], &rc, sizeof(rc)) != sizeof(rc) ||
+		    write(from[1], &at.client_id, sizeof(at.client_id)) !=
+		    sizeof(at.client_id) ||
+		    write(from[1], &t.token, sizeof(t.token)) != sizeof(t.token))
+			_exit(1);
+		wait_eof(to[0]);
+		_exit(0);
+	}
+	close(from[1]);
+	e->ctl = to[1];
+	if (read(from[0], &rc, sizeof(rc)) != sizeof(rc) ||
+	    read(from[0], &e->id, sizeof(e->id)) != sizeof(e->id) ||
+	    read(from[0], &token, sizeof(token)) != sizeof(token))
+		rc = -EIO;
+	close(from[0]);
+	for (int r = 0; !rc && r < nranks; r++) {
+		int rep[2];
+
+		if (pipe2(rep, O_CLOEXEC)) {
+			rc = -errno;
+			break;
+		}
+		e->ranks[r] = fork();
+		if (e->ranks[r] == 0) {
+			struct kvarena_join j = { .client_id = e->id,
+						  .rank = (__u32)r,
+						  .token = token };
+			int fd, jrc;
+
+			close_others(to[0], rep[1]);
+			snprintf(j.name, sizeof(j.name), "%s", gang);
+			snprintf(j.label, sizeof(j.label), "rank%d", r);
+			fd = kva_open(O_RDWR);
+			jrc = fd < 0 ? -errno : kva_ioctl(fd, KVARENA_IOC_JOIN, &j);
+			if (write(rep[1], &jrc, sizeof(jrc)) != sizeof(jrc))
+				_exit(1);
+			wait_eof(to[0]);
+			_exit(0);
+		}
+		close(rep[1]);
+		e->nranks = r + 1;
+		if (read(rep[0], &rc, sizeof(rc)) != sizeof(rc))
+			rc = -EIO;
+		close(rep[0]);
+	}
+	close(to[0]);
+	return rc;
+}
+
+/* The text of /sys/class/misc/kvarena/arenas/@arena/@attr, or "?". */
+static const char *sysfs_text(const char *arena, const char *attr)
+{
+	static char buf[600];
+	char path[128];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/class/misc/kvarena/arenas/%s/%s",
+		 arena, attr);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n < 0)
+		return "?";
+	buf[n] = '\0';
+	return buf;
+}
+
+static void gang_cleanup(void)
+{
+	static const char *const names[] = {
+		"tp", "g", "g3", "g4", "g5", "g6", "gm0", "gm1", "ga0", "ga1",
+		"ga2", "ga3", "ga4", "gb", "gc", "gf", "grl",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		destroy(names[i]);
+}
+
+#define GANG_STAT \
+	"arena tp: gang of 2 host arenas, 8 frames of 2 x 64Ki, 64 tokens/frame, 1 client\n" \
+	"        capacity   held  filled  cached   free  available\n" \
+	"bytes      1.0Mi  384Ki   128Ki      0B  640Ki      640Ki\n" \
+	"frames         8      3     1.0       0      5          5\n" \
+	"tokens       512    192      64       0    320        320\n" \
+	"internal fragmentation: 66.7% (256Ki held but not filled)\n" \
+	"reserved for minimums: 0 frames, peak held: 3 frames, failed allocations: 0 of 1\n" \
+	"prefix cache: 0 published frames, 0 cached, hit rate - (0 of 0 keys), 0 reclaimed\n" \
+	"gang: 2 members in rank order, gm0 gm1; a frame is 64Ki in each of them, and the bytes above count them all\n"
+
+/*
+ * Two host arenas of 8 frames of 64 KiB, 1 KiB of each token's KV in
+ * each, and the gang tp over them: 8 frames of 2 x 64 KiB, 2 KiB a token
+ * (the members' sum), so 64 tokens a frame.  An engine's leader holds 3
+ * frames (384 KiB in the two members) and reports 64 tokens, 128 KiB;
+ * its two ranks joined.
+ */
+TEST(gang_shows_its_members_and_each_member_its_gang)
+{
+	struct engine e;
+	struct client c = { 0 };
+	struct kvarena_stat s;
+	struct run r;
+
+	gang_cleanup();
+	CTL(&r, "create", "gm0", "--frames", "8", "--frame-size", "64K",
+	    "--bytes-per-token", "1K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	CTL(&r, "create", "gm1", "--frames", "8", "--frame-size", "64K",
+	    "--bytes-per-token", "1K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	CTL(&r, "create", "tp", "--gang", "gm0,gm1");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_STREQ("gang tp: 8 frames of 64Ki in each of 2 members (rank order: gm0 gm1), 1.0Mi in all; they serve only tp until kvarenactl destroy tp\n",
+		     r.out);
+	EXPECT_STREQ("", r.err);
+	/* As the module has it. */
+	EXPECT_STREQ("gm0 gm1\n", sysfs_text("tp", "members"));
+	EXPECT_STREQ("tp\n", sysfs_text("gm1", "gang"));
+	ASSERT_EQ(0, stat_of("tp", &s));
+	EXPECT_EQ(8, s.nr_frames);
+	EXPECT_EQ(65536, s.frame_size);
+	EXPECT_EQ(2048, s.bytes_per_token);
+
+	ASSERT_EQ(0, engine_start(&e, "tp", 3, 64, 131072, 2));
+
+	CTL(&r, "stat", "tp");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ(GANG_STAT, r.out);
+	/* A member: where its frames are, not 8 free frames it cannot give. */
+	CTL(&r, "stat", "gm1");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ("arena gm1: host, 8 frames of 64Ki, 64 tokens/frame, rank 1 of gang tp\n"
+		     "member of gang tp: its 8 frames serve the gang, whose clients hold them (kvarenactl stat tp); it takes no client of its own until tp is destroyed\n",
+		     r.out);
+	/* All three, in creation order. */
+	CTL(&r, "stat");
+	EXPECT_NE(NULL, strstr(r.out, "\n\n" GANG_STAT)) TH_LOG("%s", r.out);
+	EXPECT_NE(NULL, strstr(r.out, "arena gm0: host, 8 frames of 64Ki, 64 tokens/frame, rank 0 of gang tp\n"))
+		TH_LOG("%s", r.out);
+
+	CTL(&r, "stat", "--json", "tp");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_TRUE(starts(r.out, "[{\"name\":\"tp\",\"mem_kind\":\"host\",\"mem_dev\":0,"
+			   "\"frame_size\":65536,\"bytes_per_token\":2048,\"tokens_per_frame\":64,"
+			   "\"clients\":1,"))
+		TH_LOG("%s", r.out);
+	EXPECT_NE(NULL, strstr(r.out, "\"frames\":{\"capacity\":8,\"held\":3,\"cached\":0,\"free\":5,\"unbacked\":0,\"available\":5,\"reserved\":0,\"backed\":8,\"peak_held\":3},"
+			       "\"bytes\":{\"capacity\":1048576,\"held\":393216,\"filled\":131072,\"cached\":0,\"free\":655360,\"unbacked\":0,\"available\":655360},"
+			       "\"tokens\":{\"capacity\":512,\"held\":192,\"filled\":64,\"cached\":0,\"free\":320,\"unbacked\":0,\"available\":320},"
+			       "\"fragmentation_pct\":66.7,"))
+		TH_LOG("%s", r.out);
+	EXPECT_TRUE(ends(r.out, ",\"gang\":{\"members\":[\"gm0\",\"gm1\"],\"frame_bytes\":131072}}]\n"))
+		TH_LOG("%s", r.out);
+	CTL(&r, "stat", "--json", "gm0");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_NE(NULL, strstr(r.out, "\"frames\":{\"capacity\":8,\"held\":0,\"cached\":0,\"free\":0,\"unbacked\":0,\"available\":0,\"ganged\":8,"))
+		TH_LOG("%s", r.out);
+	EXPECT_NE(NULL, strstr(r.out, "\"bytes\":{\"capacity\":524288,\"held\":0,\"filled\":0,\"cached\":0,\"free\":0,\"unbacked\":0,\"available\":0,\"ganged\":524288},"))
+		TH_LOG("%s", r.out);
+	EXPECT_TRUE(ends(r.out, ",\"member_of\":{\"gang\":\"tp\",\"rank\":0}}]\n"))
+		TH_LOG("%s", r.out);
+
+	/* The leader's row, with its ranks: both joined. */
+	CTL(&r, "clients", "tp");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_TRUE(starts(r.out, "ARENA  ID  ")) TH_LOG("%s", r.out);
+	EXPECT_NE(NULL, strstr(r.out, "  RANKS  LABEL   MIN  MAX  HELD  SHARED  FILLED  TOKENS   FRAG  PEAK  FAILS\n"))
+		TH_LOG("%s", r.out);
+	EXPECT_NE(NULL, strstr(r.out, fmt("  %d    2/2  engine    0    8     3       0   128Ki      64  66.7%%     3      0\n",
+					  e.leader)))
+		TH_LOG("%s", r.out);
+	CTL(&r, "clients", "--json", "tp");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_TRUE(ends(r.out, fmt("\"domain\":\"uid 0\",\"ranks\":[{\"rank\":0,\"member\":\"gm0\",\"pids\":[%d]},{\"rank\":1,\"member\":\"gm1\",\"pids\":[%d]}]}]\n",
+				    e.ranks[0], e.ranks[1])))
+		TH_LOG("%s", r.out);
+	/* A rank is no client: its own file counts for nobody's PIDS. */
+	EXPECT_NE(NULL, strstr(r.out, fmt("\"pids\":[%d],\"attach_pid\":%d,", e.leader,
+					  e.leader)))
+		TH_LOG("%s", r.out);
+	/* Arenas without gangs show no RANKS column. */
+	ASSERT_EQ(0, client_start(&c, "tp", "second", 0, 0));
+	CTL(&r, "top", "-n", "1", "tp");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_NE(NULL, strstr(r.out, "gang: 2 members in rank order, gm0 gm1;")) TH_LOG("%s", r.out);
+	EXPECT_NE(NULL, strstr(r.out, fmt("  %d    0/2  second ", c.pid))) TH_LOG("%s", r.out);
+	client_stop(&c, 0);
+
+	CTL(&r, "metrics");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_NE(NULL, strstr(r.out, "# TYPE kvarena_gang_member_info gauge\n"
+			       "kvarena_gang_member_info{arena=\"tp\",member=\"gm0\",rank=\"0\"} 1\n"
+			       "kvarena_gang_member_info{arena=\"tp\",member=\"gm1\",rank=\"1\"} 1\n"))
+		TH_LOG("%s", r.out);
+	EXPECT_NE(NULL, strstr(r.out, "kvarena_frames{arena=\"gm0\",state=\"free\"} 0\n"
+			       "kvarena_frames{arena=\"gm0\",state=\"unbacked\"} 0\n"
+			       "kvarena_frames{arena=\"gm0\",state=\"ganged\"} 8\n"))
+		TH_LOG("%s", r.out);
+	EXPECT_NE(NULL, strstr(r.out, "kvarena_frames{arena=\"tp\",state=\"held\"} 3\n"))
+		TH_LOG("%s", r.out);
+	EXPECT_EQ(NULL, strstr(r.out, "arena=\"tp\",state=\"ganged\"")) TH_LOG("%s", r.out);
+
+	/* While ganged: what each refuses, and why. */
+	CTL(&r, "destroy", "gm0", "--wait", "5");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: destroy: arena \"gm0\" is rank 0 of gang \"tp\": its frames are the gang's until the gang goes (kvarenactl destroy tp first)\n",
+		     r.err);
+	CTL(&r, "destroy", "tp");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: destroy: arena \"tp\" has 1 client attached (kvarenactl clients tp)\n",
+		     r.err);
+	CTL(&r, "resize", "gm1", "--frames", "4");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: resize: \"gm1\" is a member of gang \"tp\": its frames are the gang's, and keep their number while it is ganged (kvarenactl destroy tp first)\n",
+		     r.err);
+	CTL(&r, "resize", "tp", "--frames", "4");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: resize: \"tp\" is a gang: its frames are its members', as many as each has (destroy it, resize them, and make it again)\n",
+		     r.err);
+	CTL(&r, "create", "grl", "--frames", "8", "--frame-size", "64K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	CTL(&r, "tier", "tp", "--lower", "grl");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: tier: \"tp\" is a gang: a gang has no lower tier and is none (its members' memory is its frames)\n",
+		     r.err);
+	CTL(&r, "tier", "grl", "--lower", "gm1");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: tier: \"gm1\" is a member of gang \"tp\": it takes no tier while ganged (kvarenactl destroy tp first)\n",
+		     r.err);
+	EXPECT_EQ(0, destroy("grl"));
+
+	/* The leader dies, its ranks live on: they map nothing now. */
+	kill(e.leader, SIGKILL);
+	waitpid(e.leader, NULL, 0);
+	ASSERT_EQ(0, wait_no_clients("tp", &s));
+	CTL(&r, "clients", "tp");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_NE(NULL, strstr(r.out, fmt("rank 0 (gm0) of gang \"tp\" is still open in %d, its client gone: it maps nothing\n",
+					  e.ranks[0])))
+		TH_LOG("%s", r.out);
+	EXPECT_NE(NULL, strstr(r.out, fmt("rank 1 (gm1) of gang \"tp\" is still open in %d, its client gone: it maps nothing\n",
+					  e.ranks[1])))
+		TH_LOG("%s", r.out);
+	e.leader = -1;
+	close(e.ctl);
+	for (int i = 0; i < e.nranks; i++)
+		waitpid(e.ranks[i], NULL, 0);
+
+	/* Destroyed, the gang sets its members free, as they were. */
+	CTL(&r, "destroy", "tp");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_STREQ("destroy: gang tp is gone; its members are arenas of their own again: gm0 gm1\n",
+		     r.out);
+	EXPECT_EQ(-ENOENT, stat_of("tp", &s));
+	EXPECT_STREQ("\n", sysfs_text("gm0", "gang"));
+	CTL(&r, "stat", "gm0");
+	EXPECT_TRUE(starts(r.out, "arena gm0: host, 8 frames of 64Ki, 64 tokens/frame, 0 clients\n"
+			   "        capacity  held  filled  cached   free  available\n"
+			   "bytes      512Ki    0B      0B      0B  512Ki      512Ki\n"))
+		TH_LOG("%s", r.out);
+	ASSERT_EQ(0, client_start(&c, "gm0", "mine-again", 0, 0));
+	EXPECT_EQ(2, client_do(&c, 'a', 2, 0, 0));
+	client_stop(&c, 0);
+	EXPECT_EQ(0, destroy("gm0"));
+	EXPECT_EQ(0, destroy("gm1"));
+}
+
+#define MEMBER_RULE "(members are host arenas (or accounting-only ones) of equal frame size, frame count and creation flags, whole and backed, with no client, tier or gang of their own)"
+
+TEST(gang_refusals_say_which_member_and_why)
+{
+	struct kvarena_stat s;
+	struct client c = { 0 };
+	struct run r;
+
+	gang_cleanup();
+	CTL(&r, "create", "ga0", "--frames", "8", "--frame-size", "64K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	CTL(&r, "create", "ga1", "--frames", "8", "--frame-size", "64K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	CTL(&r, "create", "ga3", "--frames", "8", "--frame-size", "64K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	CTL(&r, "create", "ga4", "--frames", "8", "--frame-size", "64K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	/* Made with its access given: a creation flag the others lack. */
+	CTL(&r, "create", "ga2", "--frames", "8", "--frame-size", "64K",
+	    "--mode", "0666");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	CTL(&r, "create", "gb", "--frames", "4", "--frame-size", "64K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	CTL(&r, "create", "gc", "--frames", "8", "--frame-size", "128K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	CTL(&r, "create", "gf", "--frames", "8", "--frame-size", "64K",
+	    "--file", "/tmp/kvarenactl-gf");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+
+	CTL_AS(&r, NOCAP, "create", "g", "--gang", "ga0,ga1");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: create: permission denied (needs CAP_SYS_ADMIN)\n",
+		     r.err);
+	CTL(&r, "create", "g", "--gang", "ga0,nosuch");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("", r.out);
+	EXPECT_STREQ("kvarenactl: create: --gang: no arena named \"nosuch\"\n", r.err);
+	CTL(&r, "create", "g", "--gang", "ga0,ga1,gb");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: create: \"gb\" cannot be rank 2 of gang \"g\": it has 4 frames, \"ga0\" 8 " MEMBER_RULE "\n",
+		     r.err);
+	CTL(&r, "create", "g", "--gang", "gc,ga0");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: create: \"ga0\" cannot be rank 1 of gang \"g\": its frames are 64Ki, those of \"gc\" 128Ki " MEMBER_RULE "\n",
+		     r.err);
+	CTL(&r, "create", "g", "--gang", "ga0,gf");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: create: \"gf\" cannot be rank 1 of gang \"g\": it is a file arena " MEMBER_RULE "\n",
+		     r.err);
+	ASSERT_EQ(0, client_start(&c, "ga1", "busy", 0, 0));
+	CTL(&r, "create", "g", "--gang", "ga0,ga1");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: create: \"ga1\" cannot be rank 1 of gang \"g\": it has 1 client attached (kvarenactl clients ga1) " MEMBER_RULE "\n",
+		     r.err);
+	client_stop(&c, 0);
+	ASSERT_EQ(0, wait_no_clients("ga1", &s));
+	/* Nothing was left of the refused ones. */
+	EXPECT_EQ(-ENOENT, stat_of("g", &s));
+	EXPECT_STREQ("\n", sysfs_text("ga0", "gang"));
+
+	CTL(&r, "create", "g", "--gang", "ga0,ga1");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	CTL(&r, "create", "g", "--gang", "ga3,ga4");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: create: an arena named \"g\" exists already\n", r.err);
+	CTL(&r, "create", "g3", "--gang", "ga3,ga1");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: create: \"ga1\" cannot be rank 1 of gang \"g3\": it is a member of gang \"g\" already " MEMBER_RULE "\n",
+		     r.err);
+	CTL(&r, "create", "g3", "--gang", "ga3,g");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: create: \"g\" cannot be rank 1 of gang \"g3\": it is a gang itself " MEMBER_RULE "\n",
+		     r.err);
+	/* ga3 takes no part in a refused gang: still free. */
+	EXPECT_STREQ("\n", sysfs_text("ga3", "gang"));
+	/* What STAT cannot show: the module compares creation flags. */
+	CTL(&r, "create", "g4", "--gang", "ga3,ga2");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: create: the module refused the gang: the members differ where STAT does not show it, in their creation flags (--clear-always; --owner, --group or --mode given to one create and not to another) " MEMBER_RULE "\n",
+		     r.err);
+
+	/* A policy with it: checked against the first member first. */
+	CTL(&r, "create", "g5", "--gang", "ga3,ga4", "--client-max-limit", "9");
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ("kvarenactl: create: --client-max-limit 9 is above the arena's 8 frames\n",
+		     r.err);
+	EXPECT_EQ(-ENOENT, stat_of("g5", &s));
+	EXPECT_STREQ("\n", sysfs_text("ga3", "gang"));
+	CTL(&r, "create", "g5", "--gang", "ga3,ga4", "--mode", "0660",
+	    "--client-max-limit", "256K");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	ASSERT_EQ(0, stat_of("g5", &s));
+	EXPECT_EQ(0660, s.mode);
+	EXPECT_EQ(4, s.client_max_limit);
+	CTL(&r, "stat", "g5");
+	EXPECT_NE(NULL, strstr(r.out, "\naccess: owner root, group root, mode 0660; clients: no guarantee, max 4\n"))
+		TH_LOG("%s", r.out);
+
+	CTL(&r, "destroy", "g5");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	CTL(&r, "destroy", "g");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_STREQ("destroy: gang g is gone; its members are arenas of their own again: ga0 ga1\n",
+		     r.out);
+	gang_cleanup();
+	EXPECT_EQ(0, unlink("/tmp/kvarenactl-gf"));
 }
 
 /* /sys/module/kvarena/refcnt: open files of ours, and arenas. */

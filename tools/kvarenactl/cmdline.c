@@ -75,13 +75,17 @@ static const struct command commands[NR_CMDS] = {
 	[C_METRICS] = { "metrics", kvactl_cmd_metrics, 0, 1, "[NAME]",
 		"Every arena and client in the Prometheus text format" },
 	[C_CREATE] = { "create", kvactl_cmd_create, 1, 1,
-		"NAME --frames N [options]",
+		"NAME --frames N [options] | NAME --gang M0,M1,... [policy options]",
 		"An arena and its memory, kept until destroy",
 		check_create,
 		"NAME: 1-31 characters of A-Z a-z 0-9 _ . -, not starting with . or -\n"
 		"--file PATH: frames that are ranges of a file (made if missing, and\n"
 		"allocated), for the lower tier of a host arena (kvarenactl tier); the\n"
-		"module keeps the file open until destroy.\n" },
+		"module keeps the file open until destroy.\n"
+		"--gang M0,M1,...: a gang over arenas made before, one per rank of a\n"
+		"tensor-parallel engine in rank order: frame i of NAME is frame i of\n"
+		"every member.  Clients attach to NAME; the members serve only NAME\n"
+		"until it is destroyed.  Its policy is M0's, or as the options say.\n" },
 	[C_DESTROY] = { "destroy", kvactl_cmd_destroy, 1, 1,
 		"NAME [--wait SECONDS]",
 		"Remove an arena and free its memory; refused while clients are attached" },
@@ -205,6 +209,7 @@ static int parse_layout(struct kvactl_opts *o, const char *arg);
 static int parse_salt(struct kvactl_opts *o, const char *arg);
 static int parse_cache_domains(struct kvactl_opts *o, const char *arg);
 static int parse_lower(struct kvactl_opts *o, const char *arg);
+static int parse_gang(struct kvactl_opts *o, const char *arg);
 
 #define OFF(f)		offsetof(struct kvactl_opts, f)
 #define ENDPOINT_WANT	"a ZeroMQ endpoint: tcp://HOST:PORT, ipc://PATH, ..."
@@ -230,7 +235,7 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		.help = "screen width; default $COLUMNS, else the terminal's" },
 	[OPT_FRAMES] = { "frames", 0, V_FRAMES, "N", OFF(frames), 1,
 		KVARENA_MAX_FRAMES, .cmds = CB(C_CREATE),
-		.help = "frames in the arena (required)" },
+		.help = "frames in the arena (required without --gang)" },
 	[OPT_FRAME_SIZE] = { "frame-size", 0, V_SIZE, "SIZE", OFF(frame_size),
 		KVARENA_MIN_FRAME_SIZE, KVARENA_MAX_FRAME_SIZE,
 		.want = "a power of two", .cmds = CB(C_CREATE),
@@ -392,6 +397,10 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		0, KVARENA_MAX_FRAMES, .want = "at most the arena's frames",
 		.cmds = CB(C_TIER),
 		.help = "copy cached frames down while fewer than N are free; default 0: the low watermark (at least 1)" },
+	[OPT_GANG] = { "gang", 0, V_WORD, "MEMBERS", 0, 0, 0, parse_gang,
+		"2 to 16 arena names, comma-separated, in rank order (gpu0,gpu1)",
+		CB(C_CREATE),
+		"a gang over these arenas, one per rank: a frame is one in each" },
 	[OPT_HELP] = { "help", 'h', V_FLAG, NULL, 0, .cmds = C_ALL,
 		.help = "this help" },
 	[OPT_VERSION] = { "version", 'V', V_FLAG, NULL, 0, .cmds = C_ALL,
@@ -734,6 +743,20 @@ static int parse_lower(struct kvactl_opts *o, const char *arg)
 	return 0;
 }
 
+/* M0,M1,...: 2 to 16 arena names, as the module takes them. */
+static int parse_gang(struct kvactl_opts *o, const char *arg)
+{
+	int n = kvactl_split_names(arg, ',', o->members, KVARENA_GANG_MAX);
+
+	if (n <= 0)
+		return n ? n : -EINVAL;
+	if (n < 2)
+		return -ERANGE;
+	o->gang = arg;
+	o->nr_members = (uint32_t)n;
+	return 0;
+}
+
 /* One option's value into @o: 0, or a usage error's exit status. */
 static int take_value(struct kvactl_opts *o, const struct command *cmd,
 		      const struct option_row *r, const char *arg)
@@ -876,6 +899,37 @@ static int check_policy(const struct command *cmd,
 	return 0;
 }
 
+/*
+ * create NAME --gang M0,M1,...: the members are as they are (frames,
+ * memory, size), so only the policy options go with it, and each member
+ * once, none of them NAME.  The policy's frame counts are checked once
+ * the first member's size is known.
+ */
+static int check_gang(struct kvactl_opts *o, const struct command *cmd)
+{
+	static const enum kvactl_opt not_with[] = {
+		OPT_FRAMES, OPT_MAX_FRAMES, OPT_FRAME_SIZE, OPT_BACKEND,
+		OPT_FILE, OPT_LOW_WATERMARK, OPT_BPT, OPT_LAYERS, OPT_KV_HEADS,
+		OPT_HEAD_DIM, OPT_DTYPE, OPT_HUGEPAGES, OPT_HEADROOM,
+		OPT_CLEAR_ALWAYS,
+	};
+
+	for (size_t i = 0; i < sizeof(not_with) / sizeof(not_with[0]); i++)
+		if (kvactl_given(o, not_with[i]))
+			return usage_err(cmd, "--%s does not go with --gang: a gang's frames are its members', as they are",
+					 opts[not_with[i]].name);
+	for (uint32_t r = 0; r < o->nr_members; r++) {
+		if (!strcmp(o->members[r], o->args[0]))
+			return usage_err(cmd, "--gang names \"%s\", the gang itself: its members are other arenas",
+					 o->members[r]);
+		for (uint32_t k = 0; k < r; k++)
+			if (!strcmp(o->members[r], o->members[k]))
+				return usage_err(cmd, "--gang names \"%s\" twice: each member is the memory of one rank",
+						 o->members[r]);
+	}
+	return 0;
+}
+
 static int check_create(struct kvactl_opts *o)
 {
 	const struct command *cmd = &commands[C_CREATE];
@@ -888,6 +942,8 @@ static int check_create(struct kvactl_opts *o)
 			kvactl_given(o, OPT_HEAD_DIM) ||
 			kvactl_given(o, OPT_DTYPE);
 
+	if (o->gang)
+		return check_gang(o, cmd);
 	if (!kvactl_given(o, OPT_FRAMES))
 		return usage_err(cmd, "--frames is required");
 	err = resolve_frames(cmd, o, o->frame_size);
@@ -1070,7 +1126,7 @@ static void help(FILE *f)
 "  clients [NAME]    one row per client: limits, frames held, filled, failures\n"
 "  top [NAME] [-d SECONDS] [-n COUNT] [-w COLUMNS]   both, redrawn; q quits\n"
 "  metrics [NAME]    the Prometheus text exposition format\n"
-"  create NAME --frames N [--frame-size SIZE] [--backend B] ...  an arena\n"
+"  create NAME --frames N [--backend B] ... | NAME --gang M0,M1,...  an arena\n"
 "  destroy NAME [--wait SECONDS]   refused while clients are attached\n"
 "  limit NAME CLIENT [--min N] [--max N] | NAME [--owner U] ...  limits, policy\n"
 "  kill NAME CLIENT [-s SIGNAL]    signal every process holding the client\n"

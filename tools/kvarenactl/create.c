@@ -492,6 +492,9 @@ int kvactl_cmd_create(const struct kvactl_opts *o)
 	struct kvactl_cuda *cu = NULL;
 	int fd, err, ret = KVACTL_FAIL;
 
+	/* One arena over others: nothing to allocate (gang.c). */
+	if (o->gang)
+		return kvactl_gang_create(o);
 	/* What is not given is the module's default: the caller's, 0666. */
 	if (kvactl_access_given(o)) {
 		c.flags |= KVARENA_CREATE_ACCESS;
@@ -576,15 +579,29 @@ out_cuda:
 	return ret;
 }
 
+/* "rank 1 of gang \"tp\"", or "a member of gang \"tp\"". */
+static char *member_desc(char buf[96], const struct kvactl_gang *g)
+{
+	if (g->rank >= 0)
+		snprintf(buf, 96, "rank %d of gang \"%s\"", g->rank, g->gang);
+	else
+		snprintf(buf, 96, "a member of gang \"%s\"", g->gang);
+	return buf;
+}
+
 int kvactl_cmd_destroy(const struct kvactl_opts *o)
 {
 	const char *name = o->args[0];
 	struct kvarena_stat s = { 0 };
+	struct kvactl_gang g;
+	char m[96];
 	int fd, err;
 
 	fd = kvactl_open(true, "destroy");
 	if (fd < 0)
 		return KVACTL_FAIL;
+	/* A gang's members, to say that they are free again. */
+	kvactl_gang_read(name, &g);
 	/* --wait: try again every 50 ms while clients are attached. */
 	for (unsigned int waited = 0;; waited += 50) {
 		struct timespec ts = { .tv_nsec = 50 * 1000 * 1000 };
@@ -592,9 +609,18 @@ int kvactl_cmd_destroy(const struct kvactl_opts *o)
 		err = destroy(fd, name);
 		if (err != -EBUSY || waited >= o->wait_ms)
 			break;
+		/* A member waits for its gang, not for clients: no use. */
+		kvactl_gang_read(name, &g);
+		if (kvactl_is_member(&g))
+			break;
 		nanosleep(&ts, NULL);
 	}
-	if (err == -EBUSY) {
+	if (err == -EBUSY)
+		kvactl_gang_read(name, &g);
+	if (err == -EBUSY && kvactl_is_member(&g)) {
+		kvactl_err("destroy: arena \"%s\" is %s: its frames are the gang's until the gang goes (kvarenactl destroy %s first)",
+			   name, member_desc(m, &g), g.gang);
+	} else if (err == -EBUSY) {
 		char secs[KVACTL_NUM_LEN];
 		int serr;
 
@@ -625,6 +651,12 @@ int kvactl_cmd_destroy(const struct kvactl_opts *o)
 		kvactl_err("destroy: permission denied (needs CAP_SYS_ADMIN)");
 	} else if (err) {
 		kvactl_err("destroy: %s", strerror(-err));
+	} else if (kvactl_is_gang(&g)) {
+		printf("destroy: gang %s is gone; its members are arenas of their own again:",
+		       name);
+		for (uint32_t r = 0; r < g.nr_members; r++)
+			printf(" %s", g.members[r]);
+		putchar('\n');
 	}
 	close(fd);
 	return err ? KVACTL_FAIL : KVACTL_OK;
@@ -701,60 +733,80 @@ static char *table_desc(char buf[64], const struct kvarena_stat *s)
 	return buf;
 }
 
-/* limit NAME [policy options]: the arena's policy, changed where given. */
-static int set_policy(int fd, const struct kvactl_opts *o,
+/*
+ * The arena's policy as @o changes it: what is not given stays as @s
+ * has it.  The numbers are checked against the arena's table, so that a
+ * wrong one is named (the module would only say EINVAL).  0, or
+ * KVACTL_FAIL after saying why, as command @cmd.
+ */
+static int policy_of(const char *cmd, const struct kvactl_opts *o,
+		     const struct kvarena_stat *s, struct kvarena_arena_policy *p)
+{
+	/* The module measures limits against the table, what it may grow to. */
+	uint32_t table = kvactl_max_frames(s), max;
+	char t[64];
+
+	memset(p, 0, sizeof(*p));
+	p->owner_uid = kvactl_given(o, OPT_OWNER) ? o->owner_uid : s->owner_uid;
+	p->owner_gid = kvactl_given(o, OPT_GROUP) ? o->owner_gid : s->owner_gid;
+	p->mode = kvactl_given(o, OPT_MODE) ? o->mode : s->mode;
+	p->client_min_limit = kvactl_given(o, OPT_CLIENT_MIN_LIMIT) ?
+			      o->client_min_limit : s->client_min_limit;
+	p->client_max_default = kvactl_given(o, OPT_CLIENT_MAX_DEFAULT) ?
+				o->client_max_default : s->client_max_default;
+	p->client_max_limit = kvactl_given(o, OPT_CLIENT_MAX_LIMIT) ?
+			      o->client_max_limit : s->client_max_limit;
+	p->cache_domains = kvactl_given(o, OPT_CACHE_DOMAINS) ?
+			   o->cache_domains : s->cache_domains;
+	p->domain_cached_max = kvactl_given(o, OPT_DOMAIN_CACHED_MAX) ?
+			       o->domain_cached_max : s->domain_cached_max;
+	max = p->client_max_limit ? p->client_max_limit : table;
+	table_desc(t, s);
+	if (p->client_max_limit > table) {
+		kvactl_err("%s: --client-max-limit %u is above %s", cmd,
+			   p->client_max_limit, t);
+		return KVACTL_FAIL;
+	}
+	if (p->domain_cached_max > table) {
+		kvactl_err("%s: --domain-cached-max %u is above %s", cmd,
+			   p->domain_cached_max, t);
+		return KVACTL_FAIL;
+	}
+	if (p->client_min_limit > max || p->client_max_default > max) {
+		kvactl_err("%s: the clients' %s (%u) would be above their max, %u",
+			   cmd, p->client_min_limit > max ? "min limit" : "default max",
+			   p->client_min_limit > max ? p->client_min_limit :
+			   p->client_max_default, max);
+		return KVACTL_FAIL;
+	}
+	kvactl_name_copy(p->name, s->name);
+	return 0;
+}
+
+int kvactl_check_policy(const char *cmd, const struct kvactl_opts *o,
+			const struct kvarena_stat *s)
+{
+	struct kvarena_arena_policy p;
+
+	return policy_of(cmd, o, s, &p);
+}
+
+/* limit NAME [policy options], create --gang: the policy, changed where given. */
+int kvactl_set_policy(int fd, const char *cmd, const struct kvactl_opts *o,
 		      const struct kvarena_stat *s)
 {
-	struct kvarena_arena_policy p = {
-		.owner_uid = kvactl_given(o, OPT_OWNER) ? o->owner_uid :
-			     s->owner_uid,
-		.owner_gid = kvactl_given(o, OPT_GROUP) ? o->owner_gid :
-			     s->owner_gid,
-		.mode = kvactl_given(o, OPT_MODE) ? o->mode : s->mode,
-		.client_min_limit = kvactl_given(o, OPT_CLIENT_MIN_LIMIT) ?
-				    o->client_min_limit : s->client_min_limit,
-		.client_max_default = kvactl_given(o, OPT_CLIENT_MAX_DEFAULT) ?
-				      o->client_max_default :
-				      s->client_max_default,
-		.client_max_limit = kvactl_given(o, OPT_CLIENT_MAX_LIMIT) ?
-				    o->client_max_limit : s->client_max_limit,
-		.cache_domains = kvactl_given(o, OPT_CACHE_DOMAINS) ?
-				 o->cache_domains : s->cache_domains,
-		.domain_cached_max = kvactl_given(o, OPT_DOMAIN_CACHED_MAX) ?
-				     o->domain_cached_max :
-				     s->domain_cached_max,
-	};
-	/* The module measures limits against the table, what it may grow to. */
-	uint32_t table = kvactl_max_frames(s);
-	uint32_t max = p.client_max_limit ? p.client_max_limit : table;
-	char t[64];
+	struct kvarena_arena_policy p;
 	int err;
 
-	table_desc(t, s);
-	/* Say which number is wrong; the module would only say EINVAL. */
-	if (p.client_max_limit > table) {
-		kvactl_err("limit: --client-max-limit %u is above %s",
-			   p.client_max_limit, t);
+	if (policy_of(cmd, o, s, &p))
 		return KVACTL_FAIL;
-	}
-	if (p.domain_cached_max > table) {
-		kvactl_err("limit: --domain-cached-max %u is above %s",
-			   p.domain_cached_max, t);
-		return KVACTL_FAIL;
-	}
-	if (p.client_min_limit > max || p.client_max_default > max) {
-		kvactl_err("limit: the clients' %s (%u) would be above their max, %u",
-			   p.client_min_limit > max ? "min limit" : "default max",
-			   p.client_min_limit > max ? p.client_min_limit :
-			   p.client_max_default, max);
-		return KVACTL_FAIL;
-	}
-	kvactl_name_copy(p.name, s->name);
 	err = kvactl_ioctl(fd, KVARENA_IOC_ARENA_SET_POLICY, &p);
 	if (denied(err))
-		kvactl_err("limit: permission denied (needs CAP_SYS_ADMIN)");
+		kvactl_err("%s: permission denied (needs CAP_SYS_ADMIN)", cmd);
+	else if (err == -ENOENT)
+		kvactl_err("%s: no arena named \"%s\"", cmd, s->name);
 	else if (err)
-		kvactl_err("limit: %s", strerror(-err));
+		kvactl_err("%s: %s", cmd, strerror(-err));
 	return err ? KVACTL_FAIL : KVACTL_OK;
 }
 
@@ -784,7 +836,7 @@ int kvactl_cmd_limit(const struct kvactl_opts *opts)
 		goto out_free;
 	ret = KVACTL_FAIL;
 	if (kvactl_policy_given(o)) {
-		ret = set_policy(fd, o, s);
+		ret = kvactl_set_policy(fd, "limit", o, s);
 		goto out_free;
 	}
 	c = kvactl_find_client(&snap.arenas[0], o);

@@ -4,8 +4,9 @@
  * arenas and their clients.
  *
  * Everything kvarenactl shows comes from the STAT and CLIENTS ioctls on a
- * read-only open; sysfs is read only to tell a missing device node from a
- * module that is not loaded.
+ * read-only open, but what STAT does not say: which arenas are gangs and
+ * members of gangs, from sysfs (gang.c).  sysfs is read otherwise only to
+ * tell a missing device node from a module that is not loaded.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -212,6 +213,7 @@ int kvactl_snap_read(int fd, const char *cmd, const char *name,
 		a = &snap->arenas[snap->nr++];
 		memset(a, 0, sizeof(*a));
 		a->st = st;
+		kvactl_gang_read(st.name, &a->gang);
 		if (with_clients) {
 			err = read_clients(fd, a);
 			/* Gone between the two calls: leave it out. */

@@ -248,6 +248,7 @@ static int ev_open(struct kvactl_ev_ctx *c, const struct kvactl_opts *o)
 		.flags = o->events_oldest ? KVARENA_EVENTS_OLDEST : 0,
 	};
 	struct kvarena_stat st = { 0 };
+	struct kvactl_gang g;
 	int fd, err;
 
 	fd = kvactl_open(false, "events");
@@ -277,8 +278,10 @@ static int ev_open(struct kvactl_ev_ctx *c, const struct kvactl_opts *o)
 		kvactl_err("events: arena \"%s\": %s", c->arena, strerror(-err));
 		return -1;
 	}
-	c->tokens_per_frame = st.bytes_per_token ?
-			      (uint32_t)(st.frame_size / st.bytes_per_token) : 0;
+	/* A gang's frame is a frame in each member: its tokens are theirs. */
+	kvactl_gang_read(st.name, &g);
+	c->tokens_per_frame = (uint32_t)kvactl_gang_tokens_per_frame(&st,
+								     g.nr_members);
 	/* Where the blocks are: GPU, CPU or DISK. */
 	if (!c->medium && st.mem_kind == KVARENA_MEM_CUDA)
 		c->medium = "GPU";

@@ -330,6 +330,45 @@ void kvactl_fmt_label(char *out, size_t size, const char *label)
 	out[o] = '\0';
 }
 
+/* ---- arena names ------------------------------------------------------------- */
+
+static bool name_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+}
+
+int kvactl_split_names(const char *s, char sep,
+		       char (*out)[KVARENA_NAME_LEN], uint32_t max)
+{
+	size_t len = strlen(s);
+	uint32_t n = 0;
+
+	if (len && s[len - 1] == '\n')
+		len--;
+	if (!len)
+		return 0;
+	for (size_t i = 0; i <= len; n++) {
+		size_t k = 0;
+
+		/* One name: up to the next separator or the end. */
+		while (i + k < len && s[i + k] != sep)
+			k++;
+		if (!k || k >= KVARENA_NAME_LEN || s[i] == '.')
+			return -EINVAL;
+		for (size_t c = 0; c < k; c++)
+			if (!name_char(s[i + c]))
+				return -EINVAL;
+		if (n == max)
+			return -ERANGE;
+		memcpy(out[n], s + i, k);
+		out[n][k] = '\0';
+		/* Past the separator: one at the very end leaves "" next. */
+		i += k + 1;
+	}
+	return (int)n;
+}
+
 /* ---- tables ---------------------------------------------------------------- */
 
 void kvactl_table_init(struct kvactl_table *t, unsigned int ncols,

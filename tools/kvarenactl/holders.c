@@ -10,7 +10,11 @@
  * /proc/PID/fdinfo/N, where the module writes the arena and client id
  * (driver/fdinfo.c), and whether an administrator evicted the client: its
  * file holds nothing then, but keeps the arena until it is closed, and
- * the client is no longer in the arena's table.  Reading another user's fds needs root; what could
+ * the client is no longer in the arena's table.  A gang's rank processes
+ * hold files that JOINed a client of the gang: fdinfo names the rank, its
+ * member and the client (kvarena-rank, kvarena-member, kvarena-rank-of),
+ * and they are kept apart (they hold no frames: kill does not signal
+ * them, clients counts them).  Reading another user's fds needs root; what could
  * not be read is counted, so that "nobody holds it" is never said when
  * the truth is "kvarenactl could not look".
  *
@@ -49,12 +53,15 @@ static bool all_digits(const char *s)
 	return true;
 }
 
-/* What fdinfo says of a client file. */
+/* What fdinfo says of a client file, or a rank's (a gang's, joined). */
 struct fd_info {
 	char arena[KVARENA_NAME_LEN];
 	uint32_t id;
 	bool evicted;
 	char label[4 * KVARENA_LABEL_LEN];
+	bool is_rank;
+	uint32_t rank, leader;
+	char member[KVARENA_NAME_LEN];
 };
 
 /*
@@ -101,10 +108,52 @@ static bool fd_client(int piddir, const char *fd, struct fd_info *fi)
 			fi->label[l] = '\0';
 		} else if (!strcmp(line, "kvarena-evicted:\t1")) {
 			fi->evicted = true;
+		} else if (sscanf(line, "kvarena-rank:\t%lu", &v) == 1 &&
+			   v < KVARENA_GANG_MAX) {
+			fi->rank = (uint32_t)v;
+			fi->is_rank = true;
+		} else if (sscanf(line, "kvarena-rank-of:\t%lu", &v) == 1 &&
+			   v <= UINT32_MAX) {
+			fi->leader = (uint32_t)v;
+		} else if (!strncmp(line, "kvarena-member:\t", 16)) {
+			if (n > 16 && n - 16 < KVARENA_NAME_LEN)
+				memcpy(fi->member, line + 16, n - 16 + 1);
 		}
 	}
 	fclose(f);
 	return have_arena && have_id;
+}
+
+/* The rank @fi of process @pid: one entry per gang, client and rank. */
+static void add_rank(struct kvactl_holders *h, const struct fd_info *fi,
+		     pid_t pid)
+{
+	struct kvactl_rank_hold *r = NULL;
+
+	for (size_t i = 0; i < h->nr_ranks && !r; i++)
+		if (h->ranks[i].leader == fi->leader &&
+		    h->ranks[i].rank == fi->rank &&
+		    !strcmp(h->ranks[i].arena, fi->arena))
+			r = &h->ranks[i];
+	if (!r) {
+		r = realloc(h->ranks, (h->nr_ranks + 1) * sizeof(*r));
+		if (!r)
+			abort();
+		h->ranks = r;
+		r = &h->ranks[h->nr_ranks++];
+		memset(r, 0, sizeof(*r));
+		memcpy(r->arena, fi->arena, KVARENA_NAME_LEN);
+		memcpy(r->member, fi->member, KVARENA_NAME_LEN);
+		r->leader = fi->leader;
+		r->rank = fi->rank;
+	}
+	for (size_t i = 0; i < r->n; i++)
+		if (r->pids[i] == pid)
+			return;
+	r->pids = realloc(r->pids, (r->n + 1) * sizeof(*r->pids));
+	if (!r->pids)
+		abort();
+	r->pids[r->n++] = pid;
 }
 
 static struct kvactl_hold *hold_of(struct kvactl_holders *h, const char *arena,
@@ -170,6 +219,11 @@ static int scan_pid(struct kvactl_holders *h, int proc, const char *pid,
 		    !S_ISCHR(st.st_mode) || st.st_rdev != rdev ||
 		    !fd_client(piddir, e->d_name, &fi))
 			continue;
+		/* A rank holds nothing: it maps what its client holds. */
+		if (fi.is_rank) {
+			add_rank(h, &fi, (pid_t)atol(pid));
+			continue;
+		}
 		hold = hold_of(h, fi.arena, fi.id, true);
 		hold->evicted |= fi.evicted;
 		memcpy(hold->label, fi.label, sizeof(hold->label));
@@ -242,11 +296,25 @@ const struct kvactl_hold *kvactl_holders_evicted(const struct kvactl_holders *h,
 	return NULL;
 }
 
+const struct kvactl_rank_hold *kvactl_holders_rank(const struct kvactl_holders *h,
+						  const char *arena,
+						  uint32_t leader, size_t i)
+{
+	for (size_t k = 0; k < h->nr_ranks; k++)
+		if (h->ranks[k].leader == leader &&
+		    !strcmp(h->ranks[k].arena, arena) && !i--)
+			return &h->ranks[k];
+	return NULL;
+}
+
 void kvactl_holders_free(struct kvactl_holders *h)
 {
 	for (size_t i = 0; i < h->n; i++)
 		free(h->v[i].pids);
 	free(h->v);
+	for (size_t i = 0; i < h->nr_ranks; i++)
+		free(h->ranks[i].pids);
+	free(h->ranks);
 	memset(h, 0, sizeof(*h));
 }
 

@@ -18,6 +18,9 @@
  *              with libkvarena
  *   tier.c     tier: an arena's lower tier set or taken away; agent: the
  *              copies between the two, with raw ioctls, mmap and memcpy
+ *   gang.c     create --gang: one arena over N member arenas (one per GPU
+ *              of a tensor-parallel engine); the gangs and members of
+ *              the views, from sysfs
  *   ../common/fileio.c  whole frames of a file read and written, several
  *              in flight (io_uring): the agent's copies to a file arena
  *
@@ -62,6 +65,7 @@ enum kvactl_opt {
 	OPT_MAX_FRAMES, OPT_RESIZE_FRAMES, OPT_RESIZE_BYTES, OPT_RESIZE_WAIT,
 	OPT_CANCEL,
 	OPT_LOWER, OPT_NONE, OPT_FREE_TARGET,
+	OPT_GANG,
 	OPT_HELP, OPT_VERSION,
 	KVACTL_NR_OPTS
 };
@@ -112,6 +116,11 @@ struct kvactl_opts {
 
 	/* destroy, resize, scrub, agent */
 	unsigned int wait_ms;
+
+	/* create NAME --gang M0,M1,...: the members, in rank order */
+	const char *gang;
+	uint32_t nr_members;
+	char members[KVARENA_GANG_MAX][KVARENA_NAME_LEN];
 
 	/* tier NAME --lower LOWER [--free-target N] | --none */
 	const char *lower;
@@ -182,11 +191,25 @@ int kvactl_ioctl(int fd, unsigned long cmd, void *arg);
 int kvactl_name_check(const char *cmd, const char *name, bool create);
 void kvactl_name_copy(char dst[KVARENA_NAME_LEN], const char *name);
 
-/* One arena as STAT and CLIENTS reported it. */
+/*
+ * What sysfs says of an arena's gang (gang.c): a gang's members in rank
+ * order (arenas/NAME/members), or the gang a member is in (arenas/NAME/
+ * gang) and its rank there.  All empty for other arenas, and where sysfs
+ * cannot be read (a module without gangs, a container without /sys).
+ */
+struct kvactl_gang {
+	uint32_t nr_members;		/* a gang: 2..KVARENA_GANG_MAX */
+	char members[KVARENA_GANG_MAX][KVARENA_NAME_LEN];
+	char gang[KVARENA_NAME_LEN];	/* a member: its gang, else "" */
+	int rank;			/* a member: its rank; -1 if unknown */
+};
+
+/* One arena as STAT and CLIENTS reported it, and sysfs its gang. */
 struct kvactl_arena {
 	struct kvarena_stat st;
 	struct kvarena_client_info *clients;
 	uint32_t nr_clients;
+	struct kvactl_gang gang;
 };
 
 /* Every arena (or one), read in one pass. */
@@ -198,6 +221,34 @@ struct kvactl_snap {
 int kvactl_snap_read(int fd, const char *cmd, const char *name,
 		     bool with_clients, struct kvactl_snap *snap);
 void kvactl_snap_free(struct kvactl_snap *snap);
+
+/* ---- gangs (gang.c) ------------------------------------------------------ */
+
+/* @name's gang or members from sysfs into @g (all empty if none). */
+void kvactl_gang_read(const char *name, struct kvactl_gang *g);
+
+/* A gang: an arena over member arenas.  A member: an arena in a gang. */
+static inline bool kvactl_is_gang(const struct kvactl_gang *g)
+{
+	return g->nr_members > 0;
+}
+
+static inline bool kvactl_is_member(const struct kvactl_gang *g)
+{
+	return g->gang[0] != '\0';
+}
+
+/* create --gang (create.c hands it over; the policy with it). */
+int kvactl_gang_create(const struct kvactl_opts *o);
+/*
+ * The arena's policy where @o gives it, as `limit NAME ACCESS` does it
+ * (create.c): checked against @s's table, or checked and set.  0, or
+ * KVACTL_FAIL after saying why, as command @cmd.
+ */
+int kvactl_check_policy(const char *cmd, const struct kvactl_opts *o,
+			const struct kvarena_stat *s);
+int kvactl_set_policy(int fd, const char *cmd, const struct kvactl_opts *o,
+		      const struct kvarena_stat *s);
 
 /* ---- arithmetic on a STAT --------------------------------------------------- */
 
@@ -263,11 +314,47 @@ static inline uint64_t kvactl_tokens_per_frame(const struct kvarena_stat *s)
 	return s->bytes_per_token ? s->frame_size / s->bytes_per_token : 0;
 }
 
+/*
+ * The memory of one frame of an arena of @nr_members members (0 or 1: not
+ * a gang).  A gang's frame i is frame i of every member at once, each of
+ * STAT's frame_size (what a rank maps); its bytes_per_token is the
+ * members' sum, each member holding its ranks' share of a token.
+ */
+static inline uint64_t kvactl_frame_bytes(const struct kvarena_stat *s,
+					  uint32_t nr_members)
+{
+	return s->frame_size * (nr_members > 1 ? nr_members : 1);
+}
+
+/*
+ * Tokens per frame of a gang of @nr_members members: a frame in each
+ * member holds its share of as many tokens, so T_f is the whole frame's
+ * bytes over the whole token's.  0 if unknown.
+ */
+static inline uint64_t kvactl_gang_tokens_per_frame(const struct kvarena_stat *s,
+						    uint32_t nr_members)
+{
+	return s->bytes_per_token ?
+	       kvactl_frame_bytes(s, nr_members) / s->bytes_per_token : 0;
+}
+
 static inline const char *kvactl_mem_kind(uint32_t kind)
 {
 	if (kind == KVARENA_MEM_CUDA)
 		return "cuda";
 	return kind == KVARENA_MEM_FILE ? "file" : "host";
+}
+
+/*
+ * A member's frames while it is in a gang: its own free ones serve the
+ * gang (STAT counts them free, its own core standing still), and no
+ * client can attach to it (EBUSY).  So none is free or available; the
+ * views show them as ganged.  0 for other arenas.
+ */
+static inline uint32_t kvactl_ganged(const struct kvarena_stat *s,
+				     const struct kvactl_gang *g)
+{
+	return kvactl_is_member(g) ? kvactl_free(s) : 0;
 }
 
 /* ---- numbers and text (fmt.c) ------------------------------------------------ */
@@ -304,6 +391,16 @@ char *kvactl_fmt_pct(char buf[KVACTL_NUM_LEN], uint64_t num, uint64_t den);
 char *kvactl_fmt_ratio(char buf[KVACTL_NUM_LEN], uint64_t num, uint64_t den);
 /* A client label for a table: printable, "-" when empty. */
 void kvactl_fmt_label(char *out, size_t size, const char *label);
+
+/*
+ * Arena names separated by @sep (',' on the command line, ' ' in sysfs's
+ * members), a final newline ignored, into @out: each a valid arena name
+ * (kvactl_name_check()'s rule), none empty.  Returns how many (0 for an
+ * empty @s), -EINVAL for a name that is not one, -ERANGE for more than
+ * @max.
+ */
+int kvactl_split_names(const char *s, char sep,
+		       char (*out)[KVARENA_NAME_LEN], uint32_t max);
 
 /* Bytes of the valid UTF-8 character at @s (1-4), 0 if none starts there. */
 size_t kvactl_utf8_len(const unsigned char *s);
@@ -399,9 +496,25 @@ struct kvactl_hold {
 	size_t n;
 };
 
+/*
+ * The processes holding a rank's file: joined as rank @rank (the memory
+ * of @member) of client @leader of gang @arena, as fdinfo says; @leader
+ * 0 once that client is gone (released or evicted).
+ */
+struct kvactl_rank_hold {
+	char arena[KVARENA_NAME_LEN];
+	uint32_t leader;
+	uint32_t rank;
+	char member[KVARENA_NAME_LEN];
+	pid_t *pids;
+	size_t n;
+};
+
 struct kvactl_holders {
 	struct kvactl_hold *v;
 	size_t n;
+	struct kvactl_rank_hold *ranks;	/* rank files, not in @v */
+	size_t nr_ranks;
 	unsigned int unreadable;	/* processes whose fds we may not read */
 	bool other_pidns;		/* processes of other pid namespaces */
 };
@@ -421,6 +534,14 @@ void kvactl_holders_free(struct kvactl_holders *h);
  */
 const struct kvactl_hold *kvactl_holders_evicted(const struct kvactl_holders *h,
 						const char *arena, size_t i);
+/*
+ * The ranks joined to client @leader of gang @arena (@i-th, from 0, in
+ * the order /proc lists them; @leader 0: those whose client is gone);
+ * NULL after the last.
+ */
+const struct kvactl_rank_hold *kvactl_holders_rank(const struct kvactl_holders *h,
+						  const char *arena,
+						  uint32_t leader, size_t i);
 int kvactl_parse_signal(const char *arg, int *sig);
 
 /* ---- CUDA frames (cuda.c) --------------------------------------------------------- */

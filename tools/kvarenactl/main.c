@@ -4,6 +4,7 @@
  *
  *   kvarenactl [options] stat|clients|top|metrics [NAME]
  *   kvarenactl create NAME --frames N [--frame-size S] [--backend B | --file F] ...
+ *   kvarenactl create NAME --gang M0,M1,... [--owner U] [--mode M] ...
  *   kvarenactl destroy NAME [--wait SECONDS]
  *   kvarenactl limit NAME CLIENT [--min N] [--max N]
  *   kvarenactl kill NAME CLIENT [-s SIGNAL]

@@ -7,7 +7,10 @@
  * One family per metric, every arena's samples under its HELP and TYPE
  * lines.  kvarena_frames{state} partitions the capacity: held + cached +
  * reserved + free + unbacked = nr_frames, so "free" there is the free
- * frames with memory not reserved for clients' unmet minimums.
+ * frames with memory not reserved for clients' unmet minimums.  A gang's
+ * member has a sixth state, "ganged": its frames that serve the gang
+ * (which STAT counts free, its own figures standing still), and nothing
+ * free; kvarena_gang_member_info names each gang's members and ranks.
  */
 #include <stddef.h>
 #include <string.h>
@@ -249,10 +252,37 @@ static void print_tier_metrics(FILE *f, const struct kvactl_snap *snap)
 	}
 }
 
+/*
+ * Each gang's members, one sample per rank, so that a dashboard can join
+ * a gang's figures with its members'.  Left out where there is no gang.
+ */
+static void print_gang_metrics(FILE *f, const struct kvactl_snap *snap)
+{
+	size_t i, any = 0;
+
+	for (i = 0; i < snap->nr; i++)
+		any += kvactl_is_gang(&snap->arenas[i].gang);
+	if (!any)
+		return;
+	family(f, "kvarena_gang_member_info", "gauge",
+	       "A member arena of a gang and its rank; the gang's frame i is frame i of every member. Always 1.");
+	for (i = 0; i < snap->nr; i++) {
+		const struct kvactl_arena *a = &snap->arenas[i];
+
+		for (uint32_t r = 0; r < a->gang.nr_members; r++) {
+			fputs("kvarena_gang_member_info{", f);
+			arena_label(f, a->st.name);
+			fputs(",member=", f);
+			label_value(f, a->gang.members[r]);
+			fprintf(f, ",rank=\"%u\"} 1\n", r);
+		}
+	}
+}
+
 static void print_metrics(FILE *f, const struct kvactl_snap *snap)
 {
 	static const char *const states[] = { "held", "cached", "reserved",
-					      "free", "unbacked" };
+					      "free", "unbacked", "ganged" };
 	size_t i, m, k;
 
 	family(f, "kvarena_arena_info", "gauge",
@@ -270,12 +300,16 @@ static void print_metrics(FILE *f, const struct kvactl_snap *snap)
 	       "Frames by state; the states add up to the capacity (free excludes reserved and unbacked).");
 	for (i = 0; i < snap->nr; i++) {
 		const struct kvarena_stat *s = &snap->arenas[i].st;
-		uint64_t free = kvactl_free(s);
+		uint64_t ganged = kvactl_ganged(s, &snap->arenas[i].gang);
+		uint64_t free = kvactl_free(s) - ganged;
 		uint64_t reserved = s->nr_reserved < free ? s->nr_reserved : free;
-		const uint64_t v[5] = { s->nr_held, s->nr_cached, reserved,
-					free - reserved, kvactl_unbacked(s) };
+		const uint64_t v[6] = { s->nr_held, s->nr_cached, reserved,
+					free - reserved, kvactl_unbacked(s),
+					ganged };
 
-		for (k = 0; k < 5; k++) {
+		/* "ganged" only for a member: other arenas read as before. */
+		for (k = 0; k < (kvactl_is_member(&snap->arenas[i].gang) ? 6u : 5u);
+		     k++) {
 			fputs("kvarena_frames{", f);
 			arena_label(f, s->name);
 			fprintf(f, ",state=\"%s\"} %llu\n", states[k],
@@ -300,6 +334,7 @@ static void print_metrics(FILE *f, const struct kvactl_snap *snap)
 
 	print_resize_metrics(f, snap);
 	print_tier_metrics(f, snap);
+	print_gang_metrics(f, snap);
 
 	family(f, "kvarena_pressure", "gauge",
 	       "1 while free plus cached frames are below the low watermark.");

@@ -210,6 +210,18 @@ int kvactl_cmd_resize(const struct kvactl_opts *opts)
 	if (kvactl_snap_read(fd, o->cmd, o->args[0], false, &snap))
 		goto out_close;
 	s = &snap.arenas[0].st;
+	/* The module would say EBUSY or EOPNOTSUPP: say why. */
+	if (kvactl_is_member(&snap.arenas[0].gang)) {
+		kvactl_err("resize: \"%s\" is a member of gang \"%s\": its frames are the gang's, and keep their number while it is ganged (kvarenactl destroy %s first)",
+			   s->name, snap.arenas[0].gang.gang,
+			   snap.arenas[0].gang.gang);
+		goto out_free;
+	}
+	if (kvactl_is_gang(&snap.arenas[0].gang)) {
+		kvactl_err("resize: \"%s\" is a gang: its frames are its members', as many as each has (destroy it, resize them, and make it again)",
+			   s->name);
+		goto out_free;
+	}
 	if (s->mem_kind == KVARENA_MEM_FILE) {
 		kvactl_err("resize: \"%s\" is a file arena: its frames are ranges of its file, and it keeps its size (destroy it and create it again)",
 			   s->name);

@@ -148,6 +148,25 @@ static void link_refused(int fd, const struct kvarena_stat *s,
 		   kvactl_fmt_size_exact(b[0], up.frame_size));
 }
 
+/* Gangs and their members take no tier: which of the two is one. */
+static void gang_refused(const char *name, const char *lower, int err)
+{
+	struct kvactl_gang up, lo;
+
+	kvactl_gang_read(name, &up);
+	kvactl_gang_read(lower, &lo);
+	if (kvactl_is_gang(&up) || kvactl_is_gang(&lo))
+		kvactl_err("tier: \"%s\" is a gang: a gang has no lower tier and is none (its members' memory is its frames)",
+			   kvactl_is_gang(&up) ? name : lower);
+	else if (kvactl_is_member(&up) || kvactl_is_member(&lo))
+		kvactl_err("tier: \"%s\" is a member of gang \"%s\": it takes no tier while ganged (kvarenactl destroy %s first)",
+			   kvactl_is_member(&up) ? name : lower,
+			   kvactl_is_member(&up) ? up.gang : lo.gang,
+			   kvactl_is_member(&up) ? up.gang : lo.gang);
+	else
+		kvactl_err("tier: %s", strerror(-err));
+}
+
 static void link_err(int fd, const struct kvactl_opts *o,
 		     const struct kvarena_stat *s, int err)
 {
@@ -172,6 +191,8 @@ static void link_err(int fd, const struct kvactl_opts *o,
 				   name, name);
 	} else if (err == -EINVAL) {
 		link_refused(fd, s, o->lower);
+	} else if (err == -EOPNOTSUPP || err == -EBUSY) {
+		gang_refused(name, o->lower, err);
 	} else {
 		kvactl_err("tier: %s", strerror(-err));
 	}

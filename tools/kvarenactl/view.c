@@ -20,35 +20,59 @@ static const char *plural(uint64_t n, const char *one, const char *many)
 	return n == 1 ? one : many;
 }
 
-static char *mem_desc(char buf[KVACTL_NUM_LEN], const struct kvarena_stat *s)
+/* "host", "cuda:1", "file"; a gang's "gang of 4 host arenas". */
+static char *mem_desc(char buf[64], const struct kvactl_arena *a)
 {
-	if (s->mem_kind == KVARENA_MEM_CUDA)
-		snprintf(buf, KVACTL_NUM_LEN, "cuda:%u", s->mem_dev);
-	else
-		snprintf(buf, KVACTL_NUM_LEN, "%s",
+	const struct kvarena_stat *s = &a->st;
+
+	if (kvactl_is_gang(&a->gang))
+		snprintf(buf, 64, "gang of %u %s arenas", a->gang.nr_members,
 			 kvactl_mem_kind(s->mem_kind));
+	else if (s->mem_kind == KVARENA_MEM_CUDA)
+		snprintf(buf, 64, "cuda:%u", s->mem_dev);
+	else
+		snprintf(buf, 64, "%s", kvactl_mem_kind(s->mem_kind));
 	return buf;
 }
 
 /*
  * The levels of the view, in frames where a level is whole frames.
- * capacity = held + cached + free + unbacked; available = free - reserved
- * + cached, and none while any frame has no memory.
+ * capacity = held + cached + free + unbacked + ganged; available = free -
+ * reserved + cached, and none while any frame has no memory, or while
+ * the arena is a gang's member (its frames serve the gang: ganged).
  */
 struct levels {
-	uint64_t capacity, held, cached, free, unbacked, available;
+	uint64_t capacity, held, cached, free, unbacked, available, ganged;
 };
 
-static struct levels frame_levels(const struct kvarena_stat *s)
+static struct levels frame_levels(const struct kvactl_arena *a)
 {
+	const struct kvarena_stat *s = &a->st;
+	uint32_t ganged = kvactl_ganged(s, &a->gang);
+
 	return (struct levels){
 		.capacity = s->nr_frames,
 		.held = s->nr_held,
 		.cached = s->nr_cached,
-		.free = kvactl_free(s),
+		.free = kvactl_free(s) - ganged,
 		.unbacked = kvactl_unbacked(s),
-		.available = kvactl_available(s),
+		.available = ganged ? 0 : kvactl_available(s),
+		.ganged = ganged,
 	};
+}
+
+/*
+ * Bytes of one frame: STAT's frame size, the members' together for a
+ * gang (its frame is one frame in every member), and its tokens.
+ */
+static uint64_t frame_bytes(const struct kvactl_arena *a)
+{
+	return kvactl_frame_bytes(&a->st, a->gang.nr_members);
+}
+
+static uint64_t tokens_per_frame(const struct kvactl_arena *a)
+{
+	return kvactl_gang_tokens_per_frame(&a->st, a->gang.nr_members);
 }
 
 /* Held bytes that hold no token: the internal fragmentation. */
@@ -201,19 +225,74 @@ static void print_tier(FILE *f, const struct kvarena_stat *s)
 		fprintf(f, "tier: the lower tier of %s\n", name);
 }
 
+/*
+ * A gang's members, in rank order: "gang: 2 members in rank order, gpu0
+ * gpu1; a frame is 64Ki in each of them, and the bytes above count them
+ * all".
+ */
+static void print_gang(FILE *f, const struct kvactl_arena *a, bool exact)
+{
+	char b[KVACTL_NUM_LEN];
+
+	if (!kvactl_is_gang(&a->gang))
+		return;
+	fprintf(f, "gang: %u members in rank order,", a->gang.nr_members);
+	for (uint32_t r = 0; r < a->gang.nr_members; r++)
+		fprintf(f, " %s", a->gang.members[r]);
+	fprintf(f, "; a frame is %s%s in each of them, and the bytes above count them all\n",
+		kvactl_fmt_size(b, a->st.frame_size, exact),
+		exact ? " bytes" : "");
+}
+
+/*
+ * A member of a gang: its own figures stand still (the gang's clients
+ * hold its frames through the gang), so the view says where they are
+ * instead of showing them free.
+ */
+static void print_member(FILE *f, const struct kvactl_arena *a, bool exact)
+{
+	const struct kvarena_stat *s = &a->st;
+	uint64_t tpf = kvactl_tokens_per_frame(s);
+	char b[2][64];
+
+	fprintf(f, "arena %s: %s, %u %s of %s%s", s->name, mem_desc(b[0], a),
+		s->nr_frames, plural(s->nr_frames, "frame", "frames"),
+		kvactl_fmt_size(b[1], s->frame_size, exact),
+		exact ? " bytes" : "");
+	if (tpf)
+		fprintf(f, ", %llu %s/frame", (unsigned long long)tpf,
+			plural(tpf, "token", "tokens"));
+	if (a->gang.rank >= 0)
+		fprintf(f, ", rank %d of gang %s\n", a->gang.rank, a->gang.gang);
+	else
+		fprintf(f, ", member of gang %s\n", a->gang.gang);
+	fprintf(f, "member of gang %s: its %u %s serve the gang, whose clients hold them (kvarenactl stat %s); it takes no client of its own until %s is destroyed\n",
+		a->gang.gang, s->nr_frames,
+		plural(s->nr_frames, "frame", "frames"), a->gang.gang,
+		a->gang.gang);
+}
+
 void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact)
 {
 	const struct kvarena_stat *s = &a->st;
-	struct levels fr = frame_levels(s);
-	uint64_t fs = s->frame_size, tpf = kvactl_tokens_per_frame(s);
+	struct levels fr = frame_levels(a);
+	uint64_t fs = frame_bytes(a), tpf = tokens_per_frame(a);
 	uint64_t held_bytes = fr.held * fs;
-	char b[8][KVACTL_NUM_LEN];
+	char b[8][KVACTL_NUM_LEN], kind[64];
 	struct kvactl_table t;
 	int i;
 
-	fprintf(f, "arena %s: %s, %u %s of %s%s", s->name, mem_desc(b[0], s),
-		s->nr_frames, plural(s->nr_frames, "frame", "frames"),
-		kvactl_fmt_size(b[1], fs, exact), exact ? " bytes" : "");
+	if (kvactl_is_member(&a->gang)) {
+		print_member(f, a, exact);
+		return;
+	}
+	fprintf(f, "arena %s: %s, %u %s of ", s->name, mem_desc(kind, a),
+		s->nr_frames, plural(s->nr_frames, "frame", "frames"));
+	/* A gang's frame: one frame in each member. */
+	if (kvactl_is_gang(&a->gang))
+		fprintf(f, "%u x ", a->gang.nr_members);
+	fprintf(f, "%s%s", kvactl_fmt_size(b[1], s->frame_size, exact),
+		exact ? " bytes" : "");
 	if (tpf)
 		fprintf(f, ", %llu %s/frame", (unsigned long long)tpf,
 			plural(tpf, "token", "tokens"));
@@ -321,6 +400,7 @@ void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact)
 	print_access(f, s);
 	print_resize(f, s, exact);
 	print_tier(f, s);
+	print_gang(f, a, exact);
 	if (fr.unbacked)
 		fprintf(f, "half made: %llu %s no memory yet, so no client can attach (ENODATA).\n"
 			"If the kvarenactl create that registers its memory is still running, let it\n"
@@ -330,7 +410,10 @@ void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact)
 			plural(fr.unbacked, "frame has", "frames have"), s->name);
 }
 
-/* The five levels in one unit, @unit bytes or tokens per frame. */
+/*
+ * The levels in one unit, @unit bytes or tokens per frame; ganged only
+ * for a gang's member.
+ */
 static void json_levels(struct kvactl_json *j, const char *key,
 			const struct levels *fr, uint64_t unit,
 			bool has_filled, uint64_t filled)
@@ -344,14 +427,41 @@ static void json_levels(struct kvactl_json *j, const char *key,
 	kvactl_json_u64(j, "free", fr->free * unit);
 	kvactl_json_u64(j, "unbacked", fr->unbacked * unit);
 	kvactl_json_u64(j, "available", fr->available * unit);
+	if (fr->ganged)
+		kvactl_json_u64(j, "ganged", fr->ganged * unit);
 	kvactl_json_end(j);
+}
+
+/*
+ * A gang: "gang": {"members": [...], "frame_bytes": N}; a member:
+ * "member_of": {"gang": NAME, "rank": R or null}.
+ */
+static void json_gang(struct kvactl_json *j, const struct kvactl_arena *a)
+{
+	if (kvactl_is_gang(&a->gang)) {
+		kvactl_json_obj(j, "gang");
+		kvactl_json_arr(j, "members");
+		for (uint32_t r = 0; r < a->gang.nr_members; r++)
+			kvactl_json_str(j, NULL, a->gang.members[r]);
+		kvactl_json_end(j);
+		kvactl_json_u64(j, "frame_bytes", frame_bytes(a));
+		kvactl_json_end(j);
+	} else if (kvactl_is_member(&a->gang)) {
+		kvactl_json_obj(j, "member_of");
+		kvactl_json_str(j, "gang", a->gang.gang);
+		if (a->gang.rank >= 0)
+			kvactl_json_u64(j, "rank", (uint64_t)a->gang.rank);
+		else
+			kvactl_json_null(j, "rank");
+		kvactl_json_end(j);
+	}
 }
 
 void kvactl_json_stat(struct kvactl_json *j, const struct kvactl_arena *a)
 {
 	const struct kvarena_stat *s = &a->st;
-	struct levels fr = frame_levels(s);
-	uint64_t tpf = kvactl_tokens_per_frame(s);
+	struct levels fr = frame_levels(a);
+	uint64_t tpf = tokens_per_frame(a), fs = frame_bytes(a);
 
 	kvactl_json_obj(j, NULL);
 	kvactl_json_str(j, "name", s->name);
@@ -380,12 +490,14 @@ void kvactl_json_stat(struct kvactl_json *j, const struct kvactl_arena *a)
 	kvactl_json_u64(j, "free", fr.free);
 	kvactl_json_u64(j, "unbacked", fr.unbacked);
 	kvactl_json_u64(j, "available", fr.available);
+	if (fr.ganged)
+		kvactl_json_u64(j, "ganged", fr.ganged);
 	kvactl_json_u64(j, "reserved", s->nr_reserved);
 	kvactl_json_u64(j, "backed", s->nr_backed);
 	kvactl_json_u64(j, "peak_held", s->peak_held);
 	kvactl_json_end(j);
 
-	json_levels(j, "bytes", &fr, s->frame_size, true, s->filled_bytes);
+	json_levels(j, "bytes", &fr, fs, true, s->filled_bytes);
 	if (tpf) {
 		json_levels(j, "tokens", &fr, tpf, true, s->filled_tokens);
 	} else {
@@ -398,11 +510,12 @@ void kvactl_json_stat(struct kvactl_json *j, const struct kvactl_arena *a)
 		kvactl_json_null(j, "free");
 		kvactl_json_null(j, "unbacked");
 		kvactl_json_null(j, "available");
+		if (fr.ganged)
+			kvactl_json_null(j, "ganged");
 		kvactl_json_end(j);
 	}
 	kvactl_json_pct(j, "fragmentation_pct",
-			unfilled(fr.held * s->frame_size, s->filled_bytes),
-			fr.held * s->frame_size);
+			unfilled(fr.held * fs, s->filled_bytes), fr.held * fs);
 	kvactl_json_u64(j, "alloc_calls", s->alloc_calls);
 	kvactl_json_u64(j, "free_calls", s->free_calls);
 	kvactl_json_u64(j, "alloc_failures", s->alloc_failures);
@@ -462,6 +575,7 @@ void kvactl_json_stat(struct kvactl_json *j, const struct kvactl_arena *a)
 		kvactl_json_u64(j, "retired", s->frames_retired);
 		kvactl_json_end(j);
 	}
+	json_gang(j, a);
 	kvactl_json_end(j);
 }
 
@@ -508,7 +622,7 @@ out_close:
 static uint64_t client_held_bytes(const struct kvactl_arena *a,
 				  const struct kvarena_client_info *c)
 {
-	return (uint64_t)c->held * a->st.frame_size;
+	return (uint64_t)c->held * frame_bytes(a);
 }
 
 /* At most this many PIDs in a table cell; JSON has them all. */
@@ -572,6 +686,64 @@ static void print_evicted(FILE *f, const struct kvactl_snap *snap,
 	}
 }
 
+/* The ranks joined to client @c of gang @a, as a cell: "2/4", "?", "-". */
+static void ranks_cell(struct kvactl_table *t, const struct kvactl_holders *h,
+		       const struct kvactl_arena *a,
+		       const struct kvarena_client_info *c, bool *unknown)
+{
+	bool seen[KVARENA_GANG_MAX] = { false };
+	const struct kvactl_rank_hold *r;
+	uint32_t n = 0;
+
+	if (!kvactl_is_gang(&a->gang)) {
+		kvactl_table_add(t, "-");
+		return;
+	}
+	for (size_t i = 0; (r = kvactl_holders_rank(h, a->st.name,
+						    c->client_id, i)); i++)
+		if (r->rank < KVARENA_GANG_MAX && !seen[r->rank]) {
+			seen[r->rank] = true;
+			n++;
+		}
+	/* None found where kvarenactl could not look everywhere: unknown. */
+	if (!n && (h->unreadable || h->other_pidns)) {
+		*unknown = true;
+		kvactl_table_add(t, "?");
+		return;
+	}
+	kvactl_table_add(t, "%u/%u", n, a->gang.nr_members);
+}
+
+/*
+ * Ranks whose gang client is gone (released or evicted) map nothing, but
+ * keep the gang until their processes close them.
+ */
+static void print_orphan_ranks(FILE *f, const struct kvactl_snap *snap,
+			       const struct kvactl_holders *h)
+{
+	const struct kvactl_rank_hold *r;
+	char buf[PIDS_LEN];
+
+	for (size_t i = 0; i < snap->nr; i++) {
+		const char *arena = snap->arenas[i].st.name;
+
+		for (size_t k = 0; (r = kvactl_holders_rank(h, arena, 0, k));
+		     k++) {
+			struct kvactl_hold hold = { .pids = r->pids, .n = r->n };
+
+			fprintf(f, "rank %u (%s) of gang \"%s\" is still open in %s, its client gone: it maps nothing\n",
+				r->rank, r->member, arena, pids_str(buf, &hold));
+		}
+	}
+}
+
+/* The clients table's columns; USER and RANKS only where they say something. */
+enum client_col {
+	CC_ARENA, CC_ID, CC_PIDS, CC_RANKS, CC_LABEL, CC_USER, CC_MIN, CC_MAX,
+	CC_HELD, CC_SHARED, CC_FILLED, CC_TOKENS, CC_FRAG, CC_PEAK, CC_FAILS,
+	NR_CC
+};
+
 /*
  * The clients table, in @cols columns when that is not 0 (top): the
  * columns an operator can best do without are left out first, and the
@@ -581,26 +753,46 @@ static void print_clients(FILE *f, const struct kvactl_snap *snap,
 			  const struct kvactl_holders *h, bool exact,
 			  unsigned int cols)
 {
-	/* USER, SHARED, PEAK, TOKENS, MIN, FRAG, FILLED, MAX, LABEL */
-	static const int drop[] = { 4, 8, 12, 10, 5, 11, 9, 6, 3, -1 };
-	static const int drop_rootonly[] = { 7, 11, 9, 4, 10, 8, 5, 3, -1 };
-	static const char *const head[] = {
-		"ARENA", "ID", "PIDS", "LABEL", "USER", "MIN", "MAX", "HELD",
-		"SHARED", "FILLED", "TOKENS", "FRAG", "PEAK", "FAILS",
+	static const enum client_col drop_order[] = {
+		CC_USER, CC_SHARED, CC_PEAK, CC_TOKENS, CC_RANKS, CC_MIN,
+		CC_FRAG, CC_FILLED, CC_MAX, CC_LABEL,
 	};
+	static const char *const head[NR_CC] = {
+		"ARENA", "ID", "PIDS", "RANKS", "LABEL", "USER", "MIN", "MAX",
+		"HELD", "SHARED", "FILLED", "TOKENS", "FRAG", "PEAK", "FAILS",
+	};
+	static const char align[NR_CC + 1] = "lrrrllrrrrrrrrr";
 	struct kvactl_table t;
 	char b[2][KVACTL_NUM_LEN], label[4 * KVARENA_LABEL_LEN];
-	bool unknown = false, users = false;
+	char aligns[NR_CC + 1];
+	bool unknown = false, on[NR_CC];
+	int col[NR_CC], drop[NR_CC + 1], ncols = 0, nd = 0;
 	size_t i, k;
 
-	/* The USER column is there when some client is not root's. */
-	for (i = 0; i < snap->nr; i++)
+	for (k = 0; k < NR_CC; k++)
+		on[k] = k != CC_USER && k != CC_RANKS;
+	/*
+	 * The USER column is there when some client is not root's, RANKS
+	 * when some arena is a gang.
+	 */
+	for (i = 0; i < snap->nr; i++) {
+		on[CC_RANKS] |= kvactl_is_gang(&snap->arenas[i].gang);
 		for (k = 0; k < snap->arenas[i].nr_clients; k++)
-			users |= snap->arenas[i].clients[k].uid != 0;
-	kvactl_table_init(&t, users ? 14 : 13,
-			  users ? "lrrllrrrrrrrrr" : "lrrlrrrrrrrrr");
-	for (k = 0; k < 14; k++)
-		if (k != 4 || users)
+			on[CC_USER] |= snap->arenas[i].clients[k].uid != 0;
+	}
+	for (k = 0; k < NR_CC; k++) {
+		col[k] = on[k] ? ncols : -1;
+		if (on[k])
+			aligns[ncols++] = align[k];
+	}
+	aligns[ncols] = '\0';
+	for (k = 0; k < sizeof(drop_order) / sizeof(drop_order[0]); k++)
+		if (col[drop_order[k]] >= 0)
+			drop[nd++] = col[drop_order[k]];
+	drop[nd] = -1;
+	kvactl_table_init(&t, (unsigned int)ncols, aligns);
+	for (k = 0; k < NR_CC; k++)
+		if (on[k])
 			kvactl_table_add(&t, "%s", head[k]);
 	for (i = 0; i < snap->nr; i++) {
 		const struct kvactl_arena *a = &snap->arenas[i];
@@ -613,8 +805,10 @@ static void print_clients(FILE *f, const struct kvactl_snap *snap,
 			kvactl_table_add(&t, "%s", a->st.name);
 			kvactl_table_add(&t, "%u", c->client_id);
 			pids_cell(&t, h, a->st.name, c->client_id, &unknown);
+			if (on[CC_RANKS])
+				ranks_cell(&t, h, a, c, &unknown);
 			kvactl_table_add(&t, "%s", label);
-			if (users)
+			if (on[CC_USER])
 				kvactl_table_add(&t, "%s",
 						 kvactl_id_name(b[0], c->uid,
 								false));
@@ -636,7 +830,7 @@ static void print_clients(FILE *f, const struct kvactl_snap *snap,
 					 (unsigned long long)c->alloc_failures);
 		}
 	}
-	kvactl_table_print_fit(&t, f, cols, users ? drop : drop_rootonly);
+	kvactl_table_print_fit(&t, f, cols, drop);
 	kvactl_table_free(&t);
 	/* CLIENTS shows a viewer who is not the owner its own domain only. */
 	for (i = 0; i < snap->nr; i++) {
@@ -651,17 +845,55 @@ static void print_clients(FILE *f, const struct kvactl_snap *snap,
 				"it" : "them");
 	}
 	if (unknown && h->other_pidns)
-		fputs("PIDS ?: the processes of other pid namespaces are not visible here\n",
-		      f);
+		fprintf(f, "%s ?: the processes of other pid namespaces are not visible here\n",
+			on[CC_RANKS] ? "PIDS, RANKS" : "PIDS");
 	else if (unknown)
-		fprintf(f, "PIDS ?: this user cannot read the open files of %u %s; root can\n",
-			h->unreadable, h->unreadable == 1 ? "process" : "processes");
+		fprintf(f, "%s ?: this user cannot read the open files of %u %s; root can\n",
+			on[CC_RANKS] ? "PIDS, RANKS" : "PIDS", h->unreadable,
+			h->unreadable == 1 ? "process" : "processes");
 }
 
-static void json_client(struct kvactl_json *j, const char *arena,
+/*
+ * A gang client's ranks: [{"rank": 0, "member": "gpu0", "pids": [...]},
+ * ...] in rank order; null where kvarenactl could not look everywhere
+ * and found none.
+ */
+static void json_ranks(struct kvactl_json *j, const struct kvactl_arena *a,
+		       const struct kvarena_client_info *c,
+		       const struct kvactl_holders *h)
+{
+	const struct kvactl_rank_hold *r;
+	bool any = kvactl_holders_rank(h, a->st.name, c->client_id, 0);
+
+	if (!any && (h->unreadable || h->other_pidns)) {
+		kvactl_json_null(j, "ranks");
+		return;
+	}
+	kvactl_json_arr(j, "ranks");
+	for (uint32_t rank = 0; rank < a->gang.nr_members; rank++) {
+		for (size_t i = 0; (r = kvactl_holders_rank(h, a->st.name,
+							    c->client_id, i));
+		     i++) {
+			if (r->rank != rank)
+				continue;
+			kvactl_json_obj(j, NULL);
+			kvactl_json_u64(j, "rank", r->rank);
+			kvactl_json_str(j, "member", r->member);
+			kvactl_json_arr(j, "pids");
+			for (size_t p = 0; p < r->n; p++)
+				kvactl_json_i64(j, NULL, r->pids[p]);
+			kvactl_json_end(j);
+			kvactl_json_end(j);
+		}
+	}
+	kvactl_json_end(j);
+}
+
+static void json_client(struct kvactl_json *j, const struct kvactl_arena *a,
 			const struct kvarena_client_info *c,
 			const struct kvactl_holders *h)
 {
+	const char *arena = a->st.name;
 	const struct kvactl_hold *hold = kvactl_holders_find(h, arena,
 							    c->client_id);
 
@@ -704,6 +936,8 @@ static void json_client(struct kvactl_json *j, const char *arena,
 		kvactl_json_str(j, "domain", fmt_domain(d, sizeof(d),
 							c->domain));
 	}
+	if (kvactl_is_gang(&a->gang))
+		json_ranks(j, a, c, h);
 	kvactl_json_end(j);
 }
 
@@ -714,7 +948,7 @@ static void json_clients(struct kvactl_json *j, const char *key,
 	kvactl_json_arr(j, key);
 	for (size_t i = 0; i < snap->nr; i++)
 		for (uint32_t k = 0; k < snap->arenas[i].nr_clients; k++)
-			json_client(j, snap->arenas[i].st.name,
+			json_client(j, &snap->arenas[i],
 				    &snap->arenas[i].clients[k], h);
 	kvactl_json_end(j);
 }
@@ -750,6 +984,7 @@ int kvactl_cmd_clients(const struct kvactl_opts *o)
 	} else {
 		print_clients(stdout, &snap, &h, o->exact_bytes, 0);
 		print_evicted(stdout, &snap, &h);
+		print_orphan_ranks(stdout, &snap, &h);
 	}
 	kvactl_holders_free(&h);
 	kvactl_snap_free(&snap);
