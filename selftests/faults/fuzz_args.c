@@ -323,6 +323,48 @@ static bool spec_promote(const struct kvarena_promote *p)
 	       p->timeout_ms <= 600000u;
 }
 
+/*
+ * GANG_CREATE: "@name: the gang's name, an arena name (1-31 characters of
+ * [A-Za-z0-9_.-])"; "@members: user pointer to @nr_members arena names"
+ * (NULL points to none: check.c refuses it before reading, as it does a
+ * count out of range); "@nr_members: 2..KVARENA_GANG_MAX"; "@flags: must
+ * be zero."; "@reserved: must be zero."  The member names, and whether
+ * they fit, are the command's to read and check.
+ */
+static bool spec_gang_create(const struct kvarena_gang_create *g)
+{
+	return !g->flags && RSV(g, reserved) && spec_name(g->name) &&
+	       g->members && g->nr_members >= 2 &&
+	       g->nr_members <= KVARENA_GANG_MAX;
+}
+
+/*
+ * GANG_TOKEN: "@flags: in: KVARENA_GANG_RANKS_FATAL"; "@reserved0: must
+ * be zero."; "@reserved: must be zero." (and reserved1 with them).
+ * @token and @nr_members are outputs: not looked at.
+ */
+static bool spec_gang_token(const struct kvarena_gang_token *t)
+{
+	return !(t->flags & ~KVARENA_GANG_RANKS_FATAL) && RSV(t, reserved0) &&
+	       RSV(t, reserved1) && RSV(t, reserved);
+}
+
+/*
+ * JOIN: "@name: the gang" (an arena name); "@label: free-form label of
+ * the rank (may be empty)", NUL-terminated as every label; "@rank: the
+ * member whose memory this rank maps, 0..members-1", and a gang has
+ * KVARENA_GANG_MAX members at most, so a rank past that is no rank of any
+ * gang (-EINVAL; one past this gang's members is the command's -ENOENT);
+ * "@flags: must be zero."; "@reserved: must be zero."  @client_id and
+ * @token may be anything (the command's -ENOENT); @mem_kind, @frame_size,
+ * @nr_frames, @mem_dev, @mem_uuid and @member are outputs: not looked at.
+ */
+static bool spec_join(const struct kvarena_join *j)
+{
+	return !j->flags && RSV(j, reserved) && spec_name(j->name) &&
+	       spec_label(j->label) && j->rank < KVARENA_GANG_MAX;
+}
+
 /* ---- commands --------------------------------------------------------- */
 
 struct cmd {
@@ -400,6 +442,11 @@ ADAPT(events_fd, struct kvarena_events_fd, kva_check_events_fd, spec_events_fd)
 ADAPT(set_tier, struct kvarena_arena_tier, kva_check_set_tier, spec_set_tier)
 ADAPT(tier, struct kvarena_tier, kva_check_tier, spec_tier)
 ADAPT(promote, struct kvarena_promote, kva_check_promote, spec_promote)
+ADAPT(gang_create, struct kvarena_gang_create, kva_check_gang_create,
+      spec_gang_create)
+ADAPT(gang_token, struct kvarena_gang_token, kva_check_gang_token,
+      spec_gang_token)
+ADAPT(join, struct kvarena_join, kva_check_join, spec_join)
 
 #define CMD(n, NR, type, need, nb) \
 	{ #n, NR, sizeof(type), need, nb, chk_##n, spc_##n }
@@ -441,6 +488,16 @@ static const struct cmd cmds[] = {
 	CMD(tier, KVARENA_IOC_TIER, struct kvarena_tier, KVA_CLIENT, false),
 	CMD(promote, KVARENA_IOC_PROMOTE, struct kvarena_promote, KVA_CLIENT,
 	    false),
+	/*
+	 * Gangs, not in the table either: GANG_CREATE "CAP_SYS_ADMIN";
+	 * GANG_TOKEN "client of a gang"; JOIN "O_RDWR opener", a file not
+	 * attached yet (it becomes a rank).  None is a hot command.
+	 */
+	CMD(gang_create, KVARENA_IOC_GANG_CREATE, struct kvarena_gang_create,
+	    KVA_ADMIN, false),
+	CMD(gang_token, KVARENA_IOC_GANG_TOKEN, struct kvarena_gang_token,
+	    KVA_CLIENT, false),
+	CMD(join, KVARENA_IOC_JOIN, struct kvarena_join, KVA_WRITER, false),
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 

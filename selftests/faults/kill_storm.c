@@ -17,6 +17,17 @@
  *             ioctl or io_uring
  *   prefix    chains of keys PUBLISHed over frames it allocates, chains
  *             LOOKUPed (the frames found held, freed now and then)
+ *   gang      an engine on storm-gang, a gang of two host arenas
+ *             (storm-gm0, storm-gm1): the leader is the gang's client -
+ *             ALLOC, FREE, PUBLISH, LOOKUP, SET_USAGE, a FRAME_FD of its
+ *             own that must be -EOPNOTSUPP - and tells its two ranks,
+ *             processes of their own, what it holds; each rank JOINs the
+ *             leader's client (GANG_TOKEN's secret) and maps and touches
+ *             those frames in its member, some left mapped, a revoked one
+ *             (SIGBUS) survived.  Half the leaders ask for RANKS_FATAL.
+ *             A leader whose rank ends checks that it is evicted if it
+ *             asked (the rank's file is released before it is reaped),
+ *             and otherwise starts another rank.
  *   tier      on storm-up, whose lower tier is storm-low (ARENA_SET_TIER):
  *             frames filled with what their key says (any process can
  *             check a frame from its key), published as chains, LOOKUPed with
@@ -38,11 +49,17 @@
  *
  * The driver keeps a few workers alive and kills one process group every
  * few milliseconds with SIGKILL, after a random delay (sometimes none:
- * killed while attaching), and starts another.  Now and then, as an
+ * killed while attaching), and starts another.  A gang engine, half the
+ * time, loses a part only: its leader alone - whose client must then
+ * leave the gang, and whose ranks must find it gone (-ENOLINK) and end
+ * by themselves, as the driver, their subreaper, sees - or one rank -
+ * with RANKS_FATAL the leader's client must leave the gang (the leader,
+ * evicted, ends by itself), without it stay.  Now and then, as an
  * administrator would, it EVICTs a random client instead, whatever it is
  * doing: its frames go back, its mappings are zapped, its commands fail
  * with ESHUTDOWN (and a worker that sees that exits, or dies of SIGBUS
- * touching a revoked mapping, and is replaced).  And now and then it
+ * touching a revoked mapping, and is replaced); the gang's clients too,
+ * whose ranks then lose them.  And now and then it
  * resizes an arena (ARENA_RESIZE) to a random size, shrinking it under
  * frames the workers hold (the shrink waits for them) or growing it back,
  * sometimes cancelling a shrink that waits.  Now and then it kills a tier
@@ -52,7 +69,9 @@
  * it was copying must then be cached above or whole below - unless an
  * event says the key was reclaimed since - and is checked byte for byte
  * where it is.  After every kill and
- * every eviction it checks the counts that hold at any moment; at the end
+ * every eviction it checks the counts that hold at any moment (of the
+ * gang too, and that each member's own table is idle: no client, nothing
+ * held, every frame free, all backed); at the end
  * it kills the rest, grows every arena back to its size at create, waits
  * for every client to be gone (a killed process's io_uring is torn down by
  * a kernel worker, after the process is reaped) and checks every arena:
@@ -62,6 +81,9 @@
  * held + cached.  Before that it takes the tier away (which no copy may
  * be under way for: every agent and every PROMOTE's caller is gone), and
  * looks up every key in both arenas: each cached frame must be whole.
+ * The gang goes last: quiet, every frame back, destroyed, then its
+ * members, free again (sysfs names no gang), all their frames there and
+ * backed, quiet too.
  * The kernel log is checked by the VM runner.
  *
  *   kill_storm [--kills N] [--workers N] [--delay-ms N] [--evict-every N]
@@ -69,9 +91,11 @@
  *              [--seed S]
  *
  * Prints "kill storm: N kills, E evictions, R resizes, A agents killed,
- * D frames demoted, P promoted, V verified, M frames lost" (M must be 0).
+ * D frames demoted, P promoted, V verified, M frames lost" (M must be 0,
+ * the gang's and its members' counted in).
  */
 #include <getopt.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -99,7 +123,7 @@ static const char *const arena_up = "storm-up";
 static const char *const arena_low = "storm-low";
 
 /* W_AGENT is no kind a worker's place is given at random. */
-enum { W_IOCTL, W_URING, W_RUNTIME, W_PREFIX, W_TIER, W_KINDS,
+enum { W_IOCTL, W_URING, W_RUNTIME, W_PREFIX, W_TIER, W_GANG, W_KINDS,
        W_AGENT = W_KINDS };
 
 /* What an agent says it is doing (struct agent_rec.phase). */
@@ -125,7 +149,31 @@ struct agent_rec {
 	} job[AGENT_BATCH];
 };
 
-/* Counts every process adds to, and the agents' records. */
+#define GANG_N		2		/* members, and ranks of an engine */
+#define NR_GANG		32u		/* frames of each member, and the gang */
+#define GANG_HELD	16		/* a leader's frames at most */
+#define NKEYS_GANG	16u		/* prefix keys the leaders share */
+
+static const char *const arena_gang = "storm-gang";
+
+static void member_name(char *name, unsigned int r)
+{
+	fz_name(name, "storm-gm%u", r);
+}
+
+/* A gang worker's record, in the shared memory, by its worker place. */
+struct gang_rec {
+	int ready;			/* the fields below are written */
+	uint32_t client_id;
+	uint64_t token;
+	int fatal;			/* it asked for RANKS_FATAL */
+	pid_t rank_pid[GANG_N];		/* 0: none now */
+	int joined[GANG_N];		/* that rank's JOIN is done */
+	uint32_t n;			/* what it holds: held[0..n) */
+	uint64_t held[GANG_HELD];
+};
+
+/* Counts every process adds to, and the agents' and gang workers' records. */
 struct shared {
 	struct agent_rec ag[MAX_AGENTS];
 	unsigned long verified_hit;	/* LOOKUP hits above, checked */
@@ -137,6 +185,10 @@ struct shared {
 	unsigned long promote_failed;	/* -EIO: a copy given back failed */
 	unsigned long copies_torn;	/* destinations filled with garbage */
 	unsigned long copies_failed;	/* jobs given back failed on purpose */
+	struct gang_rec gw[MAX_WORKERS];	/* by worker place */
+	unsigned long gang_touches;	/* frames a rank mapped and touched */
+	unsigned long gang_sigbus;	/* ... whose mapping was revoked first */
+	unsigned long gang_map_refused;	/* mmap() of a frame refused */
 };
 
 static struct shared *sh;
@@ -1008,6 +1060,305 @@ static void agent(struct fz_rng *r, int slot)
 	}
 }
 
+/* ---- the gang worker: a leader and its ranks ----------------------------- */
+
+/*
+ * An engine of GANG_N ranks over a gang of GANG_N host arenas: the leader
+ * (the worker) is the gang's client - it allocates, frees, publishes and
+ * looks up, and tells its ranks what it holds through shared memory; each
+ * rank is a process of its own that JOINs the leader's client and maps
+ * and touches, in its member, the frames the leader holds (reading what
+ * it may only read).  Half the leaders ask for RANKS_FATAL.  The driver
+ * kills the whole engine, or its leader alone (the ranks must then find
+ * their client gone, -ENOLINK, and end), or one rank (with RANKS_FATAL
+ * the leader's client is evicted with it; without, the leader starts
+ * another rank).
+ */
+static sigjmp_buf rank_jmp;
+static volatile sig_atomic_t rank_touching;
+
+/* A revoked mapping touched: "each rank's next touch is SIGBUS". */
+static void rank_sigbus(int sig)
+{
+	if (rank_touching)
+		siglongjmp(rank_jmp, 1);
+	_exit(112);
+}
+
+static void gang_key(uint8_t *key, uint32_t k)
+{
+	memset(key, 0, KVARENA_KEY_LEN);
+	key[0] = 0x9a;
+	key[1] = (uint8_t)k;
+	memcpy(key + 2, "kill-storm-gang", 15);
+}
+
+/* A rank: its own process, joined to the leader's client as rank @rank. */
+static void gang_rank(struct fz_rng *r, volatile struct gang_rec *g,
+		      unsigned int rank)
+{
+	struct kvarena_join j = { .client_id = g->client_id, .rank = rank,
+				  .token = g->token };
+	struct sigaction sa = { .sa_handler = rank_sigbus };
+	char want[KVARENA_NAME_LEN];
+	void *maps[4] = { 0 };
+	unsigned int nmaps = 0;
+	int fd = dev_open(), ret;
+
+	fz_name(j.name, "%s", arena_gang);
+	fz_name(j.label, "storm-rank%u", rank);
+	ret = fz_ioctl(fd, KVARENA_IOC_JOIN, &j);
+	/* Its client gone (killed, evicted) before it could join. */
+	if (ret == -ENOENT)
+		_exit(0);
+	member_name(want, rank);
+	if (ret || strcmp(j.member, want) || j.nr_frames != NR_GANG ||
+	    j.frame_size != TFS || j.mem_kind != KVARENA_MEM_HOST) {
+		dprintf(1, "# gang rank %d: JOIN of client %u as rank %u: %s, "
+			"member %.32s, %u frames of %llu\n", getpid(),
+			j.client_id, rank, strerror(-ret), j.member,
+			j.nr_frames, (unsigned long long)j.frame_size);
+		_exit(113);
+	}
+	g->joined[rank] = 1;
+	sigaction(SIGBUS, &sa, NULL);
+	for (;;) {
+		uint32_t n = g->n;
+		struct kvarena_frame_fd ff = { 0 };
+		volatile uint8_t *p;
+		bool w;
+
+		usleep(fz_below(r, 800));
+		if (!n || n > GANG_HELD)
+			continue;
+		ff.handle = g->held[fz_below(r, n)];
+		ret = fz_ioctl(fd, KVARENA_IOC_FRAME_FD, &ff);
+		/* "Once the client is gone ... FRAME_FD is -ENOLINK." */
+		if (ret == -ENOLINK)
+			_exit(0);
+		/* Freed since it was told (and maybe another's now). */
+		if (ret == -ESTALE || ret == -ENOENT || ret == -EPERM)
+			continue;
+		if (ret) {
+			dprintf(1, "# gang rank %d: FRAME_FD of 0x%llx: %s\n",
+				getpid(), (unsigned long long)ff.handle,
+				strerror(-ret));
+			_exit(113);
+		}
+		w = ff.access & KVARENA_ACCESS_WRITE;
+		p = mmap(NULL, ff.size, PROT_READ | (w ? PROT_WRITE : 0),
+			 MAP_SHARED, ff.fd, (off_t)ff.offset);
+		close(ff.fd);
+		if (p == MAP_FAILED) {
+			SH_ADD(gang_map_refused, 1);
+			continue;
+		}
+		if (!sigsetjmp(rank_jmp, 1)) {
+			rank_touching = 1;
+			if (w)
+				memset((void *)p, 0x40 + rank, 4096);
+			else
+				(void)p[fz_below(r, TFS)];
+			rank_touching = 0;
+			SH_ADD(gang_touches, 1);
+		} else {
+			rank_touching = 0;
+			SH_ADD(gang_sigbus, 1);
+		}
+		/* A few stay mapped: the client's FREE or end must zap them. */
+		if (maps[nmaps % 4])
+			munmap(maps[nmaps % 4], TFS);
+		maps[nmaps++ % 4] = (void *)p;
+	}
+}
+
+/* Start rank @rank of leader @g (the leader's own file @lfd not kept). */
+static pid_t gang_rank_spawn(struct fz_rng *r, volatile struct gang_rec *g,
+			     unsigned int rank, int lfd)
+{
+	uint64_t seed = fz_next(r);
+	pid_t pid;
+
+	g->joined[rank] = 0;
+	pid = fork();
+	if (pid == 0) {
+		struct fz_rng rr;
+
+		/* Its client's file is the leader's alone. */
+		close(lfd);
+		fz_seed(&rr, seed);
+		gang_rank(&rr, g, rank);
+		_exit(0);
+	}
+	return pid > 0 ? pid : 0;
+}
+
+/* The leader's end on a command that failed: given up, or failed. */
+static void leader_fail(const char *what, int err)
+{
+	if (err == -ESHUTDOWN)
+		_exit(0);
+	dprintf(1, "# gang leader %d: %s: %s\n", getpid(), what,
+		strerror(-err));
+	_exit(114);
+}
+
+/* Tell the ranks what the leader holds (racy: they check with FRAME_FD). */
+static void leader_tell(volatile struct gang_rec *g, const uint64_t *held,
+			uint32_t n)
+{
+	uint32_t i;
+
+	if (n < g->n)
+		g->n = n;
+	for (i = 0; i < n; i++)
+		g->held[i] = held[i];
+	g->n = n;
+}
+
+/* A rank of ours ended with @status: start another, or go. */
+static void leader_reaped(struct fz_rng *r, volatile struct gang_rec *g,
+			  int fd, unsigned int i, int status, uint32_t flags)
+{
+	struct kvarena_gang_token t = { .flags = flags };
+	bool joined = g->joined[i];
+	int ret;
+
+	g->rank_pid[i] = 0;
+	if (WIFEXITED(status) && WEXITSTATUS(status)) {
+		dprintf(1, "# gang leader %d: rank %u exited %d\n", getpid(), i,
+			WEXITSTATUS(status));
+		_exit(114);
+	}
+	/* The same flags: a look that changes nothing.  Evicted: go. */
+	ret = wcall(fd, KVARENA_IOC_GANG_TOKEN, &t);
+	if (ret)
+		leader_fail("GANG_TOKEN after a rank ended", ret);
+	/*
+	 * "KVARENA_GANG_RANKS_FATAL: ... the release of any rank that joined
+	 * this client ... evicts this client": the rank's file was released
+	 * before it could be reaped.
+	 */
+	if ((flags & KVARENA_GANG_RANKS_FATAL) && joined) {
+		dprintf(1, "# gang leader %d: rank %u (joined) ended (%s %d) "
+			"with RANKS_FATAL, and client %u is still there\n",
+			getpid(), i, WIFEXITED(status) ? "exit" : "signal",
+			WIFEXITED(status) ? WEXITSTATUS(status) :
+			WTERMSIG(status), g->client_id);
+		_exit(114);
+	}
+	/*
+	 * A rank gives up (-ENOENT at JOIN, -ENOLINK after) only with its
+	 * client gone, which it is not.
+	 */
+	if (WIFEXITED(status)) {
+		dprintf(1, "# gang leader %d: rank %u gave up (%s), client %u "
+			"there\n", getpid(), i, joined ? "joined" : "at JOIN",
+			g->client_id);
+		_exit(114);
+	}
+	g->rank_pid[i] = gang_rank_spawn(r, g, i, fd);
+}
+
+static void worker_gang(struct fz_rng *r, int slot)
+{
+	volatile struct gang_rec *g = &sh->gw[slot];
+	struct kvarena_attach a = {
+		.min_frames = fz_below(r, 3),
+		.max_frames = fz_one_in(r, 2) ? 0 : NR_GANG / 2 };
+	struct kvarena_gang_token t = {
+		.flags = fz_one_in(r, 2) ? KVARENA_GANG_RANKS_FATAL : 0 };
+	uint32_t flags = t.flags;
+	uint64_t held[GANG_HELD];
+	unsigned int n = 0, i;
+	int fd = dev_open(), ret, status;
+	pid_t pid;
+
+	fz_name(a.name, "%s", arena_gang);
+	fz_name(a.label, "storm-leader-%d", getpid());
+	ret = fz_ioctl(fd, KVARENA_IOC_ATTACH, &a);
+	if (ret == -ENOSPC && a.min_frames) {
+		a.min_frames = 0;
+		ret = fz_ioctl(fd, KVARENA_IOC_ATTACH, &a);
+	}
+	if (ret)
+		leader_fail("ATTACH to the gang", ret);
+	ret = wcall(fd, KVARENA_IOC_GANG_TOKEN, &t);
+	if (ret || !t.token || t.nr_members != GANG_N)
+		leader_fail("GANG_TOKEN", ret ? ret : -EPROTO);
+	g->client_id = a.client_id;
+	g->token = t.token;
+	g->fatal = !!flags;
+	for (i = 0; i < GANG_N; i++)
+		g->rank_pid[i] = gang_rank_spawn(r, g, i, fd);
+	__atomic_store_n(&g->ready, 1, __ATOMIC_RELEASE);
+	for (;;) {
+		uint32_t want = 1 + fz_below(r, 4);
+		struct kvarena_frames f = { .handles = (uintptr_t)(held + n),
+					    .count = want,
+					    .flags = KVARENA_ALLOC_PARTIAL };
+
+		while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+			for (i = 0; i < GANG_N; i++)
+				if (g->rank_pid[i] == pid)
+					leader_reaped(r, g, fd, i, status, flags);
+		for (i = 0; i < GANG_N; i++)
+			if (!g->rank_pid[i])
+				g->rank_pid[i] = gang_rank_spawn(r, g, i, fd);
+		if (n + want <= GANG_HELD && !wcall(fd, KVARENA_IOC_ALLOC, &f))
+			n += f.nr_done;
+		/* A gang's frames are mapped by its ranks, not by it. */
+		if (n && fz_one_in(r, 64)) {
+			struct kvarena_frame_fd ff = { .handle = held[0] };
+
+			ret = wcall(fd, KVARENA_IOC_FRAME_FD, &ff);
+			if (ret != -EOPNOTSUPP)
+				leader_fail("FRAME_FD of the gang client itself "
+					    "(not -EOPNOTSUPP)", ret ? ret : -EPROTO);
+		}
+		if (n && fz_one_in(r, 8)) {
+			/* Published: read-only for its ranks from now on. */
+			struct kvarena_prefix_entry e = { .handle = held[n - 1] };
+			struct kvarena_prefix x = { .entries = (uintptr_t)&e,
+						    .count = 1 };
+
+			gang_key(e.key, fz_below(r, NKEYS_GANG));
+			wcall(fd, KVARENA_IOC_PUBLISH, &x);
+		}
+		if (n < GANG_HELD && fz_one_in(r, 8)) {
+			/* Another leader's frame, maybe: shared, read-only. */
+			struct kvarena_prefix_entry e = { 0 };
+			struct kvarena_prefix x = { .entries = (uintptr_t)&e,
+						    .count = 1 };
+
+			gang_key(e.key, fz_below(r, NKEYS_GANG));
+			if (!wcall(fd, KVARENA_IOC_LOOKUP, &x) && x.nr_done &&
+			    !(e.flags & KVARENA_PREFIX_HELD))
+				held[n++] = e.handle;
+		}
+		leader_tell(g, held, n);
+		if (n) {
+			struct kvarena_usage u = { .filled_tokens = n * 8,
+						   .filled_bytes = (uint64_t)n * TFS };
+
+			wcall(fd, KVARENA_IOC_SET_USAGE, &u);
+		}
+		if (n && fz_one_in(r, 2)) {
+			uint32_t k = 1 + fz_below(r, n);
+			struct kvarena_frames fr = {
+				.handles = (uintptr_t)(held + n - k), .count = k };
+
+			/* The ranks are told first: fewer maps of freed frames. */
+			leader_tell(g, held, n - k);
+			ret = wcall(fd, KVARENA_IOC_FREE, &fr);
+			if (ret)
+				leader_fail("FREE of frames it holds", ret);
+			n -= k;
+		}
+		usleep(fz_below(r, 1500));
+	}
+}
+
 /* ---- the driver --------------------------------------------------------- */
 
 struct worker {
@@ -1015,6 +1366,8 @@ struct worker {
 	int kind;
 	bool evicted;		/* its client was: it may exit by itself */
 };
+
+static void orphans_add(pid_t pgid, bool gang);
 
 static pid_t spawn(int kind, uint64_t seed, int slot)
 {
@@ -1043,6 +1396,9 @@ static pid_t spawn(int kind, uint64_t seed, int slot)
 	case W_AGENT:
 		agent(&r, slot);
 		break;
+	case W_GANG:
+		worker_gang(&r, slot);
+		break;
 	default:
 		worker_runtime(&r);
 		break;
@@ -1064,9 +1420,13 @@ static void respawn(struct worker *w, unsigned long i, unsigned long nworkers,
 	if (i >= nworkers) {
 		sh->ag[i - nworkers].njobs = 0;
 		sh->ag[i - nworkers].phase = PH_START;
+	} else {
+		/* Nor a gang worker's: its ranks are not the new one's. */
+		memset((void *)&sh->gw[i], 0, sizeof(sh->gw[i]));
 	}
 	w[i].kind = i < nworkers ? (int)fz_below(r, W_KINDS) : W_AGENT;
-	w[i].pid = spawn(w[i].kind, fz_next(r), (int)(i - nworkers));
+	w[i].pid = spawn(w[i].kind, fz_next(r), w[i].kind == W_AGENT ?
+			 (int)(i - nworkers) : (int)i);
 	w[i].evicted = false;
 }
 
@@ -1113,6 +1473,8 @@ static int kill_worker(struct worker *w, struct evictions *ev)
 	kill(-w->pid, SIGKILL);
 	kill(w->pid, SIGKILL);
 	waitpid(w->pid, &status, 0);
+	/* Its forks (a gang worker's ranks) are ours to reap. */
+	orphans_add(w->pid, w->kind == W_GANG);
 	ret = ended(w, status, ev);
 	w->pid = 0;
 	w->evicted = false;
@@ -1183,6 +1545,7 @@ static int replace_ended(struct worker *w, unsigned long nall,
 			continue;
 		/* Its forked children, if any are left. */
 		kill(-w[i].pid, SIGKILL);
+		orphans_add(w[i].pid, w[i].kind == W_GANG);
 		bad += ended(&w[i], status, ev) != 0;
 		respawn(w, i, nworkers, r);
 	}
@@ -1659,6 +2022,318 @@ static int check_now(int fd, const char *name)
 	return fz_check_counts(name, &s);
 }
 
+/* ---- the gang's engines killed in part ---------------------------------- */
+
+/*
+ * What is left of the process groups of workers gone: a gang worker's
+ * ranks outlive a leader killed alone (they must find their client gone
+ * and end by themselves), and the driver, their subreaper, reaps them.
+ * A rank may end killed, or with exit 0 (it found its client gone);
+ * anything else fails the run.
+ */
+#define MAX_ORPHANS	128
+
+static struct orphan {
+	pid_t pgid;
+	bool gang;
+} orphans[MAX_ORPHANS];
+static unsigned int norphans;
+static int orphan_failures;
+static unsigned long orphan_ranks_ended;	/* exit 0: client gone */
+
+static void orphan_status(const struct orphan *o, pid_t pid, int status)
+{
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+		return;
+	if (WIFEXITED(status) && !WEXITSTATUS(status)) {
+		orphan_ranks_ended += o->gang;
+		return;
+	}
+	if (!o->gang)
+		return;		/* a worker's fork: nothing promised */
+	printf("# gang rank %d of leader %d (gone) ended: %s %d\n", pid,
+	       o->pgid, WIFEXITED(status) ? "exit" : "signal",
+	       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	orphan_failures++;
+}
+
+/* Reap what has ended of them; @all: kill the rest first, and wait. */
+static void orphans_reap(bool all)
+{
+	unsigned int i = 0;
+
+	while (i < norphans) {
+		struct orphan *o = &orphans[i];
+		int status;
+		pid_t pid;
+
+		if (all)
+			kill(-o->pgid, SIGKILL);
+		while ((pid = waitpid(-o->pgid, &status, all ? 0 : WNOHANG)) > 0)
+			orphan_status(o, pid, status);
+		if (pid < 0) {		/* ECHILD: the group is empty */
+			orphans[i] = orphans[--norphans];
+			continue;
+		}
+		i++;
+	}
+}
+
+static void orphans_add(pid_t pgid, bool gang)
+{
+	if (norphans == MAX_ORPHANS)
+		orphans_reap(true);
+	orphans[norphans].pgid = pgid;
+	orphans[norphans++].gang = gang;
+}
+
+/* Is client @id (of process @pid) in the gang?  -1 if CLIENTS failed. */
+static int gang_has_client(int fd, uint32_t id, pid_t pid)
+{
+	static struct kvarena_client_info rows[64];
+	struct kvarena_clients c = { .clients = (uintptr_t)rows, .count = 64 };
+	uint32_t i;
+	int ret;
+
+	fz_name(c.name, "%s", arena_gang);
+	ret = fz_ioctl(fd, KVARENA_IOC_CLIENTS, &c);
+	if (ret) {
+		printf("# %s: CLIENTS: %s\n", arena_gang, strerror(-ret));
+		return -1;
+	}
+	for (i = 0; i < c.nr_clients && i < c.count; i++)
+		if (rows[i].client_id == id && (pid_t)rows[i].pid == pid)
+			return 1;
+	return 0;
+}
+
+/* Client @id of @pid leaves the gang within 5 s: 0, or 1 (said). */
+static int gang_client_leaves(int fd, uint32_t id, pid_t pid, const char *why)
+{
+	double t0 = fz_now();
+	int there;
+
+	while ((there = gang_has_client(fd, id, pid)) > 0 && fz_now() - t0 < 5)
+		usleep(1000);
+	if (!there)
+		return 0;
+	printf("# %s: client %u of %d still there %.1f s after %s\n",
+	       arena_gang, id, pid, fz_now() - t0, why);
+	return 1;
+}
+
+/* Has process @pid ended (gone, or a zombie)? */
+static bool proc_ended(pid_t pid)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = open(path, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return true;
+	n = read(f, buf, sizeof(buf) - 1);
+	close(f);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
+struct gang_kills {
+	unsigned long leaders;		/* leaders killed alone */
+	unsigned long ranks;		/* ranks killed */
+	unsigned long fatal;		/* ... whose client (RANKS_FATAL) went */
+	unsigned long kept;		/* ... whose client (no flag) stayed */
+	unsigned long early;		/* ... killed before their JOIN was seen */
+};
+
+/*
+ * Kill part of gang worker @v, whose record says it is set up: its
+ * leader alone - whose client must then leave the gang (its ranks, left
+ * behind, must find it gone and end: orphans_reap()) - or one of its
+ * ranks: with RANKS_FATAL the leader's client must leave the gang (the
+ * leader, evicted, ends by itself), without it stay.  Returns 0 if
+ * nothing was done, else bit 0 if the leader's place is free now (it
+ * was killed, or had ended) and bit 1 if a live process was killed;
+ * adds what went wrong to @bad.
+ */
+static int kill_gang_part(int fd, struct worker *w, struct worker *v,
+			  struct fz_rng *r, struct evictions *ev,
+			  struct gang_kills *gk, int *bad)
+{
+	volatile struct gang_rec *g = &sh->gw[v - w];
+	pid_t leader = v->pid, pid;
+	unsigned int rank;
+	bool fatal, joined;
+	uint32_t id;
+	int ret, status;
+
+	if (!__atomic_load_n(&g->ready, __ATOMIC_ACQUIRE) || v->evicted)
+		return 0;
+	id = g->client_id;
+	if (fz_one_in(r, 3)) {
+		kill(leader, SIGKILL);
+		waitpid(leader, &status, 0);
+		ret = ended(v, status, ev);
+		*bad += ret < 0;
+		orphans_add(leader, true);
+		v->pid = 0;
+		v->evicted = false;
+		if (ret <= 0)
+			return 1;
+		gk->leaders++;
+		/* Its file was its own alone: released as it died. */
+		*bad += gang_client_leaves(fd, id, leader,
+					   "its leader was killed");
+		return 3;
+	}
+	rank = fz_below(r, GANG_N);
+	pid = g->rank_pid[rank];
+	joined = g->joined[rank];
+	fatal = g->fatal;
+	if (pid <= 0)
+		return 0;
+	kill(pid, SIGKILL);
+	gk->ranks++;
+	if (fatal) {
+		/* The leader, evicted, ends by itself (or was, if unjoined). */
+		v->evicted = true;
+		if (!joined) {
+			gk->early++;
+			return 2;
+		}
+		gk->fatal++;
+		*bad += gang_client_leaves(fd, id, leader,
+					   "a RANKS_FATAL rank was killed");
+		return 2;
+	}
+	/* "Without it, a rank's release only takes that rank away." */
+	while (!proc_ended(pid))
+		usleep(1000);
+	if (v->evicted || proc_ended(leader))
+		return 2;
+	gk->kept++;
+	if (gang_has_client(fd, id, leader) != 1) {
+		printf("# %s: client %u of %d gone with a rank of it killed, "
+		       "no RANKS_FATAL\n", arena_gang, id, leader);
+		(*bad)++;
+	}
+	return 2;
+}
+
+/*
+ * The gang's frames and its members' at any moment: the gang's counts
+ * add up, and each member's own table is idle (no client, nothing held
+ * or reserved, every frame free or cached).
+ */
+static int check_gang_now(int fd)
+{
+	char name[KVARENA_NAME_LEN];
+	struct kvarena_stat s;
+	int bad = check_now(fd, arena_gang);
+	unsigned int m;
+
+	for (m = 0; m < GANG_N; m++) {
+		member_name(name, m);
+		if (fz_stat(fd, name, &s)) {
+			printf("# %s: STAT failed\n", name);
+			bad++;
+			continue;
+		}
+		if (s.nr_clients || s.nr_held || s.nr_reserved ||
+		    (uint64_t)s.nr_free + s.nr_cached != s.nr_frames ||
+		    s.nr_frames != NR_GANG || s.nr_backed != NR_GANG) {
+			printf("# %s, a member of %s: clients %u held %u "
+			       "reserved %u, free %u + cached %u of %u, %u "
+			       "backed\n", name, arena_gang, s.nr_clients,
+			       s.nr_held, s.nr_reserved, s.nr_free, s.nr_cached,
+			       s.nr_frames, s.nr_backed);
+			bad++;
+		}
+	}
+	return bad;
+}
+
+/* The gang over GANG_N host arenas of NR_GANG frames: 0 or -errno. */
+static int gang_setup(int fd)
+{
+	char names[GANG_N][KVARENA_NAME_LEN];
+	struct kvarena_gang_create g = { .members = (uintptr_t)names,
+					 .nr_members = GANG_N };
+	unsigned int m;
+	int ret;
+
+	for (m = 0; m < GANG_N; m++) {
+		member_name(names[m], m);
+		ret = fz_arena_create(fd, names[m], NR_GANG, TFS, true);
+		if (ret)
+			return ret;
+	}
+	fz_name(g.name, "%s", arena_gang);
+	return fz_ioctl(fd, KVARENA_IOC_GANG_CREATE, &g);
+}
+
+/*
+ * At the end, every process gone: the gang is quiet (every frame back),
+ * goes, and sets its members free, intact - all their frames there,
+ * backed, free or cached, no client - and quiet too.  Returns the
+ * failures; the frames lost (gang and members) in @lost.
+ */
+static int gang_teardown(int fd, uint32_t *lost)
+{
+	char name[KVARENA_NAME_LEN], line[64], path[128];
+	struct kvarena_stat s;
+	uint32_t l = 0;
+	int bad = 0, ret;
+	unsigned int m;
+	FILE *f;
+
+	*lost = 0;
+	bad += fz_wait_no_clients(fd, arena_gang, 60) < 0;
+	bad += fz_check_quiet(fd, arena_gang, &l);
+	*lost += l;
+	ret = fz_arena_destroy(fd, arena_gang);
+	if (ret) {
+		printf("# destroying %s: %s\n", arena_gang, strerror(-ret));
+		return bad + 1;
+	}
+	for (m = 0; m < GANG_N; m++) {
+		member_name(name, m);
+		bad += fz_check_quiet(fd, name, &l);
+		*lost += l;
+		if (fz_stat(fd, name, &s) || s.nr_frames != NR_GANG ||
+		    s.nr_backed != NR_GANG || s.nr_absent) {
+			printf("# %s after its gang: %u frames, %u backed, %u "
+			       "absent\n", name, s.nr_frames, s.nr_backed,
+			       s.nr_absent);
+			bad++;
+		}
+		snprintf(path, sizeof(path),
+			 "/sys/class/misc/kvarena/arenas/%s/gang", name);
+		f = fopen(path, "r");
+		line[0] = 0;
+		if (f) {
+			if (!fgets(line, sizeof(line), f))
+				line[0] = 0;
+			fclose(f);
+		}
+		if (line[0] && line[0] != '\n') {
+			printf("# %s: still in gang %s after it went\n", name,
+			       line);
+			bad++;
+		}
+		ret = fz_arena_destroy(fd, name);
+		if (ret) {
+			printf("# destroying %s: %s\n", name, strerror(-ret));
+			bad++;
+		}
+	}
+	return bad;
+}
+
 /*
  * An arena for an eviction or a resize, and its size at create: the
  * tier's two in one case of four.
@@ -1703,6 +2378,9 @@ int main(int argc, char **argv)
 	struct resizes rs = { 0 };
 	struct agent_kills ak;
 	struct tier_events te = { .fd = { -1, -1 } };
+	struct gang_kills gk = { 0 };
+	uint32_t gang_lost = 0;
+	int part;
 	unsigned long by_kind[W_KINDS] = { 0 };
 	struct worker w[MAX_WORKERS + MAX_AGENTS] = { 0 };
 	uint64_t seed = fz_clock_seed();
@@ -1754,14 +2432,18 @@ int main(int argc, char **argv)
 
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	/* A gang worker's ranks outlive a leader killed alone: ours to reap. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	fd = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
 	refs = fz_module_refs();
+	c = 0;
 	if (sh == MAP_FAILED || fd < 0 ||
 	    fz_arena_create(fd, arena_host, NR_HOST, FS, true) ||
 	    fz_arena_create(fd, arena_acct, NR_ACCT, FS, false) ||
 	    fz_arena_create(fd, arena_up, NR_UP, TFS, true) ||
-	    fz_arena_create(fd, arena_low, NR_LOW, TFS, true)) {
-		printf("# cannot set up the arenas: %s\n", strerror(errno));
+	    fz_arena_create(fd, arena_low, NR_LOW, TFS, true) ||
+	    (c = gang_setup(fd))) {
+		printf("# cannot set up the arenas: %s\n", strerror(c ? -c : errno));
 		fz_ktap_result("kill_storm", 1);
 		return 1;
 	}
@@ -1802,9 +2484,16 @@ int main(int argc, char **argv)
 			const char *name;
 			uint32_t nr;
 
-			pick_arena(&r, &name, &nr);
-			failures += evict_one(fd, name, w, nall, &r, &ev);
-			failures += check_now(fd, name);
+			/* The gang's clients too: their ranks lose them. */
+			if (fz_one_in(&r, 8)) {
+				name = arena_gang;
+				failures += evict_one(fd, name, w, nall, &r, &ev);
+				failures += check_gang_now(fd);
+			} else {
+				pick_arena(&r, &name, &nr);
+				failures += evict_one(fd, name, w, nall, &r, &ev);
+				failures += check_now(fd, name);
+			}
 		}
 		if (resize_every && fz_one_in(&r, resize_every)) {
 			const char *name;
@@ -1814,13 +2503,29 @@ int main(int argc, char **argv)
 			failures += resize_one(fd, name, nr, &r, &rs);
 		}
 		/* Only a kill of a live worker counts: it may be evicted and gone. */
-		k = kill_worker(v, &ev);
-		if (k > 0) {
-			by_kind[v->kind]++;
-			done++;
+		/* A gang engine's leader alone, or one of its ranks, half the time. */
+		part = v->kind == W_GANG && fz_one_in(&r, 2) ?
+		       kill_gang_part(fd, w, v, &r, &ev, &gk, &failures) : 0;
+		if (part) {
+			if (part & 2) {
+				by_kind[W_GANG]++;
+				done++;
+			}
+			if (part & 1)
+				respawn(w, v - w, nworkers, &r);
+		} else {
+			k = kill_worker(v, &ev);
+			if (k > 0) {
+				by_kind[v->kind]++;
+				done++;
+			}
+			failures += k < 0;
+			respawn(w, v - w, nworkers, &r);
 		}
-		failures += k < 0;
-		respawn(w, v - w, nworkers, &r);
+		orphans_reap(false);
+		failures += orphan_failures;
+		orphan_failures = 0;
+		failures += check_gang_now(fd);
 		for (c = 0; c < 4; c++)
 			failures += check_now(fd, arenas[c]);
 	}
@@ -1828,6 +2533,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < nall; i++)
 		if (w[i].pid)
 			failures += kill_worker(&w[i], &ev) < 0;
+	orphans_reap(true);
+	failures += orphan_failures;
 	reap_orphans();
 	for (c = 0; c < 4; c++)
 		failures += resize_back(fd, arenas[c], arena_nr[c]);
@@ -1852,6 +2559,8 @@ int main(int argc, char **argv)
 	for (c = 0; c < 2; c++)
 		if (te.fd[c] >= 0)
 			close(te.fd[c]);
+	/* The gang, then its members: every frame of each back, intact. */
+	failures += gang_teardown(fd, &gang_lost);
 	/* The upper arena first: a lower tier cannot go while linked. */
 	if (fz_arena_destroy(fd, arena_up) || fz_arena_destroy(fd, arena_low) ||
 	    fz_arena_destroy(fd, arena_host) || fz_arena_destroy(fd, arena_acct)) {
@@ -1870,7 +2579,8 @@ int main(int argc, char **argv)
 		   verified_end;
 	printf("# kills by worker: ioctl %lu, uring %lu, runtime %lu",
 	       by_kind[W_IOCTL], by_kind[W_URING], by_kind[W_RUNTIME]);
-	printf(", prefix %lu, tier %lu", by_kind[W_PREFIX], by_kind[W_TIER]);
+	printf(", prefix %lu, tier %lu, gang %lu", by_kind[W_PREFIX],
+	       by_kind[W_TIER], by_kind[W_GANG]);
 	printf("; %.1f s; clients gone %.2f s after the last kill\n",
 	       fz_now() - t0, settle_max);
 	printf("# evictions: %lu (%lu frames taken back; %lu clients left "
@@ -1901,13 +2611,23 @@ int main(int argc, char **argv)
 	       "of killed agents' copies, %lu cached at the end\n",
 	       sh->verified_hit, sh->verified_promoted, sh->verified_lower,
 	       sh->verified_source, ak.verified, verified_end);
+	printf("# gang: %lu engines killed whole, %lu leaders killed alone "
+	       "(ranks that found their client gone and ended: %lu), %lu ranks killed "
+	       "(%lu with RANKS_FATAL took their client, %lu without left it, "
+	       "%lu before their JOIN was seen); ranks mapped and touched %lu "
+	       "frames, %lu of them revoked under them (SIGBUS), %lu mmap() "
+	       "refused; %u frames lost in the gang and its members\n",
+	       by_kind[W_GANG] - gk.leaders - gk.ranks, gk.leaders,
+	       orphan_ranks_ended, gk.ranks, gk.fatal, gk.kept, gk.early,
+	       sh->gang_touches, sh->gang_sigbus, sh->gang_map_refused,
+	       gang_lost);
 	printf("kill storm: %lu kills, %lu evictions, %lu resizes, %lu agents "
 	       "killed, %" PRIu64 " frames demoted, %" PRIu64 " promoted, %lu "
 	       "verified, %u frames lost\n", done, ev.done, rs.done,
 	       agents_killed, demoted, promoted, verified,
-	       lost[0] + lost[1] + lost[2] + lost[3]);
+	       lost[0] + lost[1] + lost[2] + lost[3] + gang_lost);
 	c = failures || lost[0] || lost[1] || lost[2] || lost[3] ||
-	    done < kills;
+	    gang_lost || done < kills;
 	fz_ktap_result("kill_storm", c);
 	return c;
 }

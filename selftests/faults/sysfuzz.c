@@ -52,8 +52,36 @@
  *     LOOKUP with KVARENA_LOOKUP_LOWER counts no more keys than it had
  *     left, none without the flag and none in fz-shared, which STAT
  *     shows with no tier;
+ *   - gangs (GANG_CREATE) of a process's own arenas, made now and then to
+ *     fit (host memory backed from a memfd it keeps, or none; 8 or 16
+ *     frames): over 2-4 that fit, as STAT and the process's picture say,
+ *     GANG_CREATE must work, and with one thing wrong (a member twice,
+ *     missing, not fitting, fz-shared, the gang itself; a count out of
+ *     range; no names, unreadable ones) fail as the header says; the new
+ *     gang has its member 0's size and policy, no client, sysfs names
+ *     its members in order and the gang in each; while ganged a member's
+ *     own table is idle (STAT: no client, nothing held or reserved) and
+ *     no ATTACH, DESTROY, SET_BACKING, RESIZE or SET_TIER of it works,
+ *     nor SET_BACKING, RESIZE or SET_TIER of the gang; DESTROY of the
+ *     gang sets its members free (sysfs names no gang);
+ *   - a gang client's GANG_TOKEN works and gives the same token for its
+ *     life (another client's is -EOPNOTSUPP), its own FRAME_FD is
+ *     -EOPNOTSUPP; JOIN of a file that is nothing yet with its id, token
+ *     and a rank of the gang works and says the member's name and size,
+ *     with a wrong token, id or rank, or of a client gone, it is
+ *     -ENOENT, of a name that is no gang -EINVAL, of a file that is a
+ *     client or rank already -EBUSY; a rank's client commands but
+ *     FRAME_FD are -EPERM, its FRAME_FD of a frame its client holds
+ *     works (and maps, at the frame's offset, the very memory of its
+ *     member - read back from the member's memfd - and no other
+ *     member's), and is -ENOLINK once its client is gone;
+ *   - a rank closed evicts its client if the client's last GANG_TOKEN
+ *     asked for RANKS_FATAL (its commands are -ESHUTDOWN), else leaves
+ *     it alone; once a gang's last client goes (closed, evicted), the
+ *     gang holds nothing and its members are idle;
  * and at the end, once every process is gone, every tier can be taken
- * away (no copy left under way), every arena is quiet (nothing held,
+ * away (no copy left under way), every gang is quiet and goes first
+ * (its members idle, then free), every arena is quiet (nothing held,
  * counts add up) and every arena the fuzzer made is gone.
  * The kernel log is checked by the VM runner.
  *
@@ -75,10 +103,12 @@
 #define NR_SHARED	256u
 #define NR_OWN		64u
 #define MAX_PROCS	16
-#define NFD		6	/* /dev/kvarena files per process */
+#define NFD		8	/* /dev/kvarena files per process */
 #define HELD		256	/* handles remembered per file */
 #define POOL		128	/* stale and foreign handles remembered */
 #define MAX_ARENAS	4	/* arenas a process made, alive at once */
+#define NR_NAMES	8	/* its own names: fz<idx>-0..7 */
+#define MAX_GANGS	4	/* its gangs: fz<idx>-g0..3 */
 #define SLOT		4096	/* bytes of one argument buffer */
 #define STAT_V1_TAIL	32	/* bytes past a STAT_V1 struct that must stay */
 
@@ -110,6 +140,41 @@ struct kfile {
 	uint64_t held[HELD];
 	unsigned int n;
 	uint64_t alloc_calls, free_calls;	/* not used for checks */
+	uint32_t serial;	/* which open of the file this is */
+	/*
+	 * Gangs: @gang is 1 + the slot of the gang of ours it is a client
+	 * (attached) or a rank (@rank) of, @gang_serial that gang's.  A
+	 * client's @token (0 before GANG_TOKEN) and @ranks_fatal; a rank's
+	 * client is file @leader (-1: none of ours) as it was at open
+	 * @leader_serial, and @rank_nr its member.  A rank is not
+	 * @attached: it holds nothing and is no client.
+	 */
+	int gang;
+	uint32_t gang_serial;
+	uint64_t token;
+	bool ranks_fatal;
+	bool rank;
+	int leader;
+	uint32_t leader_serial;
+	uint32_t rank_nr;
+};
+
+/*
+ * A gang a process made (GANG_CREATE) over arenas of its own names,
+ * member r of which is own name @member[r] (-1: not one of ours).
+ */
+struct gang {
+	bool alive;
+	char name[KVARENA_NAME_LEN];
+	uint32_t serial;
+	unsigned int n;
+	int member[KVARENA_GANG_MAX];
+	char mname[KVARENA_GANG_MAX][KVARENA_NAME_LEN];
+	uint32_t nr_frames;
+	uint64_t frame_size;
+	bool backed;		/* host members with memory: ranks map */
+	bool memfds;		/* every member's memfd kept: contents checked */
+	bool open;		/* mode 0666 as made: anyone may attach */
 };
 
 struct proc {
@@ -124,6 +189,25 @@ struct proc {
 	uint32_t stale_tag[POOL];	/* the arena each came from */
 	unsigned int nstale;
 	uint32_t incarnation[8];	/* of our arenas fz<idx>-0..7 */
+	/* Of each own name, when we made it: its flags, its memory. */
+	bool own_known[NR_NAMES];
+	uint32_t own_flags[NR_NAMES];
+	bool own_touched[NR_NAMES];	/* a policy of its own (ACCESS, SET_POLICY) */
+	int own_memfd[NR_NAMES];	/* its whole backing, -1: none kept */
+	struct gang gang[MAX_GANGS];
+	uint32_t gang_serial, file_serial;
+	uint64_t marks;			/* words written through ranks */
+	struct gone_client {		/* gang clients gone: JOIN finds none */
+		int gang;
+		uint32_t gang_serial, id;
+		uint64_t token;
+	} gone[4];
+	unsigned int ngone;
+	struct {
+		unsigned long made, destroyed, attached, tokens, joins,
+			      rank_maps, contents, fatal, rank_closes,
+			      leader_closes;
+	} gs;
 	struct io_uring ring;
 	/* pointers of every kind */
 	uint8_t *buf;		/* SLOT-byte argument buffers, read-write */
@@ -164,6 +248,16 @@ struct call {
 	uint32_t count;
 	bool valid_handles_ptr;
 	uint64_t uring_reserved;	/* struct kvarena_uring_cmd.reserved */
+	bool back;		/* ARENA_CREATE: back it all at once */
+	/*
+	 * What it must give when its struct is read as built: E(0) for
+	 * success, E(errno) for each error (0: no promise), and why.
+	 */
+	unsigned __int128 want;
+	const char *want_why;
+	unsigned __int128 extra;	/* errnos past its table's, this time */
+	int leader;		/* JOIN: the file of ours it joins, or -1 */
+	int gang;		/* GANG_CREATE: the slot it makes, or -1 */
 };
 
 /* ---- the command table: who, how big, which errors -------------------- */
@@ -205,6 +299,9 @@ static void build_imports_dropped(struct proc *p, struct call *c);
 static void build_set_tier(struct proc *p, struct call *c);
 static void build_tier(struct proc *p, struct call *c);
 static void build_promote(struct proc *p, struct call *c);
+static void build_gang_create(struct proc *p, struct call *c);
+static void build_gang_token(struct proc *p, struct call *c);
+static void build_join(struct proc *p, struct call *c);
 
 #define ADMIN_ERRS (E_ANY | E(EPERM) | E(EBADF) | E(ENOENT) | E(ENOMEM))
 /* Client commands: ENOTCONN marks them (see one_call()). */
@@ -281,6 +378,31 @@ static const struct cmd_desc cmds[] = {
 	  CLIENT_ERRS | E(EOPNOTSUPP) | E(ENODEV) | E(ENOSPC) | E(EAGAIN) |
 	  E(EIO) | E(EEXIST) | E(ETIMEDOUT) | E(EINTR), 2,
 	  build_promote },
+	/*
+	 * "-EINVAL for a mismatch, -EBUSY for a member in use, -ENOENT for a
+	 * name no arena has, -EEXIST if @name is taken, -EOPNOTSUPP for CUDA
+	 * or file members."
+	 */
+	{ "GANG_CREATE", KVARENA_IOC_GANG_CREATE,
+	  sizeof(struct kvarena_gang_create),
+	  ADMIN_ERRS | E(EEXIST) | E(EBUSY) | E(EOPNOTSUPP), 2,
+	  build_gang_create },
+	/*
+	 * "-ENOTCONN for a file not attached, -EOPNOTSUPP for a client of
+	 * an arena that is not a gang, -EPERM for a rank" (a rank's EPERM
+	 * is allowed call by call: one_call()).
+	 */
+	{ "GANG_TOKEN", KVARENA_IOC_GANG_TOKEN,
+	  sizeof(struct kvarena_gang_token), CLIENT_ERRS | E(EOPNOTSUPP), 2,
+	  build_gang_token },
+	/*
+	 * "-EACCES, -EPERM, or -ENOENT for a client id, token or rank that
+	 * does not match ... -EBUSY for a file attached or joined already,
+	 * -EINVAL for a name that is not a gang."
+	 */
+	{ "JOIN", KVARENA_IOC_JOIN, sizeof(struct kvarena_join),
+	  E_ANY | E(EBADF) | E(ENOENT) | E(EACCES) | E(EPERM) | E(EBUSY) |
+	  E(ENOMEM), 3, build_join },
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -313,19 +435,272 @@ static struct kfile *attached_file(struct proc *p)
 	for (i = 0; i < NFD; i++) {
 		struct kfile *f = &p->f[(k + i) % NFD];
 
-		/* An evicted one too, until it is reopened. */
-		if ((f->attached || f->evicted) && f->fd >= 0)
+		/* An evicted one too, until it is reopened; and ranks. */
+		if ((f->attached || f->evicted || f->rank) && f->fd >= 0)
 			return f;
 	}
 	return pick_file(p);
 }
 
-/* An arena name: our own, the shared one, a plausible one, or junk. */
-static void pick_name(struct proc *p, char *name)
+/* ---- gangs: what the process knows of its own ---------------------------- */
+
+static void print_trail(const struct proc *p);
+
+/* A failure found between calls: said with the last calls. */
+static void gfail(struct proc *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	p->failures++;
+	printf("# sysfuzz: process %d after call %lu: ", p->idx, p->calls);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	print_trail(p);
+	fflush(stdout);
+}
+
+static void own_name(const struct proc *p, unsigned int s, char *name)
+{
+	fz_name(name, "fz%d-%u", p->idx, s);
+}
+
+/* "1-31 characters of [A-Za-z0-9_.-]", not starting with a dot. */
+static bool name_ok(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < KVARENA_NAME_LEN && name[i]; i++) {
+		char ch = name[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' ||
+		      (ch == '.' && i)))
+			return false;
+	}
+	return i >= 1 && i < KVARENA_NAME_LEN;
+}
+
+/* Which of our own names @name is, or -1. */
+static int own_slot(const struct proc *p, const char *name)
+{
+	char own[KVARENA_NAME_LEN];
+	unsigned int s;
+
+	for (s = 0; s < NR_NAMES; s++) {
+		own_name(p, s, own);
+		if (!strncmp(name, own, KVARENA_NAME_LEN))
+			return (int)s;
+	}
+	return -1;
+}
+
+/* Our live gang named @name, or -1. */
+static int gang_by_name(const struct proc *p, const char *name)
 {
 	unsigned int i;
 
-	switch (fz_below(&p->r, 10)) {
+	for (i = 0; i < MAX_GANGS; i++)
+		if (p->gang[i].alive &&
+		    !strncmp(name, p->gang[i].name, KVARENA_NAME_LEN))
+			return (int)i;
+	return -1;
+}
+
+/* Is @name a member of a live gang of ours? */
+static bool gang_member(const struct proc *p, const char *name)
+{
+	unsigned int i, r;
+
+	for (i = 0; i < MAX_GANGS; i++)
+		for (r = 0; p->gang[i].alive && r < p->gang[i].n; r++)
+			if (!strncmp(name, p->gang[i].mname[r], KVARENA_NAME_LEN))
+				return true;
+	return false;
+}
+
+static struct gang *gang_of(struct proc *p, const struct kfile *f)
+{
+	struct gang *g;
+
+	if (!f->gang)
+		return NULL;
+	g = &p->gang[f->gang - 1];
+	return g->alive && g->serial == f->gang_serial ? g : NULL;
+}
+
+/* A client of a gang of ours, not evicted. */
+static bool gang_client(struct proc *p, const struct kfile *f)
+{
+	return f->attached && !f->evicted && !f->rank && gang_of(p, f);
+}
+
+/* The file of the client rank @f joined, while that client lives. */
+static struct kfile *leader_of(struct proc *p, const struct kfile *f)
+{
+	struct kfile *l;
+
+	if (!f->rank || f->leader < 0)
+		return NULL;
+	l = &p->f[f->leader];
+	return l->serial == f->leader_serial && l->attached && !l->evicted ?
+	       l : NULL;
+}
+
+/* A writable file that is nothing yet, else any. */
+static struct kfile *free_file(struct proc *p)
+{
+	unsigned int i, k = fz_below(&p->r, NFD);
+
+	for (i = 0; i < NFD; i++) {
+		struct kfile *f = &p->f[(k + i) % NFD];
+
+		if (!f->rdonly && f->fd >= 0 && !f->attached && !f->evicted &&
+		    !f->rank)
+			return f;
+	}
+	return pick_file(p);
+}
+
+/* A live gang of ours at random, or -1. */
+static int pick_gang(struct proc *p)
+{
+	unsigned int i, k = fz_below(&p->r, MAX_GANGS);
+
+	for (i = 0; i < MAX_GANGS; i++)
+		if (p->gang[(k + i) % MAX_GANGS].alive)
+			return (int)((k + i) % MAX_GANGS);
+	return -1;
+}
+
+/* A live client of a gang of ours at random, or NULL. */
+static struct kfile *pick_gang_client(struct proc *p)
+{
+	unsigned int i, k = fz_below(&p->r, NFD);
+
+	for (i = 0; i < NFD; i++)
+		if (gang_client(p, &p->f[(k + i) % NFD]))
+			return &p->f[(k + i) % NFD];
+	return NULL;
+}
+
+/* /sys/class/misc/kvarena/arenas/@name/@attr, its first line ("": none). */
+static void sysfs_line(const char *name, const char *attr, char *buf,
+		       size_t len)
+{
+	char path[128];
+	FILE *f;
+
+	buf[0] = 0;
+	snprintf(path, sizeof(path), "/sys/class/misc/kvarena/arenas/%.32s/%s",
+		 name, attr);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (!fgets(buf, (int)len, f))
+		buf[0] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	fclose(f);
+}
+
+/*
+ * A member's own table while it is in a gang, or after: nobody attached,
+ * nothing held or reserved, its counts adding up; its sysfs "gang" names
+ * @gang (NULL: none).
+ */
+static void member_check(struct proc *p, const char *member, const char *gang)
+{
+	struct kvarena_stat s;
+	char line[64];
+	int ret = fz_stat(p->f[NFD - 1].fd, member, &s);
+
+	if (ret) {
+		gfail(p, "STAT of %.32s, a member of %s: %s", member,
+		      gang ? gang : "a gang gone", strerror(-ret));
+		return;
+	}
+	if (s.nr_clients || s.nr_held || s.nr_reserved ||
+	    (uint64_t)s.nr_free + s.nr_cached != s.nr_frames)
+		gfail(p, "%.32s, %s: clients %u held %u reserved %u, free %u "
+		      "+ cached %u of %u", member, gang ? "a member" :
+		      "a member of a gang gone", s.nr_clients, s.nr_held,
+		      s.nr_reserved, s.nr_free, s.nr_cached, s.nr_frames);
+	sysfs_line(member, "gang", line, sizeof(line));
+	if (strncmp(line, gang ? gang : "", KVARENA_NAME_LEN))
+		gfail(p, "%.32s: sysfs gang \"%s\", not \"%s\"", member, line,
+		      gang ? gang : "");
+}
+
+/*
+ * No client of ours is left in gang @gi: once the module has let the
+ * last go (a file's release may trail its close a little), the gang
+ * holds nothing, and its members' own tables are idle still.
+ */
+static void gang_check_gone(struct proc *p, int gi, const char *after)
+{
+	struct gang *g = &p->gang[gi];
+	struct kvarena_stat s;
+	double t0 = fz_now();
+	unsigned int i;
+	int ret;
+
+	if (!g->alive)
+		return;
+	for (i = 0; i < NFD; i++)
+		if (gang_client(p, &p->f[i]) && p->f[i].gang == gi + 1)
+			return;
+	for (;;) {
+		ret = fz_stat(p->f[NFD - 1].fd, g->name, &s);
+		if (ret) {
+			gfail(p, "STAT of gang %s: %s", g->name, strerror(-ret));
+			return;
+		}
+		if (!s.nr_clients || fz_now() - t0 > 5)
+			break;
+		usleep(1000);
+	}
+	if (s.nr_clients || s.nr_held || s.nr_reserved ||
+	    (uint64_t)s.nr_free + s.nr_cached != s.nr_frames ||
+	    s.frames_allocated - s.frames_freed != s.nr_cached)
+		gfail(p, "gang %s after %s, its last client: clients %u held "
+		      "%u reserved %u, free %u + cached %u of %u, %llu "
+		      "allocated - %llu freed", g->name, after, s.nr_clients,
+		      s.nr_held, s.nr_reserved, s.nr_free, s.nr_cached,
+		      s.nr_frames, (unsigned long long)s.frames_allocated,
+		      (unsigned long long)s.frames_freed);
+	for (i = 0; i < g->n; i++)
+		member_check(p, g->mname[i], g->name);
+}
+
+/* Client @f of gang @gi goes (closed, evicted): JOINs of it find none. */
+static void gang_client_gone(struct proc *p, const struct kfile *f)
+{
+	struct gone_client *g = &p->gone[p->ngone++ % 4];
+
+	g->gang = f->gang;
+	g->gang_serial = f->gang_serial;
+	g->id = f->client_id;
+	g->token = f->token;
+}
+
+/*
+ * An arena name: a gang of ours, our own, the shared one, a plausible
+ * one, or junk.
+ */
+static void pick_name(struct proc *p, char *name)
+{
+	unsigned int i;
+	int g;
+
+	switch (fz_below(&p->r, 11)) {
+	case 10:
+		g = pick_gang(p);
+		if (g >= 0) {
+			memcpy(name, p->gang[g].name, KVARENA_NAME_LEN);
+			return;
+		}
+		/* fall through */
 	case 0: case 1: case 2: case 3:
 		i = fz_below(&p->r, MAX_ARENAS);
 		if (p->arenas[i][0]) {
@@ -536,6 +911,23 @@ static void build_create(struct proc *p, struct call *c)
 	unsigned int i;
 
 	memset(a, 0, sizeof(*a));
+	/*
+	 * One in three an arena a gang can be made of: our own name, host
+	 * memory (backed at once, from a memfd we keep: account()) or none,
+	 * 8 or 16 frames of FS, no policy of its own.
+	 */
+	if (fz_one_in(&p->r, 3)) {
+		own_name(p, p->arena_seq++ % NR_NAMES, a->name);
+		a->frame_size = FS;
+		a->nr_frames = fz_one_in(&p->r, 4) ? 16 : 8;
+		a->mem_kind = KVARENA_MEM_HOST;
+		a->flags = fz_one_in(&p->r, 4) ? KVARENA_CREATE_NO_BACKING : 0;
+		a->low_watermark = fz_below(&p->r, 3);
+		a->bytes_per_token = 512;
+		c->back = !(a->flags & KVARENA_CREATE_NO_BACKING);
+		MUTATE_FIELD(p, c, a, reserved);
+		return;
+	}
 	i = fz_below(&p->r, MAX_ARENAS);
 	if (!p->arenas[i][0] || fz_one_in(&p->r, 4))
 		fz_name(a->name, "fz%d-%u", p->idx, p->arena_seq++ % 8);
@@ -613,9 +1005,14 @@ static void build_create(struct proc *p, struct call *c)
 static void build_destroy(struct proc *p, struct call *c)
 {
 	struct kvarena_arena_destroy *d = slot(p, 0);
+	int i;
 
 	memset(d, 0, sizeof(*d));
-	pick_name(p, d->name);
+	i = pick_gang(p);
+	if (i >= 0 && fz_one_in(&p->r, 10))
+		memcpy(d->name, p->gang[i].name, KVARENA_NAME_LEN);
+	else
+		pick_name(p, d->name);
 	/* The shared arena stays, so that its handles mean one thing. */
 	if (!strcmp(d->name, shared_name))
 		d->name[0] = 'x';
@@ -650,10 +1047,17 @@ static void build_backing(struct proc *p, struct call *c)
 static void build_attach(struct proc *p, struct call *c)
 {
 	struct kvarena_attach *a = slot(p, 0);
+	int g = pick_gang(p);
 
 	memset(a, 0, sizeof(*a));
-	c->kf = pick_file(p);
-	pick_name(p, a->name);
+	/* Clients for our gangs, on files that are nothing yet. */
+	if (g >= 0 && fz_one_in(&p->r, 2)) {
+		c->kf = free_file(p);
+		memcpy(a->name, p->gang[g].name, KVARENA_NAME_LEN);
+	} else {
+		c->kf = pick_file(p);
+		pick_name(p, a->name);
+	}
 	if (fz_one_in(&p->r, 8))
 		memset(a->label, 'l', KVARENA_LABEL_LEN);	/* no NUL */
 	else
@@ -761,22 +1165,71 @@ static void build_free(struct proc *p, struct call *c)
 	MUTATE_FIELD(p, c, f, reserved);
 }
 
+/*
+ * FRAME_FD: of a frame the file's client holds, or not.  A rank's is of
+ * a frame its client holds (its member's view), which must work while
+ * the client lives and the frame is held, and be -ENOLINK once the
+ * client is gone; a gang client maps nothing itself (-EOPNOTSUPP: its
+ * ranks do).
+ */
 static void build_frame_fd(struct proc *p, struct call *c)
 {
 	struct kvarena_frame_fd *ff = slot(p, 0);
+	struct kfile *l;
+	struct gang *g;
 	int kind, idx;
+	bool args_bad;
 
 	memset(ff, 0, sizeof(*ff));
 	c->kf = attached_file(p);
-	ff->handle = pick_handle(p, c->kf, &kind, &idx);
-	if (kind != H_OURS && kind != H_OTHER) {
-		c->must_fail = true;
-		c->why = "a handle not ours";
+	/* Ranks map often: that is all they do. */
+	if (!c->kf->rank && fz_one_in(&p->r, 2)) {
+		unsigned int i, k = fz_below(&p->r, NFD);
+
+		for (i = 0; i < NFD; i++)
+			if (p->f[(k + i) % NFD].rank && p->f[(k + i) % NFD].fd >= 0)
+				c->kf = &p->f[(k + i) % NFD];
 	}
 	MUTATE_FIELD(p, c, ff, flags);
 	MUTATE_FIELD(p, c, ff, access);
 	MUTATE_FIELD(p, c, ff, reserved0);
 	MUTATE_FIELD(p, c, ff, reserved);
+	args_bad = c->must_fail;
+	if (c->kf->rank) {
+		l = leader_of(p, c->kf);
+		g = gang_of(p, c->kf);
+		if (l && l->n && !fz_one_in(&p->r, 4)) {
+			ff->handle = l->held[fz_below(&p->r, l->n)];
+		} else {
+			ff->handle = pick_handle(p, c->kf, &kind, &idx);
+			if (kind == H_FORGED || kind == H_ZERO) {
+				c->must_fail = true;
+				c->why = "a handle nobody holds";
+			}
+		}
+		if (args_bad)
+			return;
+		if (!l && c->kf->leader >= 0) {
+			c->want = E(ENOLINK);
+			c->want_why = "a rank whose client is gone";
+		} else if (l && !l->desync && held_by(l, ff->handle)) {
+			c->want = g && g->backed ?
+				  E(0) | E(EMFILE) | E(ENOMEM) : E(ENODATA);
+			c->want_why = g && g->backed ?
+				      "a frame its client holds" :
+				      "an accounting gang's frame";
+		}
+		return;
+	}
+	ff->handle = pick_handle(p, c->kf, &kind, &idx);
+	if (kind != H_OURS && kind != H_OTHER) {
+		c->must_fail = true;
+		c->why = "a handle not ours";
+	}
+	if (gang_client(p, c->kf) && !args_bad) {
+		c->want = E(EOPNOTSUPP);
+		c->want_why = "FRAME_FD of a gang client itself";
+	}
 }
 
 static void build_usage(struct proc *p, struct call *c)
@@ -1368,6 +1821,350 @@ static void build_promote(struct proc *p, struct call *c)
 	MUTATE_FIELD(p, c, x, reserved);
 }
 
+/*
+ * GANG_CREATE of gang fz<idx>-g<k>: mostly over 2-4 arenas of our own
+ * names that fit together - host memory, the same flags (as we made
+ * them), frame size and count, every frame backed, none out, no client,
+ * tier, shrink or gang, as STAT and our own picture say - which must
+ * work, or with one thing wrong, which must fail as the header says;
+ * else over any of our names, with no promise.  Never over fz-shared
+ * where it could fit (it must stay the one arena every process shares).
+ */
+static void build_gang_create(struct proc *p, struct call *c)
+{
+	struct kvarena_gang_create *g = slot(p, 0);
+	char (*names)[KVARENA_NAME_LEN] = slot(p, 1);
+	unsigned int s, n = 0, i, k, ng = 0, other = NR_NAMES;
+	unsigned int group[NR_NAMES];
+	uint64_t fsz[NR_NAMES];
+	uint32_t nfr[NR_NAMES];
+	bool ok[NR_NAMES], good = false, argbad, late = false;
+	struct kvarena_stat st;
+	char nm[KVARENA_NAME_LEN];
+	const char *why0;
+
+	memset(g, 0, sizeof(*g));
+	memset(names, 0, KVARENA_GANG_MAX * KVARENA_NAME_LEN);
+	c->gang = (int)fz_below(&p->r, MAX_GANGS);
+	fz_name(g->name, "fz%d-g%d", p->idx, c->gang);
+	g->members = (uintptr_t)names;
+	for (s = 0; s < NR_NAMES; s++) {
+		own_name(p, s, nm);
+		ok[s] = p->own_known[s] && !gang_member(p, nm) &&
+			!fz_stat(p->f[NFD - 1].fd, nm, &st) &&
+			st.mem_kind == KVARENA_MEM_HOST && !st.nr_clients &&
+			!st.nr_absent && !st.nr_shrinking && !st.tier &&
+			((p->own_flags[s] & KVARENA_CREATE_NO_BACKING) ||
+			 st.nr_backed == st.nr_frames);
+		fsz[s] = st.frame_size;
+		nfr[s] = st.nr_frames;
+	}
+	/* A group of two or more that fit together, from a random first. */
+	k = fz_below(&p->r, NR_NAMES);
+	for (i = 0; i < NR_NAMES && ng < 2; i++) {
+		unsigned int a = (k + i) % NR_NAMES, b;
+
+		ng = 0;
+		if (!ok[a])
+			continue;
+		for (b = 0; b < NR_NAMES; b++)
+			if (ok[b] && fsz[b] == fsz[a] && nfr[b] == nfr[a] &&
+			    p->own_flags[b] == p->own_flags[a])
+				group[ng++] = b;
+	}
+	if (ng >= 2) {
+		/* In a random order: member 0 is whichever comes first. */
+		for (i = ng - 1; i > 0; i--) {
+			unsigned int j = fz_below(&p->r, i + 1), t = group[i];
+
+			group[i] = group[j];
+			group[j] = t;
+		}
+		n = 2 + fz_below(&p->r, (ng < 4 ? ng : 4) - 1);
+		for (i = 0; i < n; i++)
+			own_name(p, group[i], names[i]);
+		/* An own name that does not fit with them, if there is one. */
+		for (s = 0; s < NR_NAMES; s++)
+			if (!ok[s] || fsz[s] != fsz[group[0]] ||
+			    nfr[s] != nfr[group[0]] ||
+			    p->own_flags[s] != p->own_flags[group[0]])
+				other = s;
+		good = p->admin && !p->gang[c->gang].alive;
+	} else {
+		n = 2 + fz_below(&p->r, 3);
+		for (i = 0; i < n; i++) {
+			pick_name(p, names[i]);
+			if (!strncmp(names[i], shared_name, KVARENA_NAME_LEN))
+				names[i][0] = 'x';
+		}
+	}
+	g->nr_members = n;
+	c->want = good ? E(0) | E(ENOMEM) : 0;
+	c->want_why = "members that fit";
+	if (ng >= 2 && fz_one_in(&p->r, 3)) {
+		c->must_fail = true;
+		switch (fz_below(&p->r, 8)) {
+		case 0:
+			memcpy(names[n - 1], names[0], KVARENA_NAME_LEN);
+			c->why = "a member twice";
+			c->want = E(EINVAL);
+			break;
+		case 1:
+			fz_name(names[1 + fz_below(&p->r, n - 1)], "fz%d-x%u",
+				p->idx, fz_below(&p->r, 8));
+			c->why = "a member no arena is";
+			c->want = E(ENOENT);
+			break;
+		case 2:
+			memcpy(names[fz_below(&p->r, n)], g->name,
+			       KVARENA_NAME_LEN);
+			c->why = "the gang among its members";
+			c->want = E(EINVAL);
+			break;
+		case 3:
+			g->nr_members = fz_one_in(&p->r, 2) ? fz_below(&p->r, 2) :
+					KVARENA_GANG_MAX + 1 + fz_below(&p->r, 100);
+			c->why = "a member count out of range";
+			c->want = E(EINVAL);
+			break;
+		case 4:
+			/* After member 0, whose kind and size it is checked by. */
+			if (other == NR_NAMES) {
+				c->must_fail = false;
+				break;
+			}
+			own_name(p, other, names[1 + fz_below(&p->r, n - 1)]);
+			c->why = "a member that does not fit";
+			late = true;
+			/* Gone, in use, or of another kind or size. */
+			c->want = E(ENOENT) | E(EBUSY) | E(EINVAL) |
+				  E(EOPNOTSUPP);
+			break;
+		case 5:
+			/* Clients it has, or another size than member 0's. */
+			if (nfr[group[0]] == NR_SHARED) {
+				c->must_fail = false;
+				break;
+			}
+			fz_name(names[1 + fz_below(&p->r, n - 1)], "%s",
+				shared_name);
+			c->why = "fz-shared among the members";
+			late = true;
+			c->want = E(EBUSY) | E(EINVAL);
+			break;
+		case 6:
+			g->members = 0;
+			c->why = "no member names";
+			c->want = E(EINVAL);
+			break;
+		default:
+			g->members = (uintptr_t)p->hole;
+			c->why = "member names that cannot be read";
+			c->want = E(EFAULT);
+			break;
+		}
+		/*
+		 * Names are checked, then looked up, then the gang's name,
+		 * then each member in turn: a gang of that name there already
+		 * comes before a member that does not fit.
+		 */
+		if (late)
+			c->want |= E(ENOMEM) |
+				   (p->gang[c->gang].alive ? E(EEXIST) : 0);
+		if (c->must_fail)
+			c->want_why = c->why;
+		if (!p->admin)
+			c->want = 0;
+	}
+	why0 = c->why;
+	if (fz_one_in(&p->r, 16)) {
+		g->flags = 1u << fz_below(&p->r, 32);
+		c->must_fail = true;
+		c->why = "a gang_create flag";
+	}
+	MUTATE_FIELD(p, c, g, reserved);
+	argbad = c->why != why0;
+	if (argbad)
+		c->want = p->admin ? E(EINVAL) : 0;
+}
+
+/*
+ * GANG_TOKEN: mostly of a client of a gang of ours, which must work and
+ * give the same token every time; of another arena's client it is
+ * -EOPNOTSUPP, of a rank -EPERM (one_call()).  RANKS_FATAL one time in
+ * two: the last call's flags hold (reopen() counts on them).
+ */
+static void build_gang_token(struct proc *p, struct call *c)
+{
+	struct kvarena_gang_token *t = slot(p, 0);
+	struct kfile *f = fz_one_in(&p->r, 4) ? NULL : pick_gang_client(p);
+	const char *why0 = c->why;
+
+	memset(t, 0, sizeof(*t));
+	c->kf = f ? f : attached_file(p);
+	t->flags = fz_one_in(&p->r, 2) ? KVARENA_GANG_RANKS_FATAL : 0;
+	/* Outputs are ignored on input. */
+	t->token = fz_next(&p->r);
+	t->nr_members = (uint32_t)fz_next(&p->r);
+	if (fz_one_in(&p->r, 16)) {
+		t->flags |= 1u << (1 + fz_below(&p->r, 31));
+		c->must_fail = true;
+		c->why = "an unknown gang_token flag";
+	}
+	MUTATE_FIELD(p, c, t, reserved0);
+	MUTATE_FIELD(p, c, t, reserved1);
+	MUTATE_FIELD(p, c, t, reserved);
+	f = c->kf;
+	if (!f->attached || f->evicted || f->rank)
+		return;
+	if (c->why != why0) {
+		c->want = E(EINVAL);
+		c->want_why = "a reserved field or flag";
+	} else if (gang_client(p, f)) {
+		c->want = E(0);
+		c->want_why = "a client of a gang";
+	} else {
+		c->want = E(EOPNOTSUPP);
+		c->want_why = "a client of an arena that is no gang";
+	}
+}
+
+/*
+ * JOIN: mostly a file that is nothing yet joins a client of a gang of
+ * ours (whose token it takes first if it has none, as an engine would
+ * hand it out) as one of its ranks, which must work; or with a wrong
+ * token, client id or rank, or a client gone (-ENOENT, all alike), a
+ * name that is no gang (-EINVAL), a file that is something already
+ * (-EBUSY); or a guess, with no client of ours to join.
+ */
+static void build_join(struct proc *p, struct call *c)
+{
+	struct kvarena_join *j = slot(p, 0);
+	struct kfile *l = pick_gang_client(p);
+	struct gang *g = l ? gang_of(p, l) : NULL;
+	const char *bad = NULL, *why0 = c->why;
+	bool not_gang = false;
+	unsigned int i;
+
+	memset(j, 0, sizeof(*j));
+	c->kf = fz_one_in(&p->r, 6) ? pick_file(p) : free_file(p);
+	c->leader = -1;
+	fz_name(j->label, "fz%dr", p->idx);
+	if (l && !l->token) {
+		struct kvarena_gang_token t = {
+			.flags = fz_one_in(&p->r, 2) ? KVARENA_GANG_RANKS_FATAL : 0 };
+		int ret = fz_ioctl(l->fd, KVARENA_IOC_GANG_TOKEN, &t);
+
+		if (ret || !t.token || t.nr_members != g->n) {
+			gfail(p, "GANG_TOKEN of client %u of %s: %d, token "
+			      "0x%llx, %u members of %u", l->client_id, g->name,
+			      ret, (unsigned long long)t.token, t.nr_members,
+			      g->n);
+			l = NULL;
+		} else {
+			l->token = t.token;
+			l->ranks_fatal = t.flags & KVARENA_GANG_RANKS_FATAL;
+			p->gs.tokens++;
+		}
+	}
+	if (l) {
+		memcpy(j->name, g->name, KVARENA_NAME_LEN);
+		j->client_id = l->client_id;
+		j->token = l->token;
+		j->rank = fz_below(&p->r, g->n);
+		c->leader = (int)(l - p->f);
+		switch (fz_below(&p->r, 12)) {
+		case 0:
+			j->token ^= 1ull << fz_below(&p->r, 64);
+			bad = "a wrong token";
+			break;
+		case 1:
+			j->client_id ^= 1 + fz_below(&p->r, 7);
+			bad = "another client id";
+			break;
+		case 2:
+			if (g->n == KVARENA_GANG_MAX)
+				break;
+			j->rank = g->n + fz_below(&p->r, KVARENA_GANG_MAX - g->n);
+			bad = "a rank past the gang's members";
+			break;
+		case 3:
+			for (i = 0; i < 4 && i < p->ngone; i++) {
+				const struct gone_client *o = &p->gone[i];
+
+				if (o->gang == l->gang && o->token &&
+				    o->gang_serial == l->gang_serial) {
+					j->client_id = o->id;
+					j->token = o->token;
+					bad = "a client gone";
+					break;
+				}
+			}
+			break;
+		case 4:
+			memcpy(j->name, g->mname[fz_below(&p->r, g->n)],
+			       KVARENA_NAME_LEN);
+			bad = "a member's name, no gang's";
+			not_gang = true;
+			break;
+		case 5:
+			fz_name(j->name, "%s", shared_name);
+			bad = "fz-shared, no gang";
+			not_gang = true;
+			break;
+		}
+	} else {
+		pick_name(p, j->name);
+		j->client_id = fz_below(&p->r, 64);
+		j->token = fz_next(&p->r);
+		j->rank = fz_below(&p->r, 4);
+		bad = "a guessed token";
+	}
+	if (bad) {
+		c->must_fail = true;
+		c->why = bad;
+	}
+	if (fz_one_in(&p->r, 16)) {
+		j->rank = KVARENA_GANG_MAX + fz_below(&p->r, 1000);
+		c->must_fail = true;
+		c->why = "a rank no gang has";
+	}
+	if (fz_one_in(&p->r, 16)) {
+		memset(j->label, 'l', KVARENA_LABEL_LEN);
+		c->must_fail = true;
+		c->why = "a label without a NUL";
+	}
+	/* Outputs are ignored on input. */
+	j->mem_kind = (uint32_t)fz_next(&p->r);
+	j->frame_size = fz_next(&p->r);
+	j->nr_frames = (uint32_t)fz_next(&p->r);
+	j->mem_dev = (uint32_t)fz_next(&p->r);
+	j->mem_uuid[fz_below(&p->r, 16)] = 1;
+	memset(j->member, 'm', KVARENA_NAME_LEN);
+	MUTATE_FIELD(p, c, j, flags);
+	MUTATE_FIELD(p, c, j, reserved);
+
+	/* What it must give (read as built, on a writable file). */
+	if ((c->why != why0 && c->why != bad) || !name_ok(j->name)) {
+		c->want = E(EINVAL);
+		c->want_why = "a bad rank, label, flag or reserved field";
+	} else if (c->kf->attached || c->kf->evicted || c->kf->rank) {
+		c->want = E(EBUSY);
+		c->want_why = "a file that is a client or a rank already";
+	} else if (!l) {
+		return;
+	} else if (not_gang) {
+		c->want = E(EINVAL);
+		c->want_why = "a name that is no gang";
+	} else if (bad) {
+		c->want = E(ENOENT) | (g->open ? 0 : E(EACCES));
+		c->want_why = "no such client, token or rank";
+	} else {
+		c->want = E(0) | E(ENOMEM) | (g->open ? 0 : E(EACCES));
+		c->want_why = "its client's id, token and a rank of the gang";
+	}
+}
+
 /* ---- one call ------------------------------------------------------------ */
 
 static int pick_cmd(struct proc *p)
@@ -1460,6 +2257,12 @@ static uint32_t arena_tag(struct proc *p, const char *name)
 
 	if (!strncmp(name, shared_name, KVARENA_NAME_LEN))
 		return 0;
+	/* A gang of ours: its slot and which one it is there. */
+	for (s = 0; s < MAX_GANGS; s++)
+		if (p->gang[s].alive &&
+		    !strncmp(name, p->gang[s].name, KVARENA_NAME_LEN))
+			return 0x40000000u | s << 16 |
+			       (p->gang[s].serial & 0xffff);
 	for (s = 0; s < 8; s++) {
 		fz_name(own, "fz%d-%u", p->idx, s);
 		if (!strncmp(name, own, KVARENA_NAME_LEN))
@@ -1507,6 +2310,11 @@ static void account_evict(struct proc *p, const struct call *c,
 		f->n = 0;
 		f->attached = false;
 		f->evicted = true;
+		/* Its ranks lose it; with nobody else there the gang is idle. */
+		if (gang_of(p, f)) {
+			gang_client_gone(p, f);
+			gang_check_gone(p, f->gang - 1, "EVICT");
+		}
 		return;
 	}
 	fail(p, c, "EVICT of client %u of %.32s, none of ours", e->client_id,
@@ -1556,6 +2364,18 @@ static void check_stat(struct proc *p, const struct call *c,
 	else if (s->tier && !strncmp(s->name, shared_name, KVARENA_NAME_LEN))
 		fail(p, c, "%s: tier %u \"%.32s\"", shared_name, s->tier,
 		     s->tier_name);
+	/* A member's own table is idle while it is in a gang. */
+	if (gang_member(p, s->name) &&
+	    (s->nr_clients || s->nr_held || s->nr_reserved))
+		fail(p, c, "%.32s, a member of a gang: clients %u held %u "
+		     "reserved %u", s->name, s->nr_clients, s->nr_held,
+		     s->nr_reserved);
+	/* A gang with no client holds nothing, and takes no tier. */
+	if (gang_by_name(p, s->name) >= 0 &&
+	    ((!s->nr_clients && (s->nr_held || s->nr_reserved)) || s->tier))
+		fail(p, c, "gang %.32s: clients %u held %u reserved %u, tier %u",
+		     s->name, s->nr_clients, s->nr_held, s->nr_reserved,
+		     s->tier);
 }
 
 /*
@@ -1653,6 +2473,221 @@ static void account_tier(struct proc *p, struct call *c,
 		     n, ret, done.nr_done);
 }
 
+/*
+ * Own name @s was made (ARENA_CREATE): note its flags; one to make gangs
+ * of is backed at once, all of it, from a memfd we keep (to read what
+ * ranks write into it).
+ */
+static void own_made(struct proc *p, const struct call *c, int s,
+		     const struct kvarena_arena_create *a)
+{
+	struct kvarena_set_backing b = { .nr_frames = a->nr_frames };
+	int mfd, ret;
+
+	p->own_known[s] = true;
+	p->own_flags[s] = a->flags;
+	p->own_touched[s] = a->flags & KVARENA_CREATE_ACCESS;
+	if (p->own_memfd[s] >= 0)
+		close(p->own_memfd[s]);
+	p->own_memfd[s] = -1;
+	if (!c->back)
+		return;
+	mfd = fz_memfd((size_t)a->nr_frames * a->frame_size);
+	if (mfd < 0) {
+		fail(p, c, "memfd of %u frames: %s", a->nr_frames,
+		     strerror(errno));
+		return;
+	}
+	memcpy(b.name, a->name, KVARENA_NAME_LEN);
+	b.fd = mfd;
+	ret = fz_ioctl(p->f[0].fd, KVARENA_IOC_ARENA_SET_BACKING, &b);
+	if (ret) {
+		fail(p, c, "SET_BACKING of all of %.32s, just made: %s",
+		     a->name, strerror(-ret));
+		close(mfd);
+		return;
+	}
+	p->own_memfd[s] = mfd;
+}
+
+/*
+ * A gang was made: note it, and check it as the header says it is - its
+ * frames its members', its policy member 0's, no client, and each
+ * member's own table idle, sysfs naming the gang in each member and the
+ * members, in rank order, in the gang.
+ */
+static void gang_made(struct proc *p, const struct call *c,
+		      const struct kvarena_gang_create *gc)
+{
+	const char (*names)[KVARENA_NAME_LEN] = (const void *)(uintptr_t)gc->members;
+	struct gang *g = &p->gang[c->gang];
+	struct kvarena_stat st, m0;
+	char line[KVARENA_GANG_MAX * KVARENA_NAME_LEN + 16] = "", want[sizeof(line)] = "";
+	unsigned int i;
+	int ret;
+
+	if (strncmp(gc->name, "fz", 2) || c->gang < 0) {
+		fail(p, c, "GANG_CREATE of %.32s succeeded, unplanned", gc->name);
+		return;
+	}
+	if (g->alive) {
+		fail(p, c, "GANG_CREATE of %s, alive already, succeeded", g->name);
+		return;
+	}
+	memset(g, 0, sizeof(*g));
+	memcpy(g->name, gc->name, KVARENA_NAME_LEN);
+	g->serial = ++p->gang_serial;
+	g->n = gc->nr_members;
+	g->alive = true;
+	g->memfds = true;
+	for (i = 0; i < g->n && i < KVARENA_GANG_MAX; i++) {
+		memcpy(g->mname[i], names[i], KVARENA_NAME_LEN);
+		g->member[i] = own_slot(p, names[i]);
+		if (g->member[i] < 0 || p->own_memfd[g->member[i]] < 0)
+			g->memfds = false;
+		snprintf(want + strlen(want), sizeof(want) - strlen(want),
+			 "%s%.32s", i ? " " : "", names[i]);
+	}
+	g->backed = g->member[0] >= 0 &&
+		    !(p->own_flags[g->member[0]] & KVARENA_CREATE_NO_BACKING);
+	g->open = g->member[0] >= 0 && !p->own_touched[g->member[0]];
+	p->gs.made++;
+	ret = fz_stat(p->f[NFD - 1].fd, g->name, &st);
+	if (!ret)
+		ret = fz_stat(p->f[NFD - 1].fd, g->mname[0], &m0);
+	if (ret) {
+		fail(p, c, "STAT of new gang %s or its member 0: %s", g->name,
+		     strerror(-ret));
+		return;
+	}
+	g->nr_frames = st.nr_frames;
+	g->frame_size = st.frame_size;
+	/* "policy ... starts as member 0's"; frames are member 0's. */
+	if (st.nr_frames != m0.nr_frames || st.frame_size != m0.frame_size ||
+	    st.mem_kind != m0.mem_kind || st.mode != m0.mode ||
+	    st.owner_uid != m0.owner_uid || st.nr_clients || st.nr_held ||
+	    st.nr_free + st.nr_cached != st.nr_frames)
+		fail(p, c, "new gang %s: %u frames of %llu, kind %u, mode 0%o "
+		     "owner %u, clients %u held %u free %u; member 0 %.32s: %u "
+		     "frames of %llu, kind %u, mode 0%o owner %u", g->name,
+		     st.nr_frames, (unsigned long long)st.frame_size,
+		     st.mem_kind, st.mode, st.owner_uid, st.nr_clients,
+		     st.nr_held, st.nr_free, g->mname[0], m0.nr_frames,
+		     (unsigned long long)m0.frame_size, m0.mem_kind, m0.mode,
+		     m0.owner_uid);
+	sysfs_line(g->name, "members", line, sizeof(line));
+	if (strcmp(line, want))
+		fail(p, c, "new gang %s: sysfs members \"%s\", not \"%s\"",
+		     g->name, line, want);
+	for (i = 0; i < g->n; i++)
+		member_check(p, g->mname[i], g->name);
+}
+
+/*
+ * A file joined a client of ours: it is a rank now, and what JOIN said
+ * of its member must be so.
+ */
+static void joined(struct proc *p, struct call *c, const struct kvarena_join *j)
+{
+	struct kfile *kf = c->kf, *l = c->leader >= 0 ? &p->f[c->leader] : NULL;
+	struct gang *g = l ? gang_of(p, l) : NULL;
+	static const uint8_t no_uuid[16];
+
+	kf->rank = true;
+	kf->leader = -1;
+	if (!l || !g || !gang_client(p, l)) {
+		fail(p, c, "JOIN succeeded with no client of ours to join");
+		return;
+	}
+	kf->leader = c->leader;
+	kf->leader_serial = l->serial;
+	kf->gang = l->gang;
+	kf->gang_serial = l->gang_serial;
+	kf->rank_nr = j->rank;
+	memcpy(kf->arena, g->name, KVARENA_NAME_LEN);
+	p->gs.joins++;
+	if (j->rank >= g->n || j->nr_frames != g->nr_frames ||
+	    j->frame_size != g->frame_size || j->mem_kind != KVARENA_MEM_HOST ||
+	    j->mem_dev || memcmp(j->mem_uuid, no_uuid, 16) ||
+	    strncmp(j->member, g->mname[j->rank % KVARENA_GANG_MAX],
+		    KVARENA_NAME_LEN))
+		fail(p, c, "JOIN of %s as rank %u of %u: member \"%.32s\" "
+		     "(want %.32s), %u frames of %llu, kind %u, dev %u",
+		     g->name, j->rank, g->n, j->member,
+		     g->mname[j->rank % KVARENA_GANG_MAX], j->nr_frames,
+		     (unsigned long long)j->frame_size, j->mem_kind,
+		     j->mem_dev);
+}
+
+/*
+ * A rank's FRAME_FD gave a file: its client must live and hold the frame,
+ * the file map the frame at its index; mapped, written if it may be, and
+ * read back from the member's own memory (the memfd we backed it with) -
+ * and from no other member's.
+ */
+static void rank_map(struct proc *p, const struct call *c,
+		     const struct kvarena_frame_fd *ff)
+{
+	struct kfile *kf = c->kf, *l = leader_of(p, kf);
+	struct gang *g = gang_of(p, kf);
+	uint32_t idx = KVARENA_HANDLE_IDX(ff->handle), r;
+	bool w = ff->access & KVARENA_ACCESS_WRITE;
+	volatile uint64_t *m;
+	uint64_t word, mem, mark = 0;
+
+	if (ff->fd < 0)
+		return;
+	p->gs.rank_maps++;
+	if (!l && kf->leader >= 0)
+		fail(p, c, "a rank whose client is gone got a frames file");
+	else if (l && !l->desync && !held_by(l, ff->handle))
+		fail(p, c, "a rank got a frames file of 0x%llx, which its "
+		     "client does not hold", (unsigned long long)ff->handle);
+	if (g && (ff->size != g->frame_size ||
+		  ff->offset != (uint64_t)idx * g->frame_size)) {
+		fail(p, c, "a rank's frame %u: offset %llu size %llu", idx,
+		     (unsigned long long)ff->offset,
+		     (unsigned long long)ff->size);
+		close(ff->fd);
+		return;
+	}
+	m = mmap(NULL, ff->size, PROT_READ | (w ? PROT_WRITE : 0), MAP_SHARED,
+		 ff->fd, ff->offset);
+	close(ff->fd);
+	if (m == MAP_FAILED) {
+		fail(p, c, "mmap of a rank's frame %u (%s): %s", idx,
+		     w ? "read-write" : "read-only", strerror(errno));
+		return;
+	}
+	if (w) {
+		mark = 0x52414e4b00000000ull | (++p->marks & 0xffffffffull);
+		m[0] = mark;
+	}
+	word = m[0];
+	munmap((void *)m, ff->size);
+	if (!g || !g->memfds || !l)
+		return;
+	for (r = 0; r < g->n; r++) {
+		int mfd = p->own_memfd[g->member[r]];
+
+		if (pread(mfd, &mem, 8, (off_t)ff->offset) != 8) {
+			fail(p, c, "pread of member %.32s: %s", g->mname[r],
+			     strerror(errno));
+			return;
+		}
+		if (r == kf->rank_nr && mem != word)
+			fail(p, c, "rank %u of %s read 0x%016llx from frame %u, "
+			     "its member %.32s holds 0x%016llx", kf->rank_nr,
+			     g->name, (unsigned long long)word, idx,
+			     g->mname[r], (unsigned long long)mem);
+		if (r != kf->rank_nr && w && mem == mark)
+			fail(p, c, "rank %u of %s wrote frame %u of member "
+			     "%.32s (rank %u's)", kf->rank_nr, g->name, idx,
+			     g->mname[r], r);
+	}
+	p->gs.contents++;
+}
+
 /* What a successful call changed, in the process's own picture. */
 static void account(struct proc *p, struct call *c, int ret)
 {
@@ -1664,10 +2699,29 @@ static void account(struct proc *p, struct call *c, int ret)
 	if (d->cmd == KVARENA_IOC_ATTACH) {
 		const struct kvarena_attach *a = c->arg;
 
+		int gi = gang_by_name(p, a->name);
+
 		c->kf->attached = true;
 		memcpy(c->kf->arena, a->name, KVARENA_NAME_LEN);
 		c->kf->client_id = a->client_id;
 		c->kf->tag = arena_tag(p, a->name);
+		if (gi >= 0) {
+			struct gang *g = &p->gang[gi];
+
+			c->kf->gang = gi + 1;
+			c->kf->gang_serial = g->serial;
+			p->gs.attached++;
+			/* The gang's frames are its members'. */
+			if (a->nr_frames != g->nr_frames ||
+			    a->frame_size != g->frame_size ||
+			    a->mem_kind != KVARENA_MEM_HOST)
+				fail(p, c, "ATTACH to gang %s: %u frames of %llu "
+				     "bytes, kind %u; its members have %u of %llu",
+				     g->name, a->nr_frames,
+				     (unsigned long long)a->frame_size,
+				     a->mem_kind, g->nr_frames,
+				     (unsigned long long)g->frame_size);
+		}
 	} else if (d->cmd == KVARENA_IOC_ALLOC) {
 		const struct kvarena_frames *f = c->arg;
 		uint32_t n = f->nr_done;
@@ -1707,7 +2761,9 @@ static void account(struct proc *p, struct call *c, int ret)
 	} else if (d->cmd == KVARENA_IOC_FRAME_FD) {
 		const struct kvarena_frame_fd *ff = c->arg;
 
-		if (ff->fd >= 0) {
+		if (c->kf->rank) {
+			rank_map(p, c, ff);
+		} else if (ff->fd >= 0) {
 			/*
 			 * Map it, touch it, and let it go: written only if
 			 * it is ours to write (not published).
@@ -1803,11 +2859,12 @@ static void account(struct proc *p, struct call *c, int ret)
 		account_tier(p, c, c->arg);
 	} else if (d->cmd == KVARENA_IOC_ARENA_CREATE) {
 		const struct kvarena_arena_create *a = c->arg;
+		int s = own_slot(p, a->name);
 
-		uint32_t t = arena_tag(p, a->name);
-
-		if (t && t != 0xffffffffu)
-			p->incarnation[(t - 1) % 8]++;
+		if (s >= 0) {
+			p->incarnation[s]++;
+			own_made(p, c, s, a);
+		}
 		i = fz_below(&p->r, MAX_ARENAS);
 		/* A name we forget now is destroyed at the end by pattern. */
 		memcpy(p->arenas[i], a->name, KVARENA_NAME_LEN);
@@ -1830,11 +2887,137 @@ static void account(struct proc *p, struct call *c, int ret)
 		check_resize(p, c, c->arg);
 	} else if (d->cmd == KVARENA_IOC_ARENA_DESTROY) {
 		const struct kvarena_arena_destroy *a = c->arg;
+		int s = own_slot(p, a->name), gi = gang_by_name(p, a->name);
 
 		for (i = 0; i < MAX_ARENAS; i++)
 			if (!memcmp(p->arenas[i], a->name, KVARENA_NAME_LEN))
 				p->arenas[i][0] = 0;
+		if (s >= 0) {
+			p->own_known[s] = false;
+			if (p->own_memfd[s] >= 0)
+				close(p->own_memfd[s]);
+			p->own_memfd[s] = -1;
+		}
+		if (gi >= 0) {
+			struct gang *g = &p->gang[gi];
+
+			/* "sets the members free again, as they were" */
+			g->alive = false;
+			p->gs.destroyed++;
+			for (i = 0; i < g->n; i++)
+				member_check(p, g->mname[i], NULL);
+		}
+	} else if (d->cmd == KVARENA_IOC_ARENA_SET_POLICY) {
+		const struct kvarena_arena_policy *a = c->arg;
+		int s = own_slot(p, a->name), gi = gang_by_name(p, a->name);
+
+		/* Its mode is not 0666 as made any more, maybe. */
+		if (s >= 0)
+			p->own_touched[s] = true;
+		if (gi >= 0)
+			p->gang[gi].open = false;
+	} else if (d->cmd == KVARENA_IOC_GANG_CREATE) {
+		gang_made(p, c, c->arg);
+	} else if (d->cmd == KVARENA_IOC_GANG_TOKEN) {
+		const struct kvarena_gang_token *t = c->arg;
+		struct gang *g = gang_of(p, c->kf);
+
+		if (!gang_client(p, c->kf)) {
+			fail(p, c, "GANG_TOKEN of a client of no gang of ours "
+			     "gave token 0x%llx", (unsigned long long)t->token);
+			return;
+		}
+		/* "the same for the client's whole life, never 0" */
+		if (!t->token || t->nr_members != g->n ||
+		    (c->kf->token && c->kf->token != t->token))
+			fail(p, c, "GANG_TOKEN of client %u of %s: token 0x%llx "
+			     "(0x%llx before), %u members of %u",
+			     c->kf->client_id, g->name,
+			     (unsigned long long)t->token,
+			     (unsigned long long)c->kf->token, t->nr_members,
+			     g->n);
+		c->kf->token = t->token;
+		c->kf->ranks_fatal = t->flags & KVARENA_GANG_RANKS_FATAL;
+		p->gs.tokens++;
+	} else if (d->cmd == KVARENA_IOC_JOIN) {
+		joined(p, c, c->arg);
 	}
+}
+
+/*
+ * The errors a command may give past its table this time, by what the
+ * file and the names are: a rank's client commands are -EPERM and its
+ * FRAME_FD -ENOLINK once its client is gone; a gang client's FRAME_FD is
+ * -EOPNOTSUPP (its ranks map); a gang takes no SET_BACKING or SET_TIER
+ * (-EOPNOTSUPP).
+ */
+static unsigned __int128 gang_errs(struct proc *p, const struct call *c)
+{
+	const struct kvarena_arena_tier *t = slot(p, 0);
+	const char *name = slot(p, 0);
+	unsigned __int128 x = 0;
+
+	if (c->kf->rank && (cmds[c->known].errs & E(ENOTCONN)))
+		x |= E(EPERM) | (c->cmd == KVARENA_IOC_FRAME_FD ? E(ENOLINK) : 0);
+	if (c->cmd == KVARENA_IOC_FRAME_FD && c->kf->attached && gang_of(p, c->kf))
+		x |= E(EOPNOTSUPP);
+	if (c->cmd == KVARENA_IOC_ARENA_SET_BACKING && gang_by_name(p, name) >= 0)
+		x |= E(EOPNOTSUPP);
+	if (c->cmd == KVARENA_IOC_ARENA_SET_TIER &&
+	    (gang_by_name(p, t->name) >= 0 || gang_by_name(p, t->lower) >= 0))
+		x |= E(EOPNOTSUPP);
+	return x;
+}
+
+/*
+ * "While ganged a member takes no ATTACH, SET_BACKING, RESIZE, SET_TIER
+ * or DESTROY (-EBUSY); the gang takes no SET_BACKING, RESIZE or SET_TIER
+ * (-EOPNOTSUPP)."  Before the call is accounted: as things were.
+ */
+static void gang_rules(struct proc *p, const struct call *c, int ret)
+{
+	const struct kvarena_arena_tier *t = c->arg;
+	const char *name = c->arg;	/* each struct here begins with it */
+	const char *cmd = cmds[c->known].name;
+
+	if (ret)
+		return;
+	switch (c->cmd) {
+	case KVARENA_IOC_ATTACH:
+	case KVARENA_IOC_ARENA_DESTROY:
+	case KVARENA_IOC_ARENA_SET_BACKING:
+	case KVARENA_IOC_ARENA_RESIZE:
+		if (gang_member(p, name))
+			fail(p, c, "%s of %.32s, a member of a gang, succeeded",
+			     cmd, name);
+		if ((c->cmd == KVARENA_IOC_ARENA_SET_BACKING ||
+		     c->cmd == KVARENA_IOC_ARENA_RESIZE) &&
+		    gang_by_name(p, name) >= 0)
+			fail(p, c, "%s of gang %.32s succeeded", cmd, name);
+		break;
+	case KVARENA_IOC_ARENA_SET_TIER:
+		if (gang_member(p, t->name) || gang_by_name(p, t->name) >= 0 ||
+		    (t->lower[0] && (gang_member(p, t->lower) ||
+				     gang_by_name(p, t->lower) >= 0)))
+			fail(p, c, "SET_TIER of %.32s over %.32s, a gang or a "
+			     "member, succeeded", t->name, t->lower);
+		break;
+	}
+}
+
+/* Does the command's struct begin with an arena's name? */
+static bool names_first(uint32_t cmd)
+{
+	switch (cmd) {
+	case KVARENA_IOC_ARENA_CREATE: case KVARENA_IOC_ARENA_DESTROY:
+	case KVARENA_IOC_ARENA_SET_BACKING: case KVARENA_IOC_ATTACH:
+	case KVARENA_IOC_ARENA_RESIZE: case KVARENA_IOC_ARENA_SET_TIER:
+	case KVARENA_IOC_ARENA_SET_POLICY: case KVARENA_IOC_GANG_CREATE:
+	case KVARENA_IOC_JOIN: case KVARENA_IOC_EVICT:
+	case KVARENA_IOC_SET_LIMITS:
+		return true;
+	}
+	return false;
 }
 
 /* The first 8 bytes at @ptr if they are in a buffer of ours, else 0. */
@@ -1867,6 +3050,11 @@ static void one_call(struct proc *p)
 		c.cmd = unknown_cmd(p, c.cmd);
 		c.known = -1;
 	}
+	if (c.known >= 0)
+		c.extra = gang_errs(p, &c);
+	/* Administrators' commands are -EPERM over io_uring. */
+	if (c.uring && c.cmd == KVARENA_IOC_GANG_CREATE)
+		c.want = 0;
 	c.arg = pick_ptr(p, slot(p, 0), c.known >= 0 ?
 			 cmds[c.known].size : 64, &kind);
 	if (kind == PTR_BAD || kind == PTR_EDGE) {
@@ -1881,6 +3069,13 @@ static void one_call(struct proc *p)
 
 	ret = run_call(p, &c, kf->fd);
 	e = ret < 0 ? -ret : 0;
+	/*
+	 * Zeros read from read-only memory are a valid GANG_TOKEN, taken
+	 * (RANKS_FATAL off) before its answer could not be written back.
+	 */
+	if (kind == PTR_RO && c.known >= 0 && c.cmd == KVARENA_IOC_GANG_TOKEN &&
+	    ret == -EFAULT && !c.uring_reserved && gang_client(p, kf))
+		kf->ranks_fatal = false;
 	t = &p->trail[p->ntrail++ % (sizeof(p->trail) / sizeof(p->trail[0]))];
 	*t = (struct trail){ .call = p->calls, .known = c.known, .ret = ret,
 			     .uring = c.uring, .good_arg = kind == PTR_GOOD,
@@ -1891,9 +3086,12 @@ static void one_call(struct proc *p)
 	if (e < 140)
 		p->by_errno[e]++;
 	if (p->verbose)
-		printf("# %d.%lu %s%s cmd 0x%08x fd %d -> %d\n", p->idx,
+		printf("# %d.%lu %s%s cmd 0x%08x fd %d%s%.32s -> %d\n", p->idx,
 		       p->calls, c.uring ? "uring " : "", c.known >= 0 ?
-		       cmds[c.known].name : "?", c.cmd, kf->fd, ret);
+		       cmds[c.known].name : "?", c.cmd, kf->fd,
+		       kind == PTR_GOOD && names_first(c.cmd) ? " " : "",
+		       kind == PTR_GOOD && names_first(c.cmd) ?
+		       (const char *)c.arg : "", ret);
 
 	if (c.uring_reserved) {
 		if (ret != -EINVAL)
@@ -1906,10 +3104,23 @@ static void one_call(struct proc *p)
 		return;
 	}
 	if (ret > 0 || (ret < 0 && (e >= 128 ||
-				    !(cmds[c.known].errs & E(e))))) {
+				    !((cmds[c.known].errs | c.extra) & E(e))))) {
 		fail(p, &c, "returned %d (%s), not in its table", ret,
 		     ret < 0 ? strerror(e) : "positive");
 		return;
+	}
+	/* "A rank may STAT, CLIENTS, EVENTS_FD and FRAME_FD; every other
+	 * client command is -EPERM." */
+	if (kf->rank && (cmds[c.known].errs & E(ENOTCONN)) &&
+	    c.cmd != KVARENA_IOC_FRAME_FD && ret != -EPERM) {
+		fail(p, &c, "a rank's command gave %d, not -EPERM", ret);
+		return;
+	}
+	if (c.want && kind == PTR_GOOD && !kf->rdonly && !(c.want & E(e))) {
+		fail(p, &c, "gave %d (%s) for %s", ret,
+		     ret ? strerror(e) : "success", c.want_why ? c.want_why :
+		     c.why ? c.why : "what it was given");
+		/* Learn what it did anyway, to stay in step. */
 	}
 	/* An evicted client's file answers client commands with ESHUTDOWN. */
 	if ((cmds[c.known].errs & E(ENOTCONN)) &&
@@ -1927,8 +3138,10 @@ static void one_call(struct proc *p)
 	    c.cmd != KVARENA_IOC_CLIENTS && c.cmd != KVARENA_IOC_EVENTS_FD)
 		fail(p, &c, "a read-only file was let mutate");
 	/* Read-only memory reads as zeros: not the struct we built. */
-	if (kind == PTR_GOOD)
+	if (kind == PTR_GOOD) {
+		gang_rules(p, &c, ret);
 		account(p, &c, ret);
+	}
 	t->n_after = kf->n;
 	if (kind == PTR_GOOD && (c.cmd == KVARENA_IOC_ALLOC ||
 				 c.cmd == KVARENA_IOC_FREE))
@@ -1998,9 +3211,95 @@ static void check_held(struct proc *p)
 	}
 }
 
+/*
+ * Client @id of gang @name is closed: wait (a little: a file's release
+ * may trail its close) until the module has let it go, so that its
+ * ranks' FRAME_FD is -ENOLINK from now on.
+ */
+static void wait_client_gone(struct proc *p, const char *name, uint32_t id)
+{
+	struct kvarena_client_info *rows = slot(p, 2);
+	double t0 = fz_now();
+	unsigned int j;
+
+	for (;;) {
+		struct kvarena_clients c = { .clients = (uintptr_t)rows,
+					     .count = SLOT / sizeof(*rows) };
+		bool there = false;
+		int ret;
+
+		memcpy(c.name, name, KVARENA_NAME_LEN);
+		ret = fz_ioctl(p->f[NFD - 1].fd, KVARENA_IOC_CLIENTS, &c);
+		if (ret) {
+			gfail(p, "CLIENTS of gang %.32s: %s", name,
+			      strerror(-ret));
+			return;
+		}
+		for (j = 0; j < c.nr_clients && j < c.count; j++)
+			there |= rows[j].client_id == id;
+		if (!there)
+			return;
+		if (fz_now() - t0 > 5) {
+			gfail(p, "client %u of gang %.32s still there 5 s after "
+			      "its file was closed", id, name);
+			return;
+		}
+		usleep(1000);
+	}
+}
+
+/*
+ * A rank of client @l (a file of ours, alive) was closed: with
+ * RANKS_FATAL, "the release of any rank that joined this client ...
+ * evicts this client" - its commands are -ESHUTDOWN from then on, its
+ * frames back (the gang idle, if it was our last client there); without
+ * it "a rank's release only takes that rank away".
+ */
+static void rank_closed(struct proc *p, struct kfile *l, bool fatal)
+{
+	struct kvarena_gang_token t = {
+		.flags = fatal ? KVARENA_GANG_RANKS_FATAL : 0 };
+	double t0 = fz_now();
+	unsigned int j;
+	int ret;
+
+	p->gs.rank_closes++;
+	/* The same flags as before: a probe that changes nothing. */
+	while (!(ret = fz_ioctl(l->fd, KVARENA_IOC_GANG_TOKEN, &t)) && fatal &&
+	       fz_now() - t0 < 5)
+		usleep(1000);
+	if (!fatal) {
+		if (ret)
+			gfail(p, "a rank of client %u of %.32s was closed, no "
+			      "RANKS_FATAL: the client's GANG_TOKEN gave %d",
+			      l->client_id, l->arena, ret);
+		return;
+	}
+	if (ret != -ESHUTDOWN) {
+		gfail(p, "a rank of client %u of %.32s was closed, RANKS_FATAL: "
+		      "the client's GANG_TOKEN gave %d, not -ESHUTDOWN",
+		      l->client_id, l->arena, ret);
+		if (ret != -ESHUTDOWN)
+			return;
+	}
+	p->gs.fatal++;
+	gang_client_gone(p, l);
+	for (j = 0; j < l->n; j++)
+		stale_add(p, l, l->held[j]);
+	l->n = 0;
+	l->attached = false;
+	l->evicted = true;
+	gang_check_gone(p, l->gang - 1, "a RANKS_FATAL rank's close");
+}
+
 /* Close a file (its client is released: its handles go stale), reopen. */
 static void reopen(struct proc *p, struct kfile *f)
 {
+	struct kfile *l = leader_of(p, f);
+	bool client = gang_client(p, f), fatal = l && l->ranks_fatal;
+	char gang[KVARENA_NAME_LEN];
+	uint32_t id = f->client_id;
+	int gi = f->gang - 1;
 	unsigned int i;
 
 	p->trail[p->ntrail++ % (sizeof(p->trail) / sizeof(p->trail[0]))] =
@@ -2009,9 +3308,21 @@ static void reopen(struct proc *p, struct kfile *f)
 				.n_before = f->n };
 	for (i = 0; i < f->n; i++)
 		stale_add(p, f, f->held[i]);
+	if (client) {
+		gang_client_gone(p, f);
+		memcpy(gang, f->arena, KVARENA_NAME_LEN);
+	}
 	close(f->fd);
 	memset(f, 0, sizeof(*f));
 	f->fd = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
+	f->serial = ++p->file_serial;
+	if (client) {
+		p->gs.leader_closes++;
+		wait_client_gone(p, gang, id);
+		gang_check_gone(p, gi, "the close of its client");
+	}
+	if (l)
+		rank_closed(p, l, fatal);
 }
 
 static void churn(struct proc *p)
@@ -2024,6 +3335,35 @@ static void churn(struct proc *p)
 		return;
 	}
 	reopen(p, f);
+}
+
+/*
+ * Now and then, as engines come and go: a rank closed (with RANKS_FATAL
+ * its client goes with it), or a gang client (its ranks lose it), so
+ * that files come free for new clients and ranks.
+ */
+static void gang_churn(struct proc *p)
+{
+	unsigned int i, k = fz_below(&p->r, NFD), busy = 0;
+
+	if (!p->admin)
+		return;
+	for (i = 0; i < NFD; i++) {
+		struct kfile *f = &p->f[(k + i) % NFD];
+
+		if (f->rdonly)
+			continue;
+		busy += f->attached || f->evicted || f->rank;
+		if (!(f->rank || gang_client(p, f)))
+			continue;
+		if (fz_one_in(&p->r, f->rank ? 2 : 4)) {
+			reopen(p, f);
+			return;
+		}
+	}
+	/* No file free for a gang's client or rank: one comes free. */
+	if (busy == NFD - 1 && pick_gang(p) >= 0)
+		reopen(p, &p->f[1 + fz_below(&p->r, NFD - 2)]);
 }
 
 /* As a serving process would: an evicted client's file is closed. */
@@ -2079,6 +3419,8 @@ static int proc_main(int idx, uint64_t seed, unsigned long calls,
 	p->idx = idx;
 	p->verbose = verbose;
 	p->admin = !drop;
+	for (i = 0; i < NR_NAMES; i++)
+		p->own_memfd[i] = -1;
 	fz_seed(&p->r, seed);
 	/*
 	 * The kernel writes as much as it is asked to: each buffer is
@@ -2111,6 +3453,7 @@ static int proc_main(int idx, uint64_t seed, unsigned long calls,
 		struct kfile *f = &p->f[i];
 
 		f->rdonly = i == NFD - 1;
+		f->serial = ++p->file_serial;
 		f->fd = open(KVARENA_DEVICE, (f->rdonly ? O_RDONLY : O_RDWR) |
 			     O_CLOEXEC);
 		if (f->fd < 0)
@@ -2137,6 +3480,8 @@ static int proc_main(int idx, uint64_t seed, unsigned long calls,
 			reopen_evicted(p);
 		if (!(i % 512))
 			churn(p);
+		if (i % 64 == 32)
+			gang_churn(p);
 		if (p->failures > 20)
 			break;
 	}
@@ -2151,7 +3496,13 @@ static int proc_main(int idx, uint64_t seed, unsigned long calls,
 		if (p->by_errno[i])
 			printf(" %s %lu", i ? strerrorname_np(i) : "0",
 			       p->by_errno[i]);
-	printf("\n");
+	printf("\n# sysfuzz: process %d gangs: %lu made, %lu destroyed; %lu "
+	       "clients, %lu tokens, %lu ranks joined, %lu rank frames mapped "
+	       "(%lu read back from the members' memory), %lu ranks closed "
+	       "(%lu clients evicted by RANKS_FATAL), %lu gang clients "
+	       "closed\n", idx, p->gs.made, p->gs.destroyed, p->gs.attached,
+	       p->gs.tokens, p->gs.joins, p->gs.rank_maps, p->gs.contents,
+	       p->gs.rank_closes, p->gs.fatal, p->gs.leader_closes);
 	fflush(stdout);
 	return p->failures ? 1 : 0;
 }
@@ -2221,6 +3572,70 @@ static int untier(int fd)
 }
 
 /*
+ * The gangs the fuzzer left go first: a member cannot go while its gang
+ * is there.  With every process gone, each gang is quiet (nothing held,
+ * counts adding up) and each member's own table idle; once the gang is
+ * destroyed its members are free again (sysfs names no gang), and are
+ * checked and destroyed with the rest.
+ */
+static int ungang(int fd, int *lost_total)
+{
+	static char gangs[64][KVARENA_NAME_LEN];
+	char members[KVARENA_GANG_MAX * KVARENA_NAME_LEN + 16], line[64];
+	char after[sizeof(members)];
+	unsigned int n = 0, i;
+	struct kvarena_stat s, m;
+	int failures = 0;
+	uint32_t idx, lost = 0;
+	char *tok, *save;
+
+	for (idx = 0; n < 64 && arena_by_index(fd, idx, &s); idx++) {
+		sysfs_line(s.name, "members", members, sizeof(members));
+		if (members[0] && !was_there_before(s.name))
+			memcpy(gangs[n++], s.name, KVARENA_NAME_LEN);
+	}
+	for (i = 0; i < n; i++) {
+		sysfs_line(gangs[i], "members", members, sizeof(members));
+		memcpy(after, members, sizeof(after));
+		if (fz_wait_no_clients(fd, gangs[i], 30) < 0)
+			failures++;
+		failures += fz_check_quiet(fd, gangs[i], &lost);
+		*lost_total += lost;
+		for (tok = strtok_r(members, " ", &save); tok;
+		     tok = strtok_r(NULL, " ", &save)) {
+			if (fz_stat(fd, tok, &m) || m.nr_clients || m.nr_held ||
+			    m.nr_reserved) {
+				printf("# sysfuzz: %s, a member of gang %.32s: "
+				       "clients %u held %u reserved %u\n", tok,
+				       gangs[i], m.nr_clients, m.nr_held,
+				       m.nr_reserved);
+				failures++;
+			}
+		}
+		if (fz_arena_destroy(fd, gangs[i])) {
+			printf("# sysfuzz: cannot destroy gang %.32s: %s\n",
+			       gangs[i], strerror(errno));
+			failures++;
+			continue;
+		}
+		for (tok = strtok_r(after, " ", &save); tok;
+		     tok = strtok_r(NULL, " ", &save)) {
+			sysfs_line(tok, "gang", line, sizeof(line));
+			if (line[0]) {
+				printf("# sysfuzz: %s still in gang \"%s\" after "
+				       "%.32s was destroyed\n", tok, line,
+				       gangs[i]);
+				failures++;
+			}
+		}
+	}
+	if (n)
+		printf("# sysfuzz: %u gangs left at the end, checked and "
+		       "destroyed\n", n);
+	return failures;
+}
+
+/*
  * Destroy what the fuzzer made and check every arena it leaves: its
  * own, and any a random name made (a valid name of random bytes turns
  * up now and then), which would hold the module after the run.
@@ -2230,6 +3645,8 @@ static int cleanup_and_check(int fd, int *lost_total)
 	struct kvarena_stat s;
 	int failures = untier(fd), idx = 0;
 	uint32_t lost = 0;
+
+	failures += ungang(fd, lost_total);
 
 	while (arena_by_index(fd, idx, &s)) {
 		if (was_there_before(s.name)) {
