@@ -69,6 +69,13 @@ int main(void)
 	F(kva_arena_params, max_frames); F(kva_arena_params, device);
 	F(kva_arena_params, cuda_library); F(kva_arena_params, reserved);
 	END();
+	BEGIN(kva_rank_opts);
+	F(kva_rank_opts, name); F(kva_rank_opts, label);
+	F(kva_rank_opts, device); F(kva_rank_opts, client_id);
+	F(kva_rank_opts, rank); F(kva_rank_opts, token);
+	F(kva_rank_opts, flags); F(kva_rank_opts, reserved0);
+	F(kva_rank_opts, reserved);
+	END();
 	BEGIN(kva_geometry);
 	F(kva_geometry, layers); F(kva_geometry, kv_heads);
 	F(kva_geometry, head_dim); F(kva_geometry, dtype);
@@ -143,12 +150,19 @@ int main(void)
 	F(kvarena_event, nr_tokens); F(kvarena_event, reserved);
 	F(kvarena_event, key); F(kvarena_event, parent);
 	END();
+	BEGIN(kvarena_gang_create);
+	F(kvarena_gang_create, name); F(kvarena_gang_create, members);
+	F(kvarena_gang_create, nr_members); F(kvarena_gang_create, flags);
+	F(kvarena_gang_create, reserved);
+	END();
 	printf("},\n \"ioctls\": {\"KVARENA_IOC_VERSION\": %lu, "
 	       "\"KVARENA_IOC_STAT\": %lu, \"KVARENA_IOC_CLIENTS\": %lu, "
-	       "\"KVARENA_IOC_EVENTS_FD\": %lu}}\n",
+	       "\"KVARENA_IOC_EVENTS_FD\": %lu, "
+	       "\"KVARENA_IOC_GANG_CREATE\": %lu}}\n",
 	       (unsigned long)KVARENA_IOC_VERSION,
 	       (unsigned long)KVARENA_IOC_STAT,
 	       (unsigned long)KVARENA_IOC_CLIENTS,
-	       (unsigned long)KVARENA_IOC_EVENTS_FD);
+	       (unsigned long)KVARENA_IOC_EVENTS_FD,
+	       (unsigned long)KVARENA_IOC_GANG_CREATE);
 	return 0;
 }

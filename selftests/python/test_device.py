@@ -4,8 +4,11 @@ libkvarena as installed (selftests/install/vm_installed.sh runs it as
 root, after modprobe and udev): attaching over io_uring and ioctl,
 sequences of the module's frames seen through numpy, the module's own
 STAT and CLIENTS, frames coming back when a process dies, errors with the
-module's errno, who may open the device (the udev rule's group), and two
-processes sharing a published prefix seeing the same bytes.
+module's errno, who may open the device (the udev rule's group), two
+processes sharing a published prefix seeing the same bytes, and a gang of
+two host members: a scheduler taking frames, ranks mirroring its block
+table and each writing its own slice, and the scheduler's death or a
+rank's reaching the others.
 """
 
 import ctypes
@@ -13,6 +16,8 @@ import errno
 import grp
 import hashlib
 import os
+import signal
+import struct
 
 import numpy as np
 
@@ -224,6 +229,200 @@ def two_processes_sharing_a_prefix_see_the_same_bytes():
             eq(r.attach_prefix(keys), 3)
             eq(_digest(r, 3), digest)
     eq(in_child(third), 0)
+
+
+# -- a gang: tensor parallelism over two host member arenas -------------------
+
+GANG = "pygang"
+MEMBERS = ["pygm0", "pygm1"]
+T = GEO.tokens_per_frame
+
+
+def _fill(seq, salt):
+    """Fill every layer's K and V of @seq's mapped frames with a pattern
+    of @salt (a rank's slice of the KV); their digest."""
+    for layer in range(GEO.layers):
+        for kv in (kvarena.K, kvarena.V):
+            v = np.asarray(seq.kv(layer, kv))
+            v[...] = ((np.arange(v.size) * (5 + 2 * layer + kv) + salt) %
+                      2039).astype(np.float16).reshape(v.shape)
+    return _digest(seq, GEO.frames_for(seq.tokens))
+
+
+def scheduler(**kw):
+    return kvarena.open(GANG, mode="device", label="py-sched", **kw)
+
+
+def rank_of(sched_id, token, r, label=None):
+    return kvarena.open_rank(GANG, sched_id, r, token,
+                             label=label or "py-rank%d" % r)
+
+
+@suite.test
+def gang_create_makes_a_gang_of_two_host_members():
+    for m in MEMBERS:
+        kvarena.create_arena(m, nr_frames=8, frame_size=MiB,
+                             bytes_per_token=GEO.bytes_per_token)
+    kvarena.gang_create(GANG, MEMBERS)
+    s = kvarena.arena_stat(GANG)
+    eq((s.nr_frames, s.nr_free, s.frame_size, s.bytes_per_token),
+       (8, 8, MiB, 2 * GEO.bytes_per_token))      # each holds its share
+    expect_error(errno.EEXIST, kvarena.gang_create, GANG, MEMBERS)
+    expect_error(errno.ENOENT, kvarena.gang_create, "pygang2",
+                 [MEMBERS[0], "no-such-arena"])
+    # A member serves its gang alone.
+    expect_error(errno.EBUSY, kvarena.open, MEMBERS[0], mode="device")
+    expect_error(errno.EBUSY, kvarena.destroy_arena, MEMBERS[1])
+
+
+@suite.test
+def ranks_mirror_the_scheduler_and_each_writes_its_own_slice():
+    with scheduler() as sched:
+        token, n = sched.gang_token()
+        eq(n, 2)
+        eq(sched.gang_token(), (token, 2))        # the same for its life
+        # Its sequences track frames and map nothing: no views of them.
+        t = sched.seq(GEO, max_tokens=4 * T)
+        t.grow(T + 1)
+        eq(len(t.handles()), 2)
+        eq(kvarena.arena_stat(GANG).nr_held, 2)
+        expect_error(errno.EOPNOTSUPP, t.kv, 0, kvarena.K)
+        t.free()
+        eq(kvarena.arena_stat(GANG).nr_held, 0)
+        h = sched.alloc(3)
+        eq(len(h), 3)
+        cid = sched.info.client_id
+        ranks, seqs, digest = [], [], []
+        for r in range(2):
+            rk = rank_of(cid, token, r)
+            eq((rk.rank, rk.info.client_id, rk.info.mode), (r, cid, "device"))
+            s = rk.seq(GEO, max_tokens=4 * T)
+            s.mirror(h, 2 * T + 5)
+            eq((s.tokens, s.handles()), (2 * T + 5, h))
+            digest.append(_fill(s, 100 + r))
+            ranks.append(rk)
+            seqs.append(s)
+        assert digest[0] != digest[1]
+        # Read back through another handle of each rank: its own bytes,
+        # not the other rank's (each member has its own memory).
+        for r in range(2):
+            with rank_of(cid, token, r, "py-again%d" % r) as again:
+                c = again.seq(GEO, max_tokens=4 * T)
+                c.mirror(h, 2 * T + 5)
+                eq(_digest(c, 3), digest[r], "rank %d" % r)
+                c.free()
+        # The table grows: what is mapped stays, one frame more comes.
+        k = seqs[0].kv(0, kvarena.K)              # a view of 3 frames
+        h += sched.alloc(1)
+        # A rank takes, gives and tells nothing.
+        for rk in ranks:
+            expect_error(errno.EPERM, rk.alloc, 1)
+            expect_error(errno.EPERM, rk.free, h[3:])   # mapped by none
+            expect_error(errno.EPERM, rk.gang_token)
+        for r, s in enumerate(seqs):
+            base = s.base
+            s.mirror(h, 3 * T + 1)
+            eq((s.base, s.tokens), (base, 3 * T + 1))
+            eq(_digest(s, 3), digest[r])
+        # But not under a view of the frames it would change.
+        try:
+            seqs[0].mirror(h[:1], T)
+        except BufferError:
+            pass
+        else:
+            raise AssertionError("a mirror unmapped frames under a view")
+        eq(seqs[0].tokens, 3 * T + 1)
+        del k
+        seqs[0].mirror(h[:1], T)
+        eq(seqs[0].handles(), h[:1])
+        # The frames are the scheduler's, all four, whatever ranks map.
+        for rk in ranks:
+            rk.close()
+        eq(kvarena.arena_stat(GANG).nr_held, 4)
+        me = [c for c in sched.clients() if c.client_id == cid][0]
+        eq((me.held, me.label), (4, "py-sched"))
+    eq(wait_clients(GANG, 0), 0)
+    eq(kvarena.arena_stat(GANG).nr_held, 0)
+
+
+@suite.test
+def the_schedulers_death_reaches_every_rank():
+    r_pipe, w_pipe = os.pipe()
+    pid = os.fork()
+    if pid == 0:                               # the scheduler
+        code = 1
+        try:
+            os.close(r_pipe)
+            a = scheduler()
+            token, _ = a.gang_token()
+            h = a.alloc(2)
+            os.write(w_pipe, struct.pack("=IQQQ", a.info.client_id, token,
+                                         *h))
+            signal.pause()
+        except BaseException as e:
+            print("# child: %r" % (e,), flush=True)
+        finally:
+            os._exit(code)
+    os.close(w_pipe)
+    msg = os.read(r_pipe, struct.calcsize("=IQQQ"))
+    os.close(r_pipe)
+    try:
+        cid, token, *h = struct.unpack("=IQQQ", msg)
+    except struct.error:
+        os.waitpid(pid, 0)
+        raise AssertionError("the scheduler sent %r" % (msg,)) from None
+    ranks, seqs = [], []
+    for r in range(2):
+        rk = rank_of(cid, token, r)
+        s = rk.seq(GEO, max_tokens=2 * T)
+        s.mirror(h, 2 * T)
+        _fill(s, 7 + r)
+        ranks.append(rk)
+        seqs.append(s)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    eq(wait_clients(GANG, 0), 0)
+    eq(kvarena.arena_stat(GANG).nr_held, 0)    # its frames are back
+    for rk, s in zip(ranks, seqs):
+        # Its mappings are revoked: a touch is SIGBUS.
+        eq(in_child(lambda: np.asarray(s.kv(0, kvarena.K))[0, 0, 0, 0]
+                    .item()), -signal.SIGBUS)
+        # Anything mapped anew is refused: the client is gone.
+        new = rk.seq(GEO, max_tokens=2 * T)
+        e = expect_error(errno.ENOLINK, new.mirror, h, 2 * T)
+        eq(e.call, "kva_seq_mirror")
+        eq(new.tokens, 0)
+        rk.close()
+
+
+@suite.test
+def with_ranks_fatal_a_ranks_death_evicts_the_scheduler():
+    with scheduler() as sched:
+        token, _ = sched.gang_token(ranks_fatal=True)
+        h = sched.alloc(2)
+        eq(kvarena.arena_stat(GANG).nr_held, 2)
+
+        def rank_dies():
+            rk = rank_of(sched.info.client_id, token, 1)
+            s = rk.seq(GEO, max_tokens=2 * T)
+            s.mirror(h, 2 * T)
+            _fill(s, 1)
+            os.kill(os.getpid(), signal.SIGKILL)
+        eq(in_child(rank_dies), -signal.SIGKILL)
+        eq(wait_clients(GANG, 0), 0)           # evicted: out of the gang
+        eq(kvarena.arena_stat(GANG).nr_held, 0)
+        expect_error(errno.ESHUTDOWN, sched.alloc, 1)
+        expect_error(errno.ENOENT, rank_of, sched.info.client_id, token, 0)
+
+
+@suite.test
+def destroying_the_gang_sets_its_members_free():
+    kvarena.destroy_arena(GANG)
+    expect_error(errno.ENOENT, kvarena.arena_stat, GANG)
+    for m in MEMBERS:
+        with kvarena.open(m, mode="device", label="py-member") as a:
+            eq(len(a.alloc(8)), 8)
+        kvarena.destroy_arena(m)
 
 
 @suite.test

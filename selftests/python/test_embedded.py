@@ -49,7 +49,7 @@ def structs_and_ioctls_match_the_c_headers():
         "kva_open_opts": _lib.OpenOpts, "kva_arena_info": _lib.ArenaInfo,
         "kva_stat": _lib.Stat, "kva_arena_params": _lib.ArenaParams,
         "kva_geometry": _lib.Geometry, "kva_seq": _lib.Seq,
-        "kva_grow": _lib.Grow,
+        "kva_grow": _lib.Grow, "kva_rank_opts": _lib.RankOpts,
     }
     mine.update(_uapi.STRUCTS)
     eq(sorted(mine), sorted(c["structs"]), "structs")
@@ -429,6 +429,30 @@ def the_device_views_need_a_device():
     assert missing in str(e), str(e)
     expect_error(errno.ENODEV, kvarena.open, "x", mode="device",
                  device=missing)
+
+
+@suite.test
+def gangs_are_the_devices_and_say_so():
+    missing = "/nonexistent/kvarena"
+    with arena(nr_frames=2) as a:
+        eq(a.rank, None)
+        e = expect_error(errno.EOPNOTSUPP, a.gang_token)
+        eq(e.call, "kva_gang_token")
+        s = a.seq(geo(), max_tokens=512)
+        expect_error(errno.EOPNOTSUPP, s.mirror, [1], 1)   # not a rank
+        s.free()
+    expect_error(errno.ENODEV, kvarena.open_rank, "g", 1, 0, 5,
+                 device=missing)
+    expect_error(errno.EINVAL, kvarena.open_rank, "not a name", 1, 0, 5,
+                 device=missing)
+    expect_error(errno.ENOENT, kvarena.gang_create, "g", ["m0", "m1"],
+                 device=missing)
+    for members in (["m0"], ["m%d" % i for i in range(17)], ["m0", ""]):
+        try:
+            kvarena.gang_create("g", members, device=missing)
+        except ValueError:
+            continue
+        raise AssertionError("gang_create accepted %r" % (members,))
 
 
 suite.run()

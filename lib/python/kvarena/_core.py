@@ -144,7 +144,9 @@ class Arena:
     """This process's handle on one arena (kva_open()).
 
     Use kvarena.open() to make one, or kvarena.open_rank() for a rank of
-    a gang (.rank is its rank then, None otherwise).  Safe to share
+    a gang (.rank is its rank then, None otherwise).  A gang's scheduler
+    (open() of a gang) maps nothing: its sequences track frames for the
+    ranks to map and have no views (EOPNOTSUPP).  Safe to share
     between threads: each call serialises on the library's lock.  close()
     (or leaving a with block) frees every sequence and returns every frame
     - once no view of their memory is left (see Seq.free()).
@@ -169,6 +171,15 @@ class Arena:
             nr_frames=i.nr_frames, client_id=i.client_id, mem_dev=i.mem_dev,
             flags=i.flags, backend_error=i.backend_error,
             mem_uuid=bytes(i.mem_uuid), domain=i.domain)
+        # A gang's scheduler maps nothing (its sequences only track
+        # frames: the ranks map them), so its sequences have no views.
+        # Asked now, while the token's flags are still the default.
+        self._maps_nothing = False
+        if rank is None and self.info.mode == "device" and \
+                getattr(lib, "kva_gang_token", None) is not None:
+            tok, n = _lib.c_u64(), _lib.c_u32()
+            self._maps_nothing = lib.kva_gang_token(
+                self._p, 0, ctypes.byref(tok), ctypes.byref(n)) == 0
 
     # -- the handle ----------------------------------------------------------
 
@@ -547,9 +558,14 @@ class Seq:
 
     def kv(self, layer, kv, tokens=None):
         """A zero-copy view of the K (@kv 0) or V (@kv 1) cache of @layer
-        over the frames holding the first @tokens tokens (default: all)."""
+        over the frames holding the first @tokens tokens (default: all).
+        EOPNOTSUPP for a sequence of a gang's scheduler: its range is
+        reserved, not memory (the ranks map the frames)."""
         c = self._c
         g = c.geo
+        if self._arena._maps_nothing:
+            raise Error(errno.EOPNOTSUPP, "a view of a gang scheduler's "
+                        "sequence")
         if not 0 <= layer < g.layers:
             raise IndexError("layer %d of %d" % (layer, g.layers))
         if kv not in (K, V):
