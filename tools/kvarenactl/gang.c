@@ -242,7 +242,7 @@ static void gang_refused(int fd, const struct kvactl_opts *o, int err)
 	else if (err == -EBUSY)
 		kvactl_err("create: --gang: a member is in use (its memory may be being registered: kvarenactl stat)");
 	else if (err == -EINVAL)
-		kvactl_err("create: the module refused the gang: the members differ where STAT does not show it, in their creation flags (--clear-always; --owner, --group or --mode given to one create and not to another) (" MEMBER_RULE ")");
+		kvactl_err("create: the module refused the gang: the members differ where STAT does not show it, in their creation flags (--clear-always given to one create and not to another) (" MEMBER_RULE ")");
 	else if (err == -EOPNOTSUPP)
 		kvactl_err("create: the module refused the gang: a member is a cuda or file arena (" MEMBER_RULE ")");
 	else
