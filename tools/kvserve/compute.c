@@ -31,7 +31,38 @@ struct cpu {
 	uint32_t nr_seq;
 	uint64_t rng;
 	char desc[64];
+	/* --check (cpu_check()): content-defined inputs, a digest */
+	int check;
+	uint64_t seed;
+	uint32_t kv0, q0;		/* global index of our first heads */
+	const uint64_t *tags;		/* the batch's requests */
+	uint64_t digest;
 };
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/*
+ * The check mode's numbers: element @d of head @h (global) of the K (@what
+ * 0), V (1) or query (2) of layer @l at position @p of request @tag, under
+ * --seed @seed, in [-0.5, 0.5).  The same in every process, whatever slice of the heads
+ * it computes.
+ */
+static float cval(uint64_t seed, uint64_t tag, uint64_t p, uint32_t l,
+		  uint32_t what, uint32_t h, uint32_t d)
+{
+	uint64_t x = mix64(mix64(seed ^ (tag * 0x9e3779b97f4a7c15ull + p)) ^
+			   ((uint64_t)l << 40 | (uint64_t)what << 32 |
+			    (uint64_t)h << 16 | d));
+
+	return (float)(x >> 40) / 16777216.0f - 0.5f;
+}
 
 static float rnd(uint64_t *s)
 {
@@ -60,6 +91,7 @@ static int cpu_init(void **state, const struct kva_geometry *g,
 	c->g = *g;
 	c->q_heads = q_heads;
 	c->rng = seed ? seed : 1;
+	c->seed = seed;
 	c->k = malloc(kv * sizeof(float));
 	c->v = malloc(kv * sizeof(float));
 	if (!c->k || !c->v) {
@@ -122,14 +154,68 @@ static int need_seqs(struct cpu *c, uint32_t n)
 	return 0;
 }
 
+/* Check mode: K and V of tokens [@from, @from + @n) of request @tag. */
+static void check_kv(struct cpu *c, uint64_t tag, uint32_t layer,
+		     uint64_t from, uint32_t n)
+{
+	uint32_t kvh = c->g.kv_heads, dim = c->g.head_dim, t, h, d;
+
+	for (t = 0; t < n; t++)
+		for (h = 0; h < kvh; h++)
+			for (d = 0; d < dim; d++) {
+				size_t i = ((size_t)t * kvh + h) * dim + d;
+
+				c->k[i] = cval(c->seed, tag, from + t, layer,
+					       0, c->kv0 + h, d);
+				c->v[i] = cval(c->seed, tag, from + t, layer,
+					       1, c->kv0 + h, d);
+			}
+}
+
+/* Check mode: the query row of position @p of request @tag. */
+static void check_q(struct cpu *c, float *row, uint64_t tag, uint64_t p,
+		    uint32_t layer)
+{
+	uint32_t dim = c->g.head_dim, h, d;
+
+	for (h = 0; h < c->q_heads; h++)
+		for (d = 0; d < dim; d++)
+			row[h * dim + d] = cval(c->seed, tag, p, layer, 2,
+						c->q0 + h, d);
+}
+
+/* Check mode: decode output row @row, of position @p of @tag, hashed in. */
+static void check_out(struct cpu *c, const float *row, uint64_t tag,
+		      uint64_t p, uint32_t layer)
+{
+	uint32_t dim = c->g.head_dim, h, d;
+
+	for (h = 0; h < c->q_heads; h++) {
+		uint64_t x = 0xcbf29ce484222325ull;
+
+		for (d = 0; d < dim; d++) {
+			uint32_t bits;
+
+			memcpy(&bits, &row[h * dim + d], sizeof(bits));
+			x = (x ^ bits) * 0x100000001b3ull;
+		}
+		c->digest += mix64(x ^ mix64(tag * 0x9e3779b97f4a7c15ull + p) ^
+				   ((uint64_t)layer << 32 | (c->q0 + h)));
+	}
+}
+
 static int append(struct cpu *c, uint32_t layer, uint64_t base, uint64_t from,
-		  uint64_t to)
+		  uint64_t to, uint64_t tag)
 {
 	while (from < to) {
 		uint32_t n = to - from < SRC_TOKENS ? (uint32_t)(to - from) :
 			     SRC_TOKENS;
-		int err = kva_kv_append(&c->g, layer, (void *)(uintptr_t)base,
-					from, n, KVA_DTYPE_FP32, c->k, c->v);
+		int err;
+
+		if (c->check)
+			check_kv(c, tag, layer, from, n);
+		err = kva_kv_append(&c->g, layer, (void *)(uintptr_t)base,
+				    from, n, KVA_DTYPE_FP32, c->k, c->v);
 
 		if (err)
 			return err;
@@ -175,11 +261,18 @@ static int cpu_prefill(void *state, const uint64_t *base,
 	}
 	for (l = 0; l < c->g.layers; l++) {
 		struct kva_attn_params p = params(c, l);
+		size_t w = (size_t)c->q_heads * c->g.head_dim;
 
 		for (i = 0; i < n; i++) {
-			err = append(c, l, base[i], from[i], to[i]);
+			uint64_t tag = c->check ? c->tags[i] : 0, t;
+
+			err = append(c, l, base[i], from[i], to[i], tag);
 			if (err)
 				return err;
+			for (t = from[i]; c->check && t < to[i]; t++)
+				check_q(c, c->q + (c->pseq[i].q_start +
+						   t - from[i]) * w,
+					tag, t, l);
 		}
 		err = kva_attn_prefill(c->attn, &p, c->pseq, n, c->q, c->out);
 		if (err)
@@ -207,17 +300,62 @@ static int cpu_decode(void *state, const uint64_t *base,
 		};
 	for (l = 0; l < c->g.layers; l++) {
 		struct kva_attn_params p = params(c, l);
+		size_t w = (size_t)c->q_heads * c->g.head_dim;
 
 		for (i = 0; i < n; i++) {
-			err = append(c, l, base[i], tokens[i] - 1, tokens[i]);
+			uint64_t tag = c->check ? c->tags[i] : 0;
+
+			err = append(c, l, base[i], tokens[i] - 1, tokens[i],
+				     tag);
 			if (err)
 				return err;
+			if (c->check)
+				check_q(c, c->q + i * w, tag, tokens[i] - 1, l);
 		}
 		err = kva_attn_decode(c->attn, &p, c->dseq, n, c->q, c->out);
 		if (err)
 			return err;
+		for (i = 0; c->check && i < n; i++)
+			check_out(c, c->out + i * w, c->tags[i], tokens[i] - 1,
+				  l);
 	}
 	return 0;
+}
+
+/*
+ * The check mode.  The kernels' split of a sequence into pieces is fixed
+ * too (not taken from the batch), so that a sequence's sums run in the
+ * same order whatever else is in the batch.
+ */
+static int cpu_check(void *state, uint32_t kv_head0, uint32_t q_head0)
+{
+	struct cpu *c = state;
+	struct kva_attn_config cfg = { .threads = kva_attn_threads(c->attn),
+				       .split_tokens = 512 };
+	struct kva_attn *attn;
+	int err = kva_attn_create(&attn, &cfg);
+
+	if (err)
+		return err;
+	kva_attn_destroy(c->attn);
+	c->attn = attn;
+	c->check = 1;
+	c->kv0 = kv_head0;
+	c->q0 = q_head0;
+	return 0;
+}
+
+static void cpu_batch(void *state, struct kva_seq *const *seqs,
+		      const uint64_t *tags, uint32_t n)
+{
+	(void)seqs;
+	(void)n;
+	((struct cpu *)state)->tags = tags;
+}
+
+static uint64_t cpu_digest(void *state)
+{
+	return ((struct cpu *)state)->digest;
 }
 
 static int cpu_sync(void *state)
@@ -253,4 +391,7 @@ const struct compute_ops compute_cpu_ops = {
 	.sync = cpu_sync,
 	.fini = cpu_fini,
 	.describe = cpu_describe,
+	.check = cpu_check,
+	.batch = cpu_batch,
+	.digest = cpu_digest,
 };

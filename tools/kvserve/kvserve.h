@@ -31,6 +31,8 @@ struct request {
 	const uint64_t *hash;	/* the trace's hash_ids */
 };
 
+struct kva_seq;
+
 enum compute_backend {
 	COMPUTE_CPU,
 	COMPUTE_CUDA,
@@ -47,6 +49,17 @@ enum compute_backend {
  *		of every layer and run attention for it over its tokens.
  * @sync:	wait for the work above (GPU).
  * @fini:	free the state.
+ * @check:	optional: the check mode (--check): K/V and queries drawn from
+ *		(request, position, layer, head, element) instead of reused
+ *		random rows, so that every output is a function of the
+ *		request alone, whatever the batch, the schedule or the
+ *		number of ranks; each decode output is hashed into a digest.
+ *		@kv_head0 and @q_head0: the global index of this state's
+ *		first heads (a rank's slice).  NULL: not offered.
+ * @batch:	optional: the next prefill's or decode's sequences (the
+ *		scheduler's, for a tensor-parallel step) and their requests'
+ *		numbers (@tags), before each call.
+ * @digest:	optional: the sum of the decode outputs' hashes so far.
  */
 struct compute_ops {
 	int (*init)(void **state, const struct kva_geometry *g,
@@ -58,10 +71,15 @@ struct compute_ops {
 	int (*sync)(void *state);
 	void (*fini)(void *state);
 	const char *(*describe)(void *state);
+	int (*check)(void *state, uint32_t kv_head0, uint32_t q_head0);
+	void (*batch)(void *state, struct kva_seq *const *seqs,
+		      const uint64_t *tags, uint32_t n);
+	uint64_t (*digest)(void *state);
 };
 
 extern const struct compute_ops compute_cpu_ops;
 extern const struct compute_ops *compute_cuda_ops;	/* NULL: not built */
+
 
 /* What to serve and how (main.c fills it). */
 struct options {
@@ -87,6 +105,7 @@ struct options {
 	double report_every;		/* seconds between progress lines */
 	int json;
 	int private_domain;		/* --private: KVA_OPEN_PRIVATE */
+	int check;			/* --check: content-defined, digest */
 };
 
 /* serve.c */

@@ -50,6 +50,10 @@ static void help(FILE *f)
 "      --backend B         cpu (default) or cuda\n"
 "      --threads N         CPU attention threads (default 1)\n"
 "      --seed N            random K/V and queries (default 1)\n"
+"      --check             K/V and queries drawn from (request, position,\n"
+"                          layer, head), no prefix sharing, and a digest of\n"
+"                          every decode output: the same whatever the\n"
+"                          batching, threads or preemption\n"
 "      --max-seconds S     stop after S seconds\n"
 "      --report-every S    a progress line every S seconds\n"
 "      --json              the summary as one JSON object\n"
@@ -64,6 +68,7 @@ enum {
 	OPT_FRAME, OPT_ARENA, OPT_FRAMES, OPT_LABEL, OPT_MIN, OPT_MAX,
 	OPT_MAXLEN, OPT_MAXSEQS, OPT_PREFILL, OPT_PREEMPT, OPT_SHARED, OPT_BACKEND,
 	OPT_THREADS, OPT_SEED, OPT_SECONDS, OPT_REPORT, OPT_JSON, OPT_PRIVATE,
+	OPT_CHECK,
 };
 
 static const struct option options[] = {
@@ -91,6 +96,7 @@ static const struct option options[] = {
 	{ "report-every",   required_argument, NULL, OPT_REPORT },
 	{ "json",           no_argument,       NULL, OPT_JSON },
 	{ "private",        no_argument,       NULL, OPT_PRIVATE },
+	{ "check",          no_argument,       NULL, OPT_CHECK },
 	{ "help",           no_argument,       NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -270,6 +276,9 @@ static int parse(struct options *o, struct args *a, int argc, char **argv)
 		case OPT_PRIVATE:
 			o->private_domain = 1;
 			break;
+		case OPT_CHECK:
+			o->check = 1;
+			break;
 		case 'h':
 			return -1;
 		default:
@@ -294,6 +303,8 @@ static int parse(struct options *o, struct args *a, int argc, char **argv)
 			kvt_prog);
 		return KVT_EXIT_USAGE;
 	}
+	if (o->check && (o->backend != COMPUTE_CPU))
+		return usage_err("--check needs the cpu backend");
 	return 0;
 }
 

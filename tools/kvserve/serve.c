@@ -78,6 +78,8 @@ struct server {
 	/* scratch, one entry per sequence of a step */
 	struct kva_grow *grow;
 	uint64_t *base, *from, *to;
+	uint64_t *tags;			/* the requests' numbers (--check) */
+	struct kva_seq **seqs;
 	uint32_t *tok;			/* a prompt's token ids */
 	struct kva_key *keys;		/* its frames' keys */
 	uint64_t uid;			/* this process's own text */
@@ -215,10 +217,11 @@ static unsigned int prompt_keys(struct server *sv, const struct sreq *s)
 /* The prompt tokens attached from the arena's cache. */
 static uint32_t prefix_attach(struct server *sv, struct sreq *s)
 {
-	unsigned int nk = prompt_keys(sv, s);
+	unsigned int nk = sv->o->check ? 0 : prompt_keys(sv, s);
 	uint64_t need = (uint64_t)s->r->prompt + s->generated;
 	int ret;
 
+	/* --check: K/V are the request's own, shared with nobody. */
 	if (!nk)
 		return 0;
 	ret = kva_seq_attach_prefix(s->seq, sv->keys, nk);
@@ -232,7 +235,7 @@ static uint32_t prefix_attach(struct server *sv, struct sreq *s)
 
 static void prefix_publish(struct server *sv, struct sreq *s)
 {
-	unsigned int nk = prompt_keys(sv, s);
+	unsigned int nk = sv->o->check ? 0 : prompt_keys(sv, s);
 
 	if (nk)
 		kva_seq_publish(s->seq, sv->keys, nk);
@@ -342,7 +345,11 @@ static int decode(struct server *sv)
 	for (i = 0; i < n; i++) {
 		sv->base[i] = sv->running[i]->seq->base;
 		sv->to[i] = sv->running[i]->seq->tokens;
+		sv->seqs[i] = sv->running[i]->seq;
+		sv->tags[i] = (uint64_t)(sv->running[i] - sv->rq);
 	}
+	if (sv->cops->batch)
+		sv->cops->batch(sv->cstate, sv->seqs, sv->tags, n);
 	ret = sv->cops->decode(sv->cstate, sv->base, sv->to, n);
 	if (!ret)
 		ret = sv->cops->sync(sv->cstate);
@@ -487,7 +494,11 @@ static int admit(struct server *sv)
 		sv->base[i] = s->seq->base;
 		sv->from[i] = s->hit;
 		sv->to[i] = s->seq->tokens;
+		sv->seqs[i] = s->seq;
+		sv->tags[i] = (uint64_t)(s - sv->rq);
 	}
+	if (sv->cops->batch)
+		sv->cops->batch(sv->cstate, sv->seqs, sv->tags, k);
 	ret = sv->cops->prefill(sv->cstate, sv->base, sv->from, sv->to, k);
 	if (!ret)
 		ret = sv->cops->sync(sv->cstate);
@@ -602,7 +613,10 @@ static void report(struct server *sv, double secs, bool progress)
 		       share, sv->peak_held,
 		       (unsigned long long)sv->info.frame_size,
 		       o->g.tokens_per_frame);
-		printf(",\"prefix_sharing\":true");
+		printf(",\"prefix_sharing\":%s", o->check ? "false" : "true");
+		if (o->check)
+			printf(",\"digest\":\"%016llx\"",
+			       (unsigned long long)sv->cops->digest(sv->cstate));
 		printf(",\"prefix_hit_tokens\":%llu,\"prefix_hit_share\":%.6f,\"pressure_steps\":%llu}\n",
 		       (unsigned long long)sv->hit_tokens, hits,
 		       (unsigned long long)sv->pressure_steps);
@@ -636,6 +650,9 @@ static void report(struct server *sv, double secs, bool progress)
 	printf("  prefix hits    %llu of %llu prompt tokens (%.4f)\n",
 	       (unsigned long long)sv->hit_tokens,
 	       (unsigned long long)sv->first_prompt_tokens, hits);
+	if (o->check)
+		printf("  check          digest %016llx of every decode output\n",
+		       (unsigned long long)sv->cops->digest(sv->cstate));
 }
 
 /* ---- set-up and the loop ------------------------------------------------ */
@@ -692,10 +709,13 @@ static int alloc_server(struct server *sv)
 	sv->base = calloc(n, sizeof(*sv->base));
 	sv->from = calloc(n, sizeof(*sv->from));
 	sv->to = calloc(n, sizeof(*sv->to));
+	sv->tags = calloc(n, sizeof(*sv->tags));
+	sv->seqs = calloc(n, sizeof(*sv->seqs));
 	sv->tpot = calloc(n, sizeof(*sv->tpot));
 	sv->ttft = calloc(n, sizeof(*sv->ttft));
 	if (!sv->rq || !sv->waiting || !sv->running || !sv->grow ||
-	    !sv->base || !sv->from || !sv->to || !sv->tpot || !sv->ttft)
+	    !sv->base || !sv->from || !sv->to || !sv->tpot || !sv->ttft ||
+	    !sv->tags || !sv->seqs)
 		return -ENOMEM;
 	for (i = 0; i < sv->o->nr_req; i++)
 		sv->rq[i].r = &sv->o->req[i];
@@ -767,6 +787,8 @@ int serve(const struct options *o)
 		goto out;
 	ret = sv.cops->init(&sv.cstate, &o->g, o->q_heads, o->threads,
 			    o->seed);
+	if (!ret && o->check)
+		ret = sv.cops->check(sv.cstate, 0, 0);
 	if (ret) {
 		fatal("setting up the attention", ret);
 		goto out_fini;
