@@ -66,6 +66,7 @@ check:
 	$(Q)$(MAKE) --no-print-directory check-native
 	$(Q)$(MAKE) --no-print-directory check-vm
 	$(Q)$(MAKE) --no-print-directory check-run-short
+	$(Q)$(MAKE) --no-print-directory check-kvserve-tp
 
 # Everything builds (the CUDA code included, wherever nvcc is), then the
 # native tests run.

@@ -93,3 +93,19 @@ check-run: run-prereqs
 	$(Q)$(call run_job,--smp 1 --name check-run-smp1)
 	@echo "== the main job beside a busy loop on every host CPU"
 	$(Q)$(call run_job,--hog --name check-run-hog)
+
+# kvserve --tp 2 against --tp 1 on a trace slice, in the VM (part of make
+# check, after the main job; skipped without the traces).
+.PHONY: check-kvserve-tp
+ifneq ($(KVA_TRACES),)
+check-kvserve-tp: run-prereqs
+	@echo "== kvserve --tp 2 against --tp 1"
+	$(Q)$(VM_RUN) --timeout 600 --script $(SRC)/selftests/kvserve/tp-job.sh \
+		--kernel /boot/vmlinuz-$(RUN_KERNEL) \
+		--module $(B)/kmod/$(RUN_KERNEL)/kvarena.ko \
+		--data $(KVA_TRACES)/AzureLLMInferenceTrace_conv.csv \
+		$(B)/tools/kvserve-static $(B)/tools/kvarenactl-static
+else
+check-kvserve-tp:
+	@echo "== kvserve --tp 2 against --tp 1: skipped, no traces (set KVA_TRACES)"
+endif

@@ -105,8 +105,18 @@ struct options {
 	double report_every;		/* seconds between progress lines */
 	int json;
 	int private_domain;		/* --private: KVA_OPEN_PRIVATE */
+	uint32_t tp;			/* --tp: ranks (1: none) */
 	int check;			/* --check: content-defined, digest */
 };
+
+/*
+ * tp.c: --tp N, N rank processes over a gang, each the CPU attention of
+ * its slice of the heads; the scheduler is serve.c, unchanged.
+ */
+struct kva_arena;
+extern const struct compute_ops compute_tp_ops;
+int tp_spawn(const struct options *o);
+int tp_hello(struct kva_arena *a, const char *gang);
 
 /* serve.c */
 int serve(const struct options *o);

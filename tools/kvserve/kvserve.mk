@@ -9,7 +9,7 @@
 #   $(B)/tools/kvserve-static   CPU only, statically linked, for the VM
 #                               (make run)
 
-KVS_SRCS := $(addprefix $(SRC)/tools/kvserve/,main.c serve.c compute.c) \
+KVS_SRCS := $(addprefix $(SRC)/tools/kvserve/,main.c serve.c compute.c tp.c) \
 	    $(KVT_COMMON_SRCS)
 KVS_HDRS := $(SRC)/tools/kvserve/kvserve.h $(KVT_COMMON_HDRS) \
 	    $(SRC)/lib/include/kvarena.h $(SRC)/kernels/kvattn.h

@@ -50,10 +50,13 @@ static void help(FILE *f)
 "      --backend B         cpu (default) or cuda\n"
 "      --threads N         CPU attention threads (default 1)\n"
 "      --seed N            random K/V and queries (default 1)\n"
+"      --tp N              tensor parallelism: N rank processes, each the\n"
+"                          attention of 1/N of the heads, over --arena, a\n"
+"                          gang of N members (kvarenactl gang); the frame\n"
+"                          size is the members'\n"
 "      --check             K/V and queries drawn from (request, position,\n"
 "                          layer, head), no prefix sharing, and a digest of\n"
-"                          every decode output: the same whatever the\n"
-"                          batching, threads or preemption\n"
+"                          every decode output: equal for any --tp\n"
 "      --max-seconds S     stop after S seconds\n"
 "      --report-every S    a progress line every S seconds\n"
 "      --json              the summary as one JSON object\n"
@@ -68,7 +71,7 @@ enum {
 	OPT_FRAME, OPT_ARENA, OPT_FRAMES, OPT_LABEL, OPT_MIN, OPT_MAX,
 	OPT_MAXLEN, OPT_MAXSEQS, OPT_PREFILL, OPT_PREEMPT, OPT_SHARED, OPT_BACKEND,
 	OPT_THREADS, OPT_SEED, OPT_SECONDS, OPT_REPORT, OPT_JSON, OPT_PRIVATE,
-	OPT_CHECK,
+	OPT_TP, OPT_CHECK,
 };
 
 static const struct option options[] = {
@@ -96,6 +99,7 @@ static const struct option options[] = {
 	{ "report-every",   required_argument, NULL, OPT_REPORT },
 	{ "json",           no_argument,       NULL, OPT_JSON },
 	{ "private",        no_argument,       NULL, OPT_PRIVATE },
+	{ "tp",             required_argument, NULL, OPT_TP },
 	{ "check",          no_argument,       NULL, OPT_CHECK },
 	{ "help",           no_argument,       NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -105,7 +109,7 @@ struct args {
 	struct kvt_geom_opts geo;
 	uint64_t slice, nr_slices, requests, scale_fx, frame_size;
 	uint64_t q_heads, frames, min, max, max_len, max_seqs, prefill;
-	uint64_t shared, threads, seed, seconds_fx, report_fx;
+	uint64_t shared, threads, seed, seconds_fx, report_fx, tp;
 };
 
 static int get_u64(const char *opt, const char *arg, uint64_t lo,
@@ -175,6 +179,7 @@ static int parse(struct options *o, struct args *a, int argc, char **argv)
 	a->frames = 1024;
 	a->threads = 1;
 	a->seed = 1;
+	a->tp = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":t:m:h", options, NULL)) != -1) {
 		err = 0;
@@ -276,6 +281,10 @@ static int parse(struct options *o, struct args *a, int argc, char **argv)
 		case OPT_PRIVATE:
 			o->private_domain = 1;
 			break;
+		case OPT_TP:
+			err = get_u64("--tp", optarg, 1, 16,
+				      &a->tp);
+			break;
 		case OPT_CHECK:
 			o->check = 1;
 			break;
@@ -303,6 +312,10 @@ static int parse(struct options *o, struct args *a, int argc, char **argv)
 			kvt_prog);
 		return KVT_EXIT_USAGE;
 	}
+	o->tp = (uint32_t)a->tp;
+	if (o->tp > 1 && (!o->arena || o->backend != COMPUTE_CPU ||
+			  o->preempt_swap))
+		return usage_err("--tp needs --arena (a gang), the cpu backend and --preempt recompute");
 	if (o->check && (o->backend != COMPUTE_CPU))
 		return usage_err("--check needs the cpu backend");
 	return 0;
@@ -330,6 +343,23 @@ static int geometry(struct options *o, struct args *a)
 		fprintf(stderr, "%s: --q-heads %u is not a multiple of the %u KV heads\n",
 			kvt_prog, o->q_heads, o->g.kv_heads);
 		return KVT_EXIT_USAGE;
+	}
+	/* --tp: every process, scheduler included, has one rank's slice. */
+	if (o->tp > 1) {
+		if (o->g.kv_heads % o->tp) {
+			fprintf(stderr, "%s: --tp %u does not divide the %u KV heads\n",
+				kvt_prog, o->tp, o->g.kv_heads);
+			return KVT_EXIT_USAGE;
+		}
+		o->g.kv_heads /= o->tp;
+		o->q_heads /= o->tp;
+		err = kva_geometry_init(&o->g);
+		if (err) {
+			kva_geometry_explain(&o->g, why, sizeof(why));
+			fprintf(stderr, "%s: a rank's slice does not fit the frames: %s\n",
+				kvt_prog, why);
+			return KVT_EXIT_USAGE;
+		}
 	}
 	return 0;
 }

@@ -227,8 +227,15 @@ static uint32_t prefix_attach(struct server *sv, struct sreq *s)
 	ret = kva_seq_attach_prefix(s->seq, sv->keys, nk);
 	if (ret <= 0)
 		return 0;
-	/* The last prompt token is computed again, for its logits. */
-	if (s->seq->tokens >= need && kva_seq_shrink(s->seq, need - 1))
+	/*
+	 * The last prompt token is computed again, for its logits.  With
+	 * ranks (--tp), the whole last frame: writing into a published
+	 * frame takes a copy, which the scheduler cannot make.
+	 */
+	if (s->seq->tokens >= need &&
+	    kva_seq_shrink(s->seq, sv->o->tp > 1 ?
+			   (need - 1) / sv->o->g.tokens_per_frame *
+			   sv->o->g.tokens_per_frame : need - 1))
 		return 0;
 	return (uint32_t)s->seq->tokens;
 }
@@ -614,6 +621,8 @@ static void report(struct server *sv, double secs, bool progress)
 		       (unsigned long long)sv->info.frame_size,
 		       o->g.tokens_per_frame);
 		printf(",\"prefix_sharing\":%s", o->check ? "false" : "true");
+		if (o->tp > 1)
+			printf(",\"tp\":%u", o->tp);
 		if (o->check)
 			printf(",\"digest\":\"%016llx\"",
 			       (unsigned long long)sv->cops->digest(sv->cstate));
@@ -651,8 +660,9 @@ static void report(struct server *sv, double secs, bool progress)
 	       (unsigned long long)sv->hit_tokens,
 	       (unsigned long long)sv->first_prompt_tokens, hits);
 	if (o->check)
-		printf("  check          digest %016llx of every decode output\n",
-		       (unsigned long long)sv->cops->digest(sv->cstate));
+		printf("  check          digest %016llx of every decode output%s\n",
+		       (unsigned long long)sv->cops->digest(sv->cstate),
+		       o->tp > 1 ? ", over the ranks" : "");
 }
 
 /* ---- set-up and the loop ------------------------------------------------ */
@@ -773,7 +783,8 @@ int serve(const struct options *o)
 	uint32_t worked;
 	int ret;
 
-	sv.cops = o->backend == COMPUTE_CUDA ? compute_cuda_ops :
+	sv.cops = o->tp > 1 ? &compute_tp_ops :
+		  o->backend == COMPUTE_CUDA ? compute_cuda_ops :
 		  &compute_cpu_ops;
 	ret = alloc_server(&sv);
 	if (!ret)
@@ -782,9 +793,21 @@ int serve(const struct options *o)
 		fprintf(stderr, "%s: out of memory\n", kvt_prog);
 		goto out;
 	}
+	/* The ranks first: they must not inherit the scheduler's client. */
+	if (o->tp > 1 && tp_spawn(o)) {
+		ret = 1;
+		goto out;
+	}
 	ret = open_arena(&sv);
 	if (ret)
 		goto out;
+	if (o->tp > 1) {
+		ret = tp_hello(sv.a, o->arena);
+		if (ret) {
+			fatal("starting the ranks", ret);
+			goto out_fini;
+		}
+	}
 	ret = sv.cops->init(&sv.cstate, &o->g, o->q_heads, o->threads,
 			    o->seed);
 	if (!ret && o->check)
