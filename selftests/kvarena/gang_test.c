@@ -96,21 +96,6 @@ static __u32 gang_held(int fd)
 	return s.nr_held;
 }
 
-/* Does touching @p kill the process with SIGBUS?  Tried in a child. */
-static int touch_gets_sigbus(volatile char *p, bool write)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		if (write)
-			p[0] = 1;
-		else
-			(void)p[0];
-		_exit(0);
-	}
-	return reap(pid) == 1000 + SIGBUS;
-}
-
 FIXTURE(gang) {
 	int fd;			/* root's */
 	int n;

@@ -74,21 +74,6 @@ static void *map_frames(int ffd, __u32 idx, __u32 n, int prot)
 		    (off_t)idx * FSIZE);
 }
 
-/* Does touching @p kill the process with SIGBUS?  Tried in a child. */
-static int touch_gets_sigbus(volatile char *p, bool write)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		if (write)
-			p[0] = 1;
-		else
-			(void)p[0];
-		_exit(0);
-	}
-	return reap(pid) == 1000 + SIGBUS;
-}
-
 /*
  * A host arena, made by root, which ordinary users may open: the node is
  * 0666 for the test and the arena keeps its default mode (0666).

@@ -8,6 +8,7 @@
 #define KVA_TENANT_H
 
 #include <grp.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "kva_test.h"
@@ -57,6 +58,21 @@ static inline int as_uid(uid_t uid, int (*fn)(void *), void *arg)
 		_exit(fn(arg));
 	}
 	return reap(pid);
+}
+
+/* Does touching @p kill the process with SIGBUS?  Tried in a child. */
+static inline int touch_gets_sigbus(volatile char *p, bool write)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (write)
+			p[0] = 1;
+		else
+			(void)p[0];
+		_exit(0);
+	}
+	return reap(pid) == 1000 + SIGBUS;
 }
 
 /* Is every byte of @p[0..n) zero: nothing of a previous holder's? */
