@@ -52,6 +52,22 @@ static void kva_table_unreserve(u64 bytes)
 	atomic64_sub(bytes, &kva_table_bytes);
 }
 
+/**
+ * kva_arena_table_grow() - reserve more tables for an arena.
+ * @a:		the arena, not yet visible.
+ * @bytes:	what its new tables take (given back with the rest when it
+ *		is released).
+ *
+ * Return: 0, or -ENOMEM past the budget.
+ */
+int kva_arena_table_grow(struct kva_arena *a, u64 bytes)
+{
+	if (!kva_table_reserve(bytes))
+		return -ENOMEM;
+	a->table_bytes += bytes;
+	return 0;
+}
+
 static struct kva_arena *kva_arena_find(const char *name)
 {
 	struct kva_arena *a;

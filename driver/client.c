@@ -478,7 +478,7 @@ long kva_ioc_frame_fd(struct kva_client *cl, void __user *argp,
 		return -EINVAL;
 	/* A gang's frames are mapped by its ranks, each in its member. */
 	if (cl->is_rank) {
-		ret = kva_rank_frame_fd(cl, &ff, &file, &acc);
+		ret = kva_rank_frame_fd(cl, &ff, how, &file, &acc);
 		if (ret)
 			return ret;
 		goto install;

@@ -1094,6 +1094,49 @@ int kva_core_alloc(struct kva_core *c, struct kva_core_client *cl,
 	return n;
 }
 
+/*
+ * Take up to @n dirty frames, not of @skip, to be cleared (writing their
+ * indices to @idx unless it is NULL): those may_clear() allows, or with
+ * @all every one.
+ */
+static u32 dirty_take(struct kva_core *c, struct kva_core_domain *skip,
+		      u32 *idx, u32 n, bool all)
+{
+	struct kva_core_domain *d = c->dirty;
+	u32 got = 0;
+
+	while (got < n && d) {
+		struct kva_core_domain *next = d->dnext;
+		u32 k = 0, prev = KVA_NIL, i;
+
+		for (i = d == skip ? KVA_NIL : d->dirty_head;
+		     i != KVA_NIL && got < n;) {
+			u32 nx = c->frames[i].next;
+
+			/* One not to be cleared yet stays where it is. */
+			if (!all && c->may_clear && !c->may_clear(c, i)) {
+				prev = i;
+				i = nx;
+				continue;
+			}
+			dirty_unlink(c, d, prev, i);
+			c->frames[i].flags = KVA_FRAME_CLEANING;
+			c->frames[i].dom = NULL;
+			c->nr_cleaning++;
+			if (idx)
+				idx[got] = i;
+			got++;
+			k++;
+			i = nx;
+		}
+		/* The last of these may hand @d back: @next was read before. */
+		while (k--)
+			dom_put(c, d);
+		d = next;
+	}
+	return got;
+}
+
 /**
  * kva_core_take_dirty() - take dirty free frames to clear them.
  * @c:		the core.
@@ -1112,39 +1155,11 @@ int kva_core_alloc(struct kva_core *c, struct kva_core_client *cl,
 u32 kva_core_take_dirty(struct kva_core *c, const struct kva_core_client *cl,
 			u32 *idx, u32 n)
 {
-	struct kva_core_domain *d = c->dirty, *skip = NULL;
-	u32 got = 0;
+	struct kva_core_domain *skip = NULL;
 
 	if (cl && c->clear == KVA_CLEAR_DOMAIN)
 		skip = cl->dom;
-	while (got < n && d) {
-		struct kva_core_domain *next = d->dnext;
-		u32 k = 0, prev = KVA_NIL, i;
-
-		for (i = d == skip ? KVA_NIL : d->dirty_head;
-		     i != KVA_NIL && got < n;) {
-			u32 nx = c->frames[i].next;
-
-			/* One not to be cleared yet stays where it is. */
-			if (c->may_clear && !c->may_clear(c, i)) {
-				prev = i;
-				i = nx;
-				continue;
-			}
-			dirty_unlink(c, d, prev, i);
-			c->frames[i].flags = KVA_FRAME_CLEANING;
-			c->frames[i].dom = NULL;
-			c->nr_cleaning++;
-			idx[got++] = i;
-			k++;
-			i = nx;
-		}
-		/* The last of these may hand @d back: @next was read before. */
-		while (k--)
-			dom_put(c, d);
-		d = next;
-	}
-	return got;
+	return dirty_take(c, skip, idx, n, false);
 }
 
 /**
@@ -1173,6 +1188,40 @@ void kva_core_put_clean(struct kva_core *c, const u32 *idx, u32 n)
 		f->next = c->free_head;
 		c->free_head = idx[i];
 	}
+}
+
+/**
+ * kva_core_quarantine() - take free frames that carry data, and clean ones
+ * that may, as if kva_core_take_dirty() had taken them (whatever
+ * may_clear() says): memory another owner's tenants wrote, which this
+ * core's owner must clear before anyone has it (a gang's CUDA frames).
+ * @c:		the core.
+ * @pick:	which clean frames to take as well; NULL: none.
+ * @arg:	for @pick.
+ *
+ * Return: how many were taken; kva_core_put_clean() gives them back.
+ */
+u32 kva_core_quarantine(struct kva_core *c,
+			bool (*pick)(const void *arg, u32 idx), const void *arg)
+{
+	u32 *link = &c->free_head, n;
+
+	n = dirty_take(c, NULL, NULL, c->nr_dirty, true);
+	while (pick && *link != KVA_NIL) {
+		u32 i = *link;
+		struct kva_frame *f = &c->frames[i];
+
+		if (!pick(arg, i)) {
+			link = &f->next;
+			continue;
+		}
+		*link = f->next;
+		f->next = KVA_NIL;
+		f->flags = KVA_FRAME_CLEANING;
+		c->nr_cleaning++;
+		n++;
+	}
+	return n;
 }
 
 /**

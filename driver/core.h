@@ -467,6 +467,8 @@ u32 kva_core_trim_domain(struct kva_core *c, struct kva_core_domain *d);
 u32 kva_core_take_dirty(struct kva_core *c, const struct kva_core_client *cl,
 			u32 *idx, u32 n);
 void kva_core_put_clean(struct kva_core *c, const u32 *idx, u32 n);
+u32 kva_core_quarantine(struct kva_core *c,
+			bool (*pick)(const void *arg, u32 idx), const void *arg);
 
 /*
  * Hold records.  A LOOKUP of n keys needs up to n unused records.  The

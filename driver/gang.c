@@ -26,10 +26,23 @@
  * engine's KV with it, instead of leaving the others computing on a
  * slice that nobody keeps up.
  *
+ * CUDA members.  The module cannot revoke an import of GPU memory nor
+ * clear it, so a CUDA gang works as a CUDA arena does (scrub.c): a rank's
+ * FRAME_FD gives it its member's backing file of the frame, and the
+ * import is noted in that member's table, keeping the frame in its
+ * domain until the rank's process exits; the gang's dirty frames wait
+ * for a scrubber - the gang's client takes them with SCRUB, its ranks
+ * FRAME_FD and clear them each in its member, and it gives them back.  A
+ * CUDA member joins only holding nothing of anyone's, and gets back the
+ * gang's frames that carry data as frames for its own scrubber.
+ *
  * Locking: kva_arenas_lock, then a member's or the gang's lock, one at a
- * time (never two arena locks here).  A client's @ranks and a rank's
+ * time (never two arena locks here).  A member's scrubbing table is the
+ * gang's, under the gang's lock, while it is in the gang (its own lock
+ * guards nothing that moves then).  A client's @ranks and a rank's
  * @leader are under the gang's lock.
  */
+#include <linux/bitmap.h>
 #include <linux/cred.h>
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -58,9 +71,7 @@ static int member_fits(struct kva_arena *g, struct kva_arena *m)
 	lockdep_assert_held(&m->lock);
 	if (m->dead)
 		return -ENOENT;
-	if (m->mem_kind == KVARENA_MEM_FILE ||
-	    (m->mem_kind == KVARENA_MEM_CUDA &&
-	     !(m->flags & KVARENA_CREATE_NO_BACKING)))
+	if (m->mem_kind == KVARENA_MEM_FILE)
 		return -EOPNOTSUPP;
 	if (m->members || m->gang || m->nr_clients || m->backing_busy ||
 	    kva_tier_busy(m) || kva_tier_name(m, tier) ||
@@ -91,6 +102,96 @@ static void drain(struct kva_arena *a)
 	cancel_work_sync(&a->clear_work);
 	while (kva_clear_some(a))
 		cond_resched();
+}
+
+static bool frame_marked(const void *mark, u32 idx)
+{
+	return test_bit(idx, mark);
+}
+
+static bool every_frame(const void *arg, u32 idx)
+{
+	return true;
+}
+
+/*
+ * CUDA members join (kva_arenas_lock held, the gang not yet visible).
+ * Their memory is not the module's to clear: each member's frames that
+ * carry a tenant's data - cached, dirty, or left by a scrubber - become
+ * frames for a scrubber in the member (orphans, scrub.c), and their
+ * frames in the gang too, for the gang's scrubbers to clear before anyone
+ * has them.  The imports of them noted in the members' tables hold them
+ * back as they would have in the member.
+ */
+static int take_over(struct kva_arena *a)
+{
+	unsigned long *mark;
+	u32 i, r, n;
+
+	mark = bitmap_zalloc(a->core.nr_frames, GFP_KERNEL);
+	if (!mark)
+		return -ENOMEM;
+	for (r = 0; r < a->nr_members; r++) {
+		struct kva_arena *m = a->members[r];
+
+		mutex_lock(&m->lock);
+		kva_core_drop_cache(&m->core);
+		m->nr_orphans += kva_core_quarantine(&m->core, NULL, NULL);
+		for (i = 0; i < m->core.nr_frames; i++)
+			if (m->core.frames[i].flags & KVA_FRAME_CLEANING)
+				__set_bit(i, mark);
+		mutex_unlock(&m->lock);
+	}
+	mutex_lock(&a->lock);
+	n = kva_core_quarantine(&a->core, frame_marked, mark);
+	a->nr_orphans += n;
+	kva_arena_update_pressure(a);
+	mutex_unlock(&a->lock);
+	bitmap_free(mark);
+	return 0;
+}
+
+/*
+ * A CUDA gang goes (no client, kva_arenas_lock held): the members get
+ * back their frames as the gang has them.  Those that carry a tenant's
+ * data - cached, dirty or being scrubbed - become frames for the member's
+ * scrubber (orphans), nobody's until cleared; the imports of them the
+ * ranks made stay noted in the members' tables.  Those the gang's
+ * scrubbers cleared are clean in the member too.  Without memory for the
+ * marks, every frame goes through the members' scrubbers.
+ */
+static void hand_back(struct kva_arena *a)
+{
+	struct kva_core *c = &a->core;
+	unsigned long *mark;
+	u32 i, r;
+
+	mark = bitmap_zalloc(c->nr_frames, GFP_KERNEL);
+	mutex_lock(&a->lock);
+	kva_core_drop_cache(c);
+	for (i = 0; mark && i < c->nr_frames; i++)
+		if (c->frames[i].dom || (c->frames[i].flags & KVA_FRAME_CLEANING))
+			__set_bit(i, mark);
+	mutex_unlock(&a->lock);
+	for (r = 0; r < a->nr_members; r++) {
+		struct kva_arena *m = a->members[r];
+		struct kva_core *mc = &m->core;
+
+		mutex_lock(&m->lock);
+		m->nr_orphans += kva_core_quarantine(mc, mark ? frame_marked :
+						     every_frame, mark);
+		for (i = 0; mark && i < mc->nr_frames; i++) {
+			if (test_bit(i, mark) ||
+			    mc->frames[i].flags != KVA_FRAME_CLEANING)
+				continue;
+			kva_core_put_clean(mc, &i, 1);
+			m->nr_orphans--;
+		}
+		kva_scrub_kick(m);
+		kva_arena_update_pressure(m);
+		mutex_unlock(&m->lock);
+	}
+	bitmap_free(mark);
 }
 
 /* Set the members free again (kva_arenas_lock held). */
@@ -188,6 +289,13 @@ long kva_ioc_gang_create(void __user *argp)
 	a->flags = m[0]->flags;
 	a->core.clear = m[0]->core.clear;
 	a->nr_backed = m[0]->nr_backed;
+	/* CUDA memory: its scrubbers' table (the imports are the members'). */
+	c.flags = a->flags;
+	ret = kva_arena_table_grow(a, kva_scrub_table_bytes(&c));
+	if (!ret)
+		ret = kva_scrub_init(a);
+	if (ret)
+		goto out_put_gang;
 	a->members = kcalloc(g.nr_members, sizeof(*a->members), GFP_KERNEL);
 	if (!a->members) {
 		ret = -ENOMEM;
@@ -220,10 +328,13 @@ long kva_ioc_gang_create(void __user *argp)
 	if (!ret) {
 		a->nr_members = g.nr_members;
 		/* What the members' tenants left, gone before the gang's come. */
-		for (r = 0; r < g.nr_members; r++)
+		if (a->scrub)
+			ret = take_over(a);
+		for (r = 0; !a->scrub && r < g.nr_members; r++)
 			drain(m[r]);
-		ret = kva_arena_insert_locked(a);
 	}
+	if (!ret)
+		ret = kva_arena_insert_locked(a);
 	if (ret) {
 		members_release(a, fitted);
 		goto out_unlock;
@@ -257,13 +368,15 @@ void kva_gang_kill(struct kva_arena *a)
 	if (!a->members)
 		return;
 	/*
-	 * The gang's tenants' data, cleared in every member first - unless
-	 * a member is gone already (the module unloading: nobody gets the
-	 * memory again).
+	 * The gang's tenants' data, cleared in every member first (CUDA
+	 * members: left to their scrubbers) - unless a member is gone
+	 * already (the module unloading: nobody gets the memory again).
 	 */
 	for (r = 0; r < a->nr_members && !a->members[r]->dead; r++)
 		;
-	if (r == a->nr_members)
+	if (r == a->nr_members && a->scrub)
+		hand_back(a);
+	else if (r == a->nr_members)
 		drain(a);
 	members_release(a, a->nr_members);
 }
@@ -383,22 +496,29 @@ out_unlock:
 }
 
 /**
- * kva_rank_frame_fd() - FRAME_FD of a rank: the client's frames file of
- * the rank's member, if the client holds @ff->handle.
+ * kva_rank_frame_fd() - FRAME_FD of a rank: its member's memory of a frame
+ * the client holds - host members: the client's frames file of the
+ * rank's member; CUDA members: the member's backing file, an import the
+ * module cannot revoke, noted in the member's table (scrub.c) - or of a
+ * frame the client is scrubbing, to clear it.
  * @cl:		the rank.
  * @ff:		the command; offset written.
+ * @how:	KVA_HOW_* of the command.
  * @file:	out: a reference to the file.
  * @acc:	out: what the client may do with the frame.
  *
  * Return: 0, -ENOLINK once the client is gone, -ENODATA for members
- * without memory, or the core's answer for the handle.
+ * without memory, -ENOMEM, or the core's answer for the handle.
  */
 long kva_rank_frame_fd(struct kva_client *cl, struct kvarena_frame_fd *ff,
-		       struct file **file, enum kva_access *acc)
+		       unsigned int how, struct file **file,
+		       enum kva_access *acc)
 {
 	struct kva_arena *a = cl->arena;
 	struct kva_client *leader;
-	int ret;
+	struct kva_backing *bk;
+	bool scrubbing = false;
+	int ret, idx;
 
 	mutex_lock(&a->lock);
 	leader = cl->leader;
@@ -406,15 +526,34 @@ long kva_rank_frame_fd(struct kva_client *cl, struct kvarena_frame_fd *ff,
 	if (!leader)
 		goto out;
 	ret = kva_core_lookup(&a->core, &leader->core, ff->handle);
+	if (ret < 0 && a->scrub) {
+		idx = kva_scrub_holds(leader, ff->handle, how);
+		if (idx >= 0) {
+			ret = idx;
+			scrubbing = true;
+		}
+	}
 	if (ret < 0)
 		goto out;
-	ff->offset = (u64)ret * a->frame_size;
-	*acc = kva_frame_access(a, leader, ret);
-	ret = -ENODATA;
-	if (!leader->gang_fmaps)
+	idx = ret;
+	*acc = scrubbing ? KVA_ACCESS_WRITE : kva_frame_access(a, leader, idx);
+	if (leader->gang_fmaps) {
+		ff->offset = (u64)idx * a->frame_size;
+		*file = get_file(leader->gang_fmaps[cl->rank]);
+		ret = 0;
 		goto out;
-	*file = get_file(leader->gang_fmaps[cl->rank]);
-	ret = 0;
+	}
+	/* A member's backing is constant while it is in the gang. */
+	bk = &a->members[cl->rank]->backing[idx];
+	ret = -ENODATA;
+	if (!a->scrub || !bk->file)
+		goto out;
+	ret = scrubbing ? 0 : kva_scrub_note_member_import(a,
+				a->members[cl->rank], idx, how);
+	if (ret)
+		goto out;
+	ff->offset = bk->offset;
+	*file = get_file(bk->file);
 out:
 	mutex_unlock(&a->lock);
 	return ret;

@@ -244,6 +244,7 @@ long kva_ioc_arena_create(void __user *argp);
 int kva_arena_make(const struct kvarena_arena_create *c,
 		   struct kva_arena **out);
 int kva_arena_insert_locked(struct kva_arena *a);
+int kva_arena_table_grow(struct kva_arena *a, u64 bytes);
 long kva_ioc_arena_destroy(void __user *argp);
 long kva_ioc_set_backing(void __user *argp);
 long kva_ioc_stat(struct kva_client *cl, void __user *argp, size_t size,
@@ -317,6 +318,8 @@ int kva_scrub_init(struct kva_arena *a);
 void kva_scrub_fini(struct kva_arena *a);
 bool kva_scrub_may_clear(struct kva_core *c, u32 idx);
 int kva_scrub_note_import(struct kva_client *cl, u32 idx, unsigned int how);
+int kva_scrub_note_member_import(struct kva_arena *a, struct kva_arena *m,
+				 u32 idx, unsigned int how);
 int kva_scrub_holds(struct kva_client *cl, u64 handle, unsigned int how);
 void kva_scrub_kick(struct kva_arena *a);
 int kva_scrub_short(struct kva_client *cl, u32 n);
@@ -387,7 +390,8 @@ long kva_ioc_gang_create(void __user *argp);
 long kva_ioc_gang_token(struct kva_client *cl, void __user *argp);
 long kva_ioc_join(struct kva_client *cl, void __user *argp, unsigned int how);
 long kva_rank_frame_fd(struct kva_client *cl, struct kvarena_frame_fd *ff,
-		       struct file **file, enum kva_access *acc);
+		       unsigned int how, struct file **file,
+		       enum kva_access *acc);
 void kva_gang_leader_gone(struct kva_arena *a, struct kva_client *cl);
 void kva_rank_release(struct kva_client *cl);
 void kva_gang_kill(struct kva_arena *a);

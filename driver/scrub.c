@@ -166,19 +166,34 @@ bool kva_scrub_old_imports(struct kva_arena *a, u32 idx)
 	return a->scrub && !importers_gone(a, idx);
 }
 
+/* Does anything but the arena hold the file of a frame's memory? */
+static bool held_elsewhere(const struct kva_backing *bk)
+{
+	return bk->file && file_count(bk->file) > bk->nr_refs;
+}
+
 /*
  * struct kva_core.may_clear: a frame leaves its domain once nobody keeps
  * it - no process FRAME_FD gave it to lives, and nothing but the arena
- * holds its file (no fd, no mapping, no import that keeps the file).
+ * holds its file (no fd, no mapping, no import that keeps the file).  A
+ * gang's frame is its frame in every member, whose tables keep its
+ * imports (gang.c).
  */
 bool kva_scrub_may_clear(struct kva_core *c, u32 idx)
 {
 	struct kva_arena *a = container_of(c, struct kva_arena, core);
-	struct kva_backing *bk = &a->backing[idx];
+	u32 r;
 
-	if (bk->file && file_count(bk->file) > bk->nr_refs)
-		return false;
-	return importers_gone(a, idx);
+	if (!a->members)
+		return !held_elsewhere(&a->backing[idx]) &&
+		       importers_gone(a, idx);
+	for (r = 0; r < a->nr_members; r++) {
+		struct kva_arena *m = a->members[r];
+
+		if (held_elsewhere(&m->backing[idx]) || !importers_gone(m, idx))
+			return false;
+	}
+	return true;
 }
 
 /*
@@ -204,16 +219,34 @@ static bool kva_scrub_trusted(struct kva_arena *a, unsigned int how)
  */
 int kva_scrub_note_import(struct kva_client *cl, u32 idx, unsigned int how)
 {
-	struct kva_arena *a = cl->arena;
+	lockdep_assert_held(&cl->arena->lock);
+	return kva_scrub_note_member_import(cl->arena, cl->arena, idx, how);
+}
+
+/**
+ * kva_scrub_note_member_import() - as kva_scrub_note_import(), for a
+ * rank of gang @a given frame @idx of member @m: noted in @m's table,
+ * which the gang keeps (under its own lock) while @m is in it, and which
+ * keeps the import when @m leaves.
+ * @a:		the arena whose owner is trusted (locked).
+ * @m:		the arena whose table keeps the import: @a, or its member.
+ * @idx:	the frame.
+ * @how:	KVA_HOW_* of the FRAME_FD.
+ *
+ * Return: 0, or -ENOMEM.
+ */
+int kva_scrub_note_member_import(struct kva_arena *a, struct kva_arena *m,
+				 u32 idx, unsigned int how)
+{
 	struct kva_importers *imp, *grown;
 	struct pid *me = task_tgid(current);
 	u32 i, cap;
 
 	lockdep_assert_held(&a->lock);
-	if (!a->scrub || kva_scrub_trusted(a, how))
+	if (!m->scrub || kva_scrub_trusted(a, how))
 		return 0;
-	importers_gone(a, idx);
-	imp = a->scrub[idx].imp;
+	importers_gone(m, idx);
+	imp = m->scrub[idx].imp;
 	for (i = 0; imp && i < imp->nr; i++)
 		if (imp->pid[i] == me)
 			return 0;
@@ -227,7 +260,7 @@ int kva_scrub_note_import(struct kva_client *cl, u32 idx, unsigned int how)
 			grown->nr = 0;
 		grown->cap = cap;
 		imp = grown;
-		a->scrub[idx].imp = imp;
+		m->scrub[idx].imp = imp;
 	}
 	imp->pid[imp->nr++] = get_pid(me);
 	return 0;

@@ -1026,6 +1026,62 @@ TEST(a_dirty_frame_goes_back_to_its_domain_and_to_no_other_uncleared)
 	kva_core_fini(&t.c);
 }
 
+static bool pick_even(const void *arg, u32 idx)
+{
+	(void)arg;
+	return !(idx % 2);
+}
+
+static bool never_clear(struct kva_core *c, u32 idx)
+{
+	(void)c;
+	(void)idx;
+	return false;
+}
+
+TEST(quarantine_takes_every_dirty_frame_and_the_clean_ones_picked)
+{
+	struct doms t;
+	u64 h[NR], one;
+	u32 idx[NR], n, i, clean;
+
+	ASSERT_EQ(0, doms_init(&t, KVA_CLEAR_DOMAIN));
+	ASSERT_EQ(3, kva_core_alloc(&t.c, &t.x, h, 3, false));
+	ASSERT_EQ(0, kva_core_free(&t.c, &t.x, h, 3));
+	/* may_clear() says no: a quarantine takes them all the same. */
+	t.c.may_clear = never_clear;
+	EXPECT_EQ(0, kva_core_take_dirty(&t.c, NULL, idx, NR));
+	clean = kva_core_clean(&t.c);
+	n = kva_core_quarantine(&t.c, NULL, NULL);
+	EXPECT_EQ(3, n);
+	EXPECT_EQ(0, t.c.nr_dirty);
+	EXPECT_EQ(3, t.c.nr_cleaning);
+	EXPECT_EQ(clean, kva_core_clean(&t.c));
+	EXPECT_EQ(NR, t.c.nr_free);
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	/* Then the clean frames picked: the even ones not taken yet. */
+	n = kva_core_quarantine(&t.c, pick_even, NULL);
+	for (i = 0, clean = 0; i < NR; i++)
+		clean += t.c.frames[i].flags != KVA_FRAME_CLEANING;
+	EXPECT_EQ(NR - 3 - n, clean);
+	for (i = 0; i < NR; i++)
+		if (!(i % 2))
+			EXPECT_EQ(KVA_FRAME_CLEANING, t.c.frames[i].flags);
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	/* Nobody gets them until they are given back clean. */
+	EXPECT_EQ(clean, kva_core_clean(&t.c));
+	for (i = 0, n = 0; i < NR; i++)
+		if (t.c.frames[i].flags == KVA_FRAME_CLEANING)
+			idx[n++] = i;
+	kva_core_put_clean(&t.c, idx, n);
+	EXPECT_EQ(NR, kva_core_clean(&t.c));
+	ASSERT_EQ(1, kva_core_alloc(&t.c, &t.y, &one, 1, false));
+	EXPECT_EQ(0, kva_core_check(&t.c));
+	kva_core_detach(&t.c, &t.x);
+	kva_core_detach(&t.c, &t.y);
+	kva_core_fini(&t.c);
+}
+
 TEST(a_reclaimed_frame_is_dirty_for_other_domains)
 {
 	struct doms t;

@@ -643,8 +643,8 @@ TEST_F(gang, gang_create_refuses_what_does_not_fit)
 	EXPECT_EQ(0, kva_destroy(self->fd, "odd"));
 	snprintf(cu.name, sizeof(cu.name), "odd");
 	ASSERT_EQ(0, kva_ioctl(self->fd, KVARENA_IOC_ARENA_CREATE, &cu));
-	EXPECT_EQ(-EOPNOTSUPP,
-		  kva_ioctl(self->fd, KVARENA_IOC_GANG_CREATE, &g));
+	/* A CUDA arena beside host ones. */
+	EXPECT_EQ(-EINVAL, kva_ioctl(self->fd, KVARENA_IOC_GANG_CREATE, &g));
 	EXPECT_EQ(0, kva_destroy(self->fd, "odd"));
 	/* A name that is taken. */
 	snprintf(names[1], sizeof(names[1]), "gm1");
@@ -859,6 +859,405 @@ TEST_F(gang, sysfs_names_the_members_and_the_gang)
 	ASSERT_LT(0, n);
 	buf[n] = 0;
 	EXPECT_STREQ(GANG "\n", buf);
+}
+
+/*
+ * CUDA members.  The VM has no GPU: as in scrub_test, a CUDA arena's
+ * frames are memfds, one a frame as CUDA exports one allocation a frame,
+ * and importing one is mapping its fd - which the module cannot revoke.
+ */
+#define CNR	4
+#define CGANG	"cgang"
+
+static void cmember_name(char *buf, int r)
+{
+	snprintf(buf, KVARENA_NAME_LEN, "cm%d", r);
+}
+
+/*
+ * The test keeps no fd of the members' memory: a frame whose file anything
+ * but the arena holds is never scrubbed.  What a member's memory holds is
+ * read through the scrubbers that clear it.
+ */
+FIXTURE(cuda_gang) {
+	int fd;
+};
+
+static int cgang_create(int fd)
+{
+	char names[2][KVARENA_NAME_LEN];
+	struct kvarena_gang_create g = {
+		.members = (__u64)(unsigned long)names,
+		.nr_members = 2,
+	};
+
+	memset(names, 0, sizeof(names));
+	cmember_name(names[0], 0);
+	cmember_name(names[1], 1);
+	snprintf(g.name, sizeof(g.name), CGANG);
+	return kva_ioctl(fd, KVARENA_IOC_GANG_CREATE, &g);
+}
+
+FIXTURE_SETUP(cuda_gang)
+{
+	struct kvarena_arena_create c = { .frame_size = FSIZE,
+					  .nr_frames = CNR,
+					  .mem_kind = KVARENA_MEM_CUDA,
+					  .bytes_per_token = 1024 };
+	int r, i, mfd;
+
+	self->fd = kva_open(O_RDWR);
+	ASSERT_LE(0, self->fd);
+	kva_wait_no_clients(self->fd, CGANG);
+	kva_destroy(self->fd, CGANG);
+	for (r = 0; r < 2; r++) {
+		cmember_name(c.name, r);
+		kva_destroy(self->fd, c.name);
+		ASSERT_EQ(0, kva_ioctl(self->fd, KVARENA_IOC_ARENA_CREATE, &c));
+		for (i = 0; i < CNR; i++) {
+			mfd = memfd_create("frame", MFD_CLOEXEC);
+			ASSERT_LE(0, mfd);
+			ASSERT_EQ(0, ftruncate(mfd, FSIZE));
+			ASSERT_EQ(0, kva_set_backing(self->fd, c.name, i, 1,
+						     mfd, 0));
+			close(mfd);
+		}
+	}
+	ASSERT_EQ(0, cgang_create(self->fd));
+}
+
+FIXTURE_TEARDOWN(cuda_gang)
+{
+	char name[KVARENA_NAME_LEN];
+	int r;
+
+	kva_wait_no_clients(self->fd, CGANG);
+	EXPECT_EQ(0, kva_destroy(self->fd, CGANG));
+	for (r = 0; r < 2; r++) {
+		cmember_name(name, r);
+		EXPECT_EQ(0, kva_wait_no_clients(self->fd, name));
+		EXPECT_EQ(0, kva_destroy(self->fd, name));
+	}
+	close(self->fd);
+}
+
+/* Is every byte of @p[0..n) @tag? */
+static bool all_are(const unsigned char *p, size_t n, unsigned char tag)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i] != tag)
+			return false;
+	return true;
+}
+
+static int join_cgang(int fd, __u32 client_id, __u32 rank, __u64 token)
+{
+	struct kvarena_join j = { .client_id = client_id, .rank = rank,
+				  .token = token };
+
+	snprintf(j.name, sizeof(j.name), CGANG);
+	return kva_ioctl(fd, KVARENA_IOC_JOIN, &j);
+}
+
+/* Map what FRAME_FD of @h on @fd gives (an import), or exit. */
+static unsigned char *import(int fd, __u64 h)
+{
+	struct kvarena_frame_fd ff;
+	void *p;
+
+	CHECK_EQ(0, kva_frame_fd(fd, h, &ff));
+	CHECK_EQ(FSIZE, ff.size);
+	p = mmap(NULL, FSIZE, PROT_READ | PROT_WRITE, MAP_SHARED, ff.fd,
+		 ff.offset);
+	close(ff.fd);
+	CHECK(p != MAP_FAILED);
+	return p;
+}
+
+/*
+ * An engine of uid TENANT: a leader that takes every frame, two ranks that
+ * import each frame in their member and fill it with 0xa0 + rank, then the
+ * leader frees them all.  It writes the handles to @wr and, unless
+ * @stay is false, waits to be killed with its ranks (the imports live).
+ */
+static pid_t engine(int wr, bool stay)
+{
+	pid_t pid = fork();
+
+	if (pid)
+		return pid;
+	setpgid(0, 0);
+	do {
+		struct kvarena_attach at;
+		int fd = kva_open(O_RDWR), go[2], r, i;
+		int rfd[2] = { kva_open(O_RDWR), kva_open(O_RDWR) };
+		__u64 h[CNR], token;
+		char c;
+
+		/* The device's files are root's to open: a launcher's. */
+		drop_to(TENANT);
+		CHECK_EQ(0, kva_attach(fd, CGANG, "leader", 0, 0, &at));
+		CHECK_EQ(0, gang_token(fd, 0, &token));
+		CHECK_EQ(CNR, kva_alloc(fd, h, CNR, 0));
+		CHECK_EQ(0, pipe(go));
+		for (r = 0; r < 2; r++) {
+			if (fork())
+				continue;
+			fd = rfd[r];
+			CHECK_EQ(0, join_cgang(fd, at.client_id, r, token));
+			for (i = 0; i < CNR; i++)
+				memset(import(fd, h[i]), 0xa0 + r, FSIZE);
+			CHECK_EQ(1, write(go[1], "x", 1));
+			for (;;)
+				pause();
+		}
+		for (r = 0; r < 2; r++)
+			CHECK_EQ(1, read(go[0], &c, 1));
+		CHECK_EQ(0, kva_free(fd, h, CNR));
+		CHECK_EQ(sizeof(h), write(wr, h, sizeof(h)));
+		if (!stay) {
+			kill(0, SIGKILL);
+			_exit(0);
+		}
+		for (;;)
+			pause();
+	} while (0);
+	_exit(0);
+}
+
+/* Kill engine @pid's process group and wait until its leader is gone. */
+static void engine_kill(int fd, pid_t pid)
+{
+	kill(-pid, SIGKILL);
+	reap(pid);
+	kva_wait_no_clients(fd, CGANG);
+}
+
+static int scrub_cmd(int fd, __u64 *h, __u32 count, __u32 flags)
+{
+	struct kvarena_scrub s = { .handles = (uintptr_t)h, .count = count,
+				   .flags = flags };
+	int ret = kva_ioctl(fd, KVARENA_IOC_SCRUB, &s);
+
+	return ret ? ret : (int)s.nr_done;
+}
+
+/* Take up to @count frames to clear, waiting up to @ms for them. */
+static int scrub_take(int fd, __u64 *h, __u32 count, __u32 ms)
+{
+	struct kvarena_scrub s = { .handles = (uintptr_t)h, .count = count,
+				   .timeout_ms = ms };
+	int ret = kva_ioctl(fd, KVARENA_IOC_SCRUB, &s);
+
+	return ret ? ret : (int)s.nr_done;
+}
+
+/*
+ * Rank @r of client @id: each frame @h[0..n) it maps is all @was (a
+ * frame's memory in its member), then it writes @now there.  The first
+ * mapping is left in *@keep if asked; -line on failure.
+ */
+static int rank_rewrite(__u32 id, __u64 token, int r, const __u64 *h, int n,
+			unsigned char was, unsigned char now,
+			unsigned char **keep)
+{
+	int fd = kva_open(O_RDWR), i;
+
+	if (fd < 0 || join_cgang(fd, id, r, token))
+		return -__LINE__;
+	for (i = 0; i < n; i++) {
+		struct kvarena_frame_fd ff;
+		unsigned char *p;
+
+		if (kva_frame_fd(fd, h[i], &ff) || ff.size != FSIZE ||
+		    !(ff.access & KVARENA_ACCESS_WRITE))
+			return -__LINE__;
+		p = mmap(NULL, FSIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 ff.fd, ff.offset);
+		close(ff.fd);
+		if (p == MAP_FAILED)
+			return -__LINE__;
+		if (!all_are(p, FSIZE, was))
+			return -__LINE__;
+		memset(p, now, FSIZE);
+		if (keep && !i)
+			*keep = p;
+		else
+			munmap(p, FSIZE);
+	}
+	close(fd);
+	return 0;
+}
+
+TEST_F(cuda_gang, a_ranks_import_keeps_its_frames_in_its_domain_until_it_exits)
+{
+	int wr[2], other, sc, r, n;
+	struct kvarena_attach at, ot;
+	__u64 h[CNR], th[CNR], token, otoken;
+	unsigned char *kept = NULL;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(wr));
+	pid = engine(wr[1], true);
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(sizeof(h), read(wr[0], h, sizeof(h)));
+	/* Another domain (root's) gets none: dirty, and still imported. */
+	other = kva_open(O_RDWR);
+	ASSERT_LE(0, other);
+	ASSERT_EQ(0, kva_attach(other, CGANG, "other", 0, 0, &ot));
+	ASSERT_EQ(0, gang_token(other, 0, &otoken));
+	EXPECT_EQ(-ENOSPC, kva_alloc(other, th, CNR, 0));
+	/* The scrubber (the owner's) may not take them while they live... */
+	sc = kva_open(O_RDWR);
+	ASSERT_LE(0, sc);
+	ASSERT_EQ(0, kva_attach(sc, CGANG, "scrubber", 0, 0, &at));
+	ASSERT_EQ(0, gang_token(sc, 0, &token));
+	EXPECT_EQ(0, scrub_take(sc, th, CNR, 0));
+	/* ...and takes every one once the engine's processes are gone. */
+	engine_kill(self->fd, pid);
+	for (n = 0; n < CNR; n += r) {
+		/* An importer's exit is seen within 100 ms. */
+		r = scrub_take(sc, th + n, CNR - n, 5000);
+		ASSERT_LT(0, r);
+	}
+	/*
+	 * Its ranks find each rank's bytes in their own member's memory,
+	 * and clear them.
+	 */
+	for (r = 0; r < 2; r++)
+		ASSERT_EQ(0, rank_rewrite(at.client_id, token, r, th, CNR,
+					  0xa0 + r, 0, r ? NULL : &kept));
+	/* A DONE waits for the scrubber's own ranks to let go. */
+	EXPECT_EQ(-EBUSY, scrub_cmd(sc, th, CNR, KVARENA_SCRUB_DONE));
+	munmap(kept, FSIZE);
+	EXPECT_EQ(CNR, scrub_cmd(sc, th, CNR, KVARENA_SCRUB_DONE));
+	/* The other domain now gets them, cleared in both members. */
+	ASSERT_EQ(CNR, kva_alloc(other, th, CNR, 0));
+	for (r = 0; r < 2; r++)
+		EXPECT_EQ(0, rank_rewrite(ot.client_id, otoken, r, th, CNR,
+					  0, 1, NULL));
+	close(sc);
+	close(other);
+	close(wr[0]);
+	close(wr[1]);
+}
+
+/*
+ * Scrub member @r with a client of root's, as `kvarenactl scrub` would:
+ * each frame it takes must hold @was.  The frames cleared, or -line.
+ */
+static int cmember_scrub(int r, unsigned char was)
+{
+	char name[KVARENA_NAME_LEN];
+	__u64 h[CNR];
+	int fd = kva_open(O_RDWR), n, i, total = 0;
+
+	cmember_name(name, r);
+	if (fd < 0 || kva_attach(fd, name, "scrubber", 0, 0, NULL))
+		return -__LINE__;
+	while ((n = scrub_take(fd, h, CNR, 0)) > 0) {
+		for (i = 0; i < n; i++) {
+			unsigned char *p = import(fd, h[i]);
+
+			if (!all_are(p, FSIZE, was))
+				return -__LINE__;
+			memset(p, 0, FSIZE);
+			munmap(p, FSIZE);
+		}
+		if (scrub_cmd(fd, h, n, KVARENA_SCRUB_DONE) != n)
+			return -__LINE__;
+		total += n;
+	}
+	close(fd);
+	return n < 0 ? n : total;
+}
+
+TEST_F(cuda_gang, members_get_the_gangs_data_back_for_their_own_scrubbers)
+{
+	char name[KVARENA_NAME_LEN];
+	__u64 h[CNR];
+	int wr[2], other, r, i;
+
+	ASSERT_EQ(0, pipe(wr));
+	ASSERT_EQ(1000 + SIGKILL, reap(engine(wr[1], false)));
+	ASSERT_EQ(sizeof(h), read(wr[0], h, sizeof(h)));
+	ASSERT_EQ(0, kva_wait_no_clients(self->fd, CGANG));
+	ASSERT_EQ(0, kva_destroy(self->fd, CGANG));
+	/* Not clean: no other domain gets them. */
+	for (r = 0; r < 2; r++) {
+		cmember_name(name, r);
+		other = kva_open(O_RDWR);
+		ASSERT_LE(0, other);
+		ASSERT_EQ(0, kva_attach(other, name, "other", 0, 0, NULL));
+		EXPECT_EQ(-ENOSPC, kva_alloc(other, h, 1, 0));
+		/* Each member's own scrubber clears them... */
+		EXPECT_EQ(CNR, cmember_scrub(r, 0xa0 + r));
+		/* ...and they reach the other domain clean. */
+		ASSERT_EQ(CNR, kva_alloc(other, h, CNR, 0));
+		for (i = 0; i < CNR; i++) {
+			unsigned char *p = import(other, h[i]);
+
+			EXPECT_TRUE(all_are(p, FSIZE, 0));
+			/* Its own data, which a gang must not hand on. */
+			memset(p, 0x50 + r, FSIZE);
+			munmap(p, FSIZE);
+		}
+		close(other);
+		ASSERT_EQ(0, kva_wait_no_clients(self->fd, name));
+	}
+	/* A gang takes them again, to be scrubbed first (the test below). */
+	EXPECT_EQ(0, cgang_create(self->fd));
+	close(wr[0]);
+	close(wr[1]);
+}
+
+TEST_F(cuda_gang, a_gang_takes_what_its_members_tenants_left_to_its_scrubbers)
+{
+	struct kvarena_attach at;
+	char name[KVARENA_NAME_LEN];
+	__u64 h[CNR], token;
+	int c, r, i, n;
+
+	/* Tenants of the members leave their data there. */
+	ASSERT_EQ(0, kva_destroy(self->fd, CGANG));
+	for (r = 0; r < 2; r++) {
+		cmember_name(name, r);
+		c = kva_open(O_RDWR);
+		ASSERT_LE(0, c);
+		ASSERT_EQ(0, kva_attach(c, name, "tenant", 0, 0, NULL));
+		ASSERT_EQ(CNR, kva_alloc(c, h, CNR, 0));
+		for (i = 0; i < CNR; i++) {
+			unsigned char *p = import(c, h[i]);
+
+			memset(p, 0x50 + r, FSIZE);
+			munmap(p, FSIZE);
+		}
+		close(c);
+		ASSERT_EQ(0, kva_wait_no_clients(self->fd, name));
+	}
+	/* The gang takes it, but its clients get none until scrubbed... */
+	ASSERT_EQ(0, cgang_create(self->fd));
+	c = kva_open(O_RDWR);
+	ASSERT_LE(0, c);
+	ASSERT_EQ(0, kva_attach(c, CGANG, "engine", 0, 0, &at));
+	ASSERT_EQ(0, gang_token(c, 0, &token));
+	EXPECT_EQ(-ENOSPC, kva_alloc(c, h, 1, 0));
+	/* ...by its own scrubber, with ranks finding each member's data. */
+	for (n = 0; n < CNR; n += r) {
+		r = scrub_take(c, h + n, CNR - n, 0);
+		ASSERT_LT(0, r);
+	}
+	for (r = 0; r < 2; r++)
+		ASSERT_EQ(0, rank_rewrite(at.client_id, token, r, h, CNR,
+					  0x50 + r, 0, NULL));
+	EXPECT_EQ(CNR, scrub_cmd(c, h, CNR, KVARENA_SCRUB_DONE));
+	ASSERT_EQ(CNR, kva_alloc(c, h, CNR, 0));
+	for (r = 0; r < 2; r++)
+		EXPECT_EQ(0, rank_rewrite(at.client_id, token, r, h, CNR,
+					  0, 1, NULL));
+	close(c);
 }
 
 TEST_HARNESS_MAIN
