@@ -569,6 +569,8 @@ int kva_gang_token(struct kva_arena *arena, uint32_t flags, uint64_t *token,
  * @token:	the scheduler's kva_gang_token().
  * @flags:	KVA_OPEN_POPULATE only.
  * @reserved0:	must be zero.
+ * @cuda_library: CUDA members: the driver to load, as for kva_open()
+ *		(NULL: $KVA_CUDA_LIBRARY, then libcuda.so.1).
  * @reserved:	must be zero.
  */
 struct kva_rank_opts {
@@ -580,7 +582,8 @@ struct kva_rank_opts {
 	uint64_t token;
 	uint32_t flags;
 	uint32_t reserved0;
-	uint64_t reserved[4];
+	const char *cuda_library;
+	uint64_t reserved[3];
 };
 
 /**

@@ -196,6 +196,7 @@ int kva_rank_open(const struct kva_rank_opts *r, struct kva_arena **out)
 		.name = r ? r->name : NULL,
 		.label = r ? r->label : NULL,
 		.device = r ? r->device : NULL,
+		.cuda_library = r ? r->cuda_library : NULL,
 		.transport = KVA_TRANSPORT_IOCTL,
 	};
 

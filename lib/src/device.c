@@ -638,7 +638,7 @@ int kva_device_join(struct kva_arena *a, const struct kva_rank_opts *r,
 	if (ret)
 		goto err_close;
 	ret = -EOPNOTSUPP;
-	if (j.mem_kind != KVARENA_MEM_HOST)
+	if (j.mem_kind != KVARENA_MEM_HOST && j.mem_kind != KVARENA_MEM_CUDA)
 		goto err_close;
 	ret = -EPROTO;
 	if (!j.nr_frames || j.frame_size < 4096 ||
@@ -651,7 +651,9 @@ int kva_device_join(struct kva_arena *a, const struct kva_rank_opts *r,
 	strcpy(a->name, r->name);
 	a->frame_size = j.frame_size;
 	a->nr_frames = j.nr_frames;
-	a->backend = KVA_BACKEND_HOST;
+	/* A CUDA member's GPU is found by its UUID (cuda.c). */
+	a->backend = j.mem_kind == KVARENA_MEM_CUDA ? KVA_BACKEND_CUDA :
+		     KVA_BACKEND_HOST;
 	a->mem_dev = j.mem_dev;
 	memcpy(a->mem_uuid, j.mem_uuid, sizeof(a->mem_uuid));
 	a->client_id = r->client_id;

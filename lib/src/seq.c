@@ -16,6 +16,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -827,6 +828,29 @@ int kva_seq_handles(struct kva_seq *seq, uint64_t *handles,
 }
 
 /*
+ * May a rank map frame @idx under its new handle?  The module says (does
+ * the client hold it, is it published).  Host members: the frames file
+ * again, whose mappings the module revokes.  CUDA members: the import
+ * made the first time is kept until kva_close() - the member's memory of
+ * that frame, whatever the handle - and the fd given now is closed.
+ */
+static int rank_resolve(struct kva_arena *a, uint32_t idx)
+{
+	struct kva_frame_rec *f = &a->frames[idx];
+	uint64_t offset;
+	int fd, ret;
+
+	if (a->backend != KVA_BACKEND_CUDA || !(f->flags & FRAME_RESOLVED)) {
+		f->flags &= ~FRAME_RESOLVED;
+		return a->vmm->resolve(a, idx);
+	}
+	ret = a->prov->frame_fd(a, f->handle, &fd, &offset);
+	if (!ret)
+		close(fd);
+	return ret;
+}
+
+/*
  * A rank's sequence follows its client's block table (kva_seq_mirror()).
  * A slot keeps its mapping while it names the same handle; every other
  * frame is checked with the module (FRAME_FD: does the client hold it,
@@ -885,8 +909,7 @@ int kva_seq_mirror(struct kva_seq *seq, const uint64_t *handles,
 		 * slot is remapped when that sequence is mirrored next.
 		 */
 		f->handle = handles[i];
-		f->flags &= ~FRAME_RESOLVED;
-		ret = a->vmm->resolve(a, idx[i]);
+		ret = rank_resolve(a, idx[i]);
 		if (ret)
 			goto out_unlock;
 	}

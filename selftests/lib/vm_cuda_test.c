@@ -273,6 +273,115 @@ TEST(clients_find_the_gpu_by_uuid_whatever_their_ordinals)
 	EXPECT_TRUE(all_released());
 }
 
+/*
+ * A gang of two CUDA arenas on one GPU (what a one-GPU machine runs for a
+ * tensor-parallel engine of two ranks): the scheduler's client takes the
+ * frames and maps nothing; each rank finds its member's GPU by UUID,
+ * imports its member's frame for each new handle once, and writes its
+ * slice through one range; a frame the scheduler gives back and takes
+ * again costs the rank a FRAME_FD and no second import.
+ */
+TEST(a_gang_of_cuda_arenas_ranks_import_their_members_frames)
+{
+	char gang[KVARENA_NAME_LEN], member[2][KVARENA_NAME_LEN];
+	struct kvarena_gang_create gc = {
+		.members = (__u64)(uintptr_t)member, .nr_members = 2,
+	};
+	struct kva_arena_params p = {
+		.nr_frames = 4, .frame_size = FS,
+		.mem_kind = KVA_BACKEND_CUDA, .bytes_per_token = 1024,
+	};
+	struct kva_open_opts o = { .mode = KVA_MODE_DEVICE, .name = gang };
+	struct kva_geometry g = small_geometry(FS);
+	struct kva_arena *sched, *rank[2], *again;
+	struct kva_seq *s[2], *check;
+	struct kva_arena_info info;
+	uint64_t h[3], token;
+	unsigned int imports;
+	uint32_t members;
+	int r;
+
+	cuda_double_set_granularity(FS);
+	pid_name(gang, "cgang");
+	for (r = 0; r < 2; r++) {
+		char prefix[8];
+
+		snprintf(prefix, sizeof(prefix), "cgm%d", r);
+		p.name = pid_name(member[r], prefix);
+		ASSERT_EQ(0, kva_arena_create(&p));
+	}
+	memcpy(gc.name, gang, sizeof(gc.name));
+	ASSERT_EQ(0, module_ioctl(O_RDWR, KVARENA_IOC_GANG_CREATE, &gc));
+
+	cuda_double_reset();
+	hooks_reset();
+	ASSERT_EQ(0, kva_open(&o, &sched));
+	ASSERT_EQ(0, kva_arena_info(sched, &info));
+	ASSERT_EQ(0, kva_gang_token(sched, 0, &token, &members));
+	EXPECT_EQ(2, members);
+	ASSERT_EQ(3, kva_alloc(sched, h, 3, 0));
+	/* The scheduler touched no GPU. */
+	EXPECT_EQ(0, cuda_double_count("cuInit"));
+	for (r = 0; r < 2; r++) {
+		struct kva_rank_opts ro = { .name = gang, .label = "rank",
+					    .client_id = info.client_id,
+					    .rank = r, .token = token };
+		struct kva_arena_info ri;
+		char mname[KVARENA_NAME_LEN];
+
+		memcpy(mname, member[r], sizeof(mname));
+		ASSERT_EQ(0, kva_rank_open(&ro, &rank[r]));
+		ASSERT_EQ(0, kva_arena_info(rank[r], &ri));
+		EXPECT_EQ(KVA_BACKEND_CUDA, ri.backend);
+		EXPECT_EQ(0, memcmp(module_stat(mname).mem_uuid, ri.mem_uuid,
+				    16));
+		ASSERT_EQ(0, kva_seq_create(rank[r], &g, 3 * TPF, &s[r]));
+		ASSERT_EQ(0, kva_seq_mirror(s[r], h, 3, 2 * TPF + 1));
+		fill_tokens(s[r], 100 + r, 0, 2 * TPF + 1);
+	}
+	EXPECT_EQ(6, cuda_double_count("cuMemImportFromShareableHandle"));
+	EXPECT_EQ(6, hooks_count("dev.frame_fd"));
+	/* Each rank's bytes are in its member: another handle reads them. */
+	for (r = 0; r < 2; r++) {
+		struct kva_rank_opts ro = { .name = gang, .label = "check",
+					    .client_id = info.client_id,
+					    .rank = r, .token = token };
+
+		ASSERT_EQ(0, kva_rank_open(&ro, &again));
+		ASSERT_EQ(0, kva_seq_create(again, &g, 3 * TPF, &check));
+		ASSERT_EQ(0, kva_seq_mirror(check, h, 3, 2 * TPF + 1));
+		EXPECT_EQ(0, check_tokens(check, 100 + r, 0, 2 * TPF + 1));
+		EXPECT_NE(0, check_tokens(check, 100 + (r ^ 1), 0, TPF));
+		kva_close(again);
+	}
+	/* The last frame freed and taken again: a new handle, same memory. */
+	ASSERT_EQ(0, kva_free(sched, &h[2], 1));
+	ASSERT_EQ(1, kva_alloc(sched, &h[2], 1, 0));
+	hooks_reset();
+	imports = cuda_double_count("cuMemImportFromShareableHandle");
+	for (r = 0; r < 2; r++) {
+		ASSERT_EQ(0, kva_seq_mirror(s[r], h, 3, 2 * TPF + 1));
+		EXPECT_EQ(0, check_tokens(s[r], 100 + r, 0, 2 * TPF));
+	}
+	EXPECT_EQ(2, hooks_count("dev.frame_fd"));
+	EXPECT_EQ(imports, cuda_double_count("cuMemImportFromShareableHandle"));
+	/* The scheduler gone, a rank's mirror is refused. */
+	kva_close(sched);
+	EXPECT_EQ(-ENOLINK, kva_seq_mirror(s[0], h + 1, 2, TPF));
+	for (r = 0; r < 2; r++) {
+		kva_seq_free(s[r]);
+		kva_close(rank[r]);
+	}
+	p.name = gang;
+	ASSERT_EQ(0, kva_arena_destroy(&p));
+	for (r = 0; r < 2; r++) {
+		p.name = member[r];
+		ASSERT_EQ(0, kva_arena_destroy(&p));
+	}
+	EXPECT_EQ(0, cuda_double_violations());
+	EXPECT_TRUE(all_released());
+}
+
 /* Send @n fds over @sock; 0 or -1. */
 static int send_fds(int sock, const int *fds, int n)
 {

@@ -74,7 +74,7 @@ int main(void)
 	F(kva_rank_opts, device); F(kva_rank_opts, client_id);
 	F(kva_rank_opts, rank); F(kva_rank_opts, token);
 	F(kva_rank_opts, flags); F(kva_rank_opts, reserved0);
-	F(kva_rank_opts, reserved);
+	F(kva_rank_opts, cuda_library); F(kva_rank_opts, reserved);
 	END();
 	BEGIN(kva_geometry);
 	F(kva_geometry, layers); F(kva_geometry, kv_heads);

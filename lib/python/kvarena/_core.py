@@ -357,14 +357,15 @@ def open(name=None, *, mode="auto", label=None, device=None, min_frames=0,
 
 
 def open_rank(name, client_id, rank, token, label=None, device=None,
-              populate=False):
+              populate=False, cuda_library=None):
     """kva_rank_open(): open gang @name as rank @rank of the scheduler's
     client @client_id (its info.client_id), with the scheduler's
     gang_token() @token.  The handle takes no frames: its sequences map,
     in member @rank, the frames the client holds, through Seq.mirror().
     alloc(), free(), grow() past the mapped frames, fork() and publishing
     raise EPERM.  ENOENT for a client id, token or rank that does not
-    match."""
+    match.  A CUDA member's GPU is found by its UUID; @cuda_library as for
+    open()."""
     o = _lib.RankOpts()
     o.name = _cstr(name)
     o.label = _cstr(label)
@@ -373,6 +374,7 @@ def open_rank(name, client_id, rank, token, label=None, device=None,
     o.rank = rank
     o.token = token
     o.flags = POPULATE if populate else 0
+    o.cuda_library = _cstr(cuda_library)
     p = _lib.ArenaP()
     call("kva_rank_open", ctypes.byref(o), ctypes.byref(p))
     return Arena(p, o, rank=rank)

@@ -120,7 +120,8 @@ class RankOpts(ctypes.Structure):
         ("token", c_u64),
         ("flags", c_u32),
         ("reserved0", c_u32),
-        ("reserved", c_u64 * 4),
+        ("cuda_library", c_char_p),
+        ("reserved", c_u64 * 3),
     ]
 
 
