@@ -27,6 +27,10 @@
  *    rates beside the synchronous copies;
  *  - a scrubber's clear (kva_scrub()): cuMemsetD8Async() through an
  *    import, waited for, zeroes the frames' memory; its rate;
+ *  - a gang's ranks on one GPU: two rank processes at once, each finding
+ *    the GPU by UUID and importing its own member's frames, write their
+ *    slices; each member holds its rank's bytes (the driver's part of a
+ *    gang: kvarena.ko itself is not on the GPU machine);
  *  - an embedded CUDA arena: frames mapped behind a sequence's range hold
  *    what is copied in; copy-on-write never changes the parent;
  *  - a published frame is mapped read-only where it is found (or, where
@@ -67,7 +71,8 @@
 	X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD8Async)		\
 	X(cuStreamSynchronize) X(cuStreamCreate) X(cuStreamDestroy)	\
 	X(cuLaunchHostFunc) X(cuMemcpyDtoDAsync) X(cuMemGetAccess)	\
-	X(cuMemcpyDtoHAsync) X(cuMemcpyHtoDAsync)
+	X(cuMemcpyDtoHAsync) X(cuMemcpyHtoDAsync) X(cuDeviceGetCount)	\
+	X(cuDeviceGetUuid)
 
 #define STR_(x)	#x
 #define STR(x)	STR_(x)
@@ -193,6 +198,25 @@ static void unmap_all(CUdeviceptr va, int n, size_t size)
 	drv.cuMemAddressFree(va, n * size);
 }
 
+/* Send NR_SHARED frames' fds with @len bytes of @payload over @sock. */
+static bool send_frames(int sock, const void *payload, size_t len,
+			const int *fds)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * NR_SHARED)] = { 0 };
+	struct iovec iov = { (void *)payload, len };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * NR_SHARED);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * NR_SHARED);
+	return sendmsg(sock, &msg, 0) == (ssize_t)len;
+}
+
 /*
  * The exporter (a child, exec'd as `runtime_check --exporter FD`): make
  * NR_SHARED frames, write pattern i into frame i, send their fds over
@@ -203,11 +227,7 @@ static int exporter(int sock)
 	CUmemAllocationProp prop;
 	CUmemGenericAllocationHandle h[NR_SHARED];
 	unsigned char *buf = malloc(FS);
-	char cbuf[CMSG_SPACE(sizeof(int) * NR_SHARED)] = { 0 };
 	int fds[NR_SHARED];
-	struct iovec iov;
-	struct msghdr msg = { 0 };
-	struct cmsghdr *cm;
 	uint64_t size = FS;
 	const char *why;
 	CUdeviceptr va;
@@ -234,19 +254,7 @@ static int exporter(int sock)
 	for (int i = 0; ok && i < NR_SHARED; i++)
 		ok = CU(drv.cuMemExportToShareableHandle(&fds[i], h[i],
 				CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
-	if (!ok)
-		return 1;
-	iov = (struct iovec){ &size, sizeof(size) };
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	msg.msg_control = cbuf;
-	msg.msg_controllen = sizeof(cbuf);
-	cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(fds));
-	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
-	if (sendmsg(sock, &msg, 0) != sizeof(size))
+	if (!ok || !send_frames(sock, &size, sizeof(size), fds))
 		return 1;
 	/* Nothing of ours holds the memory now: only the fds in flight. */
 	for (int i = 0; i < NR_SHARED; i++) {
@@ -257,18 +265,18 @@ static int exporter(int sock)
 	return 0;
 }
 
-/* Receive the exporter's fds; 0 and @fds filled, or -1. */
-static int receive_fds(int sock, int *fds, uint64_t *size)
+/* Receive NR_SHARED frames' fds and @len bytes; 0 and @fds filled, or -1. */
+static int recv_frames(int sock, void *payload, size_t len, int *fds)
 {
 	char cbuf[CMSG_SPACE(sizeof(int) * NR_SHARED)];
-	struct iovec iov = { size, sizeof(*size) };
+	struct iovec iov = { payload, len };
 	struct msghdr msg = {
 		.msg_iov = &iov, .msg_iovlen = 1,
 		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
 	};
 	struct cmsghdr *cm;
 
-	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != sizeof(*size))
+	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != (ssize_t)len)
 		return -1;
 	cm = CMSG_FIRSTHDR(&msg);
 	if (!cm || cm->cmsg_type != SCM_RIGHTS ||
@@ -441,7 +449,8 @@ static void check_memory_outlives_its_exporter(const char *self)
 		_exit(2);
 	}
 	close(sv[1]);
-	got = pid > 0 && receive_fds(sv[0], fds, &size) == 0 && size == FS;
+	got = pid > 0 && recv_frames(sv[0], &size, sizeof(size), fds) == 0 &&
+	      size == FS;
 	close(sv[0]);
 	if (pid > 0)
 		waitpid(pid, &status, 0);
@@ -488,6 +497,169 @@ out:
 	report(write_ok, "frames_imported_from_an_exited_process_take_writes");
 	report(tier_ok, "a_tier_agents_async_copies_through_an_import_are_byte_exact");
 	report(scrub_ok, "a_scrubbers_clear_through_an_import_zeroes_the_frames");
+	free(buf);
+	free(want);
+}
+
+/* What a rank child is sent with its member's frames. */
+struct rank_msg {
+	uint32_t rank;
+	unsigned char uuid[16];		/* the member's GPU */
+};
+
+static unsigned int rank_seed(uint32_t rank, int frame)
+{
+	return 300 + 10 * rank + (unsigned int)frame;
+}
+
+/*
+ * A rank of a gang (a child, exec'd as `runtime_check --rank FD`), doing
+ * on the driver what libkvarena's CUDA rank does (lib/src/cuda.c): find
+ * the member's GPU by its UUID, import each of the member's frames from
+ * its fd, map them behind one range with one access grant, then write its
+ * slice and read it back.  Status 0 on success.
+ */
+static int rank_child(int sock)
+{
+	CUmemGenericAllocationHandle h[NR_SHARED];
+	unsigned char *buf = malloc(FS), *want = malloc(FS);
+	struct rank_msg m;
+	int fds[NR_SHARED], n = 0, i, found = -1;
+	const char *why;
+	CUdeviceptr va;
+	bool ok;
+
+	if (!buf || !want || drv_start(&why) ||
+	    recv_frames(sock, &m, sizeof(m), fds))
+		return 2;
+	ok = CU(drv.cuDeviceGetCount(&n));
+	for (i = 0; ok && i < n && found < 0; i++) {
+		CUdevice d;
+		CUuuid u;
+
+		ok = CU(drv.cuDeviceGet(&d, i)) &&
+		     CU(drv.cuDeviceGetUuid(&u, d));
+		if (ok && !memcmp(u.bytes, m.uuid, 16))
+			found = i;
+	}
+	/* run.sh's machine has one GPU: the member's must be device 0. */
+	if (!ok || found != 0)
+		return 3;
+	for (i = 0; i < NR_SHARED; i++) {
+		ok = ok && CU(drv.cuMemImportFromShareableHandle(&h[i],
+				(void *)(intptr_t)fds[i],
+				CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+		close(fds[i]);
+	}
+	if (!ok || !map_all(h, NR_SHARED, FS, &va))
+		return 4;
+	for (i = 0; ok && i < NR_SHARED; i++) {
+		pattern(want, FS, rank_seed(m.rank, i));
+		ok = CU(drv.cuMemcpyHtoD(va + (size_t)i * FS, want, FS));
+	}
+	for (i = 0; ok && i < NR_SHARED; i++) {
+		pattern(want, FS, rank_seed(m.rank, i));
+		ok = CU(drv.cuMemcpyDtoH(buf, va + (size_t)i * FS, FS)) &&
+		     !memcmp(buf, want, FS);
+	}
+	unmap_all(va, NR_SHARED, FS);
+	for (i = 0; i < NR_SHARED; i++)
+		drv.cuMemRelease(h[i]);
+	free(buf);
+	free(want);
+	return ok ? 0 : 5;
+}
+
+/*
+ * A gang of two member arenas on one GPU, as a one-GPU machine runs a
+ * tensor-parallel engine of two ranks.  kvarena.ko is not on the GPU
+ * machine (the gang itself - one ALLOC a frame in both members, a rank
+ * given only its own member's frames - is checked in the VM, gang_test
+ * and lib_vm_cuda_test); this is the driver's part: two rank processes
+ * at once, each importing its member's frames (exported by this process,
+ * as the arena's creator does), finding the GPU by UUID, writing its
+ * slice through one range; then this process reads each member back:
+ * each holds its own rank's bytes and nothing of the other's.
+ */
+static void check_gang_ranks_on_one_gpu(const char *self)
+{
+	CUmemAllocationProp prop = shareable_prop();
+	CUmemGenericAllocationHandle h[2][NR_SHARED];
+	unsigned char *buf = malloc(FS), *want = malloc(FS);
+	bool made = true, ranks_ok = true, apart = false;
+	pid_t pid[2] = { -1, -1 };
+	int made_n[2] = { 0, 0 };
+	struct rank_msg m = { 0 };
+	CUdeviceptr va;
+	CUuuid u;
+	int r, i;
+
+	made = buf && want && CU(drv.cuDeviceGetUuid(&u, dev));
+	memcpy(m.uuid, u.bytes, sizeof(m.uuid));
+	for (r = 0; made && r < 2; r++)
+		for (; made && made_n[r] < NR_SHARED; made_n[r]++)
+			made = CU(drv.cuMemCreate(&h[r][made_n[r]], FS, &prop,
+						  0));
+	for (r = 0; made && r < 2; r++) {
+		int sv[2], fds[NR_SHARED], nfd = 0;
+		bool sent;
+
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv)) {
+			made = false;
+			break;
+		}
+		pid[r] = fork();
+		if (pid[r] == 0) {
+			if (dup2(sv[1], 3) < 0)
+				_exit(2);
+			execl(self, self, "--rank", "3", (char *)NULL);
+			_exit(2);
+		}
+		close(sv[1]);
+		for (; nfd < NR_SHARED; nfd++)
+			if (!CU(drv.cuMemExportToShareableHandle(&fds[nfd],
+					h[r][nfd],
+					CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+					0)))
+				break;
+		m.rank = (uint32_t)r;
+		sent = pid[r] > 0 && nfd == NR_SHARED &&
+		       send_frames(sv[0], &m, sizeof(m), fds);
+		for (i = 0; i < nfd; i++)
+			close(fds[i]);
+		close(sv[0]);
+		made = sent;
+	}
+	for (r = 0; r < 2; r++) {
+		int status = -1;
+
+		if (pid[r] > 0)
+			waitpid(pid[r], &status, 0);
+		ranks_ok &= made && WIFEXITED(status) &&
+			    WEXITSTATUS(status) == 0;
+		step(ranks_ok, "a rank process", status);
+	}
+	if (ranks_ok) {
+		apart = true;
+		for (r = 0; apart && r < 2; r++) {
+			if (!map_all(h[r], NR_SHARED, FS, &va)) {
+				apart = false;
+				break;
+			}
+			for (i = 0; apart && i < NR_SHARED; i++) {
+				pattern(want, FS, rank_seed(r, i));
+				apart = CU(drv.cuMemcpyDtoH(buf,
+						va + (size_t)i * FS, FS)) &&
+					!memcmp(buf, want, FS);
+			}
+			unmap_all(va, NR_SHARED, FS);
+		}
+	}
+	for (r = 0; r < 2; r++)
+		for (i = 0; i < made_n[r]; i++)
+			drv.cuMemRelease(h[r][i]);
+	report(ranks_ok, "gang_ranks_import_their_members_frames_by_gpu_uuid");
+	report(apart, "two_member_arenas_on_one_gpu_keep_each_ranks_bytes");
 	free(buf);
 	free(want);
 }
@@ -698,6 +870,8 @@ int main(int argc, char **argv)
 
 	if (argc == 3 && !strcmp(argv[1], "--exporter"))
 		return exporter(atoi(argv[2]));
+	if (argc == 3 && !strcmp(argv[1], "--rank"))
+		return rank_child(atoi(argv[2]));
 	if (argc != 1) {
 		fprintf(stderr, "usage: %s\n", argv[0]);
 		return 2;
@@ -709,6 +883,7 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	check_memory_outlives_its_exporter("/proc/self/exe");
+	check_gang_ranks_on_one_gpu("/proc/self/exe");
 	err = kva_open(&o, &a);
 	report(step(err == 0, "kva_open", err), "embedded_cuda_arena_opens");
 	if (!err) {
