@@ -3080,7 +3080,7 @@ TEST(gang_shows_its_members_and_each_member_its_gang)
 	EXPECT_EQ(0, destroy("gm1"));
 }
 
-#define MEMBER_RULE "(members are host arenas (or accounting-only ones) of equal frame size, frame count and creation flags, whole and backed, with no client, tier or gang of their own)"
+#define MEMBER_RULE "(members are arenas of one kind (host, cuda or accounting-only) of equal frame size, frame count and creation flags, whole and backed, with no client, tier or gang of their own)"
 
 TEST(gang_refusals_say_which_member_and_why)
 {

@@ -29,7 +29,7 @@
 #define SYSFS_ARENAS	"/sys/class/misc/kvarena/arenas"
 
 /* What a member must be, said after a refusal. */
-#define MEMBER_RULE	"members are host arenas (or accounting-only ones) of equal frame size, frame count and creation flags, whole and backed, with no client, tier or gang of their own"
+#define MEMBER_RULE	"members are arenas of one kind (host, cuda or accounting-only) of equal frame size, frame count and creation flags, whole and backed, with no client, tier or gang of their own"
 
 /* ---- sysfs --------------------------------------------------------------- */
 
@@ -124,10 +124,6 @@ static int member_verdict(const struct kvarena_stat *s,
 
 	if (s->mem_kind == KVARENA_MEM_FILE) {
 		snprintf(why, size, "it is a file arena");
-		return -EOPNOTSUPP;
-	}
-	if (s->mem_kind == KVARENA_MEM_CUDA && !acct) {
-		snprintf(why, size, "it is a cuda arena, whose GPU memory the module cannot map for a rank");
 		return -EOPNOTSUPP;
 	}
 	if (kvactl_is_gang(g)) {
@@ -244,7 +240,7 @@ static void gang_refused(int fd, const struct kvactl_opts *o, int err)
 	else if (err == -EINVAL)
 		kvactl_err("create: the module refused the gang: the members differ where STAT does not show it, in their creation flags (--clear-always given to one create and not to another) (" MEMBER_RULE ")");
 	else if (err == -EOPNOTSUPP)
-		kvactl_err("create: the module refused the gang: a member is a cuda or file arena (" MEMBER_RULE ")");
+		kvactl_err("create: the module refused the gang: a member is a file arena (" MEMBER_RULE ")");
 	else
 		kvactl_err("create: %s", strerror(-err));
 }
