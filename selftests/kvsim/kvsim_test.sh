@@ -325,6 +325,67 @@ run -t "$TMP/e0.csv" -t "$TMP/e1.csv" $G --kv-bytes 2K --engine-min-gib 0.000001
 check engine_minimums_beyond_the_memory_are_refused rc 2 noout \
 	err1 'kvsim: --engine-min-gib times 2 engines is more than --kv-gib'
 
+# --- tensor parallelism ------------------------------------------------------
+
+# Two KV heads: 64 bytes a token, 8 in a 512-byte frame; an engine of
+# degree 2 keeps one head on each GPU, so a gang frame (one frame on each)
+# holds 16 tokens.  --tp 2,2,1,1: two GPUs of 3072 bytes, three engines on
+# each (the two of degree 2, and one of degree 1), 1024 bytes (2 frames)
+# of each GPU for each engine.  Engine 0's request (40 + 4 = 44 tokens)
+# needs 3 gang frames: split, its own 2 cannot ever hold it (refused);
+# shared, the gang of engines 0 and 1 has 4, engine 1's 4 + 4 takes one.
+# Engines 2 and 3 (4 + 4 tokens, one frame each) are on a GPU each.
+# Token shares: engine 1, 4 + 5 + 6 + 7 = 22 over 4 steps of 16 (0.343750:
+# a gang frame, twice a frame's tokens); engines 2 and 3, 22 over 4 * 8
+# (0.687500); engine 0 shared, 166 over 4 * 48 (0.864583).
+G2="--layers 1 --kv-heads 2 --head-dim 8 --dtype fp16 --frame-size 512"
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.0,40,4\n' \
+	>"$TMP/tp0.csv"
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.0,4,4\n' \
+	>"$TMP/tp1.csv"
+printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.0,4,4\n' \
+	>"$TMP/tp2.csv"
+TPT="-t $TMP/tp0.csv -t $TMP/tp1.csv -t $TMP/tp2.csv -t $TMP/tp2.csv"
+# shellcheck disable=SC2086
+run $TPT $G2 --kv-bytes 6144 --tp 2,2,1,1 --policy kvarena --json
+if [ $rc = 0 ] &&
+   grep -q '"static-split","engine":null,.*"completed":3,"rejected":1,' "$TMP/out" &&
+   grep -q '"static-split","engine":0,.*"completed":0,"rejected":1,' "$TMP/out" &&
+   grep -q '"static-split","engine":1,"token_share":0.343750,' "$TMP/out" &&
+   grep -q '"static-split","engine":3,"token_share":0.687500,' "$TMP/out" &&
+   grep -q '"shared-arena","engine":null,.*"completed":4,"rejected":0,' "$TMP/out" &&
+   grep -q '"shared-arena","engine":0,"token_share":0.864583,.*"completed":1,' "$TMP/out" &&
+   grep -q '"shared-arena","engine":2,"token_share":0.687500,' "$TMP/out"; then
+	pass tensor_parallel_engines_share_a_gang_where_a_split_refuses
+else
+	fail tensor_parallel_engines_share_a_gang_where_a_split_refuses
+fi
+
+# shellcheck disable=SC2086
+run $TPT $G2 --kv-bytes 6144 --tp 2,2,1 --policy kvarena
+check tp_needs_a_degree_per_engine rc 2 noout \
+	err1 'kvsim: --tp gives 3 degrees for 4 engines: give one per engine'
+# shellcheck disable=SC2086
+run -t "$TMP/tp0.csv" --engines 3 $G2 --kv-bytes 6144 --tp 2,2,1 --policy kvarena
+check tp_puts_as_many_engines_on_each_gpu rc 2 noout \
+	err1 'kvsim: --tp: the engines of degree 1 must be a multiple of the GPUs (as many on each)'
+# shellcheck disable=SC2086
+run -t "$TMP/tp0.csv" --engines 2 $G2 --kv-bytes 6144 --tp 2,3 --policy kvarena
+check tp_degrees_are_one_or_the_gpus rc 2 noout \
+	err1 'kvsim: --tp: every degree is 1 or the largest, the number of GPUs'
+run -t "$TMP/tp0.csv" --engines 2 --layers 1 --kv-heads 1 --head-dim 8 \
+	--dtype fp16 --frame-size 512 --kv-bytes 6144 --tp 2,2 --policy kvarena
+check tp_splits_the_kv_heads rc 2 noout \
+	err1 'kvsim: --tp: 1 KV heads do not split over 2 GPUs'
+# shellcheck disable=SC2086
+run -t "$TMP/tp0.csv" --engines 2 $G2 --kv-bytes 6144 --tp 2,x --policy kvarena
+check bad_tp_is_named rc 2 noout
+# shellcheck disable=SC2086
+run -t "$TMP/tp0.csv" --engines 2 $G2 --kv-bytes 6144 --tp 2,2 \
+	--policy kvarena+host --host-bytes 4K
+check tp_is_modelled_without_a_tier rc 2 noout \
+	err1 'kvsim: --tp is modelled without a lower tier and without the timing model'
+
 # One trace, two engines: slices of its time span.  Two requests 10 s
 # apart: one each.
 printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:40.0,8,8\n2023-11-16 18:15:50.0,8,8\n' \

@@ -235,6 +235,8 @@ static const struct bpool_ops arena_ops = {
  * arena_pool_init() - an arena of p->bytes / frame_size frames with
  * @nr_engines clients, each guaranteed @min_frames and limited to
  * @max_frames (0: the arena), client i serving the requests of @w[i].
+ * A gang's (p->width GPUs): frames of p->width times the bytes and the
+ * tokens, one frame on each GPU.
  *
  * The core is made with no more frames than those requests could make it
  * use, so that a memory far beyond the trace costs what the trace does:
@@ -251,16 +253,17 @@ int arena_pool_init(struct pool *p, const struct config *cfg,
 		    int nr_engines, uint32_t min_frames, uint32_t max_frames,
 		    const struct workload *w)
 {
-	uint64_t nr = p->bytes / cfg->g.frame_size, keyed, reach;
+	uint64_t width = p->width ? p->width : 1;
+	uint64_t nr = p->bytes / (cfg->g.frame_size * width), keyed, reach;
+	uint32_t nt, tpf = cfg->g.tokens_per_frame * (uint32_t)width;
 	struct arena *a;
-	uint32_t nt;
 	int i, err;
 
 	if (!nr)
 		return -ENOSPC;
 	if (nr >= KVA_NIL)
 		return -EFBIG;
-	reach = pool_reach(w, nr_engines, cfg->g.tokens_per_frame, &keyed);
+	reach = pool_reach(w, nr_engines, tpf, &keyed);
 	if (max_frames && max_frames < reach)
 		reach += keyed;
 	reach += (uint64_t)min_frames * nr_engines;
@@ -275,8 +278,8 @@ int arena_pool_init(struct pool *p, const struct config *cfg,
 	p->ops = &arena_ops;
 	p->nr_blocks = (uint32_t)nr;
 	p->nr_tracked = nt;
-	p->block_tokens = cfg->g.tokens_per_frame;
-	p->block_bytes = cfg->g.frame_size;
+	p->block_tokens = tpf;
+	p->block_bytes = cfg->g.frame_size * width;
 	err = kva_core_init(&a->core, nt);
 	if (err) {
 		free(a);

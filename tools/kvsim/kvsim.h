@@ -237,6 +237,10 @@ void lru_push(struct lru *l, uint32_t e);
  * @fill:	block policies: tokens written in each block.
  * @held_blocks, @filled_tokens: blocks mapped by some sequence and the
  *		tokens in them (each counted once).
+ * @width:	GPUs a block spans (a gang's; 1 else): kvarena's frames
+ *		are @width frames of the geometry, one on each GPU, holding
+ *		@width times the tokens (each GPU the 1/@width of the KV
+ *		heads of a tensor-parallel engine).
  * @nr_engines:	engines drawing on it.
  * @host_bytes:	the size of its lower tier (POL_HOST, POL_SWAP).
  * @disk_bytes:	the size of the disk below that (POL_HOST).
@@ -257,6 +261,7 @@ struct pool {
 	uint32_t *fill;
 	uint64_t held_blocks;
 	uint64_t filled_tokens;
+	uint32_t width;
 	int nr_engines;
 	uint64_t host_bytes;
 	uint64_t disk_bytes;
@@ -395,6 +400,8 @@ struct config {
 	double disk_bytes_per_s;	/* between host and disk */
 	double params;			/* the model's parameters */
 	uint32_t q_heads;		/* query heads */
+	uint32_t gpus;			/* --tp: the GPUs (0: one) */
+	uint32_t tp[KVSIM_MAX_ENGINES];	/* --tp: each engine's degree */
 };
 
 /**

@@ -55,6 +55,11 @@ static void help(FILE *f)
 "                          balancer in front of the engines does\n"
 "      --engine-min-gib X  shared arena: guaranteed to each engine (default 0)\n"
 "      --engine-max-gib X  shared arena: limit of each engine (default: all)\n"
+"      --tp LIST           each engine's tensor parallelism, 1 or G (G GPUs,\n"
+"                          --kv-gib over all of them): 2,2,1,1 is two engines\n"
+"                          over both GPUs and one on each; kvarena shares a\n"
+"                          gang among the first and an arena per GPU among\n"
+"                          the others\n"
 "      --requests N        only the first N requests of each trace\n"
 "      --time-scale F      arrivals F times as far apart (2: half the rate)\n"
 "      --json              one JSON object per line, per policy (and engine)\n"
@@ -71,7 +76,7 @@ enum {
 	OPT_STEP, OPT_PREFILL, OPT_MAXSEQS, OPT_ENGINES, OPT_EMIN, OPT_EMAX,
 	OPT_REQUESTS, OPT_JSON, OPT_SVG, OPT_RR, OPT_HOST, OPT_HOST_BYTES,
 	OPT_TFLOPS, OPT_COPY, OPT_PARAMS, OPT_TSCALE, OPT_DISK, OPT_DISK_BYTES,
-	OPT_DISK_GBS,
+	OPT_DISK_GBS, OPT_TP,
 };
 
 static const struct option options[] = {
@@ -101,6 +106,7 @@ static const struct option options[] = {
 	{ "disk-gib",       required_argument, NULL, OPT_DISK },
 	{ "disk-bytes",     required_argument, NULL, OPT_DISK_BYTES },
 	{ "disk-gbs",       required_argument, NULL, OPT_DISK_GBS },
+	{ "tp",             required_argument, NULL, OPT_TP },
 	{ "help",           no_argument,       NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -127,7 +133,76 @@ struct args {
 	uint64_t tflops_fx, copy_fx, params, tscale_fx;
 	uint64_t disk_fx, disk_bytes, disk_gbs_fx;
 	int disk_set;
+	uint32_t tp[KVSIM_MAX_ENGINES];	/* --tp, @nr_tp of them */
+	int nr_tp;
+	uint32_t gpus;			/* the largest of them */
 };
+
+static int usage_err(const char *msg);
+
+/* --tp LIST: degrees of 1 to 16, one per engine. */
+static int parse_tp(struct args *a, const char *arg)
+{
+	const char *p = arg;
+
+	a->nr_tp = 0;
+	a->gpus = 1;
+	for (;;) {
+		char num[16], *end;
+		size_t len = strcspn(p, ",");
+		uint64_t v;
+
+		if (a->nr_tp == KVSIM_MAX_ENGINES || !len ||
+		    len >= sizeof(num))
+			return kvt_bad("--tp", "a list of 1 to 16 degrees from 1 to 16",
+				       arg);
+		memcpy(num, p, len);
+		num[len] = 0;
+		v = strtoull(num, &end, 10);
+		if (*end || num[0] == '-' || v < 1 || v > KVSIM_MAX_ENGINES)
+			return kvt_bad("--tp", "a list of 1 to 16 degrees from 1 to 16",
+				       arg);
+		a->tp[a->nr_tp++] = (uint32_t)v;
+		if (v > a->gpus)
+			a->gpus = (uint32_t)v;
+		if (!p[len])
+			return 0;
+		p += len + 1;
+	}
+}
+
+/* The --tp rules: one G, as many engines of degree 1 on each GPU. */
+static int check_tp(struct args *a)
+{
+	uint64_t engines = a->engines ? a->engines :
+			   a->nr_traces > 1 ? (uint64_t)a->nr_traces : 0;
+	uint32_t one = 0;
+	int i;
+
+	if (!a->nr_tp)
+		return 0;
+	if (engines && engines != (uint64_t)a->nr_tp) {
+		fprintf(stderr, "%s: --tp gives %d degrees for %llu engines: give one per engine\n",
+			kvt_prog, a->nr_tp, (unsigned long long)engines);
+		kvt_usage_hint();
+		return KVT_EXIT_USAGE;
+	}
+	a->engines = (uint64_t)a->nr_tp;
+	if (a->gpus < 2)
+		return usage_err("--tp needs an engine of degree 2 or more (the others 1)");
+	for (i = 0; i < a->nr_tp; i++) {
+		if (a->tp[i] != 1 && a->tp[i] != a->gpus)
+			return usage_err("--tp: every degree is 1 or the largest, the number of GPUs");
+		one += a->tp[i] == 1;
+	}
+	if (one % a->gpus)
+		return usage_err("--tp: the engines of degree 1 must be a multiple of the GPUs (as many on each)");
+	if (a->host_set || a->disk_set || a->tflops_fx)
+		return usage_err("--tp is modelled without a lower tier and without the timing model");
+	if (a->emin_fx || a->emax_set)
+		return usage_err("--tp is modelled without --engine-min-gib and --engine-max-gib");
+	return 0;
+}
 
 static int parse_policies(struct args *a, const char *arg)
 {
@@ -368,6 +443,9 @@ static int parse_args(struct args *a, int argc, char **argv)
 			err = get_rate("--disk-gbs", optarg, &a->disk_gbs_fx,
 				       "GB/s");
 			break;
+		case OPT_TP:
+			err = parse_tp(a, optarg);
+			break;
 		case OPT_TSCALE:
 			if (kvt_parse_fixed(optarg, &a->tscale_fx) ||
 			    a->tscale_fx < KVT_FIX_SCALE / 1000 ||
@@ -402,6 +480,9 @@ static int parse_args(struct args *a, int argc, char **argv)
 		return usage_err("--trace FILE is required");
 	if (!a->kv_set)
 		return usage_err("--kv-gib or --kv-bytes is required");
+	err = check_tp(a);
+	if (err)
+		return err;
 	if (!a->engines)
 		a->engines = (uint64_t)a->nr_traces;
 	if (a->nr_traces != 1 && (uint64_t)a->nr_traces != a->engines) {
@@ -545,40 +626,110 @@ static int pool_init(struct pool *p, const struct policy *pol,
 	}
 }
 
+/*
+ * Where engine @i of @n draws its memory under layout @lay: its pool and
+ * its client number there, and each pool's size and gang width, in
+ * @r->pools (@r->nr_pools of them).
+ *
+ * Without --tp: a pool per engine of an equal share, or one arena.  With
+ * --tp (G GPUs of kv_bytes / G each): an engine of degree G spans every
+ * GPU, one of degree 1 runs on GPU k mod G (k: its number among those),
+ * and each GPU's memory goes in equal shares to the engines on it.
+ * Static split: each engine a pool of its shares.  Shared: a gang over
+ * the G GPUs for the engines of degree G (their shares together; a frame
+ * of it is a frame on each GPU, and holds G times the tokens) and an
+ * arena per GPU for the engines of degree 1 on it - the boundary between
+ * the gang's members and the arenas as fixed as a static split's, since
+ * a member is the gang's whole (Documentation/kvarena.rst, "Gangs").
+ */
+static void place_engines(struct run *r, enum layout lay, int n,
+			  int *pool_of, int *client_of)
+{
+	const struct config *cfg = r->cfg;
+	uint32_t g = cfg->gpus > 1 ? cfg->gpus : 1, ntp = 0, one = 0, k = 0;
+	int i, base = 0, count[KVSIM_MAX_ENGINES] = { 0 };
+	uint64_t share;
+
+	for (i = 0; i < n; i++) {
+		if (cfg->gpus > 1 && cfg->tp[i] > 1)
+			ntp++;
+		else
+			one++;
+	}
+	/* One GPU's bytes of one engine. */
+	share = cfg->kv_bytes / g / (ntp + one / g);
+	if (lay != LAYOUT_SHARED) {
+		r->nr_pools = n;
+		for (i = 0; i < n; i++) {
+			pool_of[i] = i;
+			r->pools[i].width = cfg->gpus > 1 && cfg->tp[i] > 1 ?
+					    g : 1;
+			r->pools[i].bytes = share * r->pools[i].width;
+		}
+	} else if (g == 1) {
+		r->nr_pools = 1;
+		r->pools[0].width = 1;
+		r->pools[0].bytes = cfg->kv_bytes;
+		for (i = 0; i < n; i++)
+			pool_of[i] = 0;
+	} else {
+		if (ntp) {
+			r->pools[0].width = g;
+			r->pools[0].bytes = share * g * ntp;
+			base = 1;
+		}
+		r->nr_pools = base + (one ? (int)g : 0);
+		for (i = base; i < r->nr_pools; i++) {
+			r->pools[i].width = 1;
+			r->pools[i].bytes = share * (one / g);
+		}
+		for (i = 0; i < n; i++)
+			pool_of[i] = cfg->tp[i] > 1 ? 0 : base + (int)(k++ % g);
+	}
+	for (i = 0; i < n; i++)
+		client_of[i] = count[pool_of[i]]++;
+}
+
 static int setup_run(struct run *r, const struct policy *pol,
 		     enum layout lay, const struct config *cfg, int n,
 		     const struct workload *w)
 {
+	int pool_of[KVSIM_MAX_ENGINES], client_of[KVSIM_MAX_ENGINES];
 	uint32_t min_frames = 0, max_frames = 0;
-	int i, err;
+	int i, j, err;
 
 	r->pol = pol;
 	r->layout = lay;
 	r->cfg = cfg;
 	r->nr_engines = n;
-	r->nr_pools = lay == LAYOUT_SHARED ? 1 : n;
+	place_engines(r, lay, n, pool_of, client_of);
 	if (lay == LAYOUT_SHARED) {
 		min_frames = (uint32_t)(cfg->engine_min / cfg->g.frame_size);
 		max_frames = (uint32_t)(cfg->engine_max / cfg->g.frame_size);
 	}
 	for (i = 0; i < r->nr_pools; i++) {
-		r->pools[i].bytes = cfg->kv_bytes / (uint64_t)r->nr_pools;
+		/* Its engines' workloads, in client order. */
+		struct workload pw[KVSIM_MAX_ENGINES];
+		int m = 0;
+
+		for (j = 0; j < n; j++)
+			if (pool_of[j] == i)
+				pw[m++] = w[j];
 		r->pools[i].host_bytes = cfg->host_bytes /
 					 (uint64_t)r->nr_pools;
 		r->pools[i].disk_bytes = cfg->disk_bytes /
 					 (uint64_t)r->nr_pools;
-		err = pool_init(&r->pools[i], pol, cfg,
-				lay == LAYOUT_SHARED ? n : 1, min_frames,
-				max_frames, &w[i]);
+		err = pool_init(&r->pools[i], pol, cfg, m, min_frames,
+				max_frames, pw);
 		if (err)
 			return err;
 	}
 	for (i = 0; i < n; i++) {
 		struct engine *e = &r->eng[i];
-		struct pool *p = &r->pools[lay == LAYOUT_SHARED ? 0 : i];
+		struct pool *p = &r->pools[pool_of[i]];
 
 		e->id = i;
-		e->client = lay == LAYOUT_SHARED ? i : 0;
+		e->client = client_of[i];
 		e->cfg = cfg;
 		e->pool = p;
 		e->ops = p->ops ? &blocks_ops : &tokens_ops;
@@ -633,6 +784,12 @@ static int pool_error(const struct args *a, const struct run *r, int err)
 	return KVT_EXIT_IMPOSSIBLE;
 }
 
+static const char *fmt_gpu(char *buf, size_t size, const struct config *cfg)
+{
+	kvt_fmt_bytes(buf, size, cfg->kv_bytes / cfg->gpus);
+	return buf;
+}
+
 static void print_header(const struct args *a, const struct config *cfg,
 			 const struct kvt_trace *t, const struct workload *w)
 {
@@ -660,6 +817,20 @@ static void print_header(const struct args *a, const struct config *cfg,
 	printf("engines  %llu; %u requests, %u refused (prompt over the max model len, %llu); step %.3g ms\n",
 	       (unsigned long long)a->engines, nr + rej, rej,
 	       (unsigned long long)cfg->max_len, (double)cfg->step_us / 1000);
+	if (cfg->gpus > 1) {
+		uint32_t ntp = 0;
+
+		for (k = 0; k < a->nr_tp; k++)
+			ntp += a->tp[k] > 1;
+		printf("gpus     %u, %s of KV each; tensor parallelism",
+		       cfg->gpus, fmt_gpu(kv, sizeof(kv), cfg));
+		for (k = 0; k < a->nr_tp; k++)
+			printf("%c%u", k ? ',' : ' ', a->tp[k]);
+		printf(": static split, each engine an equal share of each GPU it runs on; kvarena shared, %s%s%s\n",
+		       ntp ? "a gang over the GPUs for the engines over all of them" : "",
+		       ntp && (int)ntp < a->nr_tp ? " and " : "",
+		       (int)ntp < a->nr_tp ? "an arena per GPU for the engines on one" : "");
+	}
 	if (a->host_set) {
 		kvt_fmt_bytes(kv, sizeof(kv), cfg->host_bytes);
 		printf("tier     %s of host memory below the arena (kvarena+host, kvarena+swap)",
@@ -740,6 +911,16 @@ int main(int argc, char **argv)
 	cfg.params = a.params ? (double)a.params :
 		     a.geo.model ? (double)a.geo.model->params : 0;
 	cfg.q_heads = a.geo.model ? a.geo.model->q_heads : cfg.g.kv_heads;
+	if (a.nr_tp) {
+		cfg.gpus = a.gpus;
+		memcpy(cfg.tp, a.tp, sizeof(cfg.tp));
+		if (cfg.g.kv_heads % a.gpus) {
+			fprintf(stderr, "%s: --tp: %u KV heads do not split over %u GPUs\n",
+				kvt_prog, cfg.g.kv_heads, a.gpus);
+			ret = KVT_EXIT_USAGE;
+			goto out;
+		}
+	}
 
 	/* Every trace is read and checked before anything runs. */
 	for (k = 0; k < a.nr_traces; k++) {
