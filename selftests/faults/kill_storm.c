@@ -18,7 +18,11 @@
  *   prefix    chains of keys PUBLISHed over frames it allocates, chains
  *             LOOKUPed (the frames found held, freed now and then)
  *   gang      an engine on storm-gang, a gang of two host arenas
- *             (storm-gm0, storm-gm1): the leader is the gang's client -
+ *             (storm-gm0, storm-gm1), or on storm-cgang, a gang of two
+ *             CUDA arenas (storm-cm0, storm-cm1; a memfd a frame, a
+ *             rank's mapping of it standing for an import, which nothing
+ *             revokes), one or the other at random: the leader is the
+ *             gang's client -
  *             ALLOC, FREE, PUBLISH, LOOKUP, SET_USAGE, a FRAME_FD of its
  *             own that must be -EOPNOTSUPP - and tells its two ranks,
  *             processes of their own, what it holds; each rank JOINs the
@@ -154,15 +158,33 @@ struct agent_rec {
 #define GANG_HELD	16		/* a leader's frames at most */
 #define NKEYS_GANG	16u		/* prefix keys the leaders share */
 
+/*
+ * Two gangs: of host arenas, and of CUDA arenas (each frame a memfd of
+ * its own, as CUDA exports one allocation a frame; a rank's mapping of it
+ * stands for an import, which nothing revokes).  A gang worker picks one.
+ */
+struct storm_gang {
+	const char *name;
+	const char *member_fmt;
+	uint32_t mem_kind;
+};
+
+static const struct storm_gang gangs[2] = {
+	{ "storm-gang", "storm-gm%u", KVARENA_MEM_HOST },
+	{ "storm-cgang", "storm-cm%u", KVARENA_MEM_CUDA },
+};
+
 static const char *const arena_gang = "storm-gang";
 
-static void member_name(char *name, unsigned int r)
+static void member_name(const struct storm_gang *sg, char *name,
+			unsigned int r)
 {
-	fz_name(name, "storm-gm%u", r);
+	fz_name(name, sg->member_fmt, r);
 }
 
 /* A gang worker's record, in the shared memory, by its worker place. */
 struct gang_rec {
+	int cuda;			/* its gang: gangs[cuda] */
 	int ready;			/* the fields below are written */
 	uint32_t client_id;
 	uint64_t token;
@@ -189,6 +211,7 @@ struct shared {
 	unsigned long gang_touches;	/* frames a rank mapped and touched */
 	unsigned long gang_sigbus;	/* ... whose mapping was revoked first */
 	unsigned long gang_map_refused;	/* mmap() of a frame refused */
+	unsigned long gang_engines[2];	/* engines started on gangs[i] */
 };
 
 static struct shared *sh;
@@ -1105,15 +1128,17 @@ static void gang_rank(struct fz_rng *r, volatile struct gang_rec *g,
 	unsigned int nmaps = 0;
 	int fd = dev_open(), ret;
 
-	fz_name(j.name, "%s", arena_gang);
+	const struct storm_gang *sg = &gangs[g->cuda];
+
+	fz_name(j.name, "%s", sg->name);
 	fz_name(j.label, "storm-rank%u", rank);
 	ret = fz_ioctl(fd, KVARENA_IOC_JOIN, &j);
 	/* Its client gone (killed, evicted) before it could join. */
 	if (ret == -ENOENT)
 		_exit(0);
-	member_name(want, rank);
+	member_name(sg, want, rank);
 	if (ret || strcmp(j.member, want) || j.nr_frames != NR_GANG ||
-	    j.frame_size != TFS || j.mem_kind != KVARENA_MEM_HOST) {
+	    j.frame_size != TFS || j.mem_kind != sg->mem_kind) {
 		dprintf(1, "# gang rank %d: JOIN of client %u as rank %u: %s, "
 			"member %.32s, %u frames of %llu\n", getpid(),
 			j.client_id, rank, strerror(-ret), j.member,
@@ -1153,6 +1178,7 @@ static void gang_rank(struct fz_rng *r, volatile struct gang_rec *g,
 			SH_ADD(gang_map_refused, 1);
 			continue;
 		}
+		/* A CUDA frame's memory: its own memfd, at offset 0. */
 		if (!sigsetjmp(rank_jmp, 1)) {
 			rank_touching = 1;
 			if (w)
@@ -1274,7 +1300,9 @@ static void worker_gang(struct fz_rng *r, int slot)
 	int fd = dev_open(), ret, status;
 	pid_t pid;
 
-	fz_name(a.name, "%s", arena_gang);
+	g->cuda = (int)fz_below(r, 2);
+	SH_ADD(gang_engines[g->cuda], 1);
+	fz_name(a.name, "%s", gangs[g->cuda].name);
 	fz_name(a.label, "storm-leader-%d", getpid());
 	ret = fz_ioctl(fd, KVARENA_IOC_ATTACH, &a);
 	if (ret == -ENOSPC && a.min_frames) {
@@ -2087,18 +2115,19 @@ static void orphans_add(pid_t pgid, bool gang)
 	orphans[norphans++].gang = gang;
 }
 
-/* Is client @id (of process @pid) in the gang?  -1 if CLIENTS failed. */
-static int gang_has_client(int fd, uint32_t id, pid_t pid)
+/* Is client @id (of process @pid) in gang @sg?  -1 if CLIENTS failed. */
+static int gang_has_client(int fd, const struct storm_gang *sg, uint32_t id,
+			   pid_t pid)
 {
 	static struct kvarena_client_info rows[64];
 	struct kvarena_clients c = { .clients = (uintptr_t)rows, .count = 64 };
 	uint32_t i;
 	int ret;
 
-	fz_name(c.name, "%s", arena_gang);
+	fz_name(c.name, "%s", sg->name);
 	ret = fz_ioctl(fd, KVARENA_IOC_CLIENTS, &c);
 	if (ret) {
-		printf("# %s: CLIENTS: %s\n", arena_gang, strerror(-ret));
+		printf("# %s: CLIENTS: %s\n", sg->name, strerror(-ret));
 		return -1;
 	}
 	for (i = 0; i < c.nr_clients && i < c.count; i++)
@@ -2107,18 +2136,20 @@ static int gang_has_client(int fd, uint32_t id, pid_t pid)
 	return 0;
 }
 
-/* Client @id of @pid leaves the gang within 5 s: 0, or 1 (said). */
-static int gang_client_leaves(int fd, uint32_t id, pid_t pid, const char *why)
+/* Client @id of @pid leaves gang @sg within 5 s: 0, or 1 (said). */
+static int gang_client_leaves(int fd, const struct storm_gang *sg,
+			      uint32_t id, pid_t pid, const char *why)
 {
 	double t0 = fz_now();
 	int there;
 
-	while ((there = gang_has_client(fd, id, pid)) > 0 && fz_now() - t0 < 5)
+	while ((there = gang_has_client(fd, sg, id, pid)) > 0 &&
+	       fz_now() - t0 < 5)
 		usleep(1000);
 	if (!there)
 		return 0;
 	printf("# %s: client %u of %d still there %.1f s after %s\n",
-	       arena_gang, id, pid, fz_now() - t0, why);
+	       sg->name, id, pid, fz_now() - t0, why);
 	return 1;
 }
 
@@ -2165,6 +2196,7 @@ static int kill_gang_part(int fd, struct worker *w, struct worker *v,
 			  struct gang_kills *gk, int *bad)
 {
 	volatile struct gang_rec *g = &sh->gw[v - w];
+	const struct storm_gang *sg;
 	pid_t leader = v->pid, pid;
 	unsigned int rank;
 	bool fatal, joined;
@@ -2173,6 +2205,7 @@ static int kill_gang_part(int fd, struct worker *w, struct worker *v,
 
 	if (!__atomic_load_n(&g->ready, __ATOMIC_ACQUIRE) || v->evicted)
 		return 0;
+	sg = &gangs[g->cuda];
 	id = g->client_id;
 	if (fz_one_in(r, 3)) {
 		kill(leader, SIGKILL);
@@ -2186,7 +2219,7 @@ static int kill_gang_part(int fd, struct worker *w, struct worker *v,
 			return 1;
 		gk->leaders++;
 		/* Its file was its own alone: released as it died. */
-		*bad += gang_client_leaves(fd, id, leader,
+		*bad += gang_client_leaves(fd, sg, id, leader,
 					   "its leader was killed");
 		return 3;
 	}
@@ -2206,7 +2239,7 @@ static int kill_gang_part(int fd, struct worker *w, struct worker *v,
 			return 2;
 		}
 		gk->fatal++;
-		*bad += gang_client_leaves(fd, id, leader,
+		*bad += gang_client_leaves(fd, sg, id, leader,
 					   "a RANKS_FATAL rank was killed");
 		return 2;
 	}
@@ -2216,28 +2249,28 @@ static int kill_gang_part(int fd, struct worker *w, struct worker *v,
 	if (v->evicted || proc_ended(leader))
 		return 2;
 	gk->kept++;
-	if (gang_has_client(fd, id, leader) != 1) {
+	if (gang_has_client(fd, sg, id, leader) != 1) {
 		printf("# %s: client %u of %d gone with a rank of it killed, "
-		       "no RANKS_FATAL\n", arena_gang, id, leader);
+		       "no RANKS_FATAL\n", sg->name, id, leader);
 		(*bad)++;
 	}
 	return 2;
 }
 
 /*
- * The gang's frames and its members' at any moment: the gang's counts
- * add up, and each member's own table is idle (no client, nothing held
- * or reserved, every frame free or cached).
+ * A gang's frames and its members' at any moment: the gang's counts add
+ * up, and each member's own table is idle (no client, nothing held or
+ * reserved, every frame free or cached).
  */
-static int check_gang_now(int fd)
+static int check_one_gang_now(int fd, const struct storm_gang *sg)
 {
 	char name[KVARENA_NAME_LEN];
 	struct kvarena_stat s;
-	int bad = check_now(fd, arena_gang);
+	int bad = check_now(fd, sg->name);
 	unsigned int m;
 
 	for (m = 0; m < GANG_N; m++) {
-		member_name(name, m);
+		member_name(sg, name, m);
 		if (fz_stat(fd, name, &s)) {
 			printf("# %s: STAT failed\n", name);
 			bad++;
@@ -2248,7 +2281,7 @@ static int check_gang_now(int fd)
 		    s.nr_frames != NR_GANG || s.nr_backed != NR_GANG) {
 			printf("# %s, a member of %s: clients %u held %u "
 			       "reserved %u, free %u + cached %u of %u, %u "
-			       "backed\n", name, arena_gang, s.nr_clients,
+			       "backed\n", name, sg->name, s.nr_clients,
 			       s.nr_held, s.nr_reserved, s.nr_free, s.nr_cached,
 			       s.nr_frames, s.nr_backed);
 			bad++;
@@ -2257,32 +2290,76 @@ static int check_gang_now(int fd)
 	return bad;
 }
 
-/* The gang over GANG_N host arenas of NR_GANG frames: 0 or -errno. */
+static int check_gang_now(int fd)
+{
+	return check_one_gang_now(fd, &gangs[0]) +
+	       check_one_gang_now(fd, &gangs[1]);
+}
+
+/* A CUDA arena of @nr frames of @fsize, each its own memfd: 0 or -errno. */
+static int cuda_arena_create(int fd, const char *name, uint32_t nr,
+			     uint64_t fsize)
+{
+	struct kvarena_arena_create c = {
+		.frame_size = fsize, .nr_frames = nr,
+		.mem_kind = KVARENA_MEM_CUDA, .bytes_per_token = 1024,
+	};
+	struct kvarena_set_backing b = { .nr_frames = 1 };
+	uint32_t i;
+	int ret, mfd;
+
+	fz_name(c.name, "%s", name);
+	ret = fz_ioctl(fd, KVARENA_IOC_ARENA_CREATE, &c);
+	for (i = 0; !ret && i < nr; i++) {
+		mfd = fz_memfd(fsize);
+		if (mfd < 0)
+			return -errno;
+		fz_name(b.name, "%s", name);
+		b.first_frame = i;
+		b.fd = mfd;
+		ret = fz_ioctl(fd, KVARENA_IOC_ARENA_SET_BACKING, &b);
+		close(mfd);
+	}
+	return ret;
+}
+
+/* The gangs over GANG_N arenas of NR_GANG frames each: 0 or -errno. */
 static int gang_setup(int fd)
 {
 	char names[GANG_N][KVARENA_NAME_LEN];
 	struct kvarena_gang_create g = { .members = (uintptr_t)names,
 					 .nr_members = GANG_N };
-	unsigned int m;
+	unsigned int m, k;
 	int ret;
 
-	for (m = 0; m < GANG_N; m++) {
-		member_name(names[m], m);
-		ret = fz_arena_create(fd, names[m], NR_GANG, TFS, true);
+	for (k = 0; k < 2; k++) {
+		const struct storm_gang *sg = &gangs[k];
+
+		for (m = 0; m < GANG_N; m++) {
+			member_name(sg, names[m], m);
+			ret = sg->mem_kind == KVARENA_MEM_CUDA ?
+			      cuda_arena_create(fd, names[m], NR_GANG, TFS) :
+			      fz_arena_create(fd, names[m], NR_GANG, TFS, true);
+			if (ret)
+				return ret;
+		}
+		fz_name(g.name, "%s", sg->name);
+		ret = fz_ioctl(fd, KVARENA_IOC_GANG_CREATE, &g);
 		if (ret)
 			return ret;
 	}
-	fz_name(g.name, "%s", arena_gang);
-	return fz_ioctl(fd, KVARENA_IOC_GANG_CREATE, &g);
+	return 0;
 }
 
 /*
- * At the end, every process gone: the gang is quiet (every frame back),
+ * At the end, every process gone: gang @sg is quiet (every frame back),
  * goes, and sets its members free, intact - all their frames there,
- * backed, free or cached, no client - and quiet too.  Returns the
+ * backed, free or cached, no client - and quiet too (a CUDA member's
+ * frames that carry the gang's tenants' data are free, being cleared).  Returns the
  * failures; the frames lost (gang and members) in @lost.
  */
-static int gang_teardown(int fd, uint32_t *lost)
+static int one_gang_teardown(int fd, const struct storm_gang *sg,
+			     uint32_t *lost)
 {
 	char name[KVARENA_NAME_LEN], line[64], path[128];
 	struct kvarena_stat s;
@@ -2292,16 +2369,16 @@ static int gang_teardown(int fd, uint32_t *lost)
 	FILE *f;
 
 	*lost = 0;
-	bad += fz_wait_no_clients(fd, arena_gang, 60) < 0;
-	bad += fz_check_quiet(fd, arena_gang, &l);
+	bad += fz_wait_no_clients(fd, sg->name, 60) < 0;
+	bad += fz_check_quiet(fd, sg->name, &l);
 	*lost += l;
-	ret = fz_arena_destroy(fd, arena_gang);
+	ret = fz_arena_destroy(fd, sg->name);
 	if (ret) {
-		printf("# destroying %s: %s\n", arena_gang, strerror(-ret));
+		printf("# destroying %s: %s\n", sg->name, strerror(-ret));
 		return bad + 1;
 	}
 	for (m = 0; m < GANG_N; m++) {
-		member_name(name, m);
+		member_name(sg, name, m);
 		bad += fz_check_quiet(fd, name, &l);
 		*lost += l;
 		if (fz_stat(fd, name, &s) || s.nr_frames != NR_GANG ||
@@ -2331,6 +2408,16 @@ static int gang_teardown(int fd, uint32_t *lost)
 			bad++;
 		}
 	}
+	return bad;
+}
+
+static int gang_teardown(int fd, uint32_t *lost)
+{
+	uint32_t l[2];
+	int bad = one_gang_teardown(fd, &gangs[0], &l[0]) +
+		  one_gang_teardown(fd, &gangs[1], &l[1]);
+
+	*lost = l[0] + l[1];
 	return bad;
 }
 
@@ -2484,7 +2571,10 @@ int main(int argc, char **argv)
 			const char *name;
 			uint32_t nr;
 
-			/* The gang's clients too: their ranks lose them. */
+			/*
+			 * The host gang's clients too: their ranks lose them
+			 * (a CUDA gang's client is not evicted: -EOPNOTSUPP).
+			 */
 			if (fz_one_in(&r, 8)) {
 				name = arena_gang;
 				failures += evict_one(fd, name, w, nall, &r, &ev);
@@ -2611,6 +2701,9 @@ int main(int argc, char **argv)
 	       "of killed agents' copies, %lu cached at the end\n",
 	       sh->verified_hit, sh->verified_promoted, sh->verified_lower,
 	       sh->verified_source, ak.verified, verified_end);
+	printf("# gang: engines started on %s %lu, on %s (CUDA members) %lu\n",
+	       gangs[0].name, sh->gang_engines[0], gangs[1].name,
+	       sh->gang_engines[1]);
 	printf("# gang: %lu engines killed whole, %lu leaders killed alone "
 	       "(ranks that found their client gone and ended: %lu), %lu ranks killed "
 	       "(%lu with RANKS_FATAL took their client, %lu without left it, "
