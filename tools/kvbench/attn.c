@@ -32,7 +32,15 @@
  *
  * Times are the best of repeated passes (at least --time seconds of them),
  * for the peer and for the kernels alike.
+ *
+ * --peer FILE: another library's decode (tools/kvbench/peer.h; ggml's,
+ * built by tools/ggml-peer/build.sh from a tree the user gives) on the
+ * same shapes - each dtype beside its counterpart, fp8 beside q8_0, and
+ * bf16 beside the peer's f16 too - cold (--mem) and hot (32 MiB), its
+ * passes alternating with the kernels' on the same layers, and the ratio
+ * of tokens per second.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -51,6 +59,7 @@
 
 #include "kvattn.h"
 #include "kvbench.h"
+#include "peer.h"
 
 #define MAX_LIST 8
 
@@ -78,6 +87,7 @@ struct opts {
 	double min_time;
 	bool prefill;
 	uint32_t chunk;
+	const char *peer;
 };
 
 static const uint32_t q_heads = 32;
@@ -527,7 +537,7 @@ static void usage(FILE *f)
 "usage: kvbench attn [--json] [--threads N] [--isa scalar|avx2|avx512]\n"
 "                    [--dtype bf16,fp8] [--tokens 1024,8192,32768]\n"
 "                    [--batch 1,16] [--mem MIB] [--time SEC] [--chunk N]\n"
-"                    [--no-prefill]\n"
+"                    [--no-prefill] [--peer FILE]\n"
 "\n"
 "Decode and prefill attention, Llama-3-8B geometry (32 q heads, 8 KV heads,\n"
 "head_dim 128, 2 MiB frames), against the read bandwidth of the same bytes\n"
@@ -537,7 +547,9 @@ static void usage(FILE *f)
 "  --threads N  threads of the all-thread runs (default: online CPUs)\n"
 "  --mem MIB    KV bytes each decode case cycles through (default 1024)\n"
 "  --time SEC   least time spent on each measurement (default 0.5)\n"
-"  --chunk N    prefill query tokens per sequence (default 512)\n");
+"  --chunk N    prefill query tokens per sequence (default 512)\n"
+"  --peer FILE  another library's decode beside the kernels, pass for pass\n"
+"               (a kvb_peer_v1 object: tools/ggml-peer/build.sh GGML_DIR)\n");
 }
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -553,6 +565,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "time", required_argument, NULL, 's' },
 		{ "chunk", required_argument, NULL, 'c' },
 		{ "no-prefill", no_argument, NULL, 'P' },
+		{ "peer", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -618,6 +631,9 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'P':
 			o->prefill = false;
+			break;
+		case 'p':
+			o->peer = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -687,10 +703,189 @@ static void print_row(const struct opts *o, const struct kva_attn *h,
 	fflush(stdout);
 }
 
+/* ---- a peer's decode beside the kernels' (--peer) ------------------------ */
+
+/* The bytes a hot case cycles through. */
+#define PEER_HOT	(32ull << 20)
+
+/* Each kvarena dtype beside the peer's counterparts. */
+static const struct {
+	enum kva_dtype dt;
+	enum kvb_peer_dtype pdt;
+	const char *pname;
+} peer_pairs[] = {
+	{ KVA_DTYPE_FP16, KVB_PEER_F16, "f16" },
+	{ KVA_DTYPE_BF16, KVB_PEER_BF16, "bf16" },
+	{ KVA_DTYPE_BF16, KVB_PEER_F16, "f16" },
+	{ KVA_DTYPE_FP8, KVB_PEER_Q8_0, "q8_0" },
+};
+
+/* The peer object @path: its kvb_peer_v1, or NULL (said). */
+static const struct kvb_peer *peer_load(const char *path)
+{
+	const struct kvb_peer *p;
+	void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+
+	if (!dl) {
+		fprintf(stderr, "kvbench attn: --peer %s: %s\n", path,
+			dlerror());
+		return NULL;
+	}
+	p = dlsym(dl, "kvb_peer_v1");
+	if (!p || p->abi != KVB_PEER_ABI || !p->open || !p->pass ||
+	    !p->bytes || !p->close) {
+		fprintf(stderr, "kvbench attn: --peer %s: no kvb_peer_v1 of ABI %u\n",
+			path, KVB_PEER_ABI);
+		return NULL;
+	}
+	return p;
+}
+
+/*
+ * The kernels' decode of @a and the peer's of the same case, pass for
+ * pass in turn: best-of seconds of each.
+ */
+static int peer_paired(struct kva_attn *h, const struct arena *a,
+		       const struct kvb_peer *p, void *ph, double min_time,
+		       double *kt, double *pt)
+{
+	struct decode_io io;
+	double spent = 0.0;
+	int err = io_make(&io, a);
+
+	*kt = *pt = INFINITY;
+	for (int pass = 0; !err && (pass < 3 || spent < 2 * min_time);
+	     pass++) {
+		double t = decode_pass(h, a, &io, &err), u;
+
+		if (err)
+			break;
+		u = kvbench_now();
+		err = p->pass(ph);
+		u = kvbench_now() - u;
+		spent += t + u;
+		if (pass && t < *kt)
+			*kt = t;
+		if (pass && u < *pt)
+			*pt = u;
+	}
+	io_free(&io);
+	return err;
+}
+
+static int peer_run(const struct opts *o, const struct kvb_peer *p,
+		    struct kva_attn *const *hs, unsigned int tcount)
+{
+	static const char *const cache[2] = { "cold", "hot" };
+	int err = 0;
+
+	if (!o->json) {
+		printf("\npeer: %s (%s), decode, 32 q heads, 8 KV heads, "
+		       "head_dim 128; cold: %llu MiB cycled, hot: 32 MiB; "
+		       "passes alternate\n", p->name, p->version,
+		       (unsigned long long)(o->mem >> 20));
+		printf("%5s %8s %6s %8s %6s %6s %7s %10s %9s %10s %9s %8s\n",
+		       "cache", "tokens", "batch", "threads", "dtype", "peer",
+		       "layers", "tokens/s", "KV GB/s", "peer t/s", "peer GB/s",
+		       "x peer");
+	}
+	for (unsigned int c = 0; c < 2; c++)
+	for (unsigned int ti = 0; ti < o->nr_tokens; ti++)
+	for (unsigned int bi = 0; bi < o->nr_batch; bi++)
+	for (unsigned int pi = 0; pi < sizeof(peer_pairs) / sizeof(peer_pairs[0]);
+	     pi++) {
+		uint64_t tokens = o->tokens[ti];
+		uint32_t batch = o->batch[bi], layers;
+		struct kva_geometry g;
+		struct arena a;
+		unsigned int d;
+
+		for (d = 0; d < o->nr_dtypes; d++)
+			if (o->dtypes[d] == peer_pairs[pi].dt)
+				break;
+		if (d == o->nr_dtypes)
+			continue;
+		geometry(&g, peer_pairs[pi].dt);
+		if (c) {
+			struct opts hot = *o;
+
+			/* Hot: what one layer of the case is too big for. */
+			if (tokens * batch * (slice_bytes(&g) /
+					      g.tokens_per_frame) > PEER_HOT)
+				continue;
+			hot.mem = PEER_HOT;
+			layers = layers_for(&hot, tokens, batch, &g);
+		} else {
+			layers = layers_for(o, tokens, batch, &g);
+		}
+		err = arena_make(&a, peer_pairs[pi].dt, tokens, batch, layers);
+		if (err)
+			return err;
+		for (unsigned int k = 0; k < tcount && !err; k++) {
+			struct kvb_peer_case pc = {
+				.head_dim = g.head_dim, .kv_heads = g.kv_heads,
+				.q_heads = q_heads, .batch = batch,
+				.tokens = tokens, .layers = layers,
+				.threads = kva_attn_threads(hs[k]),
+				.dtype = peer_pairs[pi].pdt,
+				.scale = 1.0f / sqrtf((float)g.head_dim),
+			};
+			char why[160] = "";
+			void *ph = p->open(&pc, why, sizeof(why));
+			double kt, pt;
+
+			if (!ph) {
+				fprintf(stderr, "kvbench attn: peer %s: %s\n",
+					p->name, why);
+				err = -EINVAL;
+				break;
+			}
+			err = peer_paired(hs[k], &a, p, ph, o->min_time, &kt,
+					  &pt);
+			if (!err && o->json)
+				printf("{\"kind\":\"peer\",\"peer\":\"%s\","
+				       "\"version\":\"%s\",\"cache\":\"%s\","
+				       "\"tokens\":%llu,\"batch\":%u,"
+				       "\"threads\":%u,\"dtype\":\"%s\","
+				       "\"peer_dtype\":\"%s\",\"layers\":%u,"
+				       "\"tokens_per_s\":%.1f,\"kv_gbs\":%.3f,"
+				       "\"peer_tokens_per_s\":%.1f,"
+				       "\"peer_kv_gbs\":%.3f,\"vs_peer\":%.3f}\n",
+				       p->name, p->version, cache[c],
+				       (unsigned long long)tokens, batch,
+				       pc.threads,
+				       kva_dtype_name(peer_pairs[pi].dt),
+				       peer_pairs[pi].pname, layers,
+				       tokens_per_s(&a, kt),
+				       arena_data_bytes(&a) / kt / 1e9,
+				       tokens_per_s(&a, pt),
+				       (double)p->bytes(ph) / pt / 1e9, pt / kt);
+			else if (!err)
+				printf("%5s %8llu %6u %8u %6s %6s %7u %10.1f "
+				       "%9.2f %10.1f %9.2f %7.2fx\n", cache[c],
+				       (unsigned long long)tokens, batch,
+				       pc.threads,
+				       kva_dtype_name(peer_pairs[pi].dt),
+				       peer_pairs[pi].pname, layers,
+				       tokens_per_s(&a, kt),
+				       arena_data_bytes(&a) / kt / 1e9,
+				       tokens_per_s(&a, pt),
+				       (double)p->bytes(ph) / pt / 1e9, pt / kt);
+			fflush(stdout);
+			p->close(ph);
+		}
+		arena_free(&a);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 int kvbench_attn_main(int argc, char **argv)
 {
 	struct kva_attn *h1 = NULL, *hn = NULL;
 	struct kva_attn_config cfg = { .threads = 1 };
+	const struct kvb_peer *peer = NULL;
 	struct arena bw[MAX_DTYPES] = { 0 };
 	struct arena *bwp[MAX_DTYPES] = { 0 };
 	double bwr[2][MAX_DTYPES], bw_dec[2][MAX_DTYPES];
@@ -702,6 +897,12 @@ int kvbench_attn_main(int argc, char **argv)
 	err = parse(argc, argv, &o);
 	if (err)
 		return err;
+	/* A peer that does not load is refused before anything runs. */
+	if (o.peer) {
+		peer = peer_load(o.peer);
+		if (!peer)
+			return 1;
+	}
 	nd = o.nr_dtypes;
 	cfg.isa = o.isa;
 	err = kva_attn_create(&h1, &cfg);
@@ -820,6 +1021,16 @@ int kvbench_attn_main(int argc, char **argv)
 						  &rows[k][d]);
 		}
 
+	if (peer) {
+		struct kva_attn *hs[2] = { h1, hn };
+
+		err = peer_run(&o, peer, hs, tcount);
+		if (err) {
+			fprintf(stderr, "kvbench attn: peer: %s\n",
+				strerror(-err));
+			goto out;
+		}
+	}
 	if (o.prefill) {
 		if (!o.json)
 			printf("\nprefill: %u query tokens at the end of the "

@@ -48,3 +48,19 @@ bench-vm: $(KVB_DIR)/kvbench-static $(B)/tools/kvarenactl-static
 	$(Q)$(VM_RUN) --timeout $(VM_TIMEOUT) --script $(B)/bench-vm.sh \
 		--kernel /boot/vmlinuz-$(RUN_KERNEL) \
 		--module $(B)/kmod/$(RUN_KERNEL)/kvarena.ko $^
+
+# kvbench attn --peer with a test double of the peer library (CI has no
+# ggml tree; tools/ggml-peer/build.sh builds the real one).
+KVB_T := $(B)/selftests/kvbench
+$(KVB_T)/peer_double.so $(KVB_T)/peer_wrong_abi.so: \
+		$(SRC)/selftests/kvbench/peer_double.c $(SRC)/tools/kvbench/peer.h
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -fPIC -shared -I$(SRC)/tools/kvbench \
+		$(if $(findstring wrong,$@),-DWRONG_ABI) -o $@ $<
+
+.PHONY: check-kvbench
+check-kvbench: $(KVB_DIR)/kvbench $(KVB_T)/peer_double.so \
+	       $(KVB_T)/peer_wrong_abi.so
+	$(Q)$(SRC)/selftests/kvbench/peer_test.sh $(KVB_DIR)/kvbench \
+		$(KVB_T)/peer_double.so $(KVB_T)/peer_wrong_abi.so
+CHECK_NATIVE += check-kvbench
