@@ -88,6 +88,7 @@ struct opts {
 	bool prefill;
 	uint32_t chunk;
 	const char *peer;
+	bool mixed;
 };
 
 static const uint32_t q_heads = 32;
@@ -163,12 +164,26 @@ static uint64_t fill_word(enum kva_dtype dt, uint64_t r)
 }
 
 /*
+ * Mixed lengths (--mixed): sequence @s of @n holds one of n lengths spread
+ * evenly over [tokens / 4, tokens], in an order that is no order (a
+ * stride of 7919, prime and above any batch, through them), as a batch
+ * of requests admitted at different times has.
+ */
+static uint64_t mixed_tokens(uint64_t tokens, uint32_t s, uint32_t n)
+{
+	uint64_t lo = tokens / 4 ? tokens / 4 : 1;
+	uint32_t k = n > 1 ? (uint32_t)(((uint64_t)s * 7919) % n) : 0;
+
+	return n > 1 ? lo + (tokens - lo) * k / (n - 1) : tokens;
+}
+
+/*
  * Reserves nr_seqs ranges of tokens each and fills the slices of layers
  * 0 .. layers - 1 with values in +-[0.5, 1); the other layers' pages stay
  * untouched and take no memory.
  */
 static int arena_make(struct arena *a, enum kva_dtype dt, uint64_t tokens,
-		      uint32_t nr_seqs, uint32_t layers)
+		      uint32_t nr_seqs, uint32_t layers, bool mixed)
 {
 	uint64_t state = 0x9e3779b97f4a7c15ull;
 
@@ -190,7 +205,8 @@ static int arena_make(struct arena *a, enum kva_dtype dt, uint64_t tokens,
 	}
 	for (uint32_t s = 0; s < nr_seqs; s++) {
 		a->seqs[s].base = a->mem + (size_t)s * a->seq_bytes;
-		a->seqs[s].tokens = tokens;
+		a->seqs[s].tokens = mixed ? mixed_tokens(tokens, s, nr_seqs) :
+				    tokens;
 		for (uint32_t l = 0; l < layers; l++)
 			for (uint64_t f = 0; f < arena_frames(a); f++) {
 				uint64_t *p = (uint64_t *)slice(a, s, l, f);
@@ -330,8 +346,11 @@ static double read_once(const struct arena *a, enum kva_isa isa,
 
 static double arena_data_bytes(const struct arena *a)
 {
-	return (double)a->nr_seqs * a->layers * arena_frames(a) *
-	       slice_bytes(&a->g);
+	double frames = 0;
+
+	for (uint32_t s = 0; s < a->nr_seqs; s++)
+		frames += (double)kva_frames_for(&a->g, a->seqs[s].tokens);
+	return frames * a->layers * slice_bytes(&a->g);
 }
 
 /* ---- the kernels ----------------------------------------------------------- */
@@ -537,7 +556,7 @@ static void usage(FILE *f)
 "usage: kvbench attn [--json] [--threads N] [--isa scalar|avx2|avx512]\n"
 "                    [--dtype bf16,fp8] [--tokens 1024,8192,32768]\n"
 "                    [--batch 1,16] [--mem MIB] [--time SEC] [--chunk N]\n"
-"                    [--no-prefill] [--peer FILE]\n"
+"                    [--no-prefill] [--mixed] [--peer FILE]\n"
 "\n"
 "Decode and prefill attention, Llama-3-8B geometry (32 q heads, 8 KV heads,\n"
 "head_dim 128, 2 MiB frames), against the read bandwidth of the same bytes\n"
@@ -548,6 +567,8 @@ static void usage(FILE *f)
 "  --mem MIB    KV bytes each decode case cycles through (default 1024)\n"
 "  --time SEC   least time spent on each measurement (default 0.5)\n"
 "  --chunk N    prefill query tokens per sequence (default 512)\n"
+"  --mixed      batches of several sequences hold lengths spread evenly\n"
+"               over [tokens / 4, tokens] (the decodes; not the peer's)\n"
 "  --peer FILE  another library's decode beside the kernels, pass for pass\n"
 "               (a kvb_peer_v1 object: tools/ggml-peer/build.sh GGML_DIR)\n");
 }
@@ -566,6 +587,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "chunk", required_argument, NULL, 'c' },
 		{ "no-prefill", no_argument, NULL, 'P' },
 		{ "peer", required_argument, NULL, 'p' },
+		{ "mixed", no_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -635,6 +657,9 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'p':
 			o->peer = optarg;
 			break;
+		case 'M':
+			o->mixed = true;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -691,10 +716,16 @@ static void print_row(const struct opts *o, const struct kva_attn *h,
 		       r->ratio, r->tps);
 		if (r->vs_bf16 > 0)
 			printf(",\"vs_bf16\":%.3f", r->vs_bf16);
+		if (o->mixed && batch > 1)
+			printf(",\"mixed\":true");
 		printf("}\n");
 	} else {
-		printf("%8llu %6u %8u %6s %7u %9.2f %8.0f%% %10.1f",
-		       (unsigned long long)tokens, batch, r->threads, r->dtype,
+		char b[16];
+
+		snprintf(b, sizeof(b), "%u%s", batch,
+			 o->mixed && batch > 1 ? "m" : "");
+		printf("%8llu %6s %8u %6s %7u %9.2f %8.0f%% %10.1f",
+		       (unsigned long long)tokens, b, r->threads, r->dtype,
 		       r->layers, r->kv_gbs, 100 * r->ratio, r->tps);
 		if (r->vs_bf16 > 0)
 			printf(" %7.2fx", r->vs_bf16);
@@ -818,7 +849,8 @@ static int peer_run(const struct opts *o, const struct kvb_peer *p,
 		} else {
 			layers = layers_for(o, tokens, batch, &g);
 		}
-		err = arena_make(&a, peer_pairs[pi].dt, tokens, batch, layers);
+		err = arena_make(&a, peer_pairs[pi].dt, tokens, batch, layers,
+				 false);
 		if (err)
 			return err;
 		for (unsigned int k = 0; k < tcount && !err; k++) {
@@ -923,7 +955,7 @@ int kvbench_attn_main(int argc, char **argv)
 	for (d = 0; d < nd; d++) {
 		geometry(&g, o.dtypes[d]);
 		err = arena_make(&bw[d], o.dtypes[d], 8192, 1,
-				 layers_for(&o, 8192, 1, &g));
+				 layers_for(&o, 8192, 1, &g), false);
 		if (err) {
 			fprintf(stderr, "kvbench attn: arena: %s\n",
 				strerror(-err));
@@ -959,7 +991,9 @@ int kvbench_attn_main(int argc, char **argv)
 	}
 	if (!o.json) {
 		printf("\ndecode: 32 q heads, 8 KV heads, head_dim 128, "
-		       "isa %s\n", kva_isa_name(kva_attn_isa(h1)));
+		       "isa %s%s\n", kva_isa_name(kva_attn_isa(h1)),
+		       o.mixed ? "; batch Bm: B sequences of lengths spread "
+		       "over [tokens / 4, tokens]" : "");
 		printf("%8s %6s %8s %6s %7s %9s %9s %10s %8s\n", "tokens",
 		       "batch", "threads", "dtype", "layers", "KV GB/s",
 		       "of read", "tokens/s", "x bf16");
@@ -981,7 +1015,8 @@ int kvbench_attn_main(int argc, char **argv)
 				else
 					err = arena_make(&a, o.dtypes[d], tokens,
 						batch, layers_for(&o, tokens,
-								  batch, &g));
+								  batch, &g),
+						o.mixed && batch > 1);
 				if (err) {
 					fprintf(stderr, "kvbench attn: arena of %llu x %u tokens: %s\n",
 						(unsigned long long)tokens,
@@ -1045,7 +1080,8 @@ int kvbench_attn_main(int argc, char **argv)
 			for (d = 0; d < nd; d++) {
 				struct arena a;
 
-				err = arena_make(&a, o.dtypes[d], tokens, 1, 1);
+				err = arena_make(&a, o.dtypes[d], tokens, 1, 1,
+						 false);
 				if (err) {
 					fprintf(stderr, "kvbench attn: arena: %s\n",
 						strerror(-err));

@@ -49,8 +49,9 @@ bench-vm: $(KVB_DIR)/kvbench-static $(B)/tools/kvarenactl-static
 		--kernel /boot/vmlinuz-$(RUN_KERNEL) \
 		--module $(B)/kmod/$(RUN_KERNEL)/kvarena.ko $^
 
-# kvbench attn --peer with a test double of the peer library (CI has no
-# ggml tree; tools/ggml-peer/build.sh builds the real one).
+# kvbench attn's rows: --mixed, and --peer with a test double of the peer
+# library (CI has no ggml tree; tools/ggml-peer/build.sh builds the real
+# one).
 KVB_T := $(B)/selftests/kvbench
 $(KVB_T)/peer_double.so $(KVB_T)/peer_wrong_abi.so: \
 		$(SRC)/selftests/kvbench/peer_double.c $(SRC)/tools/kvbench/peer.h
@@ -61,6 +62,6 @@ $(KVB_T)/peer_double.so $(KVB_T)/peer_wrong_abi.so: \
 .PHONY: check-kvbench
 check-kvbench: $(KVB_DIR)/kvbench $(KVB_T)/peer_double.so \
 	       $(KVB_T)/peer_wrong_abi.so
-	$(Q)$(SRC)/selftests/kvbench/peer_test.sh $(KVB_DIR)/kvbench \
+	$(Q)$(SRC)/selftests/kvbench/attn_test.sh $(KVB_DIR)/kvbench \
 		$(KVB_T)/peer_double.so $(KVB_T)/peer_wrong_abi.so
 CHECK_NATIVE += check-kvbench

@@ -1,13 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# kvbench attn --peer, with a test double standing in for the peer library
-# (selftests/kvbench/peer_double.c): the peer's rows for every pair of
-# dtypes, cache and thread count, and the refusals of a peer object that
-# is missing or of another ABI.  Output is TAP.  Timings are not checked:
-# a benchmark's figures are not a test's.
+# kvbench attn's rows: --mixed batches, and --peer with a test double
+# standing in for the peer library (selftests/kvbench/peer_double.c): the
+# peer's rows for every pair of dtypes, cache and thread count, and the
+# refusals of a peer object that is missing or of another ABI.  Output is
+# TAP.  Timings are not checked: a benchmark's figures are not a test's.
 #
-#   selftests/kvbench/peer_test.sh KVBENCH DOUBLE.so WRONG_ABI.so
+#   selftests/kvbench/attn_test.sh KVBENCH DOUBLE.so WRONG_ABI.so
 
 KVB=$1
 DOUBLE=$2
@@ -19,6 +19,17 @@ TAP_CMD=$KVB
 . "$(dirname "$0")/../tap.sh"
 
 small="--tokens 1024 --batch 1 --time 0 --no-prefill --mem 8 --threads 2"
+
+# --mixed: the rows of several sequences say so, batch 1's do not.
+run attn --tokens 1024 --batch 1,4 --mixed --time 0 --no-prefill --mem 8 \
+	--threads 2 --json
+if [ "$rc" = 0 ] &&
+   [ "$(grep -c '"kind":"decode","tokens":1024,"batch":4,.*"mixed":true}' "$TMP/out")" = 2 ] &&
+   ! grep -q '"batch":1,.*"mixed"' "$TMP/out"; then
+	pass mixed_batches_are_marked
+else
+	fail mixed_batches_are_marked
+fi
 
 # shellcheck disable=SC2086
 run attn $small --dtype fp16,fp8 --json --peer "$DOUBLE"
