@@ -56,6 +56,17 @@ else
 	fail peer_cases_cycle_the_layers_the_memory_holds
 fi
 
+# The prefill beside the peer's: bf16 beside bf16 and f16, 1 and 2 threads.
+run attn --tokens 1024 --batch 1 --time 0 --mem 8 --threads 2 --chunk 64 \
+	--json --peer "$DOUBLE"
+if [ "$rc" = 0 ] &&
+   [ "$(grep -c '"kind":"peer_prefill","peer":"double",.*"q_tokens":64,"gflops":' "$TMP/out")" = 4 ] &&
+   grep -q '"kind":"peer_prefill",.*"threads":2,"dtype":"bf16","peer_dtype":"f16",' "$TMP/out"; then
+	pass peer_prefill_rows_for_every_pair_and_thread_count
+else
+	fail peer_prefill_rows_for_every_pair_and_thread_count
+fi
+
 # shellcheck disable=SC2086
 run attn $small --peer "$TMP/none.so"
 check peer_that_does_not_load_is_refused rc 1 noout \

@@ -31,6 +31,11 @@ static void *dp_open(const struct kvb_peer_case *c, char *why, size_t len)
 		snprintf(why, len, "a case with a zero in it");
 		return NULL;
 	}
+	if (c->q_tokens > c->tokens || (c->q_tokens && c->batch != 1)) {
+		snprintf(why, len, "a prefill of %u query tokens of %llu, batch %u",
+			 c->q_tokens, (unsigned long long)c->tokens, c->batch);
+		return NULL;
+	}
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return NULL;

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * ggml as kvbench attn's peer (tools/kvbench/peer.h): a decode case is
- * one ggml graph of ggml_flash_attn_ext() nodes, one per layer, each over
- * that layer's K and V tensors [head_dim, tokens, kv_heads, batch] of the
- * case's type, computed by ggml's CPU backend on a thread pool made once.
+ * ggml as kvbench attn's peer (tools/kvbench/peer.h): a case is one ggml
+ * graph of ggml_flash_attn_ext() nodes, one per layer, each over that
+ * layer's K and V tensors [head_dim, tokens, kv_heads, batch] of the
+ * case's type, computed by ggml's CPU backend on a thread pool made once;
+ * a prefill's queries see the keys through an F16 causal mask, 0 or -inf.
  * Only ggml's public API is used; build.sh links this against a ggml tree
  * the user gives.
  *
@@ -12,6 +13,7 @@
  * GGML_PREC_F32, as llama.cpp asks of its flash attention.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,7 +97,10 @@ static void *gp_open(const struct kvb_peer_case *c, char *why, size_t len)
 	struct ggml_init_params ip = { 0 };
 	size_t kv = ggml_row_size(kt, c->head_dim) * c->tokens *
 		    c->kv_heads * c->batch;
-	size_t qb = sizeof(float) * c->head_dim * c->q_heads * c->batch;
+	uint32_t nq = c->q_tokens ? c->q_tokens : 1;
+	size_t qb = sizeof(float) * c->head_dim * nq * c->q_heads * c->batch;
+	size_t mb = c->q_tokens ? sizeof(ggml_fp16_t) * c->tokens * nq : 0;
+	struct ggml_tensor *mask = NULL;
 	size_t nodes = 2 * (size_t)c->layers + 8;
 	struct ggml_tensor *q;
 	struct gpeer *g;
@@ -112,18 +117,34 @@ static void *gp_open(const struct kvb_peer_case *c, char *why, size_t len)
 	if (!g || !row)
 		goto nomem;
 	ggml_cpu_init();
-	ip.mem_size = 2 * kv * c->layers + qb * (c->layers + 1) +
+	if (c->q_tokens > c->tokens) {
+		snprintf(why, len, "%u query tokens of %llu", c->q_tokens,
+			 (unsigned long long)c->tokens);
+		goto fail;
+	}
+	ip.mem_size = 2 * kv * c->layers + qb * (c->layers + 1) + mb +
 		      ggml_tensor_overhead() * (4 * (size_t)c->layers + 8) +
 		      ggml_graph_overhead_custom(nodes, false) + (1u << 20);
 	g->ctx = ggml_init(ip);
 	if (!g->ctx)
 		goto nomem;
 	g->gf = ggml_new_graph_custom(g->ctx, nodes, false);
-	q = ggml_new_tensor_4d(g->ctx, GGML_TYPE_F32, c->head_dim, 1,
+	q = ggml_new_tensor_4d(g->ctx, GGML_TYPE_F32, c->head_dim, nq,
 			       c->q_heads, c->batch);
 	for (int64_t i = 0; i < ggml_nelements(q); i++)
 		((float *)q->data)[i] = (float)((i * 2654435761u) % 1000) /
 					1000.0f - 0.5f;
+	/* Causal: query i sees keys 0 .. tokens - q_tokens + i. */
+	if (c->q_tokens) {
+		ggml_fp16_t zero = ggml_fp32_to_fp16(0.0f);
+		ggml_fp16_t ninf = ggml_fp32_to_fp16(-INFINITY);
+
+		mask = ggml_new_tensor_2d(g->ctx, GGML_TYPE_F16, c->tokens, nq);
+		for (uint32_t i = 0; i < nq; i++)
+			for (uint64_t j = 0; j < c->tokens; j++)
+				((ggml_fp16_t *)mask->data)[i * c->tokens + j] =
+					j <= c->tokens - nq + i ? zero : ninf;
+	}
 	for (uint32_t l = 0; l < c->layers; l++) {
 		struct ggml_tensor *k, *v, *o;
 
@@ -134,7 +155,7 @@ static void *gp_open(const struct kvb_peer_case *c, char *why, size_t len)
 		fill(k, row, &state);
 		fill(v, row, &state);
 		g->bytes += ggml_nbytes(k) + ggml_nbytes(v);
-		o = ggml_flash_attn_ext(g->ctx, q, k, v, NULL, c->scale, 0.0f,
+		o = ggml_flash_attn_ext(g->ctx, q, k, v, mask, c->scale, 0.0f,
 					0.0f);
 		ggml_flash_attn_ext_set_prec(o, GGML_PREC_F32);
 		ggml_build_forward_expand(g->gf, o);

@@ -38,7 +38,7 @@
  * same shapes - each dtype beside its counterpart, fp8 beside q8_0, and
  * bf16 beside the peer's f16 too - cold (--mem) and hot (32 MiB), its
  * passes alternating with the kernels' on the same layers, and the ratio
- * of tokens per second.
+ * of tokens per second; and the prefill's, in GFLOP/s.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -804,6 +804,140 @@ static int peer_paired(struct kva_attn *h, const struct arena *a,
 	return err;
 }
 
+/*
+ * The kernels' prefill of @chunk query tokens at the end of @a's first
+ * sequence (causal, one layer) and the peer's of the same case, pass for
+ * pass in turn: best-of seconds of each, and the flops counted (4 x
+ * head_dim per query head, query and key it sees).
+ */
+static int peer_prefill_paired(struct kva_attn *h, const struct arena *a,
+			       uint32_t chunk, const struct kvb_peer *p,
+			       void *ph, double min_time, double *kt,
+			       double *pt, double *flops)
+{
+	size_t n = (size_t)chunk * q_heads * a->g.head_dim;
+	float *q = malloc(n * sizeof(*q)), *out = malloc(n * sizeof(*out));
+	struct kva_prefill_seq s = {
+		.base = a->seqs[0].base, .tokens = a->tokens,
+		.q_tokens = chunk, .q_start = 0,
+	};
+	struct kva_attn_params pp = {
+		.geom = &a->g, .layer = 0, .q_heads = q_heads,
+		.scale = 1.0f / sqrtf((float)a->g.head_dim),
+	};
+	double spent = 0.0;
+	int err = 0;
+
+	*kt = *pt = INFINITY;
+	if (!q || !out) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		q[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+	*flops = 4.0 * a->g.head_dim * q_heads *
+		 ((double)chunk * (a->tokens - chunk) +
+		  (double)chunk * (chunk + 1) / 2);
+	for (int pass = 0; !err && (pass < 3 || spent < 2 * min_time);
+	     pass++) {
+		double t = kvbench_now(), u;
+
+		err = kva_attn_prefill(h, &pp, &s, 1, q, out);
+		t = kvbench_now() - t;
+		if (err)
+			break;
+		u = kvbench_now();
+		err = p->pass(ph);
+		u = kvbench_now() - u;
+		spent += t + u;
+		if (pass && t < *kt)
+			*kt = t;
+		if (pass && u < *pt)
+			*pt = u;
+	}
+out:
+	free(q);
+	free(out);
+	return err;
+}
+
+static int peer_prefill(const struct opts *o, const struct kvb_peer *p,
+			struct kva_attn *const *hs, unsigned int tcount)
+{
+	if (!o->json)
+		printf("\npeer prefill: %u query tokens at the end of the "
+		       "context, causal, batch 1, one layer\n"
+		       "%8s %8s %6s %6s %10s %10s %8s\n", o->chunk, "tokens",
+		       "threads", "dtype", "peer", "GFLOP/s", "peer", "x peer");
+	for (unsigned int ti = 0; ti < o->nr_tokens; ti++)
+	for (unsigned int pi = 0; pi < sizeof(peer_pairs) / sizeof(peer_pairs[0]);
+	     pi++) {
+		uint64_t tokens = o->tokens[ti];
+		struct arena a;
+		unsigned int d;
+		int err;
+
+		if (tokens > 8192 || tokens < o->chunk)
+			continue;	/* minutes, or no prefix */
+		for (d = 0; d < o->nr_dtypes; d++)
+			if (o->dtypes[d] == peer_pairs[pi].dt)
+				break;
+		if (d == o->nr_dtypes)
+			continue;
+		err = arena_make(&a, peer_pairs[pi].dt, tokens, 1, 1, false);
+		if (err)
+			return err;
+		for (unsigned int k = 0; k < tcount && !err; k++) {
+			struct kvb_peer_case pc = {
+				.head_dim = a.g.head_dim,
+				.kv_heads = a.g.kv_heads, .q_heads = q_heads,
+				.batch = 1, .tokens = tokens, .layers = 1,
+				.threads = kva_attn_threads(hs[k]),
+				.dtype = peer_pairs[pi].pdt,
+				.scale = 1.0f / sqrtf((float)a.g.head_dim),
+				.q_tokens = o->chunk,
+			};
+			char why[160] = "";
+			void *ph = p->open(&pc, why, sizeof(why));
+			double kt, pt, flops;
+
+			if (!ph) {
+				fprintf(stderr, "kvbench attn: peer %s: %s\n",
+					p->name, why);
+				err = -EINVAL;
+				break;
+			}
+			err = peer_prefill_paired(hs[k], &a, o->chunk, p, ph,
+						  o->min_time, &kt, &pt, &flops);
+			if (!err && o->json)
+				printf("{\"kind\":\"peer_prefill\",\"peer\":\"%s\","
+				       "\"version\":\"%s\",\"tokens\":%llu,"
+				       "\"batch\":1,\"threads\":%u,"
+				       "\"dtype\":\"%s\",\"peer_dtype\":\"%s\","
+				       "\"q_tokens\":%u,\"gflops\":%.2f,"
+				       "\"peer_gflops\":%.2f,\"vs_peer\":%.3f}\n",
+				       p->name, p->version,
+				       (unsigned long long)tokens, pc.threads,
+				       kva_dtype_name(peer_pairs[pi].dt),
+				       peer_pairs[pi].pname, o->chunk,
+				       flops / kt / 1e9, flops / pt / 1e9,
+				       pt / kt);
+			else if (!err)
+				printf("%8llu %8u %6s %6s %10.2f %10.2f %7.2fx\n",
+				       (unsigned long long)tokens, pc.threads,
+				       kva_dtype_name(peer_pairs[pi].dt),
+				       peer_pairs[pi].pname, flops / kt / 1e9,
+				       flops / pt / 1e9, pt / kt);
+			fflush(stdout);
+			p->close(ph);
+		}
+		arena_free(&a);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 static int peer_run(const struct opts *o, const struct kvb_peer *p,
 		    struct kva_attn *const *hs, unsigned int tcount)
 {
@@ -910,7 +1044,7 @@ static int peer_run(const struct opts *o, const struct kvb_peer *p,
 		if (err)
 			return err;
 	}
-	return 0;
+	return o->prefill ? peer_prefill(o, p, hs, tcount) : 0;
 }
 
 int kvbench_attn_main(int argc, char **argv)

@@ -22,11 +22,13 @@ enum kvb_peer_dtype {
 };
 
 /**
- * struct kvb_peer_case - one decode case: @batch sequences of @tokens
- * tokens, one query token each, @q_heads over @kv_heads of @head_dim;
- * @layers layers of K and V, all decoded in turn by one pass (as a model
- * step runs its layers), so that the bytes a pass reads can exceed the
- * caches; @threads threads.
+ * struct kvb_peer_case - one case: @batch sequences of @tokens tokens,
+ * @q_heads over @kv_heads of @head_dim; @layers layers of K and V, all
+ * run in turn by one pass (as a model step runs its layers), so that the
+ * bytes a pass reads can exceed the caches; @threads threads.  A decode
+ * (@q_tokens 0): one query token a sequence, seeing every key.  A prefill
+ * (@q_tokens > 0): the last @q_tokens of the @tokens, causal - query i
+ * sees the keys up to its own position, tokens - q_tokens + i.
  */
 struct kvb_peer_case {
 	uint32_t head_dim;
@@ -38,6 +40,7 @@ struct kvb_peer_case {
 	uint32_t threads;
 	enum kvb_peer_dtype dtype;
 	float scale;
+	uint32_t q_tokens;
 };
 
 /**
