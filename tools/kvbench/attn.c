@@ -754,6 +754,11 @@ static const struct {
 /* The peer object @path: its kvb_peer_v1, or NULL (said). */
 static const struct kvb_peer *peer_load(const char *path)
 {
+#ifdef KVB_NO_PEER
+	fprintf(stderr, "kvbench attn: --peer %s: not in this static build\n",
+		path);
+	return NULL;
+#else
 	const struct kvb_peer *p;
 	void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 
@@ -770,6 +775,7 @@ static const struct kvb_peer *peer_load(const char *path)
 		return NULL;
 	}
 	return p;
+#endif
 }
 
 /*

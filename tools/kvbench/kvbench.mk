@@ -22,9 +22,10 @@ $(KVB_DIR)/kvbench: $(KVB_SRCS) $(KVB_HDRS) $(KVB_LIBS)
 	$(Q)$(CC) $(CFLAGS) $(KVB_CFLAGS) -o $@ $(KVB_SRCS) $(KVB_LIBS) \
 		$(KVB_LDLIBS)
 
+# Static, for the VM: no --peer (no dlopen() of a peer there).
 $(KVB_DIR)/kvbench-static: $(KVB_SRCS) $(KVB_HDRS) $(KVB_LIBS)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(KVB_CFLAGS) -static -o $@ $(KVB_SRCS) \
+	$(Q)$(CC) $(CFLAGS) $(KVB_CFLAGS) -DKVB_NO_PEER -static -o $@ $(KVB_SRCS) \
 		$(KVB_LIBS) $(KVB_LDLIBS)
 
 ALL += $(KVB_DIR)/kvbench
