@@ -632,6 +632,73 @@ int kva_rank_open(const struct kva_rank_opts *opts, struct kva_arena **arena);
 int kva_seq_mirror(struct kva_seq *seq, const uint64_t *handles,
 		   unsigned int n, uint64_t tokens);
 
+/*
+ * Scrubbing a gang of CUDA arenas, whose frames' memory is its ranks', on
+ * their GPUs: the scheduler takes the frames the module wants cleared,
+ * every rank clears its member's memory of them, and the scheduler gives
+ * them back (Documentation/kvarena.rst, "Gangs").  kva_scrub() does all
+ * three for a solo CUDA arena.
+ */
+
+/* kva_scrub_give() flags */
+#define KVA_SCRUB_UNCLEARED	(1u << 0)	/* not cleared: the next take gets them */
+
+/**
+ * kva_scrub_take() - take up to @max frames that the module wants cleared.
+ * @arena:	a device-mode handle of the arena's owner or an
+ *		administrator: a gang's scheduler (or a solo CUDA arena's
+ *		client, clearing by its own means).
+ * @handles:	out: the frames taken.
+ * @max:	1 to 65536.
+ * @timeout_ms:	how long to wait for frames when none is wanted yet (0
+ *		or below: not at all).
+ *
+ * The frames are nobody's until kva_scrub_give(): the ranks of @arena
+ * may map them (kva_rank_clear()), no other client gets them.
+ *
+ * Return: the number taken (0: none wanted within the wait), -EINVAL,
+ * -EPERM (a rank, or neither the owner nor an administrator),
+ * -EOPNOTSUPP (not CUDA memory in the module), -EINTR.
+ */
+int kva_scrub_take(struct kva_arena *arena, uint64_t *handles,
+		   unsigned int max, int timeout_ms);
+
+/**
+ * kva_rank_clear() - zero this rank's member's memory of frames its
+ * scheduler took with kva_scrub_take(), on the member's GPU, waited for,
+ * and let go of their imports.
+ * @rank:	a kva_rank_open() handle of a gang of CUDA arenas.
+ * @handles:	the frames, as kva_scrub_take() gave them.
+ * @n:		1 to 65536.
+ *
+ * The rank's sequences must not map them any more (kva_seq_mirror()
+ * without them): the module refuses the give-back while anything holds
+ * a frame's memory.
+ *
+ * Return: 0, -EINVAL, -EPERM (not a rank), -EOPNOTSUPP (host members:
+ * the module clears those), the module's answer for a frame the
+ * scheduler is not scrubbing (-ENOENT), -ENOLINK, or the driver's error.
+ */
+int kva_rank_clear(struct kva_arena *rank, const uint64_t *handles,
+		   unsigned int n);
+
+/**
+ * kva_scrub_give() - give frames taken with kva_scrub_take() back: clean,
+ * or with KVA_SCRUB_UNCLEARED as they were, for the next take.
+ * @arena:	the handle that took them.
+ * @handles:	the frames.
+ * @n:		1 to 65536.
+ * @flags:	0 or KVA_SCRUB_UNCLEARED.
+ *
+ * All or nothing.
+ *
+ * Return: @n, -EINVAL, -ENOENT (a frame this handle did not take),
+ * -ESTALE, -EBUSY (a frame's memory is still mapped or imported
+ * somewhere: a rank's sequence, an fd kept open, a live importer).
+ */
+int kva_scrub_give(struct kva_arena *arena, const uint64_t *handles,
+		   unsigned int n, unsigned int flags);
+
 /**
  * struct kva_arena_params - a new arena in the module (kva_arena_create()).
  * @name:		1-31 characters of [A-Za-z0-9_.-].

@@ -100,3 +100,53 @@ int kva_scrub(struct kva_arena *a, unsigned int max, int timeout_ms)
 	}
 	return done ? (int)done : ret;
 }
+
+int kva_scrub_take(struct kva_arena *a, uint64_t *h, unsigned int max,
+		   int timeout_ms)
+{
+	if (!a || !h || !max || max > KVA_MAX_BATCH)
+		return -EINVAL;
+	if (a->rank)
+		return -EPERM;
+	if (a->mode != KVA_MODE_DEVICE || !a->prov->scrub)
+		return -EOPNOTSUPP;
+	return a->prov->scrub(a, h, max, 0,
+			      timeout_ms < 0 ? 0 : (uint32_t)timeout_ms);
+}
+
+int kva_scrub_give(struct kva_arena *a, const uint64_t *h, unsigned int n,
+		   unsigned int flags)
+{
+	if (!a || !h || !n || n > KVA_MAX_BATCH ||
+	    (flags & ~KVA_SCRUB_UNCLEARED))
+		return -EINVAL;
+	if (a->rank)
+		return -EPERM;
+	if (a->mode != KVA_MODE_DEVICE || !a->prov->scrub)
+		return -EOPNOTSUPP;
+	return a->prov->scrub(a, (uint64_t *)h, n, KVARENA_SCRUB_DONE |
+			      (flags & KVA_SCRUB_UNCLEARED ?
+			       KVARENA_SCRUB_ABANDON : 0), 0);
+}
+
+int kva_rank_clear(struct kva_arena *a, const uint64_t *h, unsigned int n)
+{
+	unsigned int done = 0;
+	int ret = 0;
+
+	if (!a || !h || !n || n > KVA_MAX_BATCH)
+		return -EINVAL;
+	if (!a->rank)
+		return -EPERM;
+	if (!a->vmm->clear || !a->vmm->forget)
+		return -EOPNOTSUPP;
+	kva_lock(a);
+	while (done < n && !ret) {
+		uint32_t m = n - done < SCRUB_BATCH ? n - done : SCRUB_BATCH;
+
+		ret = clear_frames(a, h + done, m);
+		done += m;
+	}
+	kva_unlock(a);
+	return ret;
+}

@@ -365,9 +365,86 @@ TEST(a_gang_of_cuda_arenas_ranks_import_their_members_frames)
 	}
 	EXPECT_EQ(2, hooks_count("dev.frame_fd"));
 	EXPECT_EQ(imports, cuda_double_count("cuMemImportFromShareableHandle"));
+
+	/*
+	 * Another domain's client gets none of the frames the scheduler
+	 * frees: dirty, and imported by the ranks, which keep their imports
+	 * until they close.  Once they have, the scheduler takes them, ranks
+	 * that join anew clear their members' memory of them, the scheduler
+	 * gives them back, and they reach the other domain zeroed.
+	 */
+	do {
+		struct kva_open_opts po = { .mode = KVA_MODE_DEVICE,
+					    .name = gang,
+					    .flags = KVA_OPEN_PRIVATE };
+		struct kva_arena *other, *cl[2];
+		uint64_t t[3], oh[3];
+		int got = 0, k;
+
+		ASSERT_EQ(0, kva_open(&po, &other));
+		ASSERT_EQ(0, kva_free(sched, h, 3));
+		EXPECT_EQ(-ENOSPC, kva_alloc(other, oh, 3, 0));
+		EXPECT_EQ(0, kva_scrub_take(sched, t, 3, 0));
+		for (r = 0; r < 2; r++) {
+			kva_seq_free(s[r]);
+			kva_close(rank[r]);
+		}
+		for (k = 0; k < 10 && got < 3; k++) {
+			int n = kva_scrub_take(sched, t + got, 3 - got, 100);
+
+			ASSERT_LE(0, n);
+			got += n;
+		}
+		ASSERT_EQ(3, got);
+		for (r = 0; r < 2; r++) {
+			struct kva_rank_opts ro = {
+				.name = gang, .client_id = info.client_id,
+				.rank = r, .token = token };
+
+			ASSERT_EQ(0, kva_rank_open(&ro, &cl[r]));
+		}
+		EXPECT_EQ(-EPERM, kva_scrub_take(cl[0], oh, 3, 0));
+		EXPECT_EQ(-EPERM, kva_rank_clear(sched, t, 1));
+		/* Until the ranks have let go, the frames are not given back. */
+		ASSERT_EQ(0, kva_rank_clear(cl[0], t, 3));
+		ASSERT_EQ(0, kva_rank_clear(cl[1], t, 3));
+		EXPECT_EQ(3, kva_scrub_give(sched, t, 3, 0));
+		EXPECT_EQ(-ENOENT, kva_scrub_give(sched, t, 3, 0));
+		EXPECT_EQ(3, kva_alloc(other, oh, 3, 0));
+		/* Zeroed in both members: the other client's ranks read them. */
+		for (r = 0; r < 2; r++) {
+			static const char zero[FS];
+			struct kva_arena_info oi;
+			struct kva_rank_opts ro;
+			uint64_t ot;
+
+			ASSERT_EQ(0, kva_arena_info(other, &oi));
+			ASSERT_EQ(0, kva_gang_token(other, 0, &ot, NULL));
+			ro = (struct kva_rank_opts){ .name = gang,
+						     .client_id = oi.client_id,
+						     .rank = r, .token = ot };
+			ASSERT_EQ(0, kva_rank_open(&ro, &again));
+			ASSERT_EQ(0, kva_seq_create(again, &g, 3 * TPF, &check));
+			ASSERT_EQ(0, kva_seq_mirror(check, oh, 3, 3 * TPF));
+			for (k = 0; k < 3; k++)
+				EXPECT_EQ(0, memcmp(zero,
+					(void *)(uintptr_t)(check->base +
+							    (uint64_t)k * FS),
+					FS));
+			kva_close(again);
+			/* The ranks of the scheduler, for what follows. */
+			rank[r] = cl[r];
+			ASSERT_EQ(0, kva_seq_create(rank[r], &g, 3 * TPF,
+						    &s[r]));
+		}
+		kva_close(other);
+		/* What is clean now: the frame nobody has used. */
+		ASSERT_EQ(1, kva_alloc(sched, h, 1, 0));
+	} while (0);
 	/* The scheduler gone, a rank's mirror is refused. */
 	kva_close(sched);
 	EXPECT_EQ(-ENOLINK, kva_seq_mirror(s[0], h + 1, 2, TPF));
+	EXPECT_EQ(-ENOLINK, kva_rank_clear(rank[0], h, 1));
 	for (r = 0; r < 2; r++) {
 		kva_seq_free(s[r]);
 		kva_close(rank[r]);
