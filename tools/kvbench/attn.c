@@ -461,9 +461,16 @@ static int paired(struct kva_attn *h, struct arena *const *a, unsigned int n,
 	return err;
 }
 
+/*
+ * Best-of seconds of the kernels' prefill of @chunk query tokens at the
+ * end of @a's first sequence (causal, one layer), and the flops counted;
+ * with a peer (@p, @ph), the peer's pass after each of theirs, its
+ * best-of in *@pbest.
+ */
 static int prefill_time(struct kva_attn *h, const struct arena *a,
 			uint32_t chunk, double min_time, double *best,
-			double *flops)
+			double *flops, const struct kvb_peer *p, void *ph,
+			double *pbest)
 {
 	size_t n = (size_t)chunk * q_heads * a->g.head_dim;
 	float *q = malloc(n * sizeof(*q)), *out = malloc(n * sizeof(*out));
@@ -471,7 +478,7 @@ static int prefill_time(struct kva_attn *h, const struct arena *a,
 		.base = a->seqs[0].base, .tokens = a->tokens,
 		.q_tokens = chunk, .q_start = 0,
 	};
-	struct kva_attn_params p = {
+	struct kva_attn_params pp = {
 		.geom = &a->g, .layer = 0, .q_heads = q_heads,
 		.scale = 1.0f / sqrtf((float)a->g.head_dim),
 	};
@@ -489,14 +496,25 @@ static int prefill_time(struct kva_attn *h, const struct arena *a,
 		 ((double)chunk * (a->tokens - chunk) +
 		  (double)chunk * (chunk + 1) / 2);
 	*best = INFINITY;
+	if (p)
+		*pbest = INFINITY;
 	for (int pass = 0; !err && (pass < 2 || spent < min_time); pass++) {
 		double t = kvbench_now();
 
-		err = kva_attn_prefill(h, &p, &s, 1, q, out);
+		err = kva_attn_prefill(h, &pp, &s, 1, q, out);
 		t = kvbench_now() - t;
 		spent += t;
 		if (t < *best)
 			*best = t;
+		if (!err && p) {
+			double u = kvbench_now();
+
+			err = p->pass(ph);
+			u = kvbench_now() - u;
+			spent += u;
+			if (u < *pbest)
+				*pbest = u;
+		}
 	}
 out:
 	free(q);
@@ -810,63 +828,6 @@ static int peer_paired(struct kva_attn *h, const struct arena *a,
 	return err;
 }
 
-/*
- * The kernels' prefill of @chunk query tokens at the end of @a's first
- * sequence (causal, one layer) and the peer's of the same case, pass for
- * pass in turn: best-of seconds of each, and the flops counted (4 x
- * head_dim per query head, query and key it sees).
- */
-static int peer_prefill_paired(struct kva_attn *h, const struct arena *a,
-			       uint32_t chunk, const struct kvb_peer *p,
-			       void *ph, double min_time, double *kt,
-			       double *pt, double *flops)
-{
-	size_t n = (size_t)chunk * q_heads * a->g.head_dim;
-	float *q = malloc(n * sizeof(*q)), *out = malloc(n * sizeof(*out));
-	struct kva_prefill_seq s = {
-		.base = a->seqs[0].base, .tokens = a->tokens,
-		.q_tokens = chunk, .q_start = 0,
-	};
-	struct kva_attn_params pp = {
-		.geom = &a->g, .layer = 0, .q_heads = q_heads,
-		.scale = 1.0f / sqrtf((float)a->g.head_dim),
-	};
-	double spent = 0.0;
-	int err = 0;
-
-	*kt = *pt = INFINITY;
-	if (!q || !out) {
-		err = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++)
-		q[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
-	*flops = 4.0 * a->g.head_dim * q_heads *
-		 ((double)chunk * (a->tokens - chunk) +
-		  (double)chunk * (chunk + 1) / 2);
-	for (int pass = 0; !err && (pass < 3 || spent < 2 * min_time);
-	     pass++) {
-		double t = kvbench_now(), u;
-
-		err = kva_attn_prefill(h, &pp, &s, 1, q, out);
-		t = kvbench_now() - t;
-		if (err)
-			break;
-		u = kvbench_now();
-		err = p->pass(ph);
-		u = kvbench_now() - u;
-		spent += t + u;
-		if (pass && t < *kt)
-			*kt = t;
-		if (pass && u < *pt)
-			*pt = u;
-	}
-out:
-	free(q);
-	free(out);
-	return err;
-}
-
 static int peer_prefill(const struct opts *o, const struct kvb_peer *p,
 			struct kva_attn *const *hs, unsigned int tcount)
 {
@@ -913,8 +874,8 @@ static int peer_prefill(const struct opts *o, const struct kvb_peer *p,
 				err = -EINVAL;
 				break;
 			}
-			err = peer_prefill_paired(hs[k], &a, o->chunk, p, ph,
-						  o->min_time, &kt, &pt, &flops);
+			err = prefill_time(hs[k], &a, o->chunk, o->min_time,
+					   &kt, &flops, p, ph, &pt);
 			if (!err && o->json)
 				printf("{\"kind\":\"peer_prefill\",\"peer\":\"%s\","
 				       "\"version\":\"%s\",\"tokens\":%llu,"
@@ -1233,7 +1194,8 @@ int kvbench_attn_main(int argc, char **argv)
 
 					err = prefill_time(hh, &a, o.chunk,
 							   o.min_time, &t,
-							   &flops);
+							   &flops, NULL, NULL,
+							   NULL);
 					if (err) {
 						fprintf(stderr, "kvbench attn: prefill: %s\n",
 							strerror(-err));
