@@ -32,9 +32,10 @@
  * import is noted in that member's table, keeping the frame in its
  * domain until the rank's process exits; the gang's dirty frames wait
  * for a scrubber - the gang's client takes them with SCRUB, its ranks
- * FRAME_FD and clear them each in its member, and it gives them back.  A
- * CUDA member joins only holding nothing of anyone's, and gets back the
- * gang's frames that carry data as frames for its own scrubber.
+ * FRAME_FD and clear them each in its member, and it gives them back.
+ * What a CUDA member's tenants left becomes frames for the gang's
+ * scrubbers as it joins (take_over()), and what the gang's tenants left,
+ * frames for the member's own scrubber as the gang goes (hand_back()).
  *
  * Locking: kva_arenas_lock, then a member's or the gang's lock, one at a
  * time (never two arena locks here).  A member's scrubbing table is the
