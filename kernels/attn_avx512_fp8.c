@@ -2,11 +2,11 @@
 /*
  * attn_avx512_fp8.c - decode over fp8 (e4m3) caches with AVX-512 and its
  * VBMI and BF16 extensions (Sapphire Rapids and Zen 4 have both).
- * Compiled with those -m flags alone; attn_cpu.c calls in only when the
- * CPU has them and head_dim is a multiple of 64, and otherwise fp8 runs
- * the AVX2 kernels.
+ * Compiled with those -m flags alone; attn_avx512.c calls in only when the
+ * CPU has them and head_dim is a multiple of 64; otherwise fp8 runs
+ * attn_simd.h's (attn_avx512.c).
  *
- * The walk is attn_avx512.c's decode (read its comment first): tiles of
+ * The walk is attn_simd.h's decode (read its comment first): tiles of
  * 16 tokens, every head's K block then every head's V block, the two
  * prefetch steps.  What differs is the arithmetic, because an fp8 row is
  * half the bytes of a bf16 one while the multiply-adds per element are
@@ -169,7 +169,7 @@ AI __m512 exp512_bf16(__m512 x)
  * widened, then for each head a vdpbf16ps per pair of elements and four
  * tokens (acc[g][0]: tokens 0-3 of the half, [1]: 4-7), summed over the
  * 128-bit lanes at the end.  Then the online-softmax update, as in
- * attn_avx512.c, leaving bf16 weight pairs in pw and alpha.
+ * attn_simd.h, leaving bf16 weight pairs in pw and alpha.
  */
 AI void f8_scores(const struct f8_scratch *s, const uint8_t *kb,
 		  const uint8_t *nb, uint32_t n, uint32_t qh0,
@@ -362,7 +362,7 @@ static inline uint32_t heads_in_block(uint32_t left)
 	return left >= SGB ? SGB : left;
 }
 
-/* One tile of every head, as attn_avx512.c's dec_tile(). */
+/* One tile of every head, as attn_simd.h's dec_tile(). */
 AI void f8_tile(const struct f8_scratch *s, const uint8_t *kb,
 		const uint8_t *vb, uint32_t hs, uint32_t heads, uint32_t G,
 		uint32_t n, const uint32_t nu)
@@ -445,7 +445,7 @@ static void q_vectors(const float *q, uint32_t nu, __m512i *qv)
  */
 static void acc_out(const float *acc, uint32_t nu, float f, float *out)
 {
-	__m512 vf = _mm512_set1_ps(f);
+	__m512 fv = _mm512_set1_ps(f);
 
 	for (uint32_t u = 0; u < nu; u++) {
 		const float *a = acc + u * UNIT;
@@ -459,13 +459,13 @@ static void acc_out(const float *acc, uint32_t nu, float f, float *out)
 		float *o = out + u * UNIT;
 
 		/* lane L of a0..a3, in order */
-		_mm512_storeu_ps(o, _mm512_mul_ps(vf,
+		_mm512_storeu_ps(o, _mm512_mul_ps(fv,
 			_mm512_shuffle_f32x4(t0, t2, 0x88)));
-		_mm512_storeu_ps(o + 16, _mm512_mul_ps(vf,
+		_mm512_storeu_ps(o + 16, _mm512_mul_ps(fv,
 			_mm512_shuffle_f32x4(t0, t2, 0xdd)));
-		_mm512_storeu_ps(o + 32, _mm512_mul_ps(vf,
+		_mm512_storeu_ps(o + 32, _mm512_mul_ps(fv,
 			_mm512_shuffle_f32x4(t1, t3, 0x88)));
-		_mm512_storeu_ps(o + 48, _mm512_mul_ps(vf,
+		_mm512_storeu_ps(o + 48, _mm512_mul_ps(fv,
 			_mm512_shuffle_f32x4(t1, t3, 0xdd)));
 	}
 }
@@ -493,13 +493,9 @@ void kva_avx512_fp8_decode(const struct kva_decode_span *sp)
 	memset(s.lv, 0, (size_t)QH * 16 * sizeof(float));
 
 	for (uint64_t t = sp->t0; t < sp->t1; t += TILE) {
-		uint32_t n = sp->t1 - t < TILE ? (uint32_t)(sp->t1 - t) : TILE;
-		uint64_t tp = t + pf_lead;
-		uint32_t np = tp < sp->t1 ? (sp->t1 - tp < TILE ?
-				(uint32_t)(sp->t1 - tp) : TILE) : 0;
+		uint32_t np, n = kva_walk_tile(w, t, sp->t1, TILE, pf_lead,
+					       s.off, &np);
 
-		kva_walk_rows(w, t, n, s.off);
-		kva_walk_rows(w, tp, np, s.off + TILE);
 		/* the loops then need no bounds: see struct f8_scratch */
 		for (uint32_t j = n; j < TILE; j++)
 			s.off[j] = s.off[n - 1];

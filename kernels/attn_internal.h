@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * attn_internal.h - what the CPU dispatcher (attn_cpu.c) hands to the
- * per-ISA kernels (attn_scalar.c, attn_avx2.c, attn_avx512.c).
+ * per-ISA kernels (attn_scalar.c; attn_simd.h, compiled by attn_avx2.c
+ * and attn_avx512.c).
  */
 #ifndef KVA_ATTN_INTERNAL_H
 #define KVA_ATTN_INTERNAL_H
@@ -68,6 +69,26 @@ static inline void kva_walk_rows(const struct kva_walk *w, uint64_t t,
 			frame += w->frame_size;
 		}
 	}
+}
+
+/**
+ * kva_walk_tile() - a decode tile: the offsets of its rows, tokens t ..
+ * t + n - 1 with n = min(@tile, @end - t), in off[0 .. n), and of the
+ * rows of the tile @lead tokens later, which the kernel prefetches meanwhile,
+ * in off[@tile ..]; returns n and leaves the rows to prefetch in *@npf.
+ */
+static inline uint32_t kva_walk_tile(const struct kva_walk *w, uint64_t t,
+				     uint64_t end, uint32_t tile,
+				     uint64_t lead, uint64_t *off,
+				     uint32_t *npf)
+{
+	uint32_t n = end - t < tile ? (uint32_t)(end - t) : tile;
+	uint64_t tp = t + lead;
+
+	*npf = tp < end ? (end - tp < tile ? (uint32_t)(end - tp) : tile) : 0;
+	kva_walk_rows(w, t, n, off);
+	kva_walk_rows(w, tp, *npf, off + tile);
+	return n;
 }
 
 /** Everything about a call that is the same for every piece of work. */
