@@ -4,9 +4,9 @@
  * and prefill over attn_avx512.h's 16-lane primitives.  Compiled with
  * those -m flags alone; attn_cpu.c calls in only when the CPU has them.
  *
- * fp8 decode runs attn_avx512_fp8.c's dot-product kernel where the CPU
- * has VBMI and BF16 and head_dim is a multiple of 64, and attn_simd.h's
- * elsewhere; fp8 prefill always runs attn_simd.h's.
+ * fp8 and bf16 decode run attn_avx512_dp.c's dot-product kernel where
+ * the CPU has VBMI and BF16 and head_dim is a multiple of 64, and
+ * attn_simd.h's elsewhere; prefill always runs attn_simd.h's.
  */
 #include <immintrin.h>
 
@@ -17,8 +17,8 @@ static void avx512_decode(const struct kva_decode_span *sp)
 {
 	const struct kva_attn_shape *sh = sp->sh;
 
-	if (sh->dtype == FP8 && kva_avx512_fp8_supported(sh))
-		kva_avx512_fp8_decode(sp);
+	if (kva_avx512_dp_supported(sh))
+		kva_avx512_dp_decode(sp);
 	else
 		simd_decode(sp);
 }
@@ -27,8 +27,8 @@ static size_t avx512_scratch(const struct kva_attn_shape *sh)
 {
 	size_t s = simd_scratch(sh);
 
-	if (sh->dtype == FP8 && kva_avx512_fp8_supported(sh)) {
-		size_t f = kva_avx512_fp8_scratch_bytes(sh);
+	if (kva_avx512_dp_supported(sh)) {
+		size_t f = kva_avx512_dp_scratch_bytes(sh);
 
 		s = f > s ? f : s;
 	}

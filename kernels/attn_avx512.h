@@ -2,7 +2,7 @@
 /*
  * attn_avx512.h - AVX-512 (F, BW, DQ, VL) for the CPU kernels: the vector
  * primitives attn_simd.h's algorithms are written over (attn_avx512.c
- * compiles them), and what the fp8 decode of attn_avx512_fp8.c (VBMI and
+ * compiles them), and what the dot-product decode of attn_avx512_dp.c (VBMI and
  * BF16) shares with them: the tile and the prefetch distance.
  */
 #ifndef KVA_ATTN_AVX512_H

@@ -169,10 +169,13 @@ extern const struct kva_isa_ops kva_ops_avx512;
 /* attn_cpu.c: bf16 of the e4m3 magnitudes, low bytes then high bytes */
 extern const uint8_t kva_e4m3_bf16_lut[256];
 
-/* attn_avx512_fp8.c: decode of fp8 caches with AVX-512 VBMI and BF16 */
-bool kva_avx512_fp8_supported(const struct kva_attn_shape *sh);
-size_t kva_avx512_fp8_scratch_bytes(const struct kva_attn_shape *sh);
-void kva_avx512_fp8_decode(const struct kva_decode_span *s);
+/*
+ * attn_avx512_dp.c: decode of fp8 and bf16 caches on vdpbf16ps, with
+ * AVX-512 VBMI and BF16
+ */
+bool kva_avx512_dp_supported(const struct kva_attn_shape *sh);
+size_t kva_avx512_dp_scratch_bytes(const struct kva_attn_shape *sh);
+void kva_avx512_dp_decode(const struct kva_decode_span *s);
 
 /**
  * kva_attn_shape_init() - check @p and derive the shape of a call.

@@ -18,7 +18,7 @@
 
 KVK_DIR      := $(B)/kernels
 KVK_SRCS     := attn_cpu.c attn_ref.c attn_scalar.c pool.c attn_avx2.c \
-		attn_avx512.c attn_avx512_fp8.c
+		attn_avx512.c attn_avx512_dp.c
 # KVK_NO_SIMD=1: the CPU kernels without the x86 SIMD files, into a
 # directory of their own (selftests/gpu/run.sh falls back to it when a
 # compiler cannot build them, so that the CUDA checks still run).
@@ -33,7 +33,7 @@ KVK_CFLAGS   := $(KVA_CFLAGS) -I$(SRC)/kernels -pthread
 KVK_FLAGS_attn_avx2.c   := -mavx2 -mfma -mf16c
 KVK_FLAGS_attn_avx512.c := -mavx512f -mavx512bw -mavx512dq -mavx512vl \
 			   -mfma -mf16c
-KVK_FLAGS_attn_avx512_fp8.c := $(KVK_FLAGS_attn_avx512.c) -mavx512vbmi \
+KVK_FLAGS_attn_avx512_dp.c := $(KVK_FLAGS_attn_avx512.c) -mavx512vbmi \
 			       -mavx512bf16
 
 KVK_LIB      := $(KVK_CPU_DIR)/libkvkernels.a

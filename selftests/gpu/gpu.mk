@@ -65,9 +65,9 @@ check-gpu-dry: $(KVG_DIR)/gpu_check $(KVG_DIR)/runtime_check \
 	$(Q)rm -rf $(B)/gpu-broken && mkdir -p $(B)/gpu-broken/build
 	$(Q)cp -a $(B)/lib $(B)/kernels $(B)/gpu-broken/build/
 	$(Q)rm -rf $(B)/gpu-broken/build/kernels/libkvkernels.a \
-		$(B)/gpu-broken/build/kernels/attn_avx512_fp8.o \
+		$(B)/gpu-broken/build/kernels/attn_avx512_dp.o \
 		$(B)/gpu-broken/build/kernels/nosimd
-	$(Q)KVG_MAKE_ARGS='KVK_FLAGS_attn_avx512_fp8.c=-mno-such-isa' \
+	$(Q)KVG_MAKE_ARGS='KVK_FLAGS_attn_avx512_dp.c=-mno-such-isa' \
 		$(SRC)/selftests/gpu/run.sh --dry-run --build $(B)/gpu-broken/build \
 		$(B)/gpu-broken > $(B)/gpu-broken/run.log 2>&1; \
 		rc=$$?; [ $$rc = 1 ] || { cat $(B)/gpu-broken/run.log; \
