@@ -53,7 +53,7 @@
 #include "attn_avx512.h"
 #include "tile_math.h"
 
-#define UNIT	64u	/* elements per table lookup: one line of a row */
+#define UNIT	64u	/* elements per unit: a line of an fp8 row, two of bf16 */
 #define PAIRS	(UNIT / 2)
 #define SGB	4u	/* query heads per register block */
 #define LAZY	8.0f	/* score rise that moves the running max */

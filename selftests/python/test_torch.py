@@ -226,7 +226,15 @@ def sdpa_on_dlpack_views_matches_kvattn_decode():
                 print("# decode %s, tokens %s, GQA 4/2, head_dim 64: "
                       "max abs error sdpa vs kvattn %.3g" %
                       (dtype, "/".join(map(str, lens)), worst))
-                assert worst < 1e-5, worst
+                # bf16: where the CPU has AVX512-BF16, the decode rounds
+                # q and the softmax weights to bf16 (kernels.rst): the
+                # bound of selftests/kernels/test_attn.c, 6e-3 of max |V|
+                tol = 1e-5
+                if dtype == "bf16":
+                    tol = 6e-3 * max(gather(s, l, kvarena.V).float().abs()
+                                     .max().item()
+                                     for s in seqs for l in range(g.layers))
+                assert worst < tol, (worst, tol)
                 for s in seqs:
                     s.free()
     finally:
