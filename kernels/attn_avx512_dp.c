@@ -455,38 +455,38 @@ static inline uint32_t heads_in_block(uint32_t left)
 	return left >= SGB ? SGB : left;
 }
 
+/* The K (@values false) or V block of one head, for every head block. */
+AI void dp_head(const struct dp_scratch *s, const uint8_t *b,
+		const uint8_t *nb, uint32_t n, uint32_t qh0, uint32_t G,
+		const uint32_t nu, const bool values, const int dt)
+{
+	for (uint32_t g0 = 0, gb; g0 < G; g0 += gb, nb = NULL) {
+		gb = heads_in_block(G - g0);
+#define DP_BLOCK(w) \
+	(values ? dp_values(s, b, nb, n, qh0 + g0, nu, w, dt) : \
+		  dp_scores(s, b, nb, n, qh0 + g0, nu, w, dt))
+		switch (gb) {
+		case 1: DP_BLOCK(1); break;
+		case 2: DP_BLOCK(2); break;
+		case 3: DP_BLOCK(3); break;
+		default: DP_BLOCK(SGB); break;
+		}
+#undef DP_BLOCK
+	}
+}
+
 /* One tile of every head, as attn_simd.h's dec_tile(). */
 AI void dp_tile(const struct dp_scratch *s, const uint8_t *kb,
 		const uint8_t *vb, uint32_t hs, uint32_t heads, uint32_t G,
 		uint32_t n, const uint32_t nu, const int dt)
 {
-	for (uint32_t h = 0; h < heads; h++)
-		for (uint32_t g0 = 0, gb; g0 < G; g0 += gb) {
-			const uint8_t *k = kb + (size_t)h * hs;
-			const uint8_t *nb = g0 ? NULL : h + 1 < heads ? k + hs : vb;
-			uint32_t qh0 = h * G + g0;
+	for (int values = 0; values < 2; values++)
+		for (uint32_t h = 0; h < heads; h++) {
+			const uint8_t *b = (values ? vb : kb) + (size_t)h * hs;
+			const uint8_t *nb = h + 1 < heads ? b + hs :
+					    values ? NULL : vb;
 
-			gb = heads_in_block(G - g0);
-			switch (gb) {
-			case 1: dp_scores(s, k, nb, n, qh0, nu, 1, dt); break;
-			case 2: dp_scores(s, k, nb, n, qh0, nu, 2, dt); break;
-			case 3: dp_scores(s, k, nb, n, qh0, nu, 3, dt); break;
-			default: dp_scores(s, k, nb, n, qh0, nu, 4, dt); break;
-			}
-		}
-	for (uint32_t h = 0; h < heads; h++)
-		for (uint32_t g0 = 0, gb; g0 < G; g0 += gb) {
-			const uint8_t *v = vb + (size_t)h * hs;
-			const uint8_t *nb = g0 || h + 1 == heads ? NULL : v + hs;
-			uint32_t qh0 = h * G + g0;
-
-			gb = heads_in_block(G - g0);
-			switch (gb) {
-			case 1: dp_values(s, v, nb, n, qh0, nu, 1, dt); break;
-			case 2: dp_values(s, v, nb, n, qh0, nu, 2, dt); break;
-			case 3: dp_values(s, v, nb, n, qh0, nu, 3, dt); break;
-			default: dp_values(s, v, nb, n, qh0, nu, 4, dt); break;
-			}
+			dp_head(s, b, nb, n, h * G, G, nu, values, dt);
 		}
 }
 
