@@ -480,14 +480,14 @@ AI void dp_tile(const struct dp_scratch *s, const uint8_t *kb,
 		const uint8_t *vb, uint32_t hs, uint32_t heads, uint32_t G,
 		uint32_t n, const uint32_t nu, const int dt)
 {
-	for (int values = 0; values < 2; values++)
-		for (uint32_t h = 0; h < heads; h++) {
-			const uint8_t *b = (values ? vb : kb) + (size_t)h * hs;
-			const uint8_t *nb = h + 1 < heads ? b + hs :
-					    values ? NULL : vb;
-
-			dp_head(s, b, nb, n, h * G, G, nu, values, dt);
-		}
+	for (uint32_t h = 0; h < heads; h++)
+		dp_head(s, kb + (size_t)h * hs, h + 1 < heads ?
+			kb + (size_t)(h + 1) * hs : vb, n, h * G, G, nu,
+			false, dt);
+	for (uint32_t h = 0; h < heads; h++)
+		dp_head(s, vb + (size_t)h * hs, h + 1 < heads ?
+			vb + (size_t)(h + 1) * hs : NULL, n, h * G, G, nu,
+			true, dt);
 }
 
 bool kva_avx512_dp_supported(const struct kva_attn_shape *sh)
