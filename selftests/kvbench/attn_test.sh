@@ -31,6 +31,17 @@ else
 	fail mixed_batches_are_marked
 fi
 
+# --huge: the bandwidth rows say the KV is on huge pages, and decode runs.
+# shellcheck disable=SC2086
+run attn $small --huge --json
+if [ "$rc" = 0 ] &&
+   grep -q '"kind":"bandwidth",.*"huge_pages":true}' "$TMP/out" &&
+   grep -q '"kind":"decode","tokens":1024,"batch":1,' "$TMP/out"; then
+	pass huge_pages_are_said_and_used
+else
+	fail huge_pages_are_said_and_used
+fi
+
 # shellcheck disable=SC2086
 run attn $small --dtype fp16,fp8 --json --peer "$DOUBLE"
 # Pairs: fp16/f16, bf16/bf16, bf16/f16, fp8/q8_0; cold and hot (1024

@@ -89,6 +89,7 @@ struct opts {
 	uint32_t chunk;
 	const char *peer;
 	bool mixed;
+	bool huge;
 };
 
 static const uint32_t q_heads = 32;
@@ -177,6 +178,9 @@ static uint64_t mixed_tokens(uint64_t tokens, uint32_t s, uint32_t n)
 	return n > 1 ? lo + (tokens - lo) * k / (n - 1) : tokens;
 }
 
+/* --huge: every arena on transparent huge pages */
+static bool huge_pages;
+
 /*
  * Reserves nr_seqs ranges of tokens each and fills the slices of layers
  * 0 .. layers - 1 with values in +-[0.5, 1); the other layers' pages stay
@@ -197,6 +201,13 @@ static int arena_make(struct arena *a, enum kva_dtype dt, uint64_t tokens,
 	a->mem = mmap(NULL, a->bytes, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	a->seqs = calloc(nr_seqs, sizeof(*a->seqs));
+	if (a->mem != MAP_FAILED && huge_pages &&
+	    madvise(a->mem, a->bytes, MADV_HUGEPAGE)) {
+		fprintf(stderr, "kvbench attn: --huge: madvise: %s\n",
+			strerror(errno));
+		munmap(a->mem, a->bytes);
+		a->mem = MAP_FAILED;
+	}
 	if (a->mem == MAP_FAILED || !a->seqs) {
 		if (a->mem == MAP_FAILED)
 			a->mem = NULL;
@@ -574,7 +585,7 @@ static void usage(FILE *f)
 "usage: kvbench attn [--json] [--threads N] [--isa scalar|avx2|avx512]\n"
 "                    [--dtype bf16,fp8] [--tokens 1024,8192,32768]\n"
 "                    [--batch 1,16] [--mem MIB] [--time SEC] [--chunk N]\n"
-"                    [--no-prefill] [--mixed] [--peer FILE]\n"
+"                    [--no-prefill] [--mixed] [--huge] [--peer FILE]\n"
 "\n"
 "Decode and prefill attention, Llama-3-8B geometry (32 q heads, 8 KV heads,\n"
 "head_dim 128, 2 MiB frames), against the read bandwidth of the same bytes\n"
@@ -587,6 +598,8 @@ static void usage(FILE *f)
 "  --chunk N    prefill query tokens per sequence (default 512)\n"
 "  --mixed      batches of several sequences hold lengths spread evenly\n"
 "               over [tokens / 4, tokens] (the decodes; not the peer's)\n"
+"  --huge       the KV on transparent huge pages (madvise MADV_HUGEPAGE),\n"
+"               to see what the page walks of 4 KiB pages cost\n"
 "  --peer FILE  another library's decode beside the kernels, pass for pass\n"
 "               (a kvb_peer_v1 object: tools/ggml-peer/build.sh GGML_DIR)\n");
 }
@@ -606,6 +619,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "no-prefill", no_argument, NULL, 'P' },
 		{ "peer", required_argument, NULL, 'p' },
 		{ "mixed", no_argument, NULL, 'M' },
+		{ "huge", no_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -674,6 +688,10 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'p':
 			o->peer = optarg;
+			break;
+		case 'H':
+			o->huge = true;
+			huge_pages = true;
 			break;
 		case 'M':
 			o->mixed = true;
@@ -1079,14 +1097,17 @@ int kvbench_attn_main(int argc, char **argv)
 		if (o.json) {
 			printf("{\"kind\":\"bandwidth\",\"dtype\":\"%s\","
 			       "\"read_gbs_1t\":%.3f,\"read_gbs_all\":%.3f,"
-			       "\"threads\":%u,\"bytes\":%.0f}\n",
+			       "\"threads\":%u,\"bytes\":%.0f,"
+			       "\"huge_pages\":%s}\n",
 			       kva_dtype_name(o.dtypes[d]), bwr[0][d],
-			       bwr[1][d], o.threads, arena_data_bytes(&bw[d]));
+			       bwr[1][d], o.threads, arena_data_bytes(&bw[d]),
+			       o.huge ? "true" : "false");
 		} else {
 			printf("read bandwidth (%.0f MiB: the 8k-token %s "
-			       "decode's KV): %.2f GB/s on 1 thread, %.2f GB/s "
+			       "decode's KV%s): %.2f GB/s on 1 thread, %.2f GB/s "
 			       "on %u\n", arena_data_bytes(&bw[d]) / (1 << 20),
-			       kva_dtype_name(o.dtypes[d]), bwr[0][d],
+			       kva_dtype_name(o.dtypes[d]),
+			       o.huge ? ", huge pages" : "", bwr[0][d],
 			       bwr[1][d], o.threads);
 		}
 	}
