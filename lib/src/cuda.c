@@ -588,6 +588,7 @@ const struct kva_vmm kva_cuda_vmm = {
 	.fence = cuda_fence,
 	.fence_wait = cuda_fence_wait,
 	.clear = cuda_clear,
+	.zero = cuda_clear,
 	.forget = cuda_forget,
 	.xfer = cuda_xfer,
 	.tier_xfer = cuda_tier_xfer,

@@ -41,13 +41,25 @@ int kva_geometry_explain(const struct kva_geometry *g, char *buf, size_t size)
 		    !g->frame_size)
 			snprintf(buf, size, "layers, kv_heads, head_dim and "
 				 "frame_size must all be non-zero");
+		else if (g->dtype == KVA_DTYPE_RAW)
+			snprintf(buf, size, "a raw geometry has one layer and "
+				 "one KV head (%" PRIu32 " and %" PRIu32 " "
+				 "given); its head_dim is the bytes per row",
+				 g->layers, g->kv_heads);
 		else if (g->dtype >= KVA_DTYPE_COUNT)
 			snprintf(buf, size, "dtype %" PRIu32 " is not fp32 (0), "
-				 "fp16 (1) or bf16 (2)", g->dtype);
+				 "fp16 (1), bf16 (2), fp8 (3) or raw (255)",
+				 g->dtype);
 		else
 			snprintf(buf, size, "out of range: layers, kv_heads "
 				 "and head_dim go up to 65536, frame_size to "
 				 "1 TiB, tokens per frame to 2^32 - 1");
+		return ret;
+	}
+	if (ret == -E2BIG && g->dtype == KVA_DTYPE_RAW) {
+		snprintf(buf, size, "a raw row of %s is more than a %s frame "
+			 "holds", fmt_bytes(g->head_dim, b1, sizeof(b1)),
+			 fmt_bytes(g->frame_size, b2, sizeof(b2)));
 		return ret;
 	}
 	if (ret == -E2BIG) {
@@ -65,6 +77,16 @@ int kva_geometry_explain(const struct kva_geometry *g, char *buf, size_t size)
 			 fmt_bytes(g->frame_size, b2, sizeof(b2)),
 			 fmt_bytes(fit, b3, sizeof(b3)));
 		return ret;
+	}
+	if (c.dtype == KVA_DTYPE_RAW) {
+		snprintf(buf, size, "raw rows of %s: %" PRIu32 " rows per %s "
+			 "frame, %s unused per frame",
+			 fmt_bytes(c.bytes_per_token, b1, sizeof(b1)),
+			 c.tokens_per_frame,
+			 fmt_bytes(c.frame_size, b2, sizeof(b2)),
+			 fmt_bytes(c.frame_size - (uint64_t)c.tokens_per_frame *
+				   c.bytes_per_token, b3, sizeof(b3)));
+		return 0;
 	}
 	snprintf(buf, size, "%" PRIu32 " layers x %" PRIu32 " KV heads x %"
 		 PRIu32 " x %s: %s per token, %" PRIu32 " tokens per %s frame, "

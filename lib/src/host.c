@@ -359,13 +359,20 @@ static int host_unmap(struct kva_arena *a, uint64_t va, uint32_t n)
 static int host_copy(struct kva_arena *a, uint64_t dst, uint64_t src,
 		     const struct kva_geometry *g, uint32_t tokens)
 {
-	uint64_t blocks = 2ull * g->layers * g->kv_heads, b;
+	uint64_t blocks = kva_geometry_blocks(g), b;
 	size_t len = (size_t)tokens * g->head_dim *
 		     kva_dtype_size((enum kva_dtype)g->dtype);
 
 	for (b = 0; b < blocks; b++)
 		memcpy((char *)(uintptr_t)dst + b * g->head_stride,
 		       (const char *)(uintptr_t)src + b * g->head_stride, len);
+	return 0;
+}
+
+/* A raw sequence's new frames: zeroed before the engine can read them. */
+static int host_zero(struct kva_arena *a, uint64_t va, uint32_t n)
+{
+	memset((void *)(uintptr_t)va, 0, (size_t)n * a->frame_size);
 	return 0;
 }
 
@@ -401,6 +408,7 @@ const struct kva_vmm kva_host_vmm = {
 	.map = host_map,
 	.unmap = host_unmap,
 	.copy = host_copy,
+	.zero = host_zero,
 	.xfer = host_xfer,
 	.tier_xfer = host_tier_xfer,
 };

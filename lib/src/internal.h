@@ -247,6 +247,9 @@ struct kva_vmm {
 	/* zero @n frames mapped at @va and wait until the device has (NULL:
 	 * the module clears this memory itself) */
 	int (*clear)(struct kva_arena *a, uint64_t va, uint32_t n);
+	/* zero @n frames just mapped at @va for a raw sequence, before the
+	 * engine's next work reads them (NULL: nothing to zero: no memory) */
+	int (*zero)(struct kva_arena *a, uint64_t va, uint32_t n);
 	/* drop what @resolve learnt of frame @idx: a scrubber's import */
 	void (*forget)(struct kva_arena *a, uint32_t idx);
 	/*

@@ -259,8 +259,12 @@ static int map_new(struct kva_arena *a, struct grow_plan *p,
 	}
 	ret = a->vmm->map(a, slot_va(p->s, p->s->nr_mapped), idx + p->first,
 			  p->need);
-	if (!ret)
-		p->mapped = true;
+	if (ret)
+		return ret;
+	p->mapped = true;
+	/* A raw sequence's engine may read rows it never wrote. */
+	if (p->need && p->s->pub.geo.dtype == KVA_DTYPE_RAW && a->vmm->zero)
+		ret = a->vmm->zero(a, slot_va(p->s, p->s->nr_mapped), p->need);
 	return ret;
 }
 
@@ -285,9 +289,13 @@ static int cow_copy(struct kva_arena *a, struct grow_plan *p,
 	ret = a->vmm->map(a, scratch, &nf, 1);
 	if (ret)
 		return ret;
+	/* The copy's rows are all a raw frame may show of its past. */
+	if (p->s->pub.geo.dtype == KVA_DTYPE_RAW && a->vmm->zero)
+		ret = a->vmm->zero(a, scratch, 1);
 	/* done, and so is what the engine queued before: see swap_slot() */
-	ret = a->vmm->copy(a, scratch, slot_va(p->s, p->cow_slot),
-			   &p->s->pub.geo, p->cow_tokens);
+	if (!ret)
+		ret = a->vmm->copy(a, scratch, slot_va(p->s, p->cow_slot),
+				   &p->s->pub.geo, p->cow_tokens);
 	/* The scratch mapping must go even if the copy failed. */
 	if (a->vmm->unmap(a, scratch, 1) && !ret)
 		ret = -EIO;

@@ -331,12 +331,106 @@ TEST(invalid_geometry_is_einval_with_the_reason)
 	g.layers = 1;
 	g.dtype = 5;
 	EXPECT_EQ(-EINVAL, kva_geometry_explain(&g, buf, sizeof(buf)));
-	EXPECT_STREQ("dtype 5 is not fp32 (0), fp16 (1) or bf16 (2)", buf);
+	EXPECT_STREQ("dtype 5 is not fp32 (0), fp16 (1), bf16 (2), fp8 (3) "
+		     "or raw (255)", buf);
+	g.dtype = KVA_DTYPE_RAW;
+	g.kv_heads = 8;
+	EXPECT_EQ(-EINVAL, kva_geometry_explain(&g, buf, sizeof(buf)));
+	EXPECT_STREQ("a raw geometry has one layer and one KV head (1 and 8 "
+		     "given); its head_dim is the bytes per row", buf);
 	g.dtype = KVA_DTYPE_FP16;
 	g.layers = 1u << 20;
 	EXPECT_EQ(-EINVAL, kva_geometry_explain(&g, buf, sizeof(buf)));
 	EXPECT_EQ(0, strncmp(buf, "out of range", 12));
 	EXPECT_EQ(-EINVAL, kva_geometry_explain(NULL, buf, sizeof(buf)));
+}
+
+/* ---- raw rows: an engine that owns its layout ---- */
+
+TEST(raw_geometry_is_rows_of_head_dim_bytes)
+{
+	struct kva_geometry g;
+	char buf[256];
+
+	ASSERT_EQ(0, kva_geometry_raw(&g, 96, 4096));
+	EXPECT_EQ(96, g.bytes_per_token);
+	EXPECT_EQ(42, g.tokens_per_frame);
+	EXPECT_EQ(0, kva_geometry_explain(&g, buf, sizeof(buf)));
+	EXPECT_STREQ("raw rows of 96 bytes: 42 rows per 4 KiB frame, 64 bytes "
+		     "unused per frame", buf);
+	/* Row t: t / T_f frames on, t % T_f rows into the frame. */
+	EXPECT_EQ(4096 + 5 * 96, kva_kv_offset(&g, 0, KVA_K, 0, 47));
+	EXPECT_EQ(-E2BIG, kva_geometry_raw(&g, 8192, 4096));
+	EXPECT_EQ(-E2BIG, kva_geometry_explain(&g, buf, sizeof(buf)));
+	EXPECT_STREQ("a raw row of 8 KiB is more than a 4 KiB frame holds",
+		     buf);
+}
+
+/* Rows that divide the frame make one array as long as the sequence. */
+TEST_F(seq, raw_rows_are_one_array_across_frames)
+{
+	struct kva_geometry g;
+	struct kva_seq *s;
+	uint32_t *row;
+	uint64_t t;
+
+	ASSERT_EQ(0, kva_geometry_raw(&g, 64, FS));
+	ASSERT_EQ(0, kva_seq_create(self->a, &g, 1000, &s));
+	ASSERT_EQ(0, kva_seq_grow(s, 200));	/* 64 rows a frame: 4 frames */
+	row = (uint32_t *)(uintptr_t)s->base;
+	for (t = 0; t < 200; t++)
+		row[t * 16] = (uint32_t)t + 1;
+	for (t = 0; t < 200; t++)
+		ASSERT_EQ(t + 1, *(uint32_t *)kva_seq_kv_ptr(s, 0, KVA_K, 0, t));
+	EXPECT_EQ(4, kva_seq_handles(s, NULL, 0));
+	kva_seq_free(s);
+}
+
+static int all_zero(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	while (n--)
+		if (*b++)
+			return 0;
+	return 1;
+}
+
+/*
+ * A frame given back by one sequence comes to the next raw sequence
+ * zeroed, whether grown or copied on write: an engine that reads rows it
+ * has not written (masked cells) sees zeros, never another request's KV.
+ */
+TEST_F(seq, raw_frames_never_show_what_was_there_before)
+{
+	struct kva_seq *k = new_seq(_metadata, self->a, &self->g, 16 * TPF);
+	struct kva_seq *s, *c;
+	struct kva_geometry g;
+
+	/* Fill every frame of the arena with a kernel layout's KV. */
+	ASSERT_EQ(0, kva_seq_grow(k, 16 * TPF));
+	memset((void *)(uintptr_t)k->base, 0x5a, 16 * FS);
+	kva_seq_free(k);
+	ASSERT_EQ(0, kva_geometry_raw(&g, 64, FS));
+	ASSERT_EQ(0, kva_seq_create(self->a, &g, 64 * 16, &s));
+	ASSERT_EQ(0, kva_seq_grow(s, 70));
+	EXPECT_TRUE(all_zero((void *)(uintptr_t)s->base, 2 * FS));
+	memset((void *)(uintptr_t)s->base, 0x33, 70 * 64);
+	/* Back to 3 rows and out again: the second frame is a new one. */
+	ASSERT_EQ(0, kva_seq_shrink(s, 3));
+	ASSERT_EQ(0, kva_seq_grow(s, 67));
+	EXPECT_TRUE(all_zero((void *)(uintptr_t)(s->base + FS), FS));
+	/* A fork's copy holds the rows it shares and zeros past them. */
+	memset((void *)(uintptr_t)(s->base + FS), 0x44, 6 * 64);
+	ASSERT_EQ(0, kva_seq_fork(s, &c));
+	ASSERT_EQ(0, kva_seq_grow(c, 1));
+	EXPECT_EQ(0x44, *(unsigned char *)(uintptr_t)(c->base + FS + 6 * 64 - 1));
+	EXPECT_TRUE(all_zero((void *)(uintptr_t)(c->base + FS + 6 * 64),
+			     FS - 6 * 64));
+	/* and the parent keeps its frame as it was */
+	EXPECT_EQ(0x44, *(unsigned char *)(uintptr_t)(s->base + FS));
+	kva_seq_free(c);
+	kva_seq_free(s);
 }
 
 TEST_F(seq, create_rejects_other_frame_sizes_and_zero_length)
