@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""vm_serve.py - two llama-server processes on one kvarena.ko arena, in the
+VM (selftests/llama.cpp/vm.sh runs it, as root; TAP on stdout).
+
+Two users each run a llama-server (tiny_model.py's model, -np 2 with a
+unified cache) with --kv-arena on the host arena vm.sh made: 4 KiB frames,
+64 cells of this model's K or V each, so a server at its whole context
+(2048 cells, 4 tensors) would hold 128 frames, and the arena (ARENA_FRAMES)
+holds less than both would.  Requests are slices of the Azure
+conversation trace, their token counts scaled down to this context
+(TRACE_SCALE), sent over HTTP at their arrival times; a thread samples
+`kvarenactl -j clients` all along.
+
+    phase a    server A serves its slice alone; its idle slots keep
+               their KV (and frames) after
+    phase b    server B serves its slice: it needs frames A holds; the
+               arena drops below its low watermark, A gives its idle
+               slots' frames back (their KV to its prompt cache) and B
+               gets them - A's frames fall as B's rise
+    phase ab   both serve at once, more than the arena holds at a time:
+               batches wait for frames, requests are parked, none fails
+    kill       A is killed with SIGKILL mid-slice: every frame it held
+               returns; B serves on, then its slots are erased: B holds
+               none
+
+What happens is decided by progress (a phase starts when the last ended;
+the kill comes once A holds frames with requests open), not by the clock.
+Writes /out/samples.jsonl (t, A's and B's frames) and /out/summary.json
+for the figures.
+"""
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+ARENA = "kvllama"
+KVARENA_GID = 990         # the device node's group (vm.sh)
+SERVER = "/bin/llama-server"
+MODEL = "/data/tiny.gguf"
+TRACE = "/data/AzureLLMInferenceTrace_conv.csv"
+TRACE_SCALE = 4           # trace tokens per token here
+MAX_PROMPT = 480          # cells: a slot's share of the context, roughly
+MAX_GEN = 16
+PER_PHASE = int(os.environ.get("KVA_LLAMA_REQUESTS", "6"))
+
+n = 0
+failed = 0
+
+
+def tap(ok, name, *why):
+    global n, failed
+    n += 1
+    if not ok:
+        failed += 1
+    print(("ok %d %s" if ok else "not ok %d %s") % (n, name))
+    for w in why:
+        print("# " + str(w))
+    sys.stdout.flush()
+
+
+def http(port, method, path, body=None, timeout=900):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path),
+                                 data=data, method=method,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read().decode() or "{}")
+    except urllib.error.HTTPError as e:
+        try:
+            return e.code, json.loads(e.read().decode())
+        except ValueError:
+            return e.code, {}
+    except (OSError, ValueError) as e:
+        return 0, {"error": str(e)}
+
+
+class Server:
+    def __init__(self, name, port, uid):
+        self.name, self.port = name, port
+        self.log = open("/out/%s.log" % name, "w")
+        self.proc = subprocess.Popen(
+            [SERVER, "-m", MODEL, "--host", "127.0.0.1",
+             "--port", str(port), "-c", "2048", "-np", "2", "-kvu",
+             "-fa", "on", "-t", "1", "--kv-arena", ARENA,
+             "--kv-arena-min", "256", "--kv-arena-wait", "120000",
+             "-lv", "4"],
+            stdout=self.log, stderr=subprocess.STDOUT,
+            user=uid, group=uid, extra_groups=[KVARENA_GID])
+        self.pid = self.proc.pid
+
+    def wait_up(self, seconds=300):
+        end = time.time() + seconds
+        while time.time() < end:
+            if self.proc.poll() is not None:
+                return False
+            if http(self.port, "GET", "/health", timeout=5)[0] == 200:
+                return True
+            time.sleep(0.5)
+        return False
+
+
+def clients():
+    """{attach_pid: held_frames} of the arena's clients."""
+    r = subprocess.run(["kvarenactl", "-j", "clients", ARENA],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return None
+    return {c.get("attach_pid"): c["held_frames"] for c in json.loads(r.stdout)}
+
+
+class Sampler(threading.Thread):
+    def __init__(self, a, b):
+        super().__init__(daemon=True)
+        self.a, self.b = a, b
+        self.samples = []
+        self.phase = "start"
+        self.stop = False
+        self.out = open("/out/samples.jsonl", "w")
+        self.t0 = time.time()
+
+    def take(self):
+        c = clients()
+        if c is None:
+            return None
+        s = {"t": round(time.time() - self.t0, 2), "phase": self.phase,
+             "a": c.get(self.a.pid, 0), "b": c.get(self.b.pid, 0),
+             "clients": len(c)}
+        self.samples.append(s)
+        self.out.write(json.dumps(s) + "\n")
+        self.out.flush()
+        return s
+
+    def run(self):
+        while not self.stop:
+            self.take()
+            time.sleep(0.25)
+
+
+def trace_requests(first, count):
+    """count requests of the trace from row first: (arrival s, prompt, gen)."""
+    rows = []
+    with open(TRACE) as f:
+        for i, r in enumerate(csv.DictReader(f)):
+            if i < first:
+                continue
+            if len(rows) == count:
+                break
+            rows.append(r)
+    t0 = None
+    out = []
+    for i, r in enumerate(rows):
+        ts = r["TIMESTAMP"]
+        sec = (int(ts[11:13]) * 3600 + int(ts[14:16]) * 60 + float(ts[17:]))
+        t0 = sec if t0 is None else t0
+        p = max(16, min(MAX_PROMPT, int(r["ContextTokens"]) // TRACE_SCALE))
+        g = max(4, min(MAX_GEN, int(r["GeneratedTokens"]) // TRACE_SCALE))
+        out.append((sec - t0, p, g))
+    return out
+
+
+def prompt_of(key, tokens):
+    # one token a character of this vocabulary; the key makes each
+    # prompt its own (no prefix found in a cache)
+    words = []
+    size = 0
+    i = 0
+    while size < tokens:
+        w = "%s%d" % (key, i)
+        words.append(w)
+        size += len(w) + 1
+        i += 1
+    return " ".join(words)[:tokens]
+
+
+def serve(server, key, reqs, results):
+    """Send reqs at their arrival times, one thread each; wait for all."""
+    threads = []
+    t0 = time.time()
+
+    def one(i, p, g):
+        st, ans = http(server.port, "POST", "/completion", {
+            "prompt": prompt_of("%s%d" % (key, i), p), "n_predict": g,
+            "temperature": 0, "grammar": "root ::= [a-z ]+"})
+        err = ans.get("error")
+        results.append({"server": server.name, "key": key, "i": i,
+                        "prompt": p, "gen": g, "status": st,
+                        "n": ans.get("tokens_predicted"),
+                        "error": err.get("message") if isinstance(err, dict) else err})
+
+    for i, (at, p, g) in enumerate(reqs):
+        delay = at - (time.time() - t0)
+        if delay > 0:
+            time.sleep(delay)
+        t = threading.Thread(target=one, args=(i, p, g))
+        t.start()
+        threads.append(t)
+    return threads
+
+
+def main():
+    a = Server("a", 8081, 1000)
+    b = Server("b", 8082, 1001)
+    up = a.wait_up() and b.wait_up()
+    tap(up, "two_servers_attach_to_one_arena",
+        *([] if up else ["see a.log, b.log"]))
+    if not up:
+        for s in (a, b):
+            s.proc.kill()
+        return 1
+
+    sm = Sampler(a, b)
+    sm.start()
+    res = []
+
+    # phase a: A alone
+    sm.phase = "a"
+    for t in serve(a, "a", trace_requests(0, PER_PHASE), res):
+        t.join()
+    s_a = sm.take()
+    ok = s_a and s_a["a"] > 0 and s_a["b"] == 0 and \
+        all(r["status"] == 200 for r in res)
+    tap(ok, "server_a_holds_the_frames_its_requests_use",
+        "after phase a: %s" % s_a)
+
+    # phase b: B needs what A's idle slots hold
+    sm.phase = "b"
+    res_b = []
+    for t in serve(b, "b", trace_requests(PER_PHASE, PER_PHASE), res_b):
+        t.join()
+    s_b = sm.take()
+    res += res_b
+    peak_a = max([s["a"] for s in sm.samples if s["phase"] == "a"] + [0])
+    peak_b = max([s["b"] for s in sm.samples if s["phase"] == "b"] + [0])
+    ok = s_b and all(r["status"] == 200 for r in res_b) and \
+        s_b["a"] < peak_a and peak_b > 0
+    tap(ok, "a_gives_frames_back_as_b_takes_them",
+        "A's peak in phase a %d, A after phase b %s; B's peak %d" %
+        (peak_a, s_b and s_b["a"], peak_b))
+
+    # phase ab: both at once
+    sm.phase = "ab"
+    res_ab = []
+    ts = serve(a, "c", trace_requests(2 * PER_PHASE, PER_PHASE), res_ab)
+    ts += serve(b, "d", trace_requests(3 * PER_PHASE, PER_PHASE), res_ab)
+    for t in ts:
+        t.join()
+    res += res_ab
+    bad = [r for r in res_ab if r["status"] != 200]
+    tap(not bad, "both_serve_at_once_and_no_request_fails", *bad)
+
+    # kill: A dies with requests open and frames held
+    sm.phase = "kill"
+    res_k = []
+    ts = serve(a, "e", trace_requests(4 * PER_PHASE, PER_PHASE), res_k)
+    seen = None
+    end = time.time() + 600
+    while time.time() < end:
+        s = sm.take()
+        if s and s["a"] > 0 and any(t.is_alive() for t in ts):
+            seen = s
+            break
+        time.sleep(0.1)
+    os.kill(a.pid, signal.SIGKILL)
+    a.proc.wait()
+    for t in ts:
+        t.join()
+    time.sleep(0.5)
+    after = clients()
+    ok = seen is not None and after is not None and a.pid not in after and \
+        sum(after.values()) == after.get(b.pid, 0)
+    tap(ok, "killed_server_frames_all_return",
+        "held by A when killed: %s; clients after: %s" %
+        (seen and seen["a"], after))
+
+    # B serves on, then gives everything back
+    sm.phase = "b-alone"
+    res_b2 = []
+    for t in serve(b, "f", trace_requests(5 * PER_PHASE, 2), res_b2):
+        t.join()
+    res += res_b2
+    for slot in (0, 1):
+        http(b.port, "POST", "/slots/%d?action=erase" % slot, {})
+    time.sleep(0.5)
+    after_erase = clients()
+    ok = all(r["status"] == 200 for r in res_b2) and after_erase is not None \
+        and after_erase.get(b.pid) == 0
+    tap(ok, "erased_slots_hold_no_frames", "clients: %s" % after_erase)
+
+    sm.stop = True
+    sm.join()
+    b.proc.terminate()
+    b.proc.wait()
+    final = clients()
+    tap(final == {}, "no_client_left", "clients: %s" % final)
+
+    peak = max(s["a"] + s["b"] for s in sm.samples)
+    with open("/out/summary.json", "w") as f:
+        json.dump({"requests": res, "peak_frames_shared": peak,
+                   "frames_each_at_its_context": 128,
+                   "samples": len(sm.samples)}, f, indent=1)
+    print("# peak frames held by both together: %d (each at its whole "
+          "context: 2 x 128)" % peak)
+    print("1..%d" % n)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
