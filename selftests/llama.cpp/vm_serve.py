@@ -4,25 +4,27 @@
 VM (selftests/llama.cpp/vm.sh runs it, as root; TAP on stdout).
 
 Two users each run a llama-server (tiny_model.py's model, -np 2 with a
-unified cache) with --kv-arena on the host arena vm.sh made: 4 KiB frames,
-64 cells of this model's K or V each, so a server at its whole context
-(2048 cells, 4 tensors) would hold 128 frames, and the arena (ARENA_FRAMES)
-holds less than both would.  Requests are slices of the Azure
-conversation trace, their token counts scaled down to this context
-(TRACE_SCALE), sent over HTTP at their arrival times; a thread samples
-`kvarenactl -j clients` all along.
+unified cache, --kv-arena-min 1024 cells) on the host arena vm.sh made:
+4 KiB frames, 64 cells of this model's K or V each, so a server at its
+whole context (2048 cells, 4 tensors) would hold 128 frames, its
+guarantee is 64, and the arena's 160 are less than both would hold; it is
+under pressure below 24 free frames.  A thread samples `kvarenactl -j
+clients` all along.
 
-    phase a    server A serves its slice alone; its idle slots keep
-               their KV (and frames) after
-    phase b    server B serves its slice: it needs frames A holds; the
-               arena drops below its low watermark, A gives its idle
-               slots' frames back (their KV to its prompt cache) and B
-               gets them - A's frames fall as B's rise
-    phase ab   both serve at once, more than the arena holds at a time:
-               batches wait for frames, requests are parked, none fails
-    kill       A is killed with SIGKILL mid-slice: every frame it held
-               returns; B serves on, then its slots are erased: B holds
-               none
+    phase a    A serves two 400-character prompts at once, within its
+               guarantee; its idle slots keep their KV and frames after
+    phase b    B serves two 900-character prompts at once: more than its
+               guarantee; the arena falls below its low watermark, A's
+               idle slots give their frames back (their KV to its prompt
+               cache) as B's rise
+    phase ab   both serve slices of the Azure conversation trace at once
+               (their token counts, prompts cut to 900 tokens), at
+               their arrival times, more than the arena holds at a time:
+               batches wait for frames, requests are parked; one that
+               cannot be may fail alone with the kv-arena error
+    kill       A is killed with SIGKILL mid-slice while it holds frames
+               with requests open: every frame it held returns; B serves
+               on, then its slots are erased: B holds none
 
 What happens is decided by progress (a phase starts when the last ended;
 the kill comes once A holds frames with requests open), not by the clock.
@@ -45,9 +47,9 @@ KVARENA_GID = 990         # the device node's group (vm.sh)
 SERVER = "/bin/llama-server"
 MODEL = "/data/tiny.gguf"
 TRACE = "/data/AzureLLMInferenceTrace_conv.csv"
-TRACE_SCALE = 4           # trace tokens per token here
-MAX_PROMPT = 480          # cells: a slot's share of the context, roughly
-MAX_GEN = 16
+TRACE_SCALE = 1           # trace tokens per token here
+MAX_PROMPT = 900          # with MAX_GEN, within one guarantee (1024 cells)
+MAX_GEN = 32
 PER_PHASE = int(os.environ.get("KVA_LLAMA_REQUESTS", "6"))
 
 n = 0
@@ -90,8 +92,8 @@ class Server:
             [SERVER, "-m", MODEL, "--host", "127.0.0.1",
              "--port", str(port), "-c", "2048", "-np", "2", "-kvu",
              "-fa", "on", "-t", "1", "--kv-arena", ARENA,
-             "--kv-arena-min", "256", "--kv-arena-wait", "120000",
-             "-lv", "4"],
+             "--kv-arena-min", "1024", "--kv-arena-wait", "5000",
+             "--slot-save-path", "/tmp", "-lv", "4"],
             stdout=self.log, stderr=subprocess.STDOUT,
             user=uid, group=uid, extra_groups=[KVARENA_GID])
         self.pid = self.proc.pid
@@ -220,46 +222,55 @@ def main():
     sm.start()
     res = []
 
-    # phase a: A alone
+    # phase a: A alone, two requests at once (one a slot), within A's
+    # guarantee; its idle slots keep their KV and frames after
     sm.phase = "a"
-    for t in serve(a, "a", trace_requests(0, PER_PHASE), res):
+    for t in serve(a, "a", [(0, 400, 16), (0, 400, 16)], res):
         t.join()
     s_a = sm.take()
-    ok = s_a and s_a["a"] > 0 and s_a["b"] == 0 and \
+    ok = s_a and 32 <= s_a["a"] <= 64 and s_a["b"] == 0 and \
         all(r["status"] == 200 for r in res)
     tap(ok, "server_a_holds_the_frames_its_requests_use",
         "after phase a: %s" % s_a)
 
-    # phase b: B needs what A's idle slots hold
+    # phase b: B wants more than its guarantee, the arena's free frames
+    # fall below its low watermark, A's idle slots give theirs back
     sm.phase = "b"
     res_b = []
-    for t in serve(b, "b", trace_requests(PER_PHASE, PER_PHASE), res_b):
+    for t in serve(b, "b", [(0, 900, 32), (0, 900, 32)], res_b):
         t.join()
     s_b = sm.take()
     res += res_b
-    peak_a = max([s["a"] for s in sm.samples if s["phase"] == "a"] + [0])
     peak_b = max([s["b"] for s in sm.samples if s["phase"] == "b"] + [0])
+    with open("/out/a.log") as f:
+        relieved = "kv-arena: the arena is under pressure: idle" in f.read()
     ok = s_b and all(r["status"] == 200 for r in res_b) and \
-        s_b["a"] < peak_a and peak_b > 0
+        s_b["a"] < s_a["a"] and peak_b > 64 and relieved
     tap(ok, "a_gives_frames_back_as_b_takes_them",
-        "A's peak in phase a %d, A after phase b %s; B's peak %d" %
-        (peak_a, s_b and s_b["a"], peak_b))
+        "A held %d after phase a and %s after phase b; B's peak %d "
+        "(guaranteed 64); A's log says it gave idle frames back: %s" %
+        (s_a["a"], s_b and s_b["a"], peak_b, relieved))
 
-    # phase ab: both at once
+    # phase ab: both at once, from the trace: more than the arena holds
+    # at a time; a batch waits for frames, a request is parked, and one
+    # that cannot be may fail, alone, with the kv-arena error
     sm.phase = "ab"
     res_ab = []
-    ts = serve(a, "c", trace_requests(2 * PER_PHASE, PER_PHASE), res_ab)
-    ts += serve(b, "d", trace_requests(3 * PER_PHASE, PER_PHASE), res_ab)
+    ts = serve(a, "c", trace_requests(0, PER_PHASE), res_ab)
+    ts += serve(b, "d", trace_requests(PER_PHASE, PER_PHASE), res_ab)
     for t in ts:
         t.join()
     res += res_ab
-    bad = [r for r in res_ab if r["status"] != 200]
-    tap(not bad, "both_serve_at_once_and_no_request_fails", *bad)
+    bad = [r for r in res_ab if r["status"] != 200 and
+           not (r["status"] == 503 and "kv-arena" in (r["error"] or ""))]
+    served = sum(r["status"] == 200 for r in res_ab)
+    tap(not bad and served > 0, "both_serve_at_once_and_none_fails_but_alone",
+        "served %d of %d" % (served, len(res_ab)), *bad)
 
     # kill: A dies with requests open and frames held
     sm.phase = "kill"
     res_k = []
-    ts = serve(a, "e", trace_requests(4 * PER_PHASE, PER_PHASE), res_k)
+    ts = serve(a, "e", trace_requests(2 * PER_PHASE, PER_PHASE), res_k)
     seen = None
     end = time.time() + 600
     while time.time() < end:
@@ -283,16 +294,17 @@ def main():
     # B serves on, then gives everything back
     sm.phase = "b-alone"
     res_b2 = []
-    for t in serve(b, "f", trace_requests(5 * PER_PHASE, 2), res_b2):
+    for t in serve(b, "f", trace_requests(3 * PER_PHASE, 2), res_b2):
         t.join()
     res += res_b2
-    for slot in (0, 1):
-        http(b.port, "POST", "/slots/%d?action=erase" % slot, {})
+    erased = [http(b.port, "POST", "/slots/%d?action=erase" % slot, {})[0]
+              for slot in (0, 1)]
     time.sleep(0.5)
     after_erase = clients()
     ok = all(r["status"] == 200 for r in res_b2) and after_erase is not None \
-        and after_erase.get(b.pid) == 0
-    tap(ok, "erased_slots_hold_no_frames", "clients: %s" % after_erase)
+        and after_erase.get(b.pid) == 0 and erased == [200, 200]
+    tap(ok, "erased_slots_hold_no_frames",
+        "erase: %s; clients: %s" % (erased, after_erase))
 
     sm.stop = True
     sm.join()
@@ -305,6 +317,7 @@ def main():
     with open("/out/summary.json", "w") as f:
         json.dump({"requests": res, "peak_frames_shared": peak,
                    "frames_each_at_its_context": 128,
+                   "arena_frames": 160,
                    "samples": len(sm.samples)}, f, indent=1)
     print("# peak frames held by both together: %d (each at its whole "
           "context: 2 x 128)" % peak)
