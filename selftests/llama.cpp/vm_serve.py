@@ -17,6 +17,10 @@ clients` all along.
                guarantee; the arena falls below its low watermark, A's
                idle slots give their frames back (their KV to its prompt
                cache) as B's rise
+    phase wait A serves a 1300-character prompt, more than its guarantee;
+               once it holds that much, B's two 900-character prompts
+               find too few frames: the batch waits on the arena and goes
+               on when A, done, gives its frames back under pressure
     phase ab   both serve slices of the Azure conversation trace at once
                (their token counts, prompts cut to 900 tokens), at
                their arrival times, more than the arena holds at a time:
@@ -92,7 +96,7 @@ class Server:
             [SERVER, "-m", MODEL, "--host", "127.0.0.1",
              "--port", str(port), "-c", "2048", "-np", "2", "-kvu",
              "-fa", "on", "-t", "1", "--kv-arena", ARENA,
-             "--kv-arena-min", "1024", "--kv-arena-wait", "5000",
+             "--kv-arena-min", "1024", "--kv-arena-wait", "30000",
              "--slot-save-path", "/tmp", "-lv", "4"],
             stdout=self.log, stderr=subprocess.STDOUT,
             user=uid, group=uid, extra_groups=[KVARENA_GID])
@@ -250,6 +254,33 @@ def main():
         "A held %d after phase a and %s after phase b; B's peak %d "
         "(guaranteed 64); A's log says it gave idle frames back: %s" %
         (s_a["a"], s_b and s_b["a"], peak_b, relieved))
+
+    # phase wait: A holds more than its guarantee with a request in
+    # flight; B's prefill finds too few frames, waits on the arena, and
+    # goes on when A, done, gives its frames back under pressure
+    sm.phase = "wait"
+    res_w = []
+    ts = serve(a, "w", [(0, 1300, 32)], res_w)
+    end = time.time() + 300
+    while time.time() < end and ts[0].is_alive():
+        s = sm.take()
+        if s and s["a"] > 64:
+            break
+        time.sleep(0.1)
+    ts += serve(b, "x", [(0, 900, 32), (0, 900, 32)], res_w)
+    for t in ts:
+        t.join()
+    res += res_w
+    came = []
+    for name in ("a", "b"):
+        with open("/out/%s.log" % name) as f:
+            if "kv-arena: frames came back to the arena after" in f.read():
+                came.append(name)
+    peak_w = max([s["a"] for s in sm.samples if s["phase"] == "wait"] + [0])
+    ok = all(r["status"] == 200 for r in res_w) and came and peak_w > 64
+    tap(ok, "a_batch_waits_for_frames_and_goes_on_when_they_come_back",
+        "A's peak %d; statuses %s; frames came back to: %s" %
+        (peak_w, [r["status"] for r in res_w], came))
 
     # phase ab: both at once, from the trace: more than the arena holds
     # at a time; a batch waits for frames, a request is parked, and one
