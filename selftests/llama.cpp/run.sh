@@ -63,13 +63,15 @@ fi
 # ---- build -------------------------------------------------------------
 
 # The copy is made again, and patched, whenever the tree or the patches
-# change; files the patches touch (now or last time) get a new mtime, so
+# change.  A file the patches touch (now or last time) keeps the last
+# copy's mtime if its text is the same, and gets a new one if not, so
 # that the build stays incremental and never keeps a stale object.
 stamp=$( (cd "$LLAMA_DIR" && find . -path ./build -prune -o -path ./.git \
 	-prune -o -type f -printf '%p %s %T@\n' | sort; cat "$PATCHES"/*.patch) |
 	sha256sum | cut -c1-32)
 if [ "$(cat "$OUT/src.stamp" 2>/dev/null)" != "$stamp" ]; then
-	rm -rf "$OUT/src"
+	rm -rf "$OUT/src.old"
+	[ ! -d "$OUT/src" ] || mv "$OUT/src" "$OUT/src.old"
 	mkdir -p "$OUT/src"
 	(cd "$LLAMA_DIR" && tar -cf - --exclude=./build --exclude=./.git .) |
 		(cd "$OUT/src" && tar -xf -)
@@ -86,7 +88,15 @@ if [ "$(cat "$OUT/src.stamp" 2>/dev/null)" != "$stamp" ]; then
 	grep -h '^+++ b/' "$PATCHES"/*.patch | sed 's|^+++ b/||' |
 		sort -u >"$TMP/files"
 	cat "$OUT/src.files" "$TMP/files" 2>/dev/null | sort -u |
-		(cd "$OUT/src" && xargs touch -c)
+	while read -r f; do
+		if [ -f "$OUT/src.old/$f" ] && [ -f "$OUT/src/$f" ] &&
+		   cmp -s "$OUT/src.old/$f" "$OUT/src/$f"; then
+			touch -r "$OUT/src.old/$f" "$OUT/src/$f"
+		else
+			touch -c "$OUT/src/$f"
+		fi
+	done
+	rm -rf "$OUT/src.old"
 	cp "$TMP/files" "$OUT/src.files"
 	echo "$stamp" >"$OUT/src.stamp"
 fi
