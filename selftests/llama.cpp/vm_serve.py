@@ -29,6 +29,10 @@ clients` all along.
     kill       A is killed with SIGKILL mid-slice while it holds frames
                with requests open: every frame it held returns; B serves
                on, then its slots are erased: B holds none
+    admission  the same memory split (each server a buffer of 1280 cells)
+               or shared (both on the arena, -c 2560): bursts of 2 to 8
+               requests at once to one server while the other idles; how
+               many each answers (admission())
 
 What happens is decided by progress (a phase starts when the last ended;
 the kill comes once A holds frames with requests open), not by the clock.
@@ -88,16 +92,18 @@ def http(port, method, path, body=None, timeout=900):
         return 0, {"error": str(e)}
 
 
+SHARED = ["-c", "2048", "-np", "2", "--kv-arena", ARENA,
+          "--kv-arena-min", "1024", "--kv-arena-wait", "30000"]
+
+
 class Server:
-    def __init__(self, name, port, uid):
+    def __init__(self, name, port, uid, args=SHARED):
         self.name, self.port = name, port
         self.log = open("/out/%s.log" % name, "w")
         self.proc = subprocess.Popen(
             [SERVER, "-m", MODEL, "--host", "127.0.0.1",
-             "--port", str(port), "-c", "2048", "-np", "2", "-kvu",
-             "-fa", "on", "-t", "1", "--kv-arena", ARENA,
-             "--kv-arena-min", "1024", "--kv-arena-wait", "30000",
-             "--slot-save-path", "/tmp", "-lv", "4"],
+             "--port", str(port), "-kvu", "-fa", "on", "-t", "1",
+             "--slot-save-path", "/tmp", "-lv", "4"] + args,
             stdout=self.log, stderr=subprocess.STDOUT,
             user=uid, group=uid, extra_groups=[KVARENA_GID])
         self.pid = self.proc.pid
@@ -209,6 +215,51 @@ def serve(server, key, reqs, results):
         t.start()
         threads.append(t)
     return threads
+
+
+BURSTS = (2, 3, 4, 6, 8)
+
+
+def admission():
+    """The same memory, split or shared: bursts of k requests at once to
+    one of two servers while the other idles.  Split: each server a
+    buffer of 1280 cells (80 frames' worth: 160 together, the arena's
+    size).  Shared: both on the arena, each -c 2560.  Each request: a
+    300-character prompt and 32 tokens, some 290 cells."""
+    out = {}
+    for conf, args in (
+            ("split", ["-c", "1280", "-np", "8"]),
+            ("shared", ["-c", "2560", "-np", "8", "--kv-arena", ARENA,
+                        "--kv-arena-min", "256", "--kv-arena-wait", "30000"])):
+        a = Server("%s-a" % conf, 8083, 1000, args)
+        b = Server("%s-b" % conf, 8084, 1001, args)
+        if not (a.wait_up() and b.wait_up()):
+            tap(False, "admission_%s_servers_start" % conf)
+            for srv in (a, b):
+                srv.proc.kill()
+                srv.proc.wait()
+            return out
+        served = {}
+        for k in BURSTS:
+            r = []
+            for t in serve(a, "%s%d" % (conf, k), [(0, 300, 32)] * k, r):
+                t.join()
+            served[k] = sum(x["status"] == 200 for x in r)
+            # the next burst starts from empty slots
+            for slot in range(8):
+                http(a.port, "POST", "/slots/%d?action=erase" % slot, {})
+        out[conf] = served
+        for srv in (a, b):
+            srv.proc.terminate()
+            srv.proc.wait()
+    line = "  ".join("k=%d: %d / %d" % (k, out.get("split", {}).get(k, -1),
+                                       out.get("shared", {}).get(k, -1))
+                     for k in BURSTS)
+    print("# burst of k to one server, requests answered 200, split / "
+          "shared: " + line)
+    ok = "shared" in out and all(out["shared"][k] == k for k in BURSTS)
+    tap(ok, "shared_arena_serves_every_burst", "served: %s" % out)
+    return out
 
 
 def main():
@@ -344,11 +395,13 @@ def main():
     final = clients()
     tap(final == {}, "no_client_left", "clients: %s" % final)
 
+    adm = admission()
+
     peak = max(s["a"] + s["b"] for s in sm.samples)
     with open("/out/summary.json", "w") as f:
         json.dump({"requests": res, "peak_frames_shared": peak,
                    "frames_each_at_its_context": 128,
-                   "arena_frames": 160,
+                   "arena_frames": 160, "admission": adm,
                    "samples": len(sm.samples)}, f, indent=1)
     print("# peak frames held by both together: %d (each at its whole "
           "context: 2 x 128)" % peak)
