@@ -258,6 +258,43 @@ TEST_F(cuda, grow_maps_a_run_and_sets_access_once)
 	kva_seq_free(s);
 }
 
+/*
+ * A raw sequence's new frames are cleared on the device before the grow
+ * returns, so that what another sequence left in them never shows.
+ */
+TEST_F(cuda, raw_frames_are_cleared_on_the_device_when_mapped)
+{
+	const struct cuda_double_call *c;
+	struct kva_geometry g;
+	struct kva_seq *k, *s;
+	const unsigned char *p;
+	uint64_t i;
+
+	ASSERT_EQ(0, kva_seq_create(self->a, &self->g, 4 * TPF, &k));
+	ASSERT_EQ(0, kva_seq_grow(k, 4 * TPF));
+	fill_tokens(k, 3, 0, 4 * TPF);
+	kva_seq_free(k);
+	ASSERT_EQ(0, kva_arena_sync(self->a));
+
+	ASSERT_EQ(0, kva_geometry_raw(&g, 64, FS));
+	ASSERT_EQ(0, kva_seq_create(self->a, &g, 4 * FS / 64, &s));
+	cuda_double_reset();
+	ASSERT_EQ(0, kva_seq_grow(s, 2 * FS / 64));
+	EXPECT_EQ(1, cuda_double_count("cuMemsetD8Async"));
+	c = cuda_double_find("cuMemsetD8Async", 0);
+	ASSERT_NE(NULL, c);
+	EXPECT_EQ(s->base, c->a);
+	EXPECT_EQ(0, c->b);
+	EXPECT_EQ(2 * FS, c->c);
+	/* waited for: the double's memory is the host's */
+	p = (const unsigned char *)(uintptr_t)s->base;
+	for (i = 0; i < 2 * FS; i++)
+		if (p[i])
+			break;
+	EXPECT_EQ(2 * FS, i);
+	kva_seq_free(s);
+}
+
 TEST_F(cuda, allocations_are_made_once_and_reused)
 {
 	struct kva_seq *s;
