@@ -346,7 +346,8 @@ else
 	"$SRC/selftests/vm/run.sh" --timeout "${KVA_LLAMA_VM_TIMEOUT:-1800}" \
 		--mem 1536 --kernel "$KVA_VM_KERNEL" --module "$KVA_VM_MODULE" \
 		--root "$root" --script "$HERE/vm.sh" --data "$OUT/tiny.gguf" \
-		--data "$HERE/vm_serve.py" --data "$KVA_TRACE" --out "$OUT/vm" \
+		--data "$HERE/vm_serve.py" --data "$HERE/client.py" \
+		--data "$KVA_TRACE" --out "$OUT/vm" \
 		"$KVA_VM_KVARENACTL" >"$OUT/vm.log" 2>&1
 	vrc=$?
 	grep -E '^(ok|not ok|#) ' "$OUT/vm.log" | sed 's/^/# vm: /'

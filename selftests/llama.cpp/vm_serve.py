@@ -47,8 +47,8 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
+
+from client import call  # run.sh's HTTP client, beside this file in /data
 
 ARENA = "kvllama"
 KVARENA_GID = 990         # the device node's group (vm.sh)
@@ -76,20 +76,7 @@ def tap(ok, name, *why):
 
 
 def http(port, method, path, body=None, timeout=900):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path),
-                                 data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, json.loads(r.read().decode() or "{}")
-    except urllib.error.HTTPError as e:
-        try:
-            return e.code, json.loads(e.read().decode())
-        except ValueError:
-            return e.code, {}
-    except (OSError, ValueError) as e:
-        return 0, {"error": str(e)}
+    return call(port, method, path, body, timeout)
 
 
 SHARED = ["-c", "2048", "-np", "2", "--kv-arena", ARENA,
