@@ -54,7 +54,7 @@ check-gpu-dry: $(KVG_DIR)/gpu_check $(KVG_DIR)/runtime_check \
 	$(SRC)/selftests/gpu/run.sh --dry-run --build $(B) $(B)/gpu-dry
 	@# every step reported, and the runtime checks passed on the double
 	$(Q)python3 $(KVG_RESULTS) $(B)/gpu-dry/results.jsonl \
-		--passed build,runtime --skipped kernels-fp32,kernels-other,bench \
+		--passed build,runtime --skipped kernels-fp32,kernels-other,bench,llama \
 		--check frames_exported_by_a_process_that_exited_keep_its_bytes \
 		--check a_tier_agents_async_copies_through_an_import_are_byte_exact \
 		--check free_without_a_stream_waits_for_the_device \

@@ -6,7 +6,7 @@
 # repository, a CUDA toolkit (nvcc) and the driver: no build/ from
 # elsewhere, no liburing, no kernel source.
 #
-#   selftests/gpu/run.sh [--dry-run] [--build DIR] OUTDIR
+#   selftests/gpu/run.sh [--dry-run] [--build DIR] [--llama TREE] OUTDIR
 #
 #  0. tools  make, the C compiler and nvcc; what is missing is reported;
 #  1. probe  device 0 (selftests/gpu/probe.c, built with the C compiler
@@ -30,7 +30,15 @@
 #            mapped read-only; a sequence freed while the device still
 #            reads it (runtime_check, KTAP);
 #  6. sdpa   where PyTorch sees the GPU, its scaled_dot_product_attention
-#            on the decode shapes, as a peer.
+#            on the decode shapes, as a peer;
+#  7. llama  with --llama TREE (a llama.cpp tree at the commit that
+#            integrations/llama.cpp/ pins, or a tar file of one):
+#            selftests/llama.cpp/run.sh --cuda, the patched llama-server
+#            built with nvcc for sm_90 with as many jobs as CPUs (into
+#            BUILD/llama.cpp-cuda/, which a later run reuses) and serving
+#            a tiny model on the GPU with its KV cache in an arena of CUDA
+#            memory (TAP); under KVG_LLAMA_LIMIT seconds (default 540),
+#            the build included, so that step alone outlasts five minutes.
 #
 # Every step runs, under its own time limit (nvidia-smi and the probe
 # too), whatever the steps before it did, if what it runs was built.
@@ -53,16 +61,18 @@
 set -uo pipefail
 
 usage() {
-	echo "usage: $0 [--dry-run] [--build DIR] OUTDIR" >&2
+	echo "usage: $0 [--dry-run] [--build DIR] [--llama TREE] OUTDIR" >&2
 	exit 2
 }
 
 dry=
 build=
+llama=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--dry-run) dry=1; shift ;;
 	--build) [ $# -ge 2 ] || usage; build=$2; shift 2 ;;
+	--llama) [ $# -ge 2 ] || usage; llama=$2; shift 2 ;;
 	-h|--help) usage ;;
 	-*) usage ;;
 	*) break ;;
@@ -183,6 +193,7 @@ runtime_check=$build/selftests/gpu/runtime_check
 double=$build/selftests/lib/libcuda_double.so
 targets="$gpu_check $runtime_check"
 [ -n "$dry" ] && targets="$targets $double"
+[ -n "$llama" ] && targets="$targets $build/lib/libkvarena.a"
 make_args=(B="$build" NVCC="$nvcc" KVK_CUDA_ARCHS=90)
 # shellcheck disable=SC2206
 [ -n "${KVG_MAKE_ARGS:-}" ] && make_args+=($KVG_MAKE_ARGS)
@@ -230,6 +241,24 @@ if [ -z "$dry" ] && command -v python3 >/dev/null &&
 	step sdpa 60 python3 "$here/sdpa_peer.py"
 else
 	skip sdpa "no PyTorch with CUDA here"
+fi
+
+# 7. llama.cpp on the GPU
+if [ -z "$llama" ]; then
+	skip llama "no --llama TREE given"
+elif [ ! -f "$build/lib/libkvarena.a" ]; then
+	missing llama lib/libkvarena.a
+else
+	tree=$llama
+	if [ -f "$llama" ]; then
+		tree=$build/llama-tree
+		rm -rf "$tree"
+		mkdir -p "$tree" && tar -xf "$llama" -C "$tree"
+	fi
+	# the python3 on the PATH: the one with numpy on a GPU machine's image
+	step llama "${KVG_LLAMA_LIMIT:-540}" env KVA_BUILD="$build" JOBS="$(nproc)" \
+		PYTHON="$(command -v python3)" \
+		"$root/selftests/llama.cpp/run.sh" --cuda "$tree"
 fi
 
 # The figures, from results.jsonl; a line a killed step left

@@ -5,13 +5,16 @@ against the same binary with the buffer of its whole context, measured in
 one run (a benchmark: it prints ratios, asserts nothing).
 
     bench.py SERVER MODEL [--rounds N] [--prompt N] [--gen N] [--np N]
+        [--ngl N]
 
 Starts two servers of SERVER on MODEL (-fa on -kvu -c 4096, one with
 --kv-arena, an embedded arena here), then, N rounds, sends each the same
 requests in turn (a new prompt a round, so that no prompt cache helps;
 --np of them at once), alternating which goes first.  Prints, per
 server, prompt and generation tokens/s over all rounds (the server's own
-timings) and wall time, and the arena's over the plain one's.
+timings) and wall time, and the arena's over the plain one's.  --ngl N
+puts N layers and their KV cache on the GPU (a CUDA build; the arena is
+then one of CUDA memory).
 """
 import argparse
 import json
@@ -63,7 +66,9 @@ def main():
     ap.add_argument("--gen", type=int, default=128)
     ap.add_argument("--np", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--ngl", type=int)
     a = ap.parse_args()
+    gpu = ["-ngl", str(a.ngl)] if a.ngl is not None else []
 
     servers = {}
     for name, extra in (("plain", []), ("arena", ["--kv-arena", "bench"])):
@@ -71,7 +76,7 @@ def main():
         proc = subprocess.Popen(
             [a.server, "-m", a.model, "--host", "127.0.0.1", "--port",
              str(port), "-c", "4096", "-np", str(a.np), "-kvu", "-fa", "on",
-             "-t", str(a.threads), "--cache-ram", "0"] + extra,
+             "-t", str(a.threads), "--cache-ram", "0"] + gpu + extra,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         servers[name] = (port, proc)
     try:
@@ -122,8 +127,9 @@ def main():
         print("arena/plain: prompt %.3f  generation %.3f  wall %.3f" %
               (q["prompt_tps"] / p["prompt_tps"], q["gen_tps"] / p["gen_tps"],
                q["wall_s"] / p["wall_s"]))
-        print(json.dumps({"rounds": a.rounds, "prompt": a.prompt,
-                          "gen": a.gen, "np": a.np, "result": res}))
+        print(json.dumps({"kind": "llama_bench", "rounds": a.rounds, "prompt": a.prompt,
+                          "gen": a.gen, "np": a.np, "ngl": a.ngl,
+                          "result": res}))
     finally:
         for _, proc in servers.values():
             proc.terminate()

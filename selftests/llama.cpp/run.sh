@@ -1,25 +1,33 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# selftests/llama.cpp/run.sh LLAMA_DIR - llama.cpp's llama-server with
-# its KV cache in a kvarena arena: the tree given, with the patches of
-# integrations/llama.cpp/ applied, built against this build's libkvarena,
-# serving a tiny random-weight model on loopback (TAP).  Without LLAMA_DIR
-# it says so in one line and exits 77 (skip).
+# selftests/llama.cpp/run.sh [--cuda] LLAMA_DIR - llama.cpp's llama-server
+# with its KV cache in a kvarena arena: the tree given, with the patches
+# of integrations/llama.cpp/ applied, built against this build's
+# libkvarena, serving a tiny random-weight model on loopback (TAP).
+# Without LLAMA_DIR it says so in one line and exits 77 (skip).
 #
+#   --cuda      build with the CUDA backend (nvcc, sm_$CUDA_ARCHS) and run
+#               the same checks with the model and its KV cache on GPU 0,
+#               the arena of CUDA memory; without a GPU, the build only
+#               (the serving checks skip); no VM case
 #   LLAMA_DIR   a llama.cpp tree at the commit Documentation/llama.cpp.rst
 #               pins (82bb48500a9a), e.g. `git archive 82bb48500a9a | tar
 #               -x -C DIR`; it is copied, never written to
 #   KVA_BUILD   this project's build directory (default: build); the copy,
 #               its build and the model go in $KVA_BUILD/llama.cpp/
+#               ($KVA_BUILD/llama.cpp-cuda/ with --cuda)
 #   JOBS        build jobs (default 2)
+#   CUDA_HOME   the CUDA toolkit (default /usr/local/cuda); CUDA_ARCHS the
+#               GPU architectures to build for (default 90)
 #
 # The build is for any x86-64 (GGML_NATIVE=OFF): the same server runs
 # here and under qemu's TCG, whose CPU has no AVX.
 #
-# Needs cmake, g++, patch, the system python3 with numpy (python3-numpy)
-# and $KVA_BUILD/lib/libkvarena.a (make check-llama.cpp builds it).  The
-# first build of llama-server takes 10-25 minutes on two cores; later runs
+# Needs cmake, g++, patch (or git apply), a python3 with numpy (the
+# system's, python3-numpy, or $PYTHON) and $KVA_BUILD/lib/libkvarena.a
+# (make check-llama.cpp builds it).  The first build of llama-server takes
+# 10-25 minutes on two cores (with --cuda, about an hour); later runs
 # rebuild only what changed.
 #
 # Here the arena is an embedded one (this machine has no /dev/kvarena):
@@ -30,11 +38,18 @@
 # larger than the arena fails alone (503) and the server serves on; two
 # requests that do not fit together both finish, one parked while the
 # other runs; conditions the arena cannot serve are refused with the
-# reason.
+# reason.  With --cuda the model is wider (2 KiB rows), so that a 2 MiB
+# frame of CUDA memory holds 1024 rows as a 64 KiB host frame holds the
+# tiny model's 64-byte ones, and the same frame counts hold.
 
+CUDA=
+if [ "${1:-}" = --cuda ]; then
+	CUDA=1
+	shift
+fi
 LLAMA_DIR=${1:-}
 if [ -z "$LLAMA_DIR" ]; then
-	echo "SKIP: no llama.cpp tree given: selftests/llama.cpp/run.sh LLAMA_DIR"
+	echo "SKIP: no llama.cpp tree given: selftests/llama.cpp/run.sh [--cuda] LLAMA_DIR"
 	exit 77
 fi
 if [ ! -f "$LLAMA_DIR/src/llama-kv-cache.cpp" ] ||
@@ -46,10 +61,12 @@ fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
 KB=$(cd "${KVA_BUILD:-build}" 2>/dev/null && pwd)
-OUT=$(mkdir -p "${KVA_BUILD:-build}/llama.cpp" &&
-      cd "${KVA_BUILD:-build}/llama.cpp" && pwd)
+OUT=$(mkdir -p "${KVA_BUILD:-build}/llama.cpp${CUDA:+-cuda}" &&
+      cd "${KVA_BUILD:-build}/llama.cpp${CUDA:+-cuda}" && pwd)
 PATCHES=$SRC/integrations/llama.cpp
-PY=/usr/bin/python3
+# the model writer needs numpy: the system python3 (python3-numpy), or
+# $PYTHON
+PY=${PYTHON:-/usr/bin/python3}
 TMP=$(mktemp -d)
 SERVER_PID=
 trap '[ -n "$SERVER_PID" ] && kill $SERVER_PID 2>/dev/null; rm -rf "$TMP"' EXIT
@@ -77,8 +94,11 @@ if [ "$(cat "$OUT/src.stamp" 2>/dev/null)" != "$stamp" ]; then
 		(cd "$OUT/src" && tar -xf -)
 	ok=1
 	for p in "$PATCHES"/*.patch; do
-		patch -d "$OUT/src" -p1 -s --no-backup-if-mismatch <"$p" \
-			>>"$TMP/err" 2>&1 || { ok=0; echo "# $p" >>"$TMP/err"; }
+		if command -v patch >/dev/null; then
+			patch -d "$OUT/src" -p1 -s --no-backup-if-mismatch <"$p"
+		else
+			(cd "$OUT/src" && git apply -p1 "$p")
+		fi >>"$TMP/err" 2>&1 || { ok=0; echo "# $p" >>"$TMP/err"; }
 	done
 	if [ $ok = 0 ]; then
 		fail patches_apply "a patch of $PATCHES does not apply"
@@ -104,11 +124,16 @@ pass patches_apply
 
 URING=
 [ -e /usr/include/liburing.h ] && URING="-luring;"
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+set --
+[ -n "$CUDA" ] && set -- -DGGML_CUDA=ON \
+	"-DCMAKE_CUDA_COMPILER=$CUDA_HOME/bin/nvcc" \
+	"-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHS:-90}"
 cmake -S "$OUT/src" -B "$OUT/build" -DCMAKE_BUILD_TYPE=Release \
 	-DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
 	-DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
 	-DLLAMA_BUILD_EXAMPLES=OFF -DBUILD_SHARED_LIBS=OFF \
-	-DGGML_NATIVE=OFF -DLLAMA_KVARENA=ON \
+	-DGGML_NATIVE=OFF -DLLAMA_KVARENA=ON "$@" \
 	"-DKVARENA_INCLUDE_DIRS=$SRC/lib/include;$SRC/include" \
 	"-DKVARENA_LIBRARIES=$KB/lib/libkvarena.a;${URING}-ldl;-lpthread" \
 	>"$OUT/cmake.log" 2>&1
@@ -122,13 +147,30 @@ else
 fi
 SERVER=$OUT/build/bin/llama-server
 
+# With --cuda, rows of 2 KiB: 1024 to a 2 MiB frame (see above).
+set --
+[ -n "$CUDA" ] && set -- --embd 1024 --heads 8 --kv-heads 8 --ff 1024
 if PYTHONPATH="$OUT/src/gguf-py" $PY "$HERE/tiny_model.py" \
-	"$OUT/tiny.gguf" >"$TMP/out" 2>"$TMP/err"; then
+	"$OUT/tiny.gguf" "$@" >"$TMP/out" 2>"$TMP/err"; then
 	pass tiny_model_is_written
 else
 	fail tiny_model_is_written
 	tap_done
 	exit 1
+fi
+
+# Without a GPU, a CUDA build is all there is to check.
+GPU=
+if [ -n "$CUDA" ]; then
+	if command -v nvidia-smi >/dev/null &&
+	   timeout 30 nvidia-smi -L 2>/dev/null | grep -q '^GPU 0'; then
+		GPU="-ngl 99"
+	else
+		n=$((n + 1))
+		echo "ok $n serve_on_the_gpu # SKIP no GPU here (nvidia-smi -L lists none)"
+		tap_done
+		exit $?
+	fi
 fi
 
 # ---- serve -------------------------------------------------------------
@@ -144,7 +186,7 @@ start()
 	# the kernel's pick for a socket bound to port 0
 	PORT=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	"$SERVER" -m "$OUT/tiny.gguf" --host 127.0.0.1 --port "$PORT" \
-		-c 2048 -fa on -t 2 -lv 4 "$@" >"$OUT/$name.log" 2>&1 &
+		-c 2048 -fa on -t 2 -lv 4 $GPU "$@" >"$OUT/$name.log" 2>&1 &
 	SERVER_PID=$!
 	for i in $(seq 240); do
 		client health && return 0
@@ -220,7 +262,12 @@ else
 	fail greedy_text_is_the_same_with_the_arena \
 		"without: $REF_SHORT / $REF_MID" "with: $a_short / $a_mid"
 fi
-if grep -q 'K and V in embedded arena .kvtest.' "$OUT/arena.log" &&
+if [ -n "$CUDA" ]; then
+	where='(cuda device 0, 2048 KiB frames'
+else
+	where='(host, 64 KiB frames'
+fi
+if grep -qF "K and V in embedded arena 'kvtest' $where" "$OUT/arena.log" &&
    grep -q 'llama_kv_arena: 256 cells mapped, 4 frames held' "$OUT/arena.log" &&
    grep -q 'llama_kv_arena: 1024 cells mapped, 4 frames held' "$OUT/arena.log"; then
 	pass frames_are_mapped_as_cells_are_used
@@ -320,12 +367,52 @@ refused arena_refuses_transposed_v 'kv-arena: needs flash attention' \
 	-np 1 --kv-arena kvtest -fa off
 refused arena_refuses_a_stream_per_slot 'kv-arena: needs one KV stream' \
 	-np 2 -no-kvu --kv-arena kvtest
+refused arena_refuses_rows_that_straddle_frames 'which does not divide' \
+	-np 1 --kv-arena kvtest -ctk q8_0
+if [ -n "$CUDA" ]; then
+	# one layer's KV on the GPU, the other's in host memory
+	refused arena_refuses_a_split_cache 'kv-arena: the KV cache would be split' \
+		-np 1 --kv-arena kvtest -ngl 1
+	# -nkvo: the KV cache in host memory, the arena too; attention runs
+	# on the CPU then, so the text to match is -nkvo's without the arena
+	if start nkvo_plain -np 1 -nkvo; then
+		client complete "$SHORT" >"$TMP/out"
+		k_ref=$(field 1 content)
+		stop
+	fi
+	if start nkvo -np 1 --kv-arena kvtest -nkvo; then
+		client complete "$SHORT" >"$TMP/out"
+		k_short=$(field 1 content)
+		stop
+	fi
+	if [ -n "$k_ref" ] && [ "$k_short" = "$k_ref" ] &&
+	   grep -qF "K and V in embedded arena 'kvtest' (host, " "$OUT/nkvo.log"; then
+		pass kv_in_host_memory_takes_a_host_arena
+	else
+		fail kv_in_host_memory_takes_a_host_arena \
+			"text $k_short (without the arena: $k_ref); see $OUT/nkvo.log"
+	fi
+fi
+
+# On the GPU, the speed with and without the arena: a benchmark, printed
+# (its JSON line as it is, for selftests/gpu/run.sh's results), not a test.
+if [ -n "$CUDA" ] &&
+   PYTHONPATH="$OUT/src/gguf-py" $PY "$HERE/tiny_model.py" "$OUT/bench.gguf" \
+	--layers 8 --embd 1024 --heads 8 --kv-heads 8 --ff 2048 --ctx 4096 \
+	>"$TMP/err" 2>&1; then
+	$PY "$HERE/bench.py" "$SERVER" "$OUT/bench.gguf" --rounds 8 \
+		--prompt 1500 --gen 128 --np 1 --ngl 99 2>&1 |
+		sed '/^{/!s/^/# bench: /'
+fi
 
 # ---- two servers on one kvarena.ko arena, in the VM ----------------------
 
 # vm.sh and vm_serve.py there; their TAP comes back as comments, the run
 # as one line here.
-if [ -z "${KVA_VM_KERNEL:-}" ] || [ -z "${KVA_VM_MODULE:-}" ] ||
+if [ -n "$CUDA" ]; then
+	n=$((n + 1))
+	echo "ok $n two_servers_share_one_arena_in_the_vm # SKIP the VM has no GPU: the host build's case"
+elif [ -z "${KVA_VM_KERNEL:-}" ] || [ -z "${KVA_VM_MODULE:-}" ] ||
    [ -z "${KVA_VM_KVARENACTL:-}" ] || [ -z "${KVA_TRACE:-}" ]; then
 	n=$((n + 1))
 	echo "ok $n two_servers_share_one_arena_in_the_vm # SKIP set KVA_VM_KERNEL, KVA_VM_MODULE, KVA_VM_KVARENACTL and KVA_TRACE (make check-llama.cpp does)"
@@ -333,7 +420,7 @@ else
 	root=$TMP/root
 	mkdir -p "$root/bin"
 	cp "$SERVER" "$root/bin/llama-server"
-	stdlib=$($PY -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')
+	stdlib=$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')
 	"$SRC/selftests/vm/carry.sh" "$root" \
 		--exclude '*/test' --exclude '*/tests' --exclude '*/idlelib' \
 		--exclude '*/tkinter' --exclude '*/ensurepip' \
