@@ -255,9 +255,7 @@ else
 		rm -rf "$tree"
 		mkdir -p "$tree" && tar -xf "$llama" -C "$tree"
 	fi
-	# the python3 on the PATH: the one with numpy on a GPU machine's image
 	step llama "${KVG_LLAMA_LIMIT:-540}" env KVA_BUILD="$build" JOBS="$(nproc)" \
-		PYTHON="$(command -v python3)" \
 		"$root/selftests/llama.cpp/run.sh" --cuda "$tree"
 fi
 

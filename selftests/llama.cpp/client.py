@@ -7,7 +7,7 @@
     client.py PORT complete [--cache] [--n N] PROMPT...
         one greedy /completion per PROMPT, all at once (one thread each);
         one JSON line per prompt, in order: {"status", "content",
-        "prompt_n", "error"}
+        "prompt_n", "logprobs" (each token's, to 3 decimals), "error"}
     client.py PORT slot ACTION [FILENAME]
         POST /slots/0?action=ACTION (save, restore, erase); the JSON answer
         and the status on one line
@@ -44,13 +44,18 @@ def call(port, method, path, body=None, timeout=300):
 def complete(port, prompt, n, cache):
     status, ans = call(port, "POST", "/completion", {
         "prompt": prompt, "n_predict": n, "temperature": 0,
-        "cache_prompt": cache, "grammar": GRAMMAR})
+        "cache_prompt": cache, "grammar": GRAMMAR, "n_probs": 1})
     err = ans.get("error")
     if isinstance(err, dict):
         err = err.get("message")
+    # each token's log-probability over the whole vocabulary (before the
+    # grammar): a random model's text can settle into one letter whatever
+    # its context, these move with every bit of KV it reads
+    lps = [round(t.get("logprob", 0.0), 3)
+           for t in ans.get("completion_probabilities") or []]
     return {"status": status, "content": ans.get("content"),
             "prompt_n": ans.get("timings", {}).get("prompt_n"),
-            "error": err}
+            "logprobs": " ".join("%.3f" % x for x in lps), "error": err}
 
 
 def main(argv):

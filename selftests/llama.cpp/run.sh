@@ -64,9 +64,15 @@ KB=$(cd "${KVA_BUILD:-build}" 2>/dev/null && pwd)
 OUT=$(mkdir -p "${KVA_BUILD:-build}/llama.cpp${CUDA:+-cuda}" &&
       cd "${KVA_BUILD:-build}/llama.cpp${CUDA:+-cuda}" && pwd)
 PATCHES=$SRC/integrations/llama.cpp
-# the model writer needs numpy: the system python3 (python3-numpy), or
-# $PYTHON
-PY=${PYTHON:-/usr/bin/python3}
+# the model writer needs numpy: $PYTHON, else the system python3
+# (python3-numpy) or the one on the PATH (a GPU machine's), whichever
+# has it
+PY=${PYTHON:-}
+if [ -z "$PY" ]; then
+	for PY in /usr/bin/python3 "$(command -v python3)"; do
+		[ -x "$PY" ] && "$PY" -c 'import numpy' 2>/dev/null && break
+	done
+fi
 TMP=$(mktemp -d)
 SERVER_PID=
 trap '[ -n "$SERVER_PID" ] && kill $SERVER_PID 2>/dev/null; rm -rf "$TMP"' EXIT
@@ -97,7 +103,8 @@ if [ "$(cat "$OUT/src.stamp" 2>/dev/null)" != "$stamp" ]; then
 		if command -v patch >/dev/null; then
 			patch -d "$OUT/src" -p1 -s --no-backup-if-mismatch <"$p"
 		else
-			(cd "$OUT/src" && git apply -p1 "$p")
+			# not as a path of a repository above the copy
+			(cd "$OUT/src" && GIT_CEILING_DIRECTORIES=$OUT git apply -p1 "$p")
 		fi >>"$TMP/err" 2>&1 || { ok=0; echo "# $p" >>"$TMP/err"; }
 	done
 	if [ $ok = 0 ]; then
@@ -236,6 +243,8 @@ fi
 cp "$TMP/ref" "$TMP/out"
 REF_SHORT=$(field 1 content)
 REF_MID=$(field 2 content)
+REF_SHORT_LP=$(field 1 logprobs)
+REF_MID_LP=$(field 2 logprobs)
 REF_LONG1=$(field 3 content)
 REF_LONG2=$(field 4 content)
 if [ -n "$REF_SHORT" ] && [ -n "$REF_MID" ] && [ -n "$REF_LONG2" ]; then
@@ -256,11 +265,17 @@ client complete "$SHORT" >"$TMP/out"
 client complete "$MID" >>"$TMP/out"
 a_short=$(field 1 content)
 a_mid=$(field 2 content)
-if [ "$a_short" = "$REF_SHORT" ] && [ "$a_mid" = "$REF_MID" ]; then
+a_short_lp=$(field 1 logprobs)
+a_mid_lp=$(field 2 logprobs)
+if [ "$a_short" = "$REF_SHORT" ] && [ "$a_mid" = "$REF_MID" ] &&
+   [ -n "$REF_MID_LP" ] && [ "$a_short_lp" = "$REF_SHORT_LP" ] &&
+   [ "$a_mid_lp" = "$REF_MID_LP" ]; then
 	pass greedy_text_is_the_same_with_the_arena
 else
 	fail greedy_text_is_the_same_with_the_arena \
-		"without: $REF_SHORT / $REF_MID" "with: $a_short / $a_mid"
+		"without: $REF_SHORT / $REF_MID" "with: $a_short / $a_mid" \
+		"log-probabilities without: $REF_SHORT_LP / $REF_MID_LP" \
+		"with: $a_short_lp / $a_mid_lp"
 fi
 if [ -n "$CUDA" ]; then
 	where='(cuda device 0, 2048 KiB frames'
@@ -377,12 +392,12 @@ if [ -n "$CUDA" ]; then
 	# on the CPU then, so the text to match is -nkvo's without the arena
 	if start nkvo_plain -np 1 -nkvo; then
 		client complete "$SHORT" >"$TMP/out"
-		k_ref=$(field 1 content)
+		k_ref=$(field 1 content)$(field 1 logprobs)
 		stop
 	fi
 	if start nkvo -np 1 --kv-arena kvtest -nkvo; then
 		client complete "$SHORT" >"$TMP/out"
-		k_short=$(field 1 content)
+		k_short=$(field 1 content)$(field 1 logprobs)
 		stop
 	fi
 	if [ -n "$k_ref" ] && [ "$k_short" = "$k_ref" ] &&
