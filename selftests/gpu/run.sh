@@ -280,6 +280,10 @@ for line in open(sys.argv[1], errors="replace"):
                   % (r["kind"], r.get("dtype", ""), r["tokens"], r["batch"],
                      r["kv_gbs"], 100 * r["ratio"],
                      ", %.2fx bf16 tokens/s" % r["vs_bf16"] if "vs_bf16" in r else ""))
+        elif r.get("kind") == "llama_bench":
+            q, p = r["result"]["arena"], r["result"]["plain"]
+            print("# llama-server on the GPU, arena/plain: prompt %.3f, generation %.3f tokens/s"
+                  % (q["prompt_tps"] / p["prompt_tps"], q["gen_tps"] / p["gen_tps"]))
         elif r.get("kind") == "step" and not r.get("ok"):
             print("# step %s %s (rc %s)" % (r.get("name"), r.get("status", "failed"),
                                             r.get("rc")))
