@@ -91,8 +91,10 @@ void kva_client_release(struct kva_client *cl)
 		kva_fmap_zap(cl, KVA_FMAP_ALL);
 		mutex_lock(&a->lock);
 		/* An evicted client left the arena already. */
-		if (!cl->evicted)
+		if (!cl->evicted) {
+			kva_tier_client_gone(cl);
 			kva_client_detach(a, cl);
+		}
 		mutex_unlock(&a->lock);
 		kva_fmap_revoke_end(cl);
 		kva_fmap_put_all(cl);
@@ -759,6 +761,8 @@ int kva_evict_client(struct kva_arena *a, u32 id, u32 *held)
 	if (kva_client_find(a, id) == cl && !cl->evicted &&
 	    (!n || cl->fmap_file == files[0] ||
 	     (cl->gang_fmaps && cl->gang_fmaps[0] == files[0]))) {
+		/* Its copies under way keep their frames, not it. */
+		kva_tier_client_gone(cl);
 		*held = cl->core.held;
 		kva_client_detach(a, cl);
 		WRITE_ONCE(cl->evicted, true);

@@ -853,6 +853,9 @@ u32 kva_core_detach(struct kva_core *c, struct kva_core_client *cl)
 		u32 idx = cl->head;
 		struct kva_frame *f = &c->frames[idx];
 
+		/* The owner takes lent frames back first. */
+		if (KVA_WARN_ON(f->flags & KVA_FRAME_LENT))
+			f->flags &= ~KVA_FRAME_LENT;
 		if (f->flags & KVA_FRAME_CHARGE_HELD) {
 			f->flags &= ~KVA_FRAME_CHARGE_HELD;
 			refs_put(c, cl, idx);
@@ -1232,7 +1235,8 @@ u32 kva_core_quarantine(struct kva_core *c,
  *
  * Return: the frame index, or -ENOENT (no such frame, or nobody holds it:
  * free or cached), -ESTALE (the frame was freed since the handle was
- * issued), -EPERM (held by other clients only).
+ * issued), -EPERM (held by other clients only), -EBUSY (lent to the
+ * owner: kva_core_lend()).
  */
 int kva_core_lookup(const struct kva_core *c,
 		    const struct kva_core_client *cl, u64 handle)
@@ -1249,6 +1253,8 @@ int kva_core_lookup(const struct kva_core *c,
 		return -ENOENT;
 	if (!holds_frame(c, cl, idx))
 		return -EPERM;
+	if (f->flags & KVA_FRAME_LENT)
+		return -EBUSY;
 	return (int)idx;
 }
 
@@ -1267,13 +1273,15 @@ int kva_core_lookup(const struct kva_core *c,
  *
  * Return: KVA_ACCESS_WRITE for a frame the client holds that is not
  * published, KVA_ACCESS_READ for a published one it holds, KVA_ACCESS_NONE
- * otherwise (including an index out of range).
+ * otherwise (including an index out of range and a frame lent to the
+ * owner).
  */
 enum kva_access kva_core_frame_access(const struct kva_core *c,
 				      const struct kva_core_client *cl,
 				      u32 idx)
 {
 	if (idx >= c->nr_frames || !c->frames[idx].refs ||
+	    (c->frames[idx].flags & KVA_FRAME_LENT) ||
 	    !holds_frame(c, cl, idx))
 		return KVA_ACCESS_NONE;
 	if (c->frames[idx].flags & KVA_FRAME_PUBLISHED)
@@ -1579,6 +1587,80 @@ int kva_core_reclaim_frame(struct kva_core *c, u32 idx)
 		return -ENOENT;
 	reclaim_frame(c, idx, true);
 	c->cache_reclaims++;
+	return 0;
+}
+
+/**
+ * kva_core_lend() - lend a frame that @cl alone holds, unpublished, to the
+ * owner (see "Lending" in core.h).
+ * @c:		the core.
+ * @cl:		the client.
+ * @handle:	the frame's handle.
+ *
+ * Return: 0, an error of kva_core_lookup(), or -EBUSY if others hold the
+ * frame too or it is published.
+ */
+int kva_core_lend(struct kva_core *c, const struct kva_core_client *cl,
+		  u64 handle)
+{
+	int ret = kva_core_lookup(c, cl, handle);
+
+	if (ret < 0)
+		return ret;
+	if (c->frames[ret].refs != 1 ||
+	    (c->frames[ret].flags & KVA_FRAME_PUBLISHED))
+		return -EBUSY;
+	c->frames[ret].flags |= KVA_FRAME_LENT;
+	return 0;
+}
+
+/**
+ * kva_core_unlend() - the owner gives a frame lent by kva_core_lend() back
+ * to its holder.
+ * @c:		the core.
+ * @handle:	the handle kva_core_lend() was given.
+ */
+void kva_core_unlend(struct kva_core *c, u64 handle)
+{
+	struct kva_frame *f = &c->frames[KVA_HANDLE_IDX(handle)];
+
+	KVA_WARN_ON(!(f->flags & KVA_FRAME_LENT) ||
+		    f->gen != KVA_HANDLE_GEN(handle));
+	f->flags &= ~KVA_FRAME_LENT;
+}
+
+/**
+ * kva_core_hand_over() - move a lent frame, hold and charge, from the
+ * client it was lent by to another client of its domain, which takes it
+ * as its own (no longer lent).
+ * @c:		the core.
+ * @from:	the client that lent it (kva_core_lend()), whose minimum
+ *		must already be 0: its charge falls while free and cached
+ *		frames stay as they are.
+ * @to:		a client of the same domain below its max.
+ * @handle:	the frame's handle.
+ *
+ * Return: 0, or -EINVAL if the frame is not lent by @from alone, @from
+ * still has a minimum, or @to may not take it.  On error nothing changes.
+ */
+int kva_core_hand_over(struct kva_core *c, struct kva_core_client *from,
+		       struct kva_core_client *to, u64 handle)
+{
+	u32 idx = KVA_HANDLE_IDX(handle);
+	struct kva_frame *f;
+
+	if (idx >= c->nr_frames)
+		return -EINVAL;
+	f = &c->frames[idx];
+	if (f->gen != KVA_HANDLE_GEN(handle) || !(f->flags & KVA_FRAME_LENT) ||
+	    f->refs != 1 || f->charge != from || from->min ||
+	    to->dom != from->dom || to->held >= to->max)
+		return -EINVAL;
+	charge_del(c, idx);
+	refs_put(c, from, idx);
+	refs_get(c, to, idx);
+	charge_add(c, to, idx);
+	f->flags &= ~KVA_FRAME_LENT;
 	return 0;
 }
 
@@ -1932,6 +2014,11 @@ static int check_held(const struct kva_core *c)
 				 c->frames[f->dnext].dprev != i) ||
 		     KVA_WARN_ON(c->dom_cached_max &&
 				 f->dom->cached > c->dom_cached_max)))
+			return -EUCLEAN;
+		/* Lent: held by its one holder, unpublished. */
+		if ((f->flags & KVA_FRAME_LENT) &&
+		    KVA_WARN_ON(f->refs != 1 ||
+				(f->flags & KVA_FRAME_PUBLISHED)))
 			return -EUCLEAN;
 		if (!f->refs)
 			continue;

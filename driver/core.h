@@ -121,6 +121,7 @@ struct kva_core_client;
 #define KVA_FRAME_CACHED	(1u << 3) /* published, unheld, on the LRU */
 #define KVA_FRAME_CLEANING	(1u << 4) /* free, off the lists, being cleared */
 #define KVA_FRAME_ABSENT	(1u << 5) /* taken out of the arena (resize) */
+#define KVA_FRAME_LENT		(1u << 6) /* held, lent to the owner: kva_core_lend() */
 
 /**
  * struct kva_core_domain - a cache domain: the clients that see one
@@ -452,6 +453,22 @@ s64 kva_core_take_cached(struct kva_core *c, struct kva_core_client *cl,
 			 u32 idx);
 u32 kva_core_drop_cache(struct kva_core *c);
 u32 kva_core_trim_domain(struct kva_core *c, struct kva_core_domain *d);
+
+/*
+ * Lending.  A frame a client took (ALLOC) may be lent to the owner's own
+ * work on it - a copy into it that the client must not see half done (a
+ * lower tier's promotion).  It stays held by and charged to the client,
+ * so every limit and count sees it, but the client can neither map, free
+ * nor publish it (kva_core_lookup() says -EBUSY) until the owner takes it
+ * back with kva_core_unlend(), or hands it to another client of the same
+ * domain with kva_core_hand_over() - which it must do before the client
+ * lets go of everything it holds (kva_core_detach()).
+ */
+int kva_core_lend(struct kva_core *c, const struct kva_core_client *cl,
+		  u64 handle);
+void kva_core_unlend(struct kva_core *c, u64 handle);
+int kva_core_hand_over(struct kva_core *c, struct kva_core_client *from,
+		       struct kva_core_client *to, u64 handle);
 
 /*
  * Clearing (struct kva_core.clear).  A frame freed by a client of domain

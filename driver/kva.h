@@ -372,6 +372,7 @@ enum kva_access kva_frame_access(struct kva_arena *a, struct kva_client *cl,
 int kva_tier_granted(struct kva_arena *a, struct kva_client *cl, u64 handle,
 		     enum kva_access *acc);
 void kva_tier_agent_gone(struct kva_client *cl);
+void kva_tier_client_gone(struct kva_client *cl);
 u32 kva_tier_count_lower(struct kva_client *cl,
 			 const struct kva_core_prefix *e, u32 n);
 struct kva_arena *kva_tier_kill(struct kva_arena *a);

@@ -30,10 +30,22 @@
  *              Failed or agent gone: the lower frame is freed and the
  *              upper one is cached again - never lost, never torn.
  *   promotion  PROMOTE's caller waits; a fresh upper frame (written by the
- *              agent) and the cached lower frame (read).  Done: the upper
- *              frame is published and handed to the caller as a LOOKUP
- *              of a cached frame would; the lower frame is cached again.
- *              Agent gone: the job waits for the next agent.
+ *              agent) and the cached lower frame (read).  The upper frame
+ *              is the caller's from the start - taken as an ALLOC of its
+ *              would be, within its max, in its held and charge - but
+ *              lent to the job (the core's kva_core_lend()), so the
+ *              caller can neither map nor free it half written.  Done:
+ *              the upper frame is published and the caller keeps it, as
+ *              a LOOKUP of a cached frame would give it; the lower frame
+ *              is cached again.  Agent gone: the job waits for the next
+ *              agent.  The caller's wait over (timeout, signal): a job no
+ *              agent took ends at once, its frame back to the arena; one
+ *              an agent has runs on, still charged to the caller, and its
+ *              frame ends up cached.  The caller gone (release, EVICT):
+ *              its jobs no agent took end, and the frames of those an
+ *              agent has pass to the jobs' own clients (kva_tier_job.ucl)
+ *              until the agent gives them back - charged to no tenant,
+ *              and never torn from under the agent.
  *
  * Locks: kva_arenas_lock (the link), then the upper arena's lock, then
  * the lower arena's.  An arena with a lower tier is below no other and
@@ -48,7 +60,10 @@
 
 #include "kva.h"
 
-/* Copies under way (taken or waiting) per tier. */
+/*
+ * Demotions under way per tier, and promotions one PROMOTE asks for; a
+ * client's promotions under way are bounded by its max.
+ */
 #define KVA_TIER_MAX_JOBS	256u
 /* An agent with nothing to do looks again this often. */
 #define KVA_TIER_RECHECK	HZ
@@ -74,7 +89,13 @@ struct kva_tier_job {
 	bool on_list;
 	struct kva_client *agent;	/* taken: the agent's upper client */
 	struct file *lfile;		/* taken: its lower client's file */
-	struct kva_tier_call *call;	/* promotion: the caller, or NULL */
+	/*
+	 * A promotion: @owner, the client that lent its upper frame (NULL
+	 * once gone: the frame is @ucl's); @call, its PROMOTE while that
+	 * waits for the job, else NULL.
+	 */
+	struct kva_client *owner;
+	struct kva_tier_call *call;
 	u32 slot;			/* its entry in @call */
 	int result;			/* given back: the agent's result */
 	u64 upper;			/* the upper frame's handle */
@@ -85,6 +106,12 @@ struct kva_tier_job {
 	struct kva_client ucl;		/* the job's hold in the upper arena */
 	struct kva_client lcl;		/* and in the lower arena */
 };
+
+/* The core client that holds promotion @job's upper frame. */
+static struct kva_core_client *job_holder(struct kva_tier_job *job)
+{
+	return job->owner ? &job->owner->core : &job->ucl.core;
+}
 
 /*
  * The upper arena's side (struct kva_arena.tier).  Made at the first
@@ -261,6 +288,47 @@ static void job_unlist(struct kva_tier *t, struct kva_tier_job *job)
 }
 
 /*
+ * The end of promotion @job's upper frame (upper arena locked, grants
+ * gone, the agent's PTEs zapped): published and its caller's if @ok and
+ * the caller still waits, published and cached if nobody waits, back to
+ * the arena if not @ok.  Returns the handle the caller now holds, or
+ * -errno.
+ */
+static s64 promote_finish(struct kva_arena *ua, struct kva_tier_job *job,
+			  bool ok)
+{
+	struct kva_core_client *cc = job_holder(job);
+	struct kva_core_prefix e = { .handle = job->upper };
+	struct kva_core *c = &ua->core;
+	u32 pidx;
+	s64 res;
+
+	if (job->owner)
+		kva_core_unlend(c, job->upper);
+	memcpy(e.key, job->key, KVA_KEY_LEN);
+	if (ok)
+		ok = kva_core_publish(c, cc, &e, 1) >= 0;
+	if (job->call && ok && !(e.flags & KVA_PREFIX_EXISTED))
+		return job->upper;
+	/* Published: cached now; not: free. */
+	if (job->owner)
+		kva_core_free(c, cc, &job->upper, 1);
+	else
+		job_detach(&job->ucl);
+	if (!ok)
+		return -EIO;
+	if (!job->call)
+		return -ECANCELED;
+	/* The key came into the arena meanwhile: that frame, then. */
+	pidx = kva_core_find(c, job->key, cc->dom);
+	res = pidx == KVA_NIL ? -ENOENT : kva_core_take_cached(c, cc, pidx);
+	/* Held by others (LOOKUP shares it), or gone again. */
+	if (res == -ENOENT)
+		res = pidx != KVA_NIL ? -EEXIST : -ENOSPC;
+	return res;
+}
+
+/*
  * The end of @job (both arenas locked, grants gone, the agent's PTEs
  * zapped): use its copy if @ok, else undo it.  The job is freed by the
  * caller, after the locks (its lower file reference goes then).
@@ -276,8 +344,8 @@ static void job_finish(struct kva_arena *ua, struct kva_tier_job *job,
 	s64 res = -EIO;
 
 	job_unlist(t, job);
-	memcpy(e.key, job->key, KVA_KEY_LEN);
 	if (job->op == KVARENA_TIER_DEMOTE) {
+		memcpy(e.key, job->key, KVA_KEY_LEN);
 		t->nr_demoting--;
 		if (ok) {
 			/* Below first: the key is never in neither tier. */
@@ -291,30 +359,9 @@ static void job_finish(struct kva_arena *ua, struct kva_tier_job *job,
 			  KVA_HANDLE_GEN(job->upper))
 			kva_core_reclaim_frame(&ua->core, uidx);
 	} else {
-		u32 pidx = KVA_NIL;
-
-		if (ok) {
-			e.handle = job->upper;
-			ok = kva_core_publish(&ua->core, &job->ucl.core, &e,
-					      1) >= 0;
-			/* Ours, or the frame that was published first. */
-			pidx = kva_core_find(&ua->core, job->key,
-					     job->ucl.core.dom);
-		}
-		job_detach(&job->ucl);
 		job_detach(&job->lcl);
-		/* An evicted caller's core client is gone: it gets nothing. */
-		if (ok && call && pidx != KVA_NIL && !call->cl->evicted) {
-			res = kva_core_take_cached(&ua->core, &call->cl->core,
-						   pidx);
-			/*
-			 * Not cached: held by others (LOOKUP shares it), or
-			 * taken out by a shrink meanwhile.
-			 */
-			if (res == -ENOENT)
-				res = ua->core.frames[pidx].flags &
-				      KVA_FRAME_PUBLISHED ? -EEXIST : -ENOSPC;
-		}
+		res = promote_finish(ua, job, ok);
+		ok = res != -EIO;
 	}
 	if (ok)
 		job->op == KVARENA_TIER_DEMOTE ? t->demoted++ : t->promoted++;
@@ -868,63 +915,62 @@ void kva_tier_agent_gone(struct kva_client *cl)
 
 /*
  * Queue promotions of the leading run of @e that is below and cached
- * there (both arenas locked).  Returns how many, or -errno for none.
+ * there (both arenas locked): each lower frame held by its job, each
+ * upper frame taken by the caller - one allocation, within its max - and
+ * lent to the job.  @uh: room for @count handles.  Returns how many, or
+ * -errno for none.
  */
 static int promote_queue(struct kva_client *cl, struct kva_arena *la,
-			 struct kva_core_prefix *e, u32 count,
+			 struct kva_core_prefix *e, u32 count, u64 *uh,
 			 struct kva_tier_job **jobs, struct kva_tier_call *call)
 {
 	struct kva_arena *ua = cl->arena;
 	struct kva_tier *t = ua->tier;
 	struct kva_core_domain *dom = cl->core.dom;
 	struct kva_core_domain *ldom;
-	u32 room = cl->core.max > cl->core.held ?
-		   cl->core.max - cl->core.held : 0;
-	u32 i;
-	int ret = 0;
+	u32 n, i, got;
+	int ret;
 
 	ldom = tierable(dom) ? kva_domain_find(la, kva_domain_id(dom)) : NULL;
-	for (i = 0; i < count; i++) {
-		struct kva_tier_job *job = jobs[i];
-		u32 lidx = ldom ? kva_core_find(&la->core, e[i].key, ldom) :
+	for (n = 0; n < count; n++) {
+		struct kva_tier_job *job = jobs[n];
+		u32 lidx = ldom ? kva_core_find(&la->core, e[n].key, ldom) :
 			   KVA_NIL;
 		s64 lh;
-		u64 uh;
 
 		if (lidx == KVA_NIL ||
-		    kva_core_find(&ua->core, e[i].key, dom) != KVA_NIL)
+		    kva_core_find(&ua->core, e[n].key, dom) != KVA_NIL)
 			break;
-		ret = -ENOSPC;
-		if (i >= room || t->nr_jobs >= KVA_TIER_MAX_JOBS)
-			break;
-		ret = job_attach(la, &job->lcl, ldom);
-		if (ret)
+		if (job_attach(la, &job->lcl, ldom))
 			break;
 		/* Not cached: another PROMOTE has it (or a key given twice). */
 		lh = kva_core_take_cached(&la->core, &job->lcl.core, lidx);
 		if (lh < 0) {
 			job_detach(&job->lcl);
-			ret = 0;
 			break;
 		}
-		ret = job_attach(ua, &job->ucl, dom);
-		if (!ret) {
-			ret = kva_core_alloc(&ua->core, &job->ucl.core, &uh, 1,
-					     false);
-			if (ret == -EAGAIN)
-				kva_clear_kick(ua);
-		}
-		if (ret != 1) {
-			job_detach(&job->ucl);
-			job_detach(&job->lcl);
-			ret = ret < 0 ? ret : -ENOSPC;
-			break;
-		}
-		job->ucl.id = cl->id;	/* its STORED event names the caller */
-		job->upper = uh;
 		job->lower = lh;
+	}
+	if (!n)
+		return 0;
+	ret = kva_core_alloc(&ua->core, &cl->core, uh, n, true);
+	/* Frames to clear first: the arena's worker does it. */
+	if (ret == -EAGAIN)
+		kva_clear_kick(ua);
+	got = ret > 0 ? ret : 0;
+	for (i = got; i < n; i++)
+		job_detach(&jobs[i]->lcl);
+	if (!got)
+		return ret;
+
+	for (i = 0; i < got; i++) {
+		struct kva_tier_job *job = jobs[i];
+
+		WARN_ON_ONCE(kva_core_lend(&ua->core, &cl->core, uh[i]));
+		job->upper = uh[i];
 		memcpy(job->key, e[i].key, KVA_KEY_LEN);
 		job->op = KVARENA_TIER_PROMOTE;
+		job->owner = cl;
 		job->call = call;
 		job->slot = i;
 		list_add_tail(&job->node, &t->queued);
@@ -932,39 +978,91 @@ static int promote_queue(struct kva_client *cl, struct kva_arena *la,
 		jobs[i] = NULL;
 		t->nr_jobs++;
 		call->pending++;
-		ret = 0;
 	}
-	if (i) {
-		agent_kick(t);
-		kva_arena_update_pressure(ua);
-		kva_arena_update_pressure(la);
-		return i;
-	}
-	return ret;
+	agent_kick(t);
+	kva_arena_update_pressure(ua);
+	kva_arena_update_pressure(la);
+	return got;
+}
+
+/* Its caller no longer waits for @job, with @res (upper arena locked). */
+static void job_unwait(struct kva_tier *t, struct kva_tier_job *job, s64 res)
+{
+	job->call->res[job->slot] = res;
+	job->call->pending--;
+	job->call = NULL;
+	wake_up_all(&t->done_wq);
 }
 
 /*
- * The wait is over, done or not (both arenas locked): jobs no agent took
- * are dropped, those taken end up cached without the caller.
+ * The jobs of @owner, or of its PROMOTE @call, no agent has taken end:
+ * their frames go back (both arenas locked).
  */
-static void promote_abandon(struct kva_arena *ua, struct kva_tier_call *call)
+static void promote_drop(struct kva_arena *ua, struct kva_client *owner,
+			 struct kva_tier_call *call)
 {
 	struct kva_tier *t = ua->tier;
 	struct kva_tier_job *job, *tmp;
 
 	list_for_each_entry_safe(job, tmp, &t->queued, node) {
-		if (job->call != call)
+		if (job->op != KVARENA_TIER_PROMOTE ||
+		    (call ? job->call != call : job->owner != owner))
 			continue;
 		job_finish(ua, job, false);
 		t->failed--;		/* never tried */
 		job_free(job);
 	}
-	list_for_each_entry(job, &t->taken, node)
-		if (job->call == call)
-			job->call = NULL;
-	list_for_each_entry(job, &t->ending, node)
-		if (job->call == call)
-			job->call = NULL;
+}
+
+/**
+ * kva_tier_client_gone() - client @cl leaves its arena (its file's
+ * release, EVICT), before its frames go: its promotions no agent took
+ * end, and the frames of those an agent has pass to the jobs' own
+ * clients, so that nothing is taken from under the agent; a PROMOTE of
+ * it still waiting ends with -ESHUTDOWN.
+ * @cl:	a client of an arena, which is locked; its guarantee is dropped
+ *	if it has promotions under way (it leaves).
+ */
+void kva_tier_client_gone(struct kva_client *cl)
+{
+	struct kva_arena *ua = cl->arena, *la;
+	struct kva_tier *t = ua->tier;
+	struct kva_tier_job *job;
+	struct list_head *lists[2];
+	bool mine = false;
+	u32 i;
+
+	lockdep_assert_held(&ua->lock);
+	if (!t || !t->lower)
+		return;
+	lists[0] = &t->taken;
+	lists[1] = &t->ending;
+	la = t->lower;
+	mutex_lock_nested(&la->lock, SINGLE_DEPTH_NESTING);
+	promote_drop(ua, cl, NULL);
+	for (i = 0; i < ARRAY_SIZE(lists); i++) {
+		list_for_each_entry(job, lists[i], node) {
+			if (job->op != KVARENA_TIER_PROMOTE || job->owner != cl)
+				continue;
+			if (!mine) {
+				/* As kva_core_detach() would, first. */
+				kva_core_set_limits(&ua->core, &cl->core, 0,
+						    cl->core.max);
+				mine = true;
+			}
+			/* Its STORED event still names the caller. */
+			job->ucl.id = cl->id;
+			if (!job_attach(ua, &job->ucl, cl->core.dom))
+				WARN_ON_ONCE(kva_core_hand_over(&ua->core,
+						&cl->core, &job->ucl.core,
+						job->upper));
+			job->owner = NULL;
+			if (job->call)
+				job_unwait(t, job, -ESHUTDOWN);
+		}
+	}
+	mutex_unlock(&la->lock);
+	kva_arena_update_pressure(ua);
 }
 
 /**
@@ -984,8 +1082,10 @@ long kva_ioc_promote(struct kva_client *cl, void __user *argp,
 	struct kva_tier_call call = { .cl = cl };
 	struct kva_tier_job **jobs = NULL;
 	struct kva_core_prefix *e = NULL;
+	struct kva_tier_job *job, *tmp;
 	struct kvarena_promote p;
 	u32 i, n, done = 0, queued = 0;
+	u64 *uh = NULL;
 	long ret, left;
 
 	/*
@@ -998,13 +1098,13 @@ long kva_ioc_promote(struct kva_client *cl, void __user *argp,
 		return ret;
 	if (kva_check_promote(&p))
 		return -EINVAL;
-	/* No more can be under way at once. */
 	n = min(p.count, KVA_TIER_MAX_JOBS);
 	e = kvmalloc_array(n, sizeof(*e), GFP_KERNEL_ACCOUNT);
 	jobs = kcalloc(n, sizeof(*jobs), GFP_KERNEL_ACCOUNT);
+	uh = kvmalloc_array(n, sizeof(*uh), GFP_KERNEL_ACCOUNT);
 	call.res = kvmalloc_array(n, sizeof(*call.res), GFP_KERNEL_ACCOUNT);
 	ret = -ENOMEM;
-	if (!e || !jobs || !call.res)
+	if (!e || !jobs || !uh || !call.res)
 		goto out_free;
 	ret = kva_copy_in(e, u64_to_user_ptr(p.entries), n * sizeof(*e), 0);
 	if (ret)
@@ -1033,7 +1133,7 @@ long kva_ioc_promote(struct kva_client *cl, void __user *argp,
 	else if (cl->evicted)
 		ret = -ESHUTDOWN;
 	else
-		ret = promote_queue(cl, la, e, n, jobs, &call);
+		ret = promote_queue(cl, la, e, n, uh, jobs, &call);
 	unlock_both(ua, la);
 	if (ret <= 0)
 		goto out_done;
@@ -1045,15 +1145,28 @@ long kva_ioc_promote(struct kva_client *cl, void __user *argp,
 	ret = left < 0 ? -EINTR : 0;
 	la = lock_both(ua);
 	if (call.pending) {
-		promote_abandon(ua, &call);
+		/*
+		 * Given up: what no agent took ends now; what an agent has
+		 * runs on without the caller and ends up cached.
+		 */
+		promote_drop(ua, NULL, &call);
+		list_for_each_entry_safe(job, tmp, &ua->tier->taken, node)
+			if (job->call == &call)
+				job_unwait(ua->tier, job, -ECANCELED);
+		list_for_each_entry_safe(job, tmp, &ua->tier->ending, node)
+			if (job->call == &call)
+				job_unwait(ua->tier, job, -ECANCELED);
 		if (!ret)
 			ret = -ETIMEDOUT;
 	}
-	/* The leading run the caller holds; it lets go of nothing else. */
-	while (!cl->evicted && done < queued && call.res[done] >= 0)
-		done++;
-	if (cl->evicted)
+	/* EVICT took the caller and what it held. */
+	if (cl->evicted) {
 		queued = 0;
+		ret = -ESHUTDOWN;
+	}
+	/* The leading run the caller holds; it lets go of the rest. */
+	while (done < queued && call.res[done] >= 0)
+		done++;
 	for (i = done; i < queued; i++) {
 		if (call.res[i] >= 0) {
 			u64 h = call.res[i];
@@ -1065,10 +1178,10 @@ long kva_ioc_promote(struct kva_client *cl, void __user *argp,
 		e[i].handle = call.res[i];
 	kva_arena_update_pressure(ua);
 	unlock_both(ua, la);
-	if (done || !ret)
+	if (done)
 		ret = 0;
-	if (!done && !ret)
-		ret = queued ? call.res[0] : -ESHUTDOWN;
+	else if (!ret)
+		ret = call.res[0];
 out_done:
 	if (!ret) {
 		ret = done ? kva_copy_out(u64_to_user_ptr(p.entries), e,
@@ -1090,6 +1203,7 @@ out_free:
 		kfree(jobs[i]);
 	kfree(jobs);
 	kvfree(call.res);
+	kvfree(uh);
 	kvfree(e);
 	return ret;
 }

@@ -156,6 +156,106 @@ TEST_F(core, frame_access_is_write_for_the_holder_only_until_free)
 	EXPECT_EQ(KVA_ACCESS_NONE, kva_core_frame_access(&self->c, &self->a, idx));
 }
 
+/*
+ * A lent frame stays the holder's in every count, but the holder can
+ * neither free, publish nor map it until the owner takes it back.
+ */
+TEST_F(core, a_lent_frame_counts_for_its_holder_who_cannot_touch_it)
+{
+	struct kva_core_prefix e = { .key = { 7 } };
+	u32 idx;
+
+	ASSERT_EQ(1, kva_core_alloc(&self->c, &self->a, self->h, 1, false));
+	idx = KVA_HANDLE_IDX(self->h[0]);
+	ASSERT_EQ(0, kva_core_lend(&self->c, &self->a, self->h[0]));
+	EXPECT_EQ(1, self->a.held);
+	EXPECT_EQ(1, self->a.charged);
+	EXPECT_EQ(NR - 1, self->c.nr_free);
+	EXPECT_EQ(-EBUSY, kva_core_free(&self->c, &self->a, self->h, 1));
+	EXPECT_EQ(-EBUSY, kva_core_lookup(&self->c, &self->a, self->h[0]));
+	e.handle = self->h[0];
+	EXPECT_EQ(-EBUSY, kva_core_publish(&self->c, &self->a, &e, 1));
+	EXPECT_EQ(KVA_ACCESS_NONE, kva_core_frame_access(&self->c, &self->a, idx));
+	EXPECT_EQ(-EPERM, kva_core_free(&self->c, &self->b, self->h, 1));
+	/* Lent once: lending again is refused. */
+	EXPECT_EQ(-EBUSY, kva_core_lend(&self->c, &self->a, self->h[0]));
+	EXPECT_EQ(0, kva_core_check(&self->c));
+	kva_core_unlend(&self->c, self->h[0]);
+	EXPECT_EQ(KVA_ACCESS_WRITE, kva_core_frame_access(&self->c, &self->a, idx));
+	EXPECT_EQ(0, kva_core_free(&self->c, &self->a, self->h, 1));
+	EXPECT_EQ(NR, self->c.nr_free);
+}
+
+/* Only a frame held alone and unpublished can be lent, by its holder. */
+TEST_F(core, lend_refuses_shared_published_and_foreign_frames)
+{
+	struct kva_core_prefix e = { .key = { 9 } };
+
+	ASSERT_EQ(2, kva_core_alloc(&self->c, &self->a, self->h, 2, false));
+	EXPECT_EQ(-EPERM, kva_core_lend(&self->c, &self->b, self->h[0]));
+	e.handle = self->h[1];
+	ASSERT_EQ(1, kva_core_publish(&self->c, &self->a, &e, 1));
+	EXPECT_EQ(-EBUSY, kva_core_lend(&self->c, &self->a, self->h[1]));
+	EXPECT_EQ(0, kva_core_check(&self->c));
+	EXPECT_EQ(0, kva_core_free(&self->c, &self->a, self->h, 2));
+}
+
+/*
+ * Handed over, a lent frame is the other client's: held and charged
+ * there, no longer lent; the first client's counts fall by one.
+ */
+TEST_F(core, hand_over_moves_a_lent_frame_and_its_charge)
+{
+	struct kva_core_client c1 = { 0 };
+	u32 idx;
+
+	ASSERT_EQ(0, kva_core_attach(&self->c, &c1, 0, 1));
+	ASSERT_EQ(2, kva_core_alloc(&self->c, &self->a, self->h, 2, false));
+	idx = KVA_HANDLE_IDX(self->h[0]);
+	/* Not lent: nothing to hand over. */
+	EXPECT_EQ(-EINVAL, kva_core_hand_over(&self->c, &self->a, &c1,
+					      self->h[0]));
+	ASSERT_EQ(0, kva_core_lend(&self->c, &self->a, self->h[0]));
+	ASSERT_EQ(0, kva_core_hand_over(&self->c, &self->a, &c1, self->h[0]));
+	EXPECT_EQ(1, self->a.held);
+	EXPECT_EQ(1, self->a.charged);
+	EXPECT_EQ(1, c1.held);
+	EXPECT_EQ(1, c1.charged);
+	EXPECT_EQ(KVA_ACCESS_WRITE, kva_core_frame_access(&self->c, &c1, idx));
+	EXPECT_EQ(KVA_ACCESS_NONE, kva_core_frame_access(&self->c, &self->a, idx));
+	/* A full taker refuses a second. */
+	ASSERT_EQ(0, kva_core_lend(&self->c, &self->a, self->h[1]));
+	EXPECT_EQ(-EINVAL, kva_core_hand_over(&self->c, &self->a, &c1,
+					      self->h[1]));
+	kva_core_unlend(&self->c, self->h[1]);
+	EXPECT_EQ(0, kva_core_check(&self->c));
+	EXPECT_EQ(1, kva_core_detach(&self->c, &c1));
+	EXPECT_EQ(0, kva_core_free(&self->c, &self->a, &self->h[1], 1));
+	EXPECT_EQ(NR, self->c.nr_free);
+}
+
+/* A holder with a guarantee cannot hand over: its charge would fall. */
+TEST(hand_over_needs_the_giver_without_a_minimum)
+{
+	struct kva_core c;
+	struct kva_core_client a = { 0 }, b = { 0 };
+	u64 h;
+
+	ASSERT_EQ(0, kva_core_init(&c, 4));
+	ASSERT_EQ(0, kva_core_attach(&c, &a, 2, 0));
+	ASSERT_EQ(0, kva_core_attach(&c, &b, 0, 1));
+	ASSERT_EQ(1, kva_core_alloc(&c, &a, &h, 1, false));
+	ASSERT_EQ(0, kva_core_lend(&c, &a, h));
+	EXPECT_EQ(-EINVAL, kva_core_hand_over(&c, &a, &b, h));
+	ASSERT_EQ(0, kva_core_set_limits(&c, &a, 0, 0));
+	EXPECT_EQ(0, kva_core_hand_over(&c, &a, &b, h));
+	EXPECT_EQ(0, kva_core_check(&c));
+	kva_core_detach(&c, &a);
+	kva_core_detach(&c, &b);
+	EXPECT_EQ(4, c.nr_free);
+	kva_core_fini(&c);
+}
+
 TEST_F(core, handle_of_unheld_frame_is_enoent)
 {
 	u64 forged = KVA_HANDLE(1, 5);	/* gen 1 of a never-used frame */

@@ -575,7 +575,7 @@ TEST_F(tier, copies_under_way_hold_the_tier_and_outlive_their_caller)
 
 		drop_to(1001);
 		CHECK_EQ(0, kva_attach(fd, self->up, "impatient", 0, 0, NULL));
-		CHECK_EQ(-ETIMEDOUT, promote(fd, 0, 2, h, 300));
+		CHECK_EQ(-ETIMEDOUT, promote(fd, 0, 2, h, 1000));
 		CHECK_EQ(1, write(go[1], "t", 1));
 		_exit(0);
 	}
@@ -1113,6 +1113,236 @@ TEST_F(tier, a_file_below_a_host_arena_keeps_a_prefix_byte_exact)
 	EXPECT_EQ(0, kva_destroy(self->admin, tf));
 	EXPECT_EQ(0, set_tier(self->admin, self->up, self->lo, UP_NR));
 	unlink(path);
+}
+
+/* ---- a promotion's frames are its caller's (issue: PROMOTE past max) ---- */
+
+/* The arena's held frames now, by STAT (the admin sees every domain). */
+static int held_now(int fd, const char *name)
+{
+	struct kvarena_stat s;
+
+	return kva_stat(fd, name, &s) ? -1 : (int)s.nr_held;
+}
+
+/* Wait up to 5 s for the arena's held frames to reach @n. */
+static bool held_reaches(int fd, const char *name, int n)
+{
+	for (int i = 0; i < 500 && held_now(fd, name) != n; i++)
+		usleep(10000);
+	return held_now(fd, name) == n;
+}
+
+/* CLIENTS: client @id's held frames, or -1 if it is not listed. */
+static int client_held(int admin, const char *name, __u32 id)
+{
+	struct kvarena_client_info rows[16];
+	struct kvarena_clients c = {
+		.clients = (__u64)(unsigned long)rows, .count = 16 };
+
+	snprintf(c.name, sizeof(c.name), "%s", name);
+	if (kva_ioctl(admin, KVARENA_IOC_CLIENTS, &c))
+		return -1;
+	for (__u32 i = 0; i < c.nr_clients && i < 16; i++)
+		if (rows[i].client_id == id)
+			return (int)rows[i].held;
+	return -1;
+}
+
+/* uid 1001 publishes @n frames; an agent moves them all down and stops. */
+static bool all_below(const char *up, const char *lo, __u32 n)
+{
+	int v = kva_open(O_RDONLY);
+	pid_t agent, p = fork();
+	bool ok;
+
+	if (!p)
+		_exit(publish_and_leave(up, 1001, n));
+	ok = v >= 0 && p > 0 && reap(p) == 0;
+	agent = agent_start(up, lo);
+	ok = ok && settles(v, lo, LO_NR - n, n, 0);
+	agent_stop(agent);
+	ok = ok && stat_is(v, up, UP_NR, 0, 0);
+	close(v);
+	return ok;
+}
+
+/*
+ * A client whose max is 1 asks for six keys at once, six PROMOTEs with no
+ * agent running: the first one's frame is held by the client from the
+ * start (CLIENTS says so), the other five are refused at once, and
+ * another uid can still have every other frame of the arena.
+ */
+TEST_F(tier, a_promotions_frames_count_against_its_callers_max_at_once)
+{
+	pid_t tenant, agent, p;
+	int ids[2];
+	__u32 id;
+
+	ASSERT_TRUE(all_below(self->up, self->lo, 6));
+	ASSERT_EQ(0, pipe(ids));
+	tenant = fork();
+	ASSERT_LE(0, tenant);
+	if (!tenant) {
+		struct kvarena_attach at;
+		pid_t kid[6];
+		int fd = kva_open(O_RDWR), got[3] = { 0 };
+
+		drop_to(1001);
+		CHECK_EQ(0, kva_attach(fd, self->up, "max1", 0, 1, &at));
+		CHECK_EQ(sizeof(at.client_id),
+			 write(ids[1], &at.client_id, sizeof(at.client_id)));
+		for (int i = 0; i < 6; i++) {
+			kid[i] = fork();
+			CHECK(kid[i] >= 0);
+			if (!kid[i]) {
+				__u64 h[1];
+				int r = promote(fd, i, 1, h, 20000);
+
+				_exit(r == 1 ? 0 : r == -ENOSPC ? 1 : 2);
+			}
+		}
+		for (int i = 0; i < 6; i++) {
+			int r = reap(kid[i]);
+
+			CHECK(r >= 0 && r <= 2);
+			got[r]++;
+		}
+		CHECK_EQ(1, got[0]);
+		CHECK_EQ(5, got[1]);
+		_exit(0);
+	}
+	ASSERT_EQ(sizeof(id), read(ids[0], &id, sizeof(id)));
+	ASSERT_TRUE(held_reaches(self->admin, self->up, 1));
+	/* Time for the other five to queue, were they let in. */
+	usleep(300000);
+	EXPECT_EQ(1, held_now(self->admin, self->up));
+	EXPECT_EQ(1, client_held(self->admin, self->up, id));
+	p = fork();
+	ASSERT_LE(0, p);
+	if (!p) {
+		__u64 h[UP_NR];
+		int fd = kva_open(O_RDWR);
+
+		drop_to(1002);
+		CHECK_EQ(0, kva_attach(fd, self->up, "other", 0, 0, NULL));
+		CHECK_EQ(UP_NR - 1, kva_alloc(fd, h, UP_NR - 1, 0));
+		_exit(0);
+	}
+	EXPECT_EQ(0, reap(p));
+	agent = agent_start(self->up, self->lo);
+	EXPECT_EQ(0, reap(tenant));
+	agent_stop(agent);
+	close(ids[0]);
+	close(ids[1]);
+}
+
+static int evict(int admin, const char *name, __u32 id)
+{
+	struct kvarena_evict e = { .client_id = id };
+
+	snprintf(e.name, sizeof(e.name), "%s", name);
+	return kva_ioctl(admin, KVARENA_IOC_EVICT, &e);
+}
+
+/*
+ * EVICT of a client whose PROMOTE waits for an agent: the call ends at
+ * once with -ESHUTDOWN and its frames are back before EVICT returns, not
+ * when the call's timeout runs out.
+ */
+TEST_F(tier, evict_ends_the_callers_promotions_and_takes_their_frames)
+{
+	int ids[2], go[2];
+	pid_t tenant;
+	__u32 id;
+	char byte;
+
+	ASSERT_TRUE(all_below(self->up, self->lo, 2));
+	ASSERT_EQ(0, pipe(ids));
+	ASSERT_EQ(0, pipe(go));
+	tenant = fork();
+	ASSERT_LE(0, tenant);
+	if (!tenant) {
+		struct kvarena_attach at;
+		int fd = kva_open(O_RDWR);
+		__u64 h[2];
+
+		drop_to(1001);
+		CHECK_EQ(0, kva_attach(fd, self->up, "evicted", 0, 0, &at));
+		CHECK_EQ(sizeof(at.client_id),
+			 write(ids[1], &at.client_id, sizeof(at.client_id)));
+		CHECK_EQ(-ESHUTDOWN, promote(fd, 0, 2, h, 60000));
+		/* Its file stays open: EVICT has a client to finish. */
+		CHECK_EQ(1, read(go[0], &byte, 1));
+		_exit(0);
+	}
+	ASSERT_EQ(sizeof(id), read(ids[0], &id, sizeof(id)));
+	ASSERT_TRUE(held_reaches(self->admin, self->up, 2));
+	EXPECT_EQ(2, client_held(self->admin, self->up, id));
+	ASSERT_EQ(0, evict(self->admin, self->up, id));
+	EXPECT_TRUE(stat_is(self->admin, self->up, UP_NR, 0, 0));
+	EXPECT_TRUE(stat_is(self->admin, self->lo, LO_NR - 2, 2, 0));
+	EXPECT_EQ(-1, client_held(self->admin, self->up, id));
+	EXPECT_EQ(1, write(go[1], "g", 1));
+	EXPECT_EQ(0, reap(tenant));
+	close(ids[0]);
+	close(ids[1]);
+	close(go[0]);
+	close(go[1]);
+}
+
+/*
+ * A caller killed while the agent holds its copies: its client goes at
+ * once, charged with nothing; the copies run on, the agent's mapping of
+ * their frames intact, and end up cached.
+ */
+TEST_F(tier, a_killed_callers_copies_under_way_run_on_charged_to_nobody)
+{
+	struct kvarena_tier_job j[8];
+	int up, lo, n = 0, ids[2];
+	pid_t tenant;
+	__u32 id;
+
+	ASSERT_TRUE(all_below(self->up, self->lo, 2));
+	agent_open(self->up, self->lo, &up, &lo);
+	ASSERT_EQ(0, pipe(ids));
+	tenant = fork();
+	ASSERT_LE(0, tenant);
+	if (!tenant) {
+		struct kvarena_attach at;
+		int fd = kva_open(O_RDWR);
+		__u64 h[2];
+
+		drop_to(1001);
+		CHECK_EQ(0, kva_attach(fd, self->up, "killed", 0, 0, &at));
+		CHECK_EQ(sizeof(at.client_id),
+			 write(ids[1], &at.client_id, sizeof(at.client_id)));
+		promote(fd, 0, 2, h, 60000);
+		_exit(1);
+	}
+	ASSERT_EQ(sizeof(id), read(ids[0], &id, sizeof(id)));
+	while (n < 2) {
+		int r = take(up, lo, j + n, 8 - n, 1000);
+
+		ASSERT_LE(0, r);
+		n += r;
+	}
+	ASSERT_EQ(KVARENA_TIER_PROMOTE, j[0].op);
+	EXPECT_EQ(2, client_held(self->admin, self->up, id));
+	kill(tenant, SIGKILL);
+	EXPECT_EQ(1000 + SIGKILL, reap(tenant));
+	EXPECT_EQ(-1, client_held(self->admin, self->up, id));
+	/* Held by the copies, which the agent finishes undisturbed. */
+	EXPECT_EQ(2, held_now(self->admin, self->up));
+	for (int i = 0; i < 2; i++)
+		EXPECT_EQ(0, copy(up, lo, &j[i], FSIZE));
+	EXPECT_EQ(2, done(up, j, 2));
+	EXPECT_TRUE(stat_is(self->admin, self->up, UP_NR - 2, 2, 0));
+	EXPECT_TRUE(stat_is(self->admin, self->lo, LO_NR - 2, 2, 0));
+	close(up);
+	close(lo);
+	close(ids[0]);
+	close(ids[1]);
 }
 
 /* Without a tier: LOOKUP counts nothing below, PROMOTE has nowhere to go. */

@@ -61,7 +61,9 @@
  *           a tier's copies under way; ATTACH twice; backing set
  *           twice on a frame, or on a CUDA frame taken out whose old memory
  *           a process still imports; PUBLISH of a frame published under another
- *           key; ARENA_RESIZE below what the clients' minimums add up to
+ *           key; ARENA_RESIZE below what the clients' minimums add up to;
+ *           FREE, FRAME_FD or PUBLISH of a frame that a PROMOTE of the
+ *           caller's is still filling
  *  EAGAIN   io_uring: the command would block; io_uring retries it
  *           from a worker thread by itself.  PROMOTE (either path): its
  *           first frame must be cleared first, try again
@@ -1338,9 +1340,20 @@ struct kvarena_tier {
  * The call waits for the copies.  The run ends early at a key that is not
  * below, that another PROMOTE is bringing up, or that is in the arena
  * already (LOOKUP finds it); a copy that failed ends it where it failed.
- * Copies not done when the wait ends (-ETIMEDOUT, -EINTR) are not waited
- * for: those the agent had not taken are dropped, those it had end up
- * cached in the arena.  The lower frames stay in the lower tier.
+ *
+ * Each frame is the caller's from the moment it is taken, as an ALLOC's
+ * would be: its max and min, CLIENTS, fdinfo and its other PROMOTEs see
+ * it, so the caller's copies under way are bounded by its own max.  Until
+ * its copy is done the caller can neither map nor free it (FRAME_FD, FREE
+ * and PUBLISH of its handle are -EBUSY).  When the wait ends before the
+ * copies (-ETIMEDOUT, -EINTR), those the agent has not taken end at once,
+ * their frames back to the arena; those it has run on, charged to the
+ * caller until done, and end up cached.  When the caller goes (its file's
+ * release, its death, EVICT - which ends a waiting PROMOTE at once with
+ * -ESHUTDOWN), its copies no agent took end with it, and those an agent
+ * has keep their frames, charged to no client, until the agent gives
+ * them back: an agent is never left with a frame torn from under it.
+ * The lower frames stay in the lower tier.
  *
  * A miss is not an error: 0 with @nr_done 0.  -EOPNOTSUPP for an arena
  * with no lower tier; -ENODEV when no agent has asked for work since the
@@ -1349,7 +1362,7 @@ struct kvarena_tier {
  * frame must be cleared first (try again); -EIO when its copy failed;
  * -EEXIST when its key was published in the arena meanwhile and others
  * hold it (LOOKUP shares it); -ETIMEDOUT or -EINTR when the wait ended
- * before it came.  Over io_uring the call is asynchronous: the
+ * before it came; -ESHUTDOWN when EVICT took the caller.  Over io_uring the call is asynchronous: the
  * submission returns at once and the completion comes with the copies,
  * from io_uring's worker; a cancellation (IORING_OP_ASYNC_CANCEL, the
  * ring's release) ends the wait as a signal does, -EINTR.  The wait holds
@@ -1391,12 +1404,14 @@ struct kvarena_promote {
  * gang by its name as to any arena; rank processes JOIN one of them
  * (struct kvarena_join) to map its frames in their member.
  *
- * The members must be arenas of one kind (host, or accounting-only with
- * KVARENA_CREATE_NO_BACKING), with equal frame size and frame count, no
- * frame out of the arena (ARENA_RESIZE), every frame backed, equal
- * creation flags, and no client, lower tier, upper arena or gang: -EINVAL
- * for a mismatch, -EBUSY for a member in use, -ENOENT for a name no arena
- * has, -EEXIST if @name is taken, -EOPNOTSUPP for CUDA or file members.
+ * The members must be arenas of one kind (host, CUDA - one GPU each - or
+ * accounting-only with KVARENA_CREATE_NO_BACKING), with equal frame size
+ * and frame count, no frame out of the arena (ARENA_RESIZE), every frame
+ * backed, equal creation flags, and no client, lower tier, upper arena or
+ * gang: -EINVAL for a mismatch, -EBUSY for a member in use, -ENOENT for a
+ * name no arena has, -EEXIST if @name is taken, -EOPNOTSUPP for file
+ * members.  A gang of CUDA members keeps a CUDA arena's rules (imports,
+ * scrubbing; EVICT is -EOPNOTSUPP) in every member.
  * While ganged a member takes no ATTACH, SET_BACKING, RESIZE, SET_TIER
  * or DESTROY (-EBUSY); the gang takes no SET_BACKING, RESIZE or SET_TIER
  * (-EOPNOTSUPP).  ARENA_DESTROY of the gang (no client attached) sets the
