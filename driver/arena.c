@@ -763,40 +763,6 @@ static struct kva_arena *kva_arena_get_stat(struct kvarena_stat *s,
 	return a ? a : ERR_PTR(-ENOENT);
 }
 
-/*
- * A viewer that is not the arena's owner or an administrator sees the
- * activity of its own domain only: its prefix cache figures and its
- * clients' commands.  The levels (held, filled, cached, free) stay the
- * arena's: they are its capacity, which every ALLOC measures (locked).
- */
-static void kva_stat_domain(struct kva_arena *a, struct kvarena_stat *s,
-			    u64 id)
-{
-	const struct kva_core_domain *d = kva_domain_find(a, id);
-	struct kva_client *cl;
-
-	s->domain = id;
-	s->nr_published = d ? d->published : 0;
-	s->dom_cached = d ? d->cached : 0;
-	s->cache_hits = d ? d->hits : 0;
-	s->cache_misses = d ? d->misses : 0;
-	s->cache_reclaims = d ? d->reclaims : 0;
-	s->alloc_calls = 0;
-	s->free_calls = 0;
-	s->alloc_failures = 0;
-	/* Frames handed out and back are the arena's business. */
-	s->frames_allocated = 0;
-	s->frames_freed = 0;
-	s->frames_cleared = 0;
-	list_for_each_entry(cl, &a->clients, node) {
-		if (cl->core.dom != d || !d)
-			continue;
-		s->alloc_calls += cl->core.alloc_calls;
-		s->free_calls += cl->core.free_calls;
-		s->alloc_failures += cl->core.alloc_failures;
-	}
-}
-
 static_assert(offsetof(struct kvarena_stat, max_frames) ==
 	      KVARENA_STAT_SIZE_V1);
 
@@ -808,8 +774,8 @@ long kva_ioc_stat(struct kva_client *cl, void __user *argp, size_t size,
 		  unsigned int how)
 {
 	struct kvarena_stat s = { 0 }, in;
+	struct kva_figures f;
 	struct kva_arena *a;
-	u64 dom;
 
 	if (copy_from_user(&in, argp, size))
 		return -EFAULT;
@@ -839,27 +805,35 @@ long kva_ioc_stat(struct kva_client *cl, void __user *argp, size_t size,
 	s.nr_shrinking = a->core.shrink_pending;
 	s.frames_retired = a->core.frames_retired;
 	s.tier = kva_tier_name(a, s.tier_name);
-	s.nr_free = a->core.nr_free;
-	s.nr_held = kva_core_held(&a->core);
-	s.nr_cached = a->core.nr_cached;
-	s.nr_published = a->core.nr_published;
-	s.cache_hits = a->core.cache_hits;
-	s.cache_misses = a->core.cache_misses;
-	s.cache_reclaims = a->core.cache_reclaims;
 	s.nr_backed = a->nr_backed;
-	s.nr_reserved = a->core.unmet_min;
-	s.nr_clients = a->nr_clients;
 	s.state = a->pressure ? KVARENA_STATE_PRESSURE : 0;
 	if (a->flags & KVARENA_CREATE_NO_BACKING)
 		s.state |= KVARENA_STATE_NO_BACKING;
-	s.peak_held = a->core.peak_held;
-	s.filled_bytes = a->filled_bytes;
-	s.filled_tokens = a->filled_tokens;
-	s.alloc_calls = a->core.alloc_calls;
-	s.free_calls = a->core.free_calls;
-	s.alloc_failures = a->core.alloc_failures;
-	s.frames_allocated = a->core.frames_allocated;
-	s.frames_freed = a->core.frames_freed;
+	/* The figures as this viewer may see them (figures.c). */
+	kva_figures(a, kva_viewer_domain(a, cl, how), &f);
+	s.domain = f.domain;
+	s.nr_free = f.free;
+	s.nr_held = f.held;
+	s.nr_cached = f.cached;
+	s.dom_cached = f.cached;
+	s.nr_published = f.published;
+	s.cache_hits = f.hits;
+	s.cache_misses = f.misses;
+	s.cache_reclaims = f.reclaims;
+	s.nr_reserved = f.reserved;
+	s.nr_clients = f.clients;
+	s.peak_held = f.peak_held;
+	s.filled_bytes = f.filled_bytes;
+	s.filled_tokens = f.filled_tokens;
+	s.alloc_calls = f.alloc_calls;
+	s.free_calls = f.free_calls;
+	s.alloc_failures = f.alloc_failures;
+	s.frames_allocated = f.frames_allocated;
+	s.frames_freed = f.frames_freed;
+	s.nr_dirty = f.dirty;
+	s.frames_cleared = f.frames_cleared;
+	if (!f.domain)
+		s.nr_quarantined = kva_scrub_quarantined(a);
 	s.owner_uid = from_kuid_munged(current_user_ns(), a->policy.uid);
 	s.owner_gid = from_kgid_munged(current_user_ns(), a->policy.gid);
 	s.mode = a->policy.mode;
@@ -868,15 +842,6 @@ long kva_ioc_stat(struct kva_client *cl, void __user *argp, size_t size,
 	s.client_max_limit = a->policy.client_max_limit;
 	s.cache_domains = a->policy.cache_domains;
 	s.domain_cached_max = a->policy.domain_cached_max;
-	s.nr_dirty = a->core.nr_dirty + a->core.nr_cleaning;
-	s.frames_cleared = a->core.frames_cleaned;
-	s.dom_cached = a->core.nr_cached;
-	s.domain = 0;
-	dom = kva_viewer_domain(a, cl, how);
-	if (dom)
-		kva_stat_domain(a, &s, dom);
-	else
-		s.nr_quarantined = kva_scrub_quarantined(a);
 	mutex_unlock(&a->lock);
 	kva_arena_put(a);
 

@@ -33,6 +33,7 @@
 struct kva_domain {
 	struct kva_core_domain core;
 	struct list_head node;		/* kva_arena.domains */
+	u64 copies[3];			/* kva_domain_copied() */
 };
 
 /* The core let go of @d's last reference (arena locked). */
@@ -88,6 +89,27 @@ void kva_domains_fini(struct kva_arena *a)
 u64 kva_domain_id(const struct kva_core_domain *d)
 {
 	return d ? d->id : 0;
+}
+
+/**
+ * kva_domain_copied() - a tier copy of a frame of domain @id ended (the
+ * upper arena locked): counted for the domain's viewers while it lives.
+ * @a:		the upper arena.
+ * @id:		the domain.
+ * @which:	0: copied down, 1: copied up, 2: failed or lost.
+ */
+void kva_domain_copied(struct kva_arena *a, u64 id, int which)
+{
+	struct kva_core_domain *d = kva_domain_find(a, id);
+
+	if (d)
+		container_of(d, struct kva_domain, core)->copies[which]++;
+}
+
+/* The copies of domain @d's frames kva_domain_copied() counted. */
+u64 kva_domain_copies(const struct kva_core_domain *d, int which)
+{
+	return container_of(d, struct kva_domain, core)->copies[which];
 }
 
 /* The domain the arena's rule gives the caller (arena locked). */
@@ -188,7 +210,7 @@ bool kva_arena_owner(struct kva_arena *a, unsigned int how)
 /**
  * kva_viewer_domain() - whose figures, clients and events a viewer sees.
  * @a:		the arena, locked.
- * @cl:		the viewer's /dev/kvarena file.
+ * @cl:		the viewer's /dev/kvarena file, or NULL (sysfs).
  * @how:	KVA_HOW_*.
  *
  * Return: 0 (everything) for the arena's owner and administrators; else
@@ -202,7 +224,8 @@ u64 kva_viewer_domain(struct kva_arena *a, struct kva_client *cl,
 	if (kva_arena_owner(a, how))
 		return 0;
 	/* Pairs with smp_store_release() in kva_ioc_attach(). */
-	if (smp_load_acquire(&cl->arena) == a && !cl->evicted && cl->core.dom)
+	if (cl && smp_load_acquire(&cl->arena) == a && !cl->evicted &&
+	    cl->core.dom)
 		return cl->core.dom->id;
 	return kva_domain_by_rule(a);
 }

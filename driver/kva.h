@@ -213,6 +213,35 @@ struct kva_client {
 #define KVA_HOW_URING		(1u << 0)	/* io_uring, not ioctl() */
 #define KVA_HOW_NONBLOCK	(1u << 1)	/* must not sleep: -EAGAIN */
 
+/* figures.c: what a viewer sees of an arena (the rule is there). */
+struct kva_figures {
+	u64 domain;		/* 0: the arena's figures, else whose */
+	u32 free;		/* no client holds (others' cached too) */
+	u32 held;
+	u32 cached;
+	u32 published;
+	u32 reserved;
+	u32 peak_held;
+	u32 clients;
+	u32 dirty;
+	u64 filled_bytes;
+	u64 filled_tokens;
+	u64 hits;
+	u64 misses;
+	u64 reclaims;
+	u64 alloc_calls;
+	u64 free_calls;
+	u64 alloc_failures;
+	u64 frames_allocated;	/* the arena's only: 0 for a domain */
+	u64 frames_freed;	/* likewise */
+	u64 frames_cleared;	/* likewise */
+	u64 demoted;
+	u64 promoted;
+	u64 failed;
+};
+
+void kva_figures(struct kva_arena *a, u64 dom, struct kva_figures *f);
+
 /* fdinfo.c */
 void kva_show_fdinfo(struct seq_file *m, struct file *file);
 
@@ -295,6 +324,8 @@ void kva_domains_init(struct kva_arena *a);
 void kva_clean_target_update(struct kva_arena *a);
 void kva_domains_fini(struct kva_arena *a);
 u64 kva_domain_id(const struct kva_core_domain *d);
+void kva_domain_copied(struct kva_arena *a, u64 id, int which);
+u64 kva_domain_copies(const struct kva_core_domain *d, int which);
 u64 kva_domain_by_rule(struct kva_arena *a);
 struct kva_core_domain *kva_domain_find(struct kva_arena *a, u64 id);
 struct kva_core_domain *kva_domain_get(struct kva_arena *a, u64 id,

@@ -4,7 +4,11 @@
  * /sys/class/misc/kvarena/arenas/<name>/ with one read-only value per file,
  * the same totals as KVARENA_IOC_STAT, for scripts and exporters.  The
  * files are world-readable, but like STAT they answer only those whom the
- * arena's mode lets view it (-EACCES for the others).
+ * arena's mode lets view it (-EACCES for the others), and like STAT they
+ * show a reader who is not the arena's owner or an administrator its own
+ * cache domain's activity only, the domain the arena's rule gives the
+ * reader (figures.c): the reader's credentials at the time of the read
+ * decide, as they decide whether it may read at all.
  *
  * One difference: "free" counts only frames that have memory.  STAT's
  * nr_free counts every frame no client holds, and a half-made arena's
@@ -30,14 +34,6 @@ static u32 kva_unbacked(struct kva_arena *a)
 	return a->nr_unready;
 }
 
-/* Free frames with memory; a client never holds one without. */
-static u32 kva_free_backed(struct kva_arena *a)
-{
-	u32 unbacked = kva_unbacked(a);
-
-	return a->core.nr_free > unbacked ? a->core.nr_free - unbacked : 0;
-}
-
 /* Constant after create: no lock needed. */
 #define KVA_CONST_ATTR(field, fmt)					\
 static ssize_t field##_show(struct kobject *k, struct kobj_attribute *attr, \
@@ -48,6 +44,25 @@ static ssize_t field##_show(struct kobject *k, struct kobj_attribute *attr, \
 	return sysfs_emit(buf, fmt "\n", to_arena(k)->field);		\
 }									\
 static struct kobj_attribute field##_attr = __ATTR_RO(field)
+
+/* A figure as the reader may see it (figures.c), under the arena lock. */
+#define KVA_FIGURE_ATTR(name, fmt, expr)				\
+static ssize_t name##_show(struct kobject *k, struct kobj_attribute *attr, \
+			   char *buf)					\
+{									\
+	struct kva_arena *a = to_arena(k);				\
+	struct kva_figures f;						\
+	ssize_t n;							\
+									\
+	if (!kva_arena_permits(a, KVARENA_ACC_VIEW, 0))			\
+		return -EACCES;						\
+	mutex_lock(&a->lock);						\
+	kva_figures(a, kva_viewer_domain(a, NULL, 0), &f);		\
+	n = sysfs_emit(buf, fmt "\n", expr);				\
+	mutex_unlock(&a->lock);						\
+	return n;							\
+}									\
+static struct kobj_attribute name##_attr = __ATTR_RO(name)
 
 /* Changing values, read under the arena lock. */
 #define KVA_LOCKED_ATTR(name, fmt, expr)				\
@@ -78,29 +93,31 @@ KVA_LOCKED_ATTR(max_frames, "%u", a->core.nr_frames);
 KVA_LOCKED_ATTR(absent, "%u", a->core.nr_absent);
 KVA_LOCKED_ATTR(shrinking, "%u", a->core.shrink_pending);
 KVA_LOCKED_ATTR(frames_retired, "%llu", a->core.frames_retired);
-KVA_LOCKED_ATTR(free, "%u", kva_free_backed(a));
+/* Free frames with memory; a client never holds one without. */
+KVA_FIGURE_ATTR(free, "%u",
+		f.free > kva_unbacked(a) ? f.free - kva_unbacked(a) : 0);
 KVA_LOCKED_ATTR(unbacked, "%u", kva_unbacked(a));
-KVA_LOCKED_ATTR(held, "%u", kva_core_held(&a->core));
-KVA_LOCKED_ATTR(cached, "%u", a->core.nr_cached);
-KVA_LOCKED_ATTR(published, "%u", a->core.nr_published);
-KVA_LOCKED_ATTR(cache_hits, "%llu", a->core.cache_hits);
-KVA_LOCKED_ATTR(cache_misses, "%llu", a->core.cache_misses);
-KVA_LOCKED_ATTR(cache_reclaims, "%llu", a->core.cache_reclaims);
+KVA_FIGURE_ATTR(held, "%u", f.held);
+KVA_FIGURE_ATTR(cached, "%u", f.cached);
+KVA_FIGURE_ATTR(published, "%u", f.published);
+KVA_FIGURE_ATTR(cache_hits, "%llu", f.hits);
+KVA_FIGURE_ATTR(cache_misses, "%llu", f.misses);
+KVA_FIGURE_ATTR(cache_reclaims, "%llu", f.reclaims);
 KVA_LOCKED_ATTR(backed, "%u", a->nr_backed);
-KVA_LOCKED_ATTR(reserved, "%u", a->core.unmet_min);
-KVA_LOCKED_ATTR(clients, "%u", a->nr_clients);
-KVA_LOCKED_ATTR(peak_held, "%u", a->core.peak_held);
+KVA_FIGURE_ATTR(reserved, "%u", f.reserved);
+KVA_FIGURE_ATTR(clients, "%u", f.clients);
+KVA_FIGURE_ATTR(peak_held, "%u", f.peak_held);
 KVA_LOCKED_ATTR(pressure, "%d", a->pressure);
-KVA_LOCKED_ATTR(filled_bytes, "%llu", a->filled_bytes);
-KVA_LOCKED_ATTR(filled_tokens, "%llu", a->filled_tokens);
-KVA_LOCKED_ATTR(alloc_calls, "%llu", a->core.alloc_calls);
-KVA_LOCKED_ATTR(free_calls, "%llu", a->core.free_calls);
-KVA_LOCKED_ATTR(alloc_failures, "%llu", a->core.alloc_failures);
-KVA_LOCKED_ATTR(frames_allocated, "%llu", a->core.frames_allocated);
-KVA_LOCKED_ATTR(frames_freed, "%llu", a->core.frames_freed);
-KVA_LOCKED_ATTR(tier_demoted, "%llu", kva_tier_copies(a, 0));
-KVA_LOCKED_ATTR(tier_promoted, "%llu", kva_tier_copies(a, 1));
-KVA_LOCKED_ATTR(tier_failed, "%llu", kva_tier_copies(a, 2));
+KVA_FIGURE_ATTR(filled_bytes, "%llu", f.filled_bytes);
+KVA_FIGURE_ATTR(filled_tokens, "%llu", f.filled_tokens);
+KVA_FIGURE_ATTR(alloc_calls, "%llu", f.alloc_calls);
+KVA_FIGURE_ATTR(free_calls, "%llu", f.free_calls);
+KVA_FIGURE_ATTR(alloc_failures, "%llu", f.alloc_failures);
+KVA_FIGURE_ATTR(frames_allocated, "%llu", f.frames_allocated);
+KVA_FIGURE_ATTR(frames_freed, "%llu", f.frames_freed);
+KVA_FIGURE_ATTR(tier_demoted, "%llu", f.demoted);
+KVA_FIGURE_ATTR(tier_promoted, "%llu", f.promoted);
+KVA_FIGURE_ATTR(tier_failed, "%llu", f.failed);
 
 /* The arena's lower tier (@upper false) or the arena above it: a name. */
 static ssize_t tier_show(struct kobject *k, char *buf, bool upper)

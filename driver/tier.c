@@ -342,6 +342,9 @@ static void job_finish(struct kva_arena *ua, struct kva_tier_job *job,
 	struct kva_tier_call *call = job->call;
 	u32 uidx = KVA_HANDLE_IDX(job->upper);
 	s64 res = -EIO;
+	/* Whose copy, for its domain's figures (figures.c). */
+	u64 dom = kva_domain_id(job->op == KVARENA_TIER_DEMOTE ?
+				job->ucl.core.dom : job_holder(job)->dom);
 
 	job_unlist(t, job);
 	if (job->op == KVARENA_TIER_DEMOTE) {
@@ -363,10 +366,16 @@ static void job_finish(struct kva_arena *ua, struct kva_tier_job *job,
 		res = promote_finish(ua, job, ok);
 		ok = res != -EIO;
 	}
-	if (ok)
-		job->op == KVARENA_TIER_DEMOTE ? t->demoted++ : t->promoted++;
-	else
-		t->failed++;
+	/* A promotion no agent took was never tried: not counted. */
+	if (job->agent || job->op == KVARENA_TIER_DEMOTE || ok) {
+		if (ok)
+			job->op == KVARENA_TIER_DEMOTE ? t->demoted++ :
+							 t->promoted++;
+		else
+			t->failed++;
+		kva_domain_copied(ua, dom, !ok ? 2 :
+				  job->op == KVARENA_TIER_DEMOTE ? 0 : 1);
+	}
 	if (call) {
 		call->res[job->slot] = res;
 		call->pending--;
@@ -1009,7 +1018,6 @@ static void promote_drop(struct kva_arena *ua, struct kva_client *owner,
 		    (call ? job->call != call : job->owner != owner))
 			continue;
 		job_finish(ua, job, false);
-		t->failed--;		/* never tried */
 		job_free(job);
 	}
 }

@@ -11,7 +11,8 @@ KVA_SELFTESTS := $(B)/selftests/kvarena/kvarena_test \
 		 $(B)/selftests/kvarena/scrub_test \
 		 $(B)/selftests/kvarena/resize_test \
 		 $(B)/selftests/kvarena/tier_test \
-		 $(B)/selftests/kvarena/gang_test
+		 $(B)/selftests/kvarena/gang_test \
+		 $(B)/selftests/kvarena/figures_test
 
 $(KVA_SELFTESTS): $(B)/selftests/kvarena/%: $(SRC)/selftests/kvarena/%.c \
 		 $(SRC)/selftests/kvarena/kva_test.h \
@@ -20,6 +21,15 @@ $(KVA_SELFTESTS): $(B)/selftests/kvarena/%: $(SRC)/selftests/kvarena/%.c \
 		 $(SRC)/include/uapi/linux/kvarena.h $(KSFT_HARNESS)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(KSFT_CFLAGS) -I$(KSFT_INC) \
-		-static -o $@ $< -luring
+		-I$(B)/selftests/kvarena -static -o $@ $< -luring
+
+# figures_test walks the figure table of Documentation/kvarena.rst.
+$(B)/selftests/kvarena/figures_table.h: $(SRC)/Documentation/kvarena.rst \
+		$(SRC)/include/uapi/linux/kvarena.h \
+		$(SRC)/selftests/kvarena/figures-table.sh
+	@mkdir -p $(@D)
+	$(Q)$(SRC)/selftests/kvarena/figures-table.sh $< \
+		$(SRC)/include/uapi/linux/kvarena.h > $@.tmp && mv $@.tmp $@
+$(B)/selftests/kvarena/figures_test: $(B)/selftests/kvarena/figures_table.h
 
 VM_TESTS += $(KVA_SELFTESTS)

@@ -1099,16 +1099,17 @@ TEST_F(ctl, read_access_is_enough_to_view_but_not_to_change)
 	ASSERT_EQ(0, chmod(KVARENA_DEVICE, 0664));
 	/*
 	 * The arena's levels, but the activity of nobody's own cache domain
-	 * only: root's clients' calls, failures and hits are not its to see.
+	 * only: root's clients, their calls, failures, hits and filled
+	 * tokens are not its to see.
 	 */
 	CTL_AS(&r, NOBODY, "stat", "ctl");
 	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
-	EXPECT_STREQ("arena ctl: host, 16 frames of 64Ki, 64 tokens/frame, 2 clients, low watermark 4\n"
+	EXPECT_STREQ("arena ctl: host, 16 frames of 64Ki, 64 tokens/frame, 0 clients of cache domain uid 65534, low watermark 4\n"
 		     "        capacity   held  filled  cached   free  available\n"
-		     "bytes      1.0Mi  512Ki   356Ki      0B  512Ki      448Ki\n"
-		     "frames        16      8     5.6       0      8          7\n"
-		     "tokens      1024    512     356       0    512        448\n"
-		     "internal fragmentation: 30.5% (156Ki held but not filled)\n"
+		     "bytes      1.0Mi  512Ki      0B      0B  512Ki      448Ki\n"
+		     "frames        16      8     0.0       0      8          7\n"
+		     "tokens      1024    512       0       0    512        448\n"
+		     "internal fragmentation: per client in kvarenactl clients (held here is every domain's, filled this user's)\n"
 		     "reserved for minimums: 1 frame, peak held: 8 frames, failed allocations: 0 of 0\n"
 		     "prefix cache of cache domain uid 65534 (this user's; root and the owner see all): 0 published frames, 0 cached, hit rate - (0 of 0 keys), 0 reclaimed\n",
 		     r.out);
@@ -1116,7 +1117,7 @@ TEST_F(ctl, read_access_is_enough_to_view_but_not_to_change)
 	CTL_AS(&r, NOBODY, "clients", "ctl");
 	EXPECT_EQ(0, r.rc);
 	EXPECT_STREQ("ARENA  ID  PIDS  LABEL  MIN  MAX  HELD  SHARED  FILLED  TOKENS  FRAG  PEAK  FAILS\n"
-		     "ctl: 2 more clients in other cache domains; root and the arena's owner see them\n",
+		     "ctl: the clients of cache domain uid 65534 only; root and the arena's owner see every client\n",
 		     r.out);
 	CTL_AS(&r, NOBODY, "clients", "--json", "ctl");
 	EXPECT_EQ(NULL, strstr(r.out, "vllm-a")) TH_LOG("%s", r.out);

@@ -298,6 +298,10 @@ void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact)
 			plural(tpf, "token", "tokens"));
 	fprintf(f, ", %u %s", s->nr_clients,
 		plural(s->nr_clients, "client", "clients"));
+	/* A viewer but the owner: its own cache domain's (figures.c). */
+	if (s->domain)
+		fprintf(f, " of cache domain %s",
+			fmt_domain(b[1], sizeof(b[1]), s->domain));
 	if (s->low_watermark)
 		fprintf(f, ", low watermark %u", s->low_watermark);
 	if (s->state & KVARENA_STATE_PRESSURE)
@@ -366,7 +370,11 @@ void kvactl_print_stat(FILE *f, const struct kvactl_arena *a, bool exact)
 	kvactl_table_print(&t, f);
 	kvactl_table_free(&t);
 
-	if (held_bytes)
+	/* Held is every domain's, filled the viewer's: no sum to make. */
+	if (s->domain)
+		fputs("internal fragmentation: per client in kvarenactl clients (held here is every domain's, filled this user's)\n",
+		      f);
+	else if (held_bytes)
 		fprintf(f, "internal fragmentation: %s (%s%s held but not filled)\n",
 			kvactl_fmt_pct(b[0], unfilled(held_bytes, s->filled_bytes),
 				       held_bytes),
@@ -832,17 +840,18 @@ static void print_clients(FILE *f, const struct kvactl_snap *snap,
 	}
 	kvactl_table_print_fit(&t, f, cols, drop);
 	kvactl_table_free(&t);
-	/* CLIENTS shows a viewer who is not the owner its own domain only. */
+	/*
+	 * CLIENTS shows a viewer who is not the owner its own domain only,
+	 * and how many others there are is not its to know (figures.c).
+	 */
 	for (i = 0; i < snap->nr; i++) {
 		const struct kvactl_arena *a = &snap->arenas[i];
+		char d[64];
 
-		if (a->st.nr_clients > a->nr_clients)
-			fprintf(f, "%s: %u more %s in other cache domains; root and the arena's owner see %s\n",
-				a->st.name, a->st.nr_clients - a->nr_clients,
-				plural(a->st.nr_clients - a->nr_clients,
-				       "client", "clients"),
-				a->st.nr_clients - a->nr_clients == 1 ?
-				"it" : "them");
+		if (a->st.domain)
+			fprintf(f, "%s: the clients of cache domain %s only; root and the arena's owner see every client\n",
+				a->st.name,
+				fmt_domain(d, sizeof(d), a->st.domain));
 	}
 	if (unknown && h->other_pidns)
 		fprintf(f, "%s ?: the processes of other pid namespaces are not visible here\n",

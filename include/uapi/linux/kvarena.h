@@ -535,20 +535,22 @@ struct kvarena_usage {
  * @index:		in: with KVARENA_STAT_BY_INDEX.
  * @frame_size:		bytes per frame.
  * @nr_frames:		capacity in frames.
- * @nr_free:		frames no client holds.
+ * @nr_free:		frames no client holds (for a viewer of another domain,
+ *			other domains' cached frames among them: see
+ *			@domain).
  * @nr_held:		frames held by clients.
  * @nr_cached:		published frames no client holds: reclaimable,
  *			oldest first, when an allocation needs them.
  * @nr_backed:		frames with backing registered.
  * @nr_reserved:	free frames set aside for clients' unmet minimums.
- * @nr_clients:		clients attached.
+ * @nr_clients:		clients attached (of @domain).
  * @low_watermark:	pressure threshold in frames.
  * @state:		KVARENA_STATE_* bits.
  * @mem_kind:		enum kvarena_mem.
  * @mem_dev:		device ordinal as the creator saw it.
  * @peak_held:		highest @nr_held since the arena was created.
- * @filled_bytes:	sum of the clients' SET_USAGE bytes.
- * @filled_tokens:	sum of the clients' SET_USAGE tokens.
+ * @filled_bytes:	sum of the clients' SET_USAGE bytes (of @domain).
+ * @filled_tokens:	sum of the clients' SET_USAGE tokens (of @domain).
  * @bytes_per_token:	as given at create.
  * @alloc_calls:	ALLOC commands that reached the allocator.
  * @free_calls:		FREE commands that reached the allocator.
@@ -569,19 +571,24 @@ struct kvarena_usage {
  * @cache_misses:	keys LOOKUP was given and did not return (a chain
  *			stops at its first miss), ever.
  * @cache_reclaims:	cached frames reclaimed for allocations, ever.
- * @domain:		out: 0 when @nr_published, @cache_hits,
- *			@cache_misses and @cache_reclaims are the arena's
+ * @domain:		out: 0 when the activity figures are the arena's
  *			(for its owner and administrators); else the domain
  *			they are for: the caller's (its client's, when the
  *			file is attached to the arena; else the one the
- *			arena's rule would give it).  @nr_cached stays the
- *			arena's, since any ALLOC may reclaim cached frames.
- *			Hits and misses of a domain are kept while it has
- *			clients or frames.
+ *			arena's rule would give it).  Then @nr_cached,
+ *			@nr_published, @cache_hits, @cache_misses,
+ *			@cache_reclaims, @nr_dirty, @nr_clients,
+ *			@filled_bytes, @filled_tokens, @alloc_calls,
+ *			@free_calls and @alloc_failures are that domain's,
+ *			@nr_free counts the other domains' cached frames
+ *			(which an ALLOC may reclaim), and @frames_allocated,
+ *			@frames_freed, @frames_cleared and @nr_quarantined
+ *			are 0.  A domain's figures are kept while it has
+ *			clients or frames.  The table of every figure and
+ *			its rule is in Documentation/kvarena.rst.
  * @nr_dirty:		free frames that hold a domain's data and are
  *			cleared before another domain gets them.
- * @dom_cached:		frames of @domain's keys among @nr_cached (all of
- *			them when @domain is 0).
+ * @dom_cached:		frames of @domain's keys: @nr_cached.
  * @frames_cleared:	frames cleared between domains, ever.
  * @domain_cached_max:	see struct kvarena_arena_create.
  * @nr_quarantined:	CUDA arenas: dirty frames that may not be scrubbed
