@@ -356,6 +356,42 @@ TEST_F(ten, another_uids_events_and_counters_stay_out_of_view)
 	close(e.fd);
 }
 
+/*
+ * A PUBLISH of a chain: one STORED event a frame, in chain order, each
+ * but the first naming the key before it (KVARENA_EVENT_PARENT).
+ */
+TEST_F(ten, a_chains_stored_events_name_each_frames_parent)
+{
+	struct kvarena_events_fd e = { .name = "tenancy",
+				       .flags = KVARENA_EVENTS_NONBLOCK };
+	struct kvarena_event ev[3];
+	__u8 key[KVARENA_KEY_LEN];
+	__u64 h[3];
+	ssize_t n, off = 0;
+	char buf[4096];
+	int fd = attach("chain", 0, 0, NULL);
+
+	ASSERT_EQ(0, kva_ioctl(self->admin, KVARENA_IOC_EVENTS_FD, &e));
+	ASSERT_EQ(3, kva_alloc(fd, h, 3, 0));
+	ASSERT_EQ(3, publish(fd, 0xc4a1, h, 3));
+	n = read(e.fd, buf, sizeof(buf));
+	ASSERT_EQ((ssize_t)(3 * sizeof(ev[0])), n);
+	for (int i = 0; i < 3; i++, off += ev[i - 1].size) {
+		memcpy(&ev[i], buf + off, sizeof(ev[i]));
+		EXPECT_EQ(KVARENA_EVENT_STORED, ev[i].type);
+		set_key(key, 0xc4a1, i);
+		EXPECT_EQ(0, memcmp(key, ev[i].key, sizeof(key)));
+		EXPECT_EQ(i ? KVARENA_EVENT_PARENT : 0, ev[i].flags);
+		if (i) {
+			set_key(key, 0xc4a1, i - 1);
+			EXPECT_EQ(0, memcmp(key, ev[i].parent, sizeof(key)));
+		}
+	}
+	EXPECT_EQ(0, kva_free(fd, h, 3));
+	close(e.fd);
+	close(fd);
+}
+
 /* ---- private, named and arena-wide domains ---------------------------------- */
 
 static int nobody_names_a_domain(void *arg)
