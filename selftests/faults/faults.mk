@@ -96,12 +96,15 @@ CHECK_NATIVE += check-faults
 #
 #   make fuzz    FUZZ_HOURS of libFuzzer split over the two targets (default
 #                a quarter of an hour), then SYSFUZZ_CALLS syscalls in the VM
-#   make stress  STORM_KILLS kills and STRESS_LIVES process lives in the VM
+#   make stress  STORM_KILLS kills and STRESS_LIVES process lives in the VM,
+#                then the attacks of selftests/kvarena/attack_test.c,
+#                ATTACK_ROUNDS rounds each (make check runs 100)
 
 FUZZ_HOURS    ?= 0.25
 SYSFUZZ_CALLS ?= 5000000
 STORM_KILLS   ?= 20000
 STRESS_LIVES  ?= 600
+ATTACK_ROUNDS ?= 1000
 FLT_KERNEL    ?= $(lastword $(VM_KERNELS))
 FLT_VM_RUN     = $(MAKE) --no-print-directory KDIR=/lib/modules/$(FLT_KERNEL)/build module && \
 		 $(VM_RUN) --timeout $(1) --kernel /boot/vmlinuz-$(FLT_KERNEL) \
@@ -113,11 +116,11 @@ fuzz: $(FUZZ_ARGS) $(CORE_FUZZ) $(FLT)/sysfuzz
 	@printf 'sysfuzz --calls %s\n' $(SYSFUZZ_CALLS) > $(FLT)/fuzz.sh
 	$(Q)$(call FLT_VM_RUN,3600) --script $(FLT)/fuzz.sh $(FLT)/sysfuzz
 
-stress: $(FLT)/kill_storm $(FLT)/stress
-	@printf 'kill_storm --kills %s && stress --lives %s\n' $(STORM_KILLS) \
-		$(STRESS_LIVES) > $(FLT)/stress.sh
+stress: $(FLT)/kill_storm $(FLT)/stress $(B)/selftests/kvarena/attack_test
+	@printf 'kill_storm --kills %s && stress --lives %s && KVA_ATTACK_ROUNDS=%s attack_test\n' \
+		$(STORM_KILLS) $(STRESS_LIVES) $(ATTACK_ROUNDS) > $(FLT)/stress.sh
 	$(Q)$(call FLT_VM_RUN,3600) --script $(FLT)/stress.sh $(FLT)/kill_storm \
-		$(FLT)/stress
+		$(FLT)/stress $(B)/selftests/kvarena/attack_test
 
 # ---- the debug kernel ----------------------------------------------------------
 #

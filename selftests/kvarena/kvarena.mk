@@ -12,7 +12,8 @@ KVA_SELFTESTS := $(B)/selftests/kvarena/kvarena_test \
 		 $(B)/selftests/kvarena/resize_test \
 		 $(B)/selftests/kvarena/tier_test \
 		 $(B)/selftests/kvarena/gang_test \
-		 $(B)/selftests/kvarena/figures_test
+		 $(B)/selftests/kvarena/figures_test \
+		 $(B)/selftests/kvarena/attack_test
 
 $(KVA_SELFTESTS): $(B)/selftests/kvarena/%: $(SRC)/selftests/kvarena/%.c \
 		 $(SRC)/selftests/kvarena/kva_test.h \
