@@ -683,7 +683,7 @@ static long tier_take(struct kva_client *cl, struct kvarena_tier *tr,
 				.op = job->op };
 		}
 		dirty = false;
-		while (n < want && t->nr_jobs < KVA_TIER_MAX_JOBS &&
+		while (n < want && t->nr_demoting < KVA_TIER_MAX_JOBS &&
 		       ua->core.nr_free + t->nr_demoting < free_target(ua)) {
 			struct kva_tier_job *nj = jobs[n];
 			int r = demote_one(ua, la, nj, &spares[n]);
