@@ -763,6 +763,9 @@ static struct kva_arena *kva_arena_get_stat(struct kvarena_stat *s,
 	return a ? a : ERR_PTR(-ENOENT);
 }
 
+/* STAT reads @name, @flags and @index, which come first, in two copies. */
+static_assert(offsetof(struct kvarena_stat, index) ==
+	      offsetof(struct kvarena_stat, flags) + sizeof(__u32));
 static_assert(offsetof(struct kvarena_stat, max_frames) ==
 	      KVARENA_STAT_SIZE_V1);
 
@@ -773,16 +776,16 @@ static_assert(offsetof(struct kvarena_stat, max_frames) ==
 long kva_ioc_stat(struct kva_client *cl, void __user *argp, size_t size,
 		  unsigned int how)
 {
-	struct kvarena_stat s = { 0 }, in;
+	struct kvarena_stat s = { 0 };
 	struct kva_figures f;
 	struct kva_arena *a;
 
-	if (copy_from_user(&in, argp, size))
-		return -EFAULT;
 	/* Only these are read; every other field is written. */
-	memcpy(s.name, in.name, sizeof(s.name));
-	s.flags = in.flags;
-	s.index = in.index;
+	if (copy_from_user(s.name, argp, sizeof(s.name)) ||
+	    copy_from_user(&s.flags,
+			   argp + offsetof(struct kvarena_stat, flags),
+			   sizeof(s.flags) + sizeof(s.index)))
+		return -EFAULT;
 	if (kva_check_stat(&s))
 		return -EINVAL;
 
