@@ -79,6 +79,18 @@ static unsigned char *map(int fd, __u64 h)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* Write @byte over frames @h[0..n), or exit. */
+static void fill(int fd, const __u64 *h, int n, unsigned char byte)
+{
+	for (int i = 0; i < n; i++) {
+		unsigned char *p = map(fd, h[i]);
+
+		CHECK(p);
+		memset(p, byte, FSIZE);
+		munmap(p, FSIZE);
+	}
+}
+
 /* Whether @p holds only zeros and @own: nothing anybody else wrote. */
 static bool only(const unsigned char *p, size_t n, unsigned char own)
 {
@@ -191,13 +203,7 @@ static int victim_works(const char *name, int n)
 
 	for (int r = 0; r < n; r++) {
 		CHECK_EQ(2, kva_alloc(fd, h, 2, 0));
-		for (int i = 0; i < 2; i++) {
-			unsigned char *p = map(fd, h[i]);
-
-			CHECK(p);
-			memset(p, VBYTE, FSIZE);
-			munmap(p, FSIZE);
-		}
+		fill(fd, h, 2, VBYTE);
 		CHECK(publish(fd, TAG, h, 2) >= 0);
 		CHECK_EQ(0, kva_free(fd, h, 2));
 		CHECK_EQ(2, lookup(fd, TAG, 0, 3, got));
@@ -242,13 +248,7 @@ static int victim_fills(const char *name, int n)
 		int got = kva_alloc(fd, h, NR, KVARENA_ALLOC_PARTIAL);
 
 		CHECK(got > 0 || got == -ENOSPC || got == -EAGAIN);
-		for (int i = 0; i < got; i++) {
-			unsigned char *p = map(fd, h[i]);
-
-			CHECK(p);
-			memset(p, VBYTE, FSIZE);
-			munmap(p, FSIZE);
-		}
+		fill(fd, h, got, VBYTE);
 		if (got > 0)
 			CHECK_EQ(0, kva_free(fd, h, got));
 	}
@@ -527,13 +527,7 @@ static int attacker_publishes(const char *name, int n)
 	__u64 h[KEYS];
 
 	CHECK_EQ(KEYS, kva_alloc(fd, h, KEYS, 0));
-	for (int i = 0; i < KEYS; i++) {
-		unsigned char *p = map(fd, h[i]);
-
-		CHECK(p);
-		memset(p, ABYTE + i, FSIZE);
-		munmap(p, FSIZE);
-	}
+	fill(fd, h, KEYS, ABYTE);
 	CHECK_EQ(KEYS, publish(fd, TAG, h, KEYS));
 	CHECK_EQ(0, kva_free(fd, h, KEYS));
 	close(fd);
@@ -905,13 +899,7 @@ static int victim_imports(const char *name, int unused)
 	__u64 h[SC_NR];
 
 	CHECK_EQ(SC_NR, kva_alloc(fd, h, SC_NR, 0));
-	for (int i = 0; i < SC_NR; i++) {
-		unsigned char *p = map(fd, h[i]);
-
-		CHECK(p);
-		memset(p, VBYTE, FSIZE);
-		munmap(p, FSIZE);
-	}
+	fill(fd, h, SC_NR, VBYTE);
 	CHECK_EQ(0, kva_free(fd, h, SC_NR));
 	return 0;
 }

@@ -1246,6 +1246,37 @@ static int evict(int admin, const char *name, __u32 id)
 }
 
 /*
+ * A child as uid 1001, client @label of @up, that writes its client id
+ * to @ids and runs PROMOTE of the first two keys (60 s): it expects
+ * @want, or with @want 0 nothing (it is killed); then, if @go is not
+ * negative, waits for a byte on it before it exits.  Its pid.
+ */
+static pid_t promoting_tenant(const char *up, const char *label, int ids,
+			      int want, int go)
+{
+	pid_t pid = fork();
+	struct kvarena_attach at;
+	__u64 h[2];
+	char byte;
+	int fd, r;
+
+	if (pid)
+		return pid;
+	fd = kva_open(O_RDWR);
+	drop_to(1001);
+	CHECK_EQ(0, kva_attach(fd, up, label, 0, 0, &at));
+	CHECK_EQ(sizeof(at.client_id),
+		 write(ids, &at.client_id, sizeof(at.client_id)));
+	r = promote(fd, 0, 2, h, 60000);
+	if (want)
+		CHECK_EQ(want, r);
+	/* Its file stays open meanwhile: EVICT has a client to finish. */
+	if (go >= 0)
+		CHECK_EQ(1, read(go, &byte, 1));
+	_exit(want ? 0 : 1);
+}
+
+/*
  * EVICT of a client whose PROMOTE waits for an agent: the call ends at
  * once with -ESHUTDOWN and its frames are back before EVICT returns, not
  * when the call's timeout runs out.
@@ -1255,27 +1286,13 @@ TEST_F(tier, evict_ends_the_callers_promotions_and_takes_their_frames)
 	int ids[2], go[2];
 	pid_t tenant;
 	__u32 id;
-	char byte;
 
 	ASSERT_TRUE(all_below(self->up, self->lo, 2));
 	ASSERT_EQ(0, pipe(ids));
 	ASSERT_EQ(0, pipe(go));
-	tenant = fork();
+	tenant = promoting_tenant(self->up, "evicted", ids[1], -ESHUTDOWN,
+				  go[0]);
 	ASSERT_LE(0, tenant);
-	if (!tenant) {
-		struct kvarena_attach at;
-		int fd = kva_open(O_RDWR);
-		__u64 h[2];
-
-		drop_to(1001);
-		CHECK_EQ(0, kva_attach(fd, self->up, "evicted", 0, 0, &at));
-		CHECK_EQ(sizeof(at.client_id),
-			 write(ids[1], &at.client_id, sizeof(at.client_id)));
-		CHECK_EQ(-ESHUTDOWN, promote(fd, 0, 2, h, 60000));
-		/* Its file stays open: EVICT has a client to finish. */
-		CHECK_EQ(1, read(go[0], &byte, 1));
-		_exit(0);
-	}
 	ASSERT_EQ(sizeof(id), read(ids[0], &id, sizeof(id)));
 	ASSERT_TRUE(held_reaches(self->admin, self->up, 2));
 	EXPECT_EQ(2, client_held(self->admin, self->up, id));
@@ -1306,20 +1323,8 @@ TEST_F(tier, a_killed_callers_copies_under_way_run_on_charged_to_nobody)
 	ASSERT_TRUE(all_below(self->up, self->lo, 2));
 	agent_open(self->up, self->lo, &up, &lo);
 	ASSERT_EQ(0, pipe(ids));
-	tenant = fork();
+	tenant = promoting_tenant(self->up, "killed", ids[1], 0, -1);
 	ASSERT_LE(0, tenant);
-	if (!tenant) {
-		struct kvarena_attach at;
-		int fd = kva_open(O_RDWR);
-		__u64 h[2];
-
-		drop_to(1001);
-		CHECK_EQ(0, kva_attach(fd, self->up, "killed", 0, 0, &at));
-		CHECK_EQ(sizeof(at.client_id),
-			 write(ids[1], &at.client_id, sizeof(at.client_id)));
-		promote(fd, 0, 2, h, 60000);
-		_exit(1);
-	}
 	ASSERT_EQ(sizeof(id), read(ids[0], &id, sizeof(id)));
 	while (n < 2) {
 		int r = take(up, lo, j + n, 8 - n, 1000);
