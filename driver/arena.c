@@ -13,6 +13,7 @@
 #include <linux/uaccess.h>
 #include <linux/wait_bit.h>
 
+#include "compat.h"
 #include "kva.h"
 
 DEFINE_MUTEX(kva_arenas_lock);
@@ -339,7 +340,7 @@ int kva_arena_make(const struct kvarena_arena_create *c,
 	ret = kva_scrub_init(a);
 	if (ret)
 		goto err_free_backing;
-	kobject_init(&a->kobj, &kva_arena_ktype);
+	kva_kobject_init(&a->kobj, &kva_arena_ktype);
 	atomic_inc(&kva_nr_arenas);
 	/* From here on the kobject release frees the arena. */
 	ret = kva_events_init(a);

@@ -9,7 +9,9 @@
 #define KVA_COMPAT_H
 
 #include <linux/kconfig.h>
+#include <linux/kobject.h>
 #include <linux/mm.h>
+#include <linux/kvarena.h>
 
 #include "kva_config.h"
 
@@ -34,6 +36,20 @@ static inline void kva_vm_flags_clear(struct vm_area_struct *vma,
 #endif
 }
 
+/*
+ * kobject_init() took a writable kobj_type on older kernels (5.10); it
+ * never wrote through it.
+ */
+static inline void kva_kobject_init(struct kobject *kobj,
+				    const struct kobj_type *ktype)
+{
+#ifdef KVA_HAVE_KOBJ_TYPE_CONST
+	kobject_init(kobj, ktype);
+#else
+	kobject_init(kobj, (struct kobj_type *)ktype);
+#endif
+}
+
 #if defined(KVA_HAVE_URING_CMD) && IS_ENABLED(CONFIG_IO_URING)
 #define KVA_URING_CMD 1
 
@@ -46,7 +62,9 @@ static inline void kva_vm_flags_clear(struct vm_area_struct *vma,
 /* The 16-byte command area of the SQE (struct kvarena_uring_cmd). */
 static inline const void *kva_uring_cmd_area(struct io_uring_cmd *ioucmd)
 {
-#ifdef KVA_HAVE_IO_URING_SQE_CMD
+#if defined(KVA_HAVE_IO_URING_SQE_CMD_TYPED)
+	return io_uring_sqe_cmd(ioucmd->sqe, struct kvarena_uring_cmd);
+#elif defined(KVA_HAVE_IO_URING_SQE_CMD)
 	return io_uring_sqe_cmd(ioucmd->sqe);
 #else
 	return ioucmd->cmd;

@@ -363,8 +363,9 @@ out_free:
 /* The gang is destroyed (kva_arenas_lock held): its members are free. */
 void kva_gang_kill(struct kva_arena *a)
 {
-	lockdep_assert_held(&kva_arenas_lock);
 	u32 r;
+
+	lockdep_assert_held(&kva_arenas_lock);
 
 	if (!a->members)
 		return;

@@ -438,6 +438,7 @@ int kva_sysfs_add_arena(struct kva_arena *a);
 extern const struct kobj_type kva_arena_ktype;
 
 /* uring.c */
+struct io_uring_cmd;
 int kva_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
 
 #endif /* KVA_DRV_H */

@@ -342,7 +342,12 @@ static int __init kva_init(void)
 	if (ret)
 		goto err_deregister;
 	mutex_unlock(&kva_arenas_lock);
+#ifdef KVA_URING_CMD
 	pr_info("ABI %d, /dev/kvarena ready\n", KVARENA_ABI_VERSION);
+#else
+	pr_info("ABI %d, /dev/kvarena ready; commands over ioctl() only: this kernel has no io_uring commands for character devices\n",
+		KVARENA_ABI_VERSION);
+#endif
 	return 0;
 
 err_deregister:

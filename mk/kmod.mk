@@ -16,9 +16,22 @@ KOBJ  = $(B)/kmod/$(KVER)
 # Every kernel with headers installed, for `make module-all-kernels`.
 KDIRS_ALL = $(shell ls -d /lib/modules/*/build 2>/dev/null | sort -V)
 
+# Debian's kernels of other releases than this machine's (bullseye's 5.10,
+# the newest of trixie-backports): selftests/vm/kernels.sh prepares them
+# in KVA_KERNELS (.ci/deps does), each in a root of its own release with
+# Debian's headers and the compiler they ask for, and builds kvarena.ko
+# there (as root: chroot) into $(B)/kmod/<release>/ (make module-root
+# KREL=<release>).
+KVA_KERNELS ?= /var/lib/kvarena/kernels
+ROOT_KERNELS := $(shell $(SRC)/selftests/vm/kernels.sh list $(KVA_KERNELS) 2>/dev/null)
+
 # KVA_STRICT=0 for builds on kernels this tree was never tried on (DKMS):
 # no W=1, and warnings are shown but do not fail the build.
 KVA_STRICT ?= 1
+# KVA_SPARSE=1: sparse checks every file as it compiles (C=1); its warnings
+# fail a strict build too.  On by default in strict builds where sparse is
+# installed (.ci/deps installs it, and in each root of KVA_KERNELS).
+KVA_SPARSE ?= $(if $(filter 1,$(KVA_STRICT)),$(if $(shell command -v sparse),1))
 
 DRIVER_SRCS := $(wildcard $(SRC)/driver/*.c $(SRC)/driver/*.h)
 PROBE_SRCS  := $(wildcard $(SRC)/driver/probes/*.c)
@@ -41,16 +54,32 @@ $(KOBJ)/kvarena.ko: $(KOBJ)/kva_config.h $(DRIVER_SRCS) $(SRC)/Kbuild \
 	$(Q)for f in $(SRC)/driver/*.c; do ln -sf $$f $(KOBJ)/driver/; done
 	$(Q)$(MAKE) -C $(KDIR) M=$(abspath $(KOBJ)) KVA_SRC=$(SRC) \
 		KVA_CONFIG=$(abspath $(KOBJ)) $(if $(filter 1,$(KVA_STRICT)),W=1) \
+		$(if $(KVA_SPARSE),C=1) \
 		modules >$(KOBJ)/build.log 2>&1 || { cat $(KOBJ)/build.log; exit 1; }
-	@# Warnings (W=1: extra compiler checks and kernel-doc) fail the build.
+	@# Warnings (W=1: extra compiler checks and kernel-doc; sparse's with
+	@# C=1) fail the build.
 	$(Q)if grep -i 'warning' $(KOBJ)/build.log | grep -v 'Skipping BTF' && \
 	    [ "$(KVA_STRICT)" = 1 ]; then \
 		rm -f $@; echo "kvarena: warnings building for $(KVER)" >&2; exit 1; fi
+	@# Kbuild turns C=1 off where its checker-valid.sh finds sparse too old
+	@# for the kernel: say so, it is not a pass.
+	$(Q)if grep -q 'sparse is not available or not up to date' $(KOBJ)/build.log; then \
+		echo "kvarena: sparse not run for $(KVER): kbuild finds this sparse too old for it ($$(sparse --version 2>/dev/null || echo none): its headers use __typeof_unqual__, which sparse 0.6.4 cannot parse)" >&2; fi
 	@echo "  KMOD    $@"
 
 module-all-kernels:
 	$(Q)for k in $(KDIRS_ALL); do \
 		$(MAKE) --no-print-directory KDIR=$$k module || exit 1; done
+	$(Q)for k in $(ROOT_KERNELS); do \
+		$(MAKE) --no-print-directory KREL=$$k module-root || exit 1; done
+
+.PHONY: module-root
+module-root:
+	@test -n "$(KREL)" || { echo "kvarena: make module-root KREL=<release>, one of: $(ROOT_KERNELS)" >&2; exit 1; }
+	$(Q)$(SRC)/selftests/vm/kernels.sh build $(KVA_KERNELS) $(KREL) $(SRC) \
+		$(B)/kmod/$(KREL) KVA_STRICT=$(KVA_STRICT) \
+		$(if $(KVA_SPARSE),KVA_SPARSE=1)
+	@echo "  KMOD    $(B)/kmod/$(KREL)/kvarena.ko (in $(KVA_KERNELS)/$(KREL)/root)"
 
 # checkpatch.pl from the kernel source package, on everything kernel-side.
 .PHONY: checkpatch

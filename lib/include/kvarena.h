@@ -188,7 +188,11 @@ struct kva_open_opts {
  *  -EPROTO   the module speaks another ABI version
  *  -ENOENT   no arena of that name (device mode)
  *  -EOPNOTSUPP a file arena (KVARENA_MEM_FILE): a lower tier's frames on
- *            a disk, which no sequence maps (device mode)
+ *            a disk, which no sequence maps (device mode); or io_uring
+ *            asked for (KVA_TRANSPORT_URING, $KVA_TRANSPORT=uring) where
+ *            there is none for kvarena: a kernel before 5.19, io_uring
+ *            switched off (the default falls back to ioctl() there, and
+ *            kva_arena_info() says why)
  *  -ENODATA  the arena's memory is still being registered (device mode):
  *            try again
  *  -ENOSPC   @min_frames cannot be guaranteed (device mode)
@@ -230,7 +234,9 @@ void kva_close(struct kva_arena *arena);
  * @domain:		device mode: the client's cache domain (a
  *			KVARENA_DOMAIN() of the module's header): the clients
  *			its published prefixes are shared with.  0 otherwise.
- * @reserved:		zero.
+ * @transport_reason:	a short human-readable reason for @transport, e.g.
+ *			"KVA_TRANSPORT=ioctl" or, where the kernel has no
+ *			io_uring commands for kvarena, why.
  */
 struct kva_arena_info {
 	uint32_t mode;
@@ -246,7 +252,7 @@ struct kva_arena_info {
 	int32_t backend_error;
 	uint8_t mem_uuid[16];
 	uint64_t domain;
-	uint64_t reserved[1];
+	const char *transport_reason;
 };
 
 /** kva_arena_info() - describe @arena.  Thread-safe.  Return: 0. */

@@ -269,6 +269,7 @@ int kva_arena_info(struct kva_arena *a, struct kva_arena_info *info)
 		.transport = a->transport,
 		.flags = a->flags,
 		.mode_reason = a->mode_reason,
+		.transport_reason = a->transport_reason,
 		.frame_size = a->frame_size,
 		.nr_frames = a->nr_frames,
 		.client_id = a->client_id,

@@ -466,32 +466,45 @@ static int choose_transport(struct kva_arena *a, const struct kva_open_opts *o,
 {
 	struct kva_device *d = dev(a);
 	uint32_t t = o->transport;
-	const char *env;
+	const char *env, *why = "asked for";
+	int ret;
 
 	if (t == KVA_TRANSPORT_AUTO) {
 		env = kva_env("KVA_TRANSPORT");
+		why = "the default";
 		if (env && !strcmp(env, "ioctl"))
-			t = KVA_TRANSPORT_IOCTL;
+			t = KVA_TRANSPORT_IOCTL, why = "KVA_TRANSPORT=ioctl";
 		else if (env && !strcmp(env, "uring"))
-			t = KVA_TRANSPORT_URING;
+			t = KVA_TRANSPORT_URING, why = "KVA_TRANSPORT=uring";
 		else if (env)
 			return -EINVAL;
 	}
+	a->transport_reason = why;
 	if (t == KVA_TRANSPORT_IOCTL) {
 		a->transport = t;
 		return 0;
 	}
 #ifndef KVA_NO_URING
-	if ((features & KVARENA_FEAT_URING_CMD) &&
-	    !io_uring_queue_init(RING_ENTRIES, &d->ring, 0)) {
-		d->ring_live = true;
-		a->transport = KVA_TRANSPORT_URING;
-		return 0;
+	if (!(features & KVARENA_FEAT_URING_CMD)) {
+		why = "this kernel has no io_uring commands for kvarena (IORING_OP_URING_CMD for character devices: 5.19+)";
+	} else {
+		ret = io_uring_queue_init(RING_ENTRIES, &d->ring, 0);
+		if (!ret) {
+			d->ring_live = true;
+			a->transport = KVA_TRANSPORT_URING;
+			return 0;
+		}
+		why = ret == -EPERM ? "io_uring is switched off (kernel.io_uring_disabled)" :
+		      ret == -ENOSYS ? "io_uring is not in this kernel" :
+				       "no io_uring instance could be made";
 	}
 #else
 	(void)d;
 	(void)features;
+	(void)ret;
+	why = "libkvarena was built without liburing";
 #endif
+	a->transport_reason = why;
 	if (t == KVA_TRANSPORT_URING)
 		return -EOPNOTSUPP;
 	a->transport = KVA_TRANSPORT_IOCTL;

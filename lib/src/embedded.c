@@ -158,6 +158,7 @@ int kva_embedded_open(struct kva_arena *a, const struct kva_open_opts *o)
 	a->backend = o->mem_kind;
 	a->mem_dev = o->mem_dev;
 	a->transport = KVA_TRANSPORT_NONE;
+	a->transport_reason = "embedded: no module";
 	return 0;
 
 err_fini:

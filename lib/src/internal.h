@@ -305,6 +305,7 @@ struct kva_arena {
 	uint32_t transport;
 	uint32_t flags;
 	const char *mode_reason;
+	const char *transport_reason;
 	char name[KVA_NAME_LEN];
 	uint64_t frame_size;
 	uint32_t nr_frames;

@@ -26,6 +26,8 @@
 #include <liburing.h>
 #include <linux/kvarena.h>
 
+#include "../kvarena/kva_uring.h"
+
 /* ---- a seeded generator: splitmix64 seeds xoshiro256** --------------- */
 
 struct fz_rng {

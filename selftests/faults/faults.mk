@@ -105,7 +105,7 @@ SYSFUZZ_CALLS ?= 5000000
 STORM_KILLS   ?= 20000
 STRESS_LIVES  ?= 600
 ATTACK_ROUNDS ?= 1000
-FLT_KERNEL    ?= $(lastword $(VM_KERNELS))
+FLT_KERNEL    ?= $(lastword $(VM_HOST_KERNELS))
 FLT_VM_RUN     = $(MAKE) --no-print-directory KDIR=/lib/modules/$(FLT_KERNEL)/build module && \
 		 $(VM_RUN) --timeout $(1) --kernel /boot/vmlinuz-$(FLT_KERNEL) \
 		 --module $(B)/kmod/$(FLT_KERNEL)/kvarena.ko

@@ -108,6 +108,9 @@
 
 #include "faults.h"
 
+/* Why no worker uses io_uring on this kernel, or NULL (main sets it). */
+static const char *no_ring;
+
 #define FS		(64u << 10)	/* frame size */
 #define NR_HOST		96u		/* frames of the mapped arena */
 #define NR_ACCT		512u		/* frames of the accounting arena */
@@ -451,7 +454,7 @@ static void worker_runtime(struct fz_rng *r)
 	struct kva_open_opts o = {
 		.mode = KVA_MODE_DEVICE, .name = arena_host,
 		.label = "storm-runtime",
-		.transport = fz_one_in(r, 2) ? KVA_TRANSPORT_URING :
+		.transport = !no_ring && fz_one_in(r, 2) ? KVA_TRANSPORT_URING :
 					      KVA_TRANSPORT_IOCTL,
 	};
 	struct kva_seq *seq[4] = { 0 };
@@ -755,7 +758,7 @@ static int promote_call(struct fz_rng *r, int fd, struct kvarena_promote *pr)
 	int ret;
 
 	if (!have_ring)
-		have_ring = io_uring_queue_init(2, &ring, 0) ? -1 : 1;
+		have_ring = no_ring || io_uring_queue_init(2, &ring, 0) ? -1 : 1;
 	if (have_ring < 0 || fz_one_in(r, 2))
 		return wcall(fd, KVARENA_IOC_PROMOTE, pr);
 	SH_ADD(promote_uring, 1);
@@ -1453,6 +1456,8 @@ static void respawn(struct worker *w, unsigned long i, unsigned long nworkers,
 		memset((void *)&sh->gw[i], 0, sizeof(sh->gw[i]));
 	}
 	w[i].kind = i < nworkers ? (int)fz_below(r, W_KINDS) : W_AGENT;
+	if (w[i].kind == W_URING && no_ring)
+		w[i].kind = W_IOCTL;
 	w[i].pid = spawn(w[i].kind, fz_next(r), w[i].kind == W_AGENT ?
 			 (int)(i - nworkers) : (int)i);
 	w[i].evicted = false;
@@ -2515,6 +2520,9 @@ int main(int argc, char **argv)
 	       "kills or so, demoting below %u free frames of %u\n",
 	       seed, kills, nworkers, delay_ms, evict_every, resize_every,
 	       nagents, agent_every, free_target, NR_UP);
+	no_ring = kva_uring_missing();
+	if (no_ring)
+		printf("# kill storm: no worker over io_uring: %s\n", no_ring);
 	fflush(stdout);
 
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,

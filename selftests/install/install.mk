@@ -17,12 +17,12 @@
 VMI_T := $(abspath $(B))/selftests/vm-installed
 # The kernel whose root also carries torch (test_prefix_torch.py): half a
 # gigabyte more to boot, so one kernel only; VMI_TORCH= for none.
-VMI_TORCH ?= $(lastword $(VM_KERNELS))
+VMI_TORCH ?= $(lastword $(VM_HOST_KERNELS))
 
 .PHONY: check-vm-installed
 check-vm-installed: all $$(KVEV_BINS)
-	@test -n "$(VM_KERNELS)" || { echo "kvarena: no kernel with both /boot/vmlinuz-* and headers" >&2; exit 1; }
-	$(Q)for k in $(VM_KERNELS); do \
+	@test -n "$(VM_HOST_KERNELS)" || { echo "kvarena: no kernel with both /boot/vmlinuz-* and headers" >&2; exit 1; }
+	$(Q)for k in $(VM_HOST_KERNELS); do \
 		r=$(VMI_T)/$$k/root; rm -rf $(VMI_T)/$$k; mkdir -p $$r; \
 		$(MAKE) --no-print-directory install DESTDIR=$$r PREFIX=/usr/local \
 			>$(VMI_T)/$$k/install.log 2>&1 && \

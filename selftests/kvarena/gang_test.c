@@ -808,6 +808,7 @@ TEST_F(gang, alloc_and_free_over_io_uring)
 	int leader = kva_open(O_RDWR);
 	__u64 h[8];
 
+	KVA_NEED_URING();
 	ASSERT_LE(0, leader);
 	ASSERT_EQ(0, kva_attach(leader, GANG, "engine", 0, 0, NULL));
 	ASSERT_EQ(0, io_uring_queue_init(8, &ring, 0));

@@ -9,6 +9,7 @@
 
 #include <grp.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "kva_test.h"
@@ -33,6 +34,11 @@ static inline void drop_to(uid_t uid)
 			strerror(errno));
 		_exit(250);
 	}
+	/*
+	 * Dumpable, as a process that user starts is: a change of ids makes
+	 * it not, and before 5.14 that hid its own /proc/self/fdinfo from it.
+	 */
+	prctl(PR_SET_DUMPABLE, 1);
 }
 
 /* Wait for @pid; its exit code, or 1000 + its signal. */

@@ -7,7 +7,10 @@
 #define KVA_URING_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <liburing.h>
 #include <linux/kvarena.h>
@@ -60,5 +63,60 @@ static inline int kva_uring_one(struct io_uring *ring, int fd, __u32 cmd,
 	ret = kva_submit_and_reap(ring, 1, &res);
 	return ret ? ret : res;
 }
+
+/*
+ * Why kvarena commands cannot go over io_uring here, or NULL when they can:
+ * the module offers them (KVARENA_FEAT_URING_CMD) where the kernel it was
+ * built for has IORING_OP_URING_CMD for character devices (5.19+), and
+ * io_uring itself may be compiled out or switched off
+ * (kernel.io_uring_disabled).  Tests that need the ring SKIP with this.
+ */
+static inline const char *kva_uring_missing(void)
+{
+	struct kvarena_version v = { 0 };
+	struct io_uring ring;
+	int fd = open("/dev/kvarena", O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return "/dev/kvarena cannot be opened";
+	ret = ioctl(fd, KVARENA_IOC_VERSION, &v);
+	close(fd);
+	if (ret)
+		return "KVARENA_IOC_VERSION failed";
+	if (!(v.features & KVARENA_FEAT_URING_CMD))
+		return "kvarena.ko takes no commands over io_uring on this kernel (IORING_OP_URING_CMD for character devices: 5.19+)";
+	ret = io_uring_queue_init(2, &ring, 0);
+	if (ret)
+		return ret == -EPERM ? "io_uring is switched off (kernel.io_uring_disabled)" :
+				       "io_uring is not available in this kernel";
+	io_uring_queue_exit(&ring);
+	return NULL;
+}
+
+#ifdef SKIP
+/*
+ * In a kselftest test: SKIP the rest of it unless the ring is there (a
+ * test that already failed stays failed: the harness would report SKIP).
+ */
+#define KVA_NEED_URING()						\
+	do {								\
+		const char *kva_why_ = kva_uring_missing();		\
+		if (kva_why_ && !_metadata->passed)			\
+			return;						\
+		if (kva_why_)						\
+			SKIP(return, "%s", kva_why_);			\
+	} while (0)
+
+/*
+ * Last in a test whose io_uring part was left out (@why, from
+ * kva_uring_missing()), after its cleanup: SKIP, saying the rest passed.
+ */
+#define KVA_URING_PART_SKIPPED(why)					\
+	do {								\
+		if ((why) && _metadata->passed)				\
+			SKIP(return, "the rest passed; the io_uring part did not run: %s", \
+			     (why));					\
+	} while (0)
+#endif
 
 #endif /* KVA_URING_H */

@@ -72,6 +72,20 @@ static int arena_free(struct __test_metadata *_metadata, int fd,
 
 /* ---- ABI basics ---------------------------------------------------- */
 
+/*
+ * KVARENA_FEAT_URING_CMD where the running kernel's io_uring has
+ * IORING_OP_URING_CMD (5.19+), as io_uring's own probe says, else 0.
+ */
+static __u64 uring_cmd_feature(void)
+{
+	struct io_uring_probe *p = io_uring_get_probe();
+	bool have = p && io_uring_opcode_supported(p, IORING_OP_URING_CMD);
+
+	if (p)
+		io_uring_free_probe(p);
+	return have ? KVARENA_FEAT_URING_CMD : 0;
+}
+
 TEST(version_reports_abi_and_features)
 {
 	struct kvarena_version v = { 0 };
@@ -80,7 +94,7 @@ TEST(version_reports_abi_and_features)
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, kva_ioctl(fd, KVARENA_IOC_VERSION, &v));
 	EXPECT_EQ(KVARENA_ABI_VERSION, v.abi_version);
-	EXPECT_EQ(KVARENA_FEAT_URING_CMD | KVARENA_FEAT_POLL |
+	EXPECT_EQ(uring_cmd_feature() | KVARENA_FEAT_POLL |
 		  KVARENA_FEAT_SYSFS | KVARENA_FEAT_PREFIX | KVARENA_FEAT_EVENTS |
 		  KVARENA_FEAT_POLLOUT | KVARENA_FEAT_DOMAINS |
 		  KVARENA_FEAT_CLEAR | KVARENA_FEAT_SCRUB | KVARENA_FEAT_RESIZE |
@@ -1240,6 +1254,7 @@ TEST_F(arena, uring_cmd_runs_a_batch_of_commands)
 	struct io_uring ring;
 	int res[4];
 
+	KVA_NEED_URING();
 	ASSERT_EQ(0, io_uring_queue_init(8, &ring, 0));
 	kva_queue_cmd(&ring, 0, self->fd, KVARENA_IOC_VERSION, &v, 0, 0);
 	kva_queue_cmd(&ring, 1, self->fd, KVARENA_IOC_ALLOC, &a1, 0, 0);
@@ -1276,6 +1291,7 @@ TEST_F(arena, uring_cmd_has_the_same_checks_as_ioctl)
 	int ro = kva_open(O_RDONLY), res[4];
 	struct io_uring ring;
 
+	KVA_NEED_URING();
 	ASSERT_EQ(0, io_uring_queue_init(8, &ring, 0));
 	kva_queue_cmd(&ring, 0, ro, KVARENA_IOC_ALLOC, &a, 0, 0);
 	kva_queue_cmd(&ring, 1, self->fd, KVARENA_IOC_VERSION, &v, 1, 0);

@@ -1218,6 +1218,26 @@ TEST(bad_command_line_is_exit_status_2)
 		     r.err);
 }
 
+TEST(version_says_how_commands_reach_the_module)
+{
+	struct kvarena_version v = { 0 };
+	char want[256];
+	struct run r;
+	int fd = kva_open(O_RDONLY);
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, kva_ioctl(fd, KVARENA_IOC_VERSION, &v));
+	close(fd);
+	snprintf(want, sizeof(want),
+		 "kvarenactl (kvarena ABI %d)\nkvarena.ko: ABI %u; commands over %s\n",
+		 KVARENA_ABI_VERSION, v.abi_version,
+		 v.features & KVARENA_FEAT_URING_CMD ? "ioctl() and io_uring" :
+		 "ioctl() only: this kernel has no io_uring commands for character devices (IORING_OP_URING_CMD, 5.19+)");
+	CTL(&r, "--version");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ(want, r.out);
+}
+
 TEST(no_arenas_is_said_plainly)
 {
 	struct kvarena_stat s = { .flags = KVARENA_STAT_BY_INDEX };

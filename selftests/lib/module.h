@@ -20,6 +20,25 @@
 
 #include <linux/kvarena.h>
 
+#include "../kvarena/kva_uring.h"
+
+#ifdef SKIP
+/*
+ * First thing in a FIXTURE_SETUP whose variant asks for @transport: SKIP
+ * the test when that is io_uring and there is none.  The harness runs the
+ * test body after a SKIP in the setup, so this leaves the setup as a
+ * failed ASSERT does, through the harness's own jump (no teardown: the
+ * setup made nothing yet).
+ */
+#define KVA_SETUP_NEED_TRANSPORT(transport)				\
+	do {								\
+		const char *kva_why_ = (transport) == KVA_TRANSPORT_URING ? \
+				       kva_uring_missing() : NULL;	\
+		if (kva_why_)						\
+			SKIP(longjmp(_metadata->env, 1), "%s", kva_why_); \
+	} while (0)
+#endif
+
 /* @prefix-<pid>: the harness runs every test in a process of its own. */
 static inline const char *pid_name(char buf[KVARENA_NAME_LEN],
 				   const char *prefix)

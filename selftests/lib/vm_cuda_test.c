@@ -58,6 +58,7 @@ FIXTURE_VARIANT_ADD(gpu, uring) {
 
 FIXTURE_SETUP(gpu)
 {
+	KVA_SETUP_NEED_TRANSPORT(variant->transport);
 	unsetenv("KVA_DEVICE");
 	unsetenv("KVA_TRANSPORT");
 	pid_name(self->name, "gpu");

@@ -92,6 +92,7 @@ FIXTURE_VARIANT_ADD(dev, uring) {
 
 FIXTURE_SETUP(dev)
 {
+	KVA_SETUP_NEED_TRANSPORT(variant->transport);
 	unsetenv("KVA_DEVICE");
 	unsetenv("KVA_TRANSPORT");
 	unsetenv("KVA_MODE");
@@ -157,20 +158,33 @@ TEST(transport_follows_the_option_the_environment_and_the_ring)
 	struct kva_open_opts o = { .mode = KVA_MODE_DEVICE,
 				   .name = pid_name(name, "tr") };
 	struct kva_arena_info info;
+	/* io_uring by default where the module offers it, else ioctl(). */
+	const char *no_ring = kva_uring_missing();
+	const uint32_t dflt = no_ring ? KVA_TRANSPORT_IOCTL : KVA_TRANSPORT_URING;
 	struct fd_limit l;
 	struct kva_arena *b;
 
+	if (no_ring)
+		TH_LOG("%s: every open falls back to ioctl()", no_ring);
 	unsetenv("KVA_TRANSPORT");
 	ASSERT_EQ(0, create_host_arena(name, NR));
-	/* The module offers IORING_OP_URING_CMD: io_uring by default. */
 	ASSERT_EQ(0, kva_open(&o, &b));
 	ASSERT_EQ(0, kva_arena_info(b, &info));
-	EXPECT_EQ(KVA_TRANSPORT_URING, info.transport);
+	EXPECT_EQ(dflt, info.transport);
+	/* Why: the default, or why the ring is not there. */
+	if (no_ring) {
+		EXPECT_TRUE(info.transport_reason &&
+			    strstr(info.transport_reason, "io_uring"))
+			TH_LOG("%s", info.transport_reason);
+	} else {
+		EXPECT_STREQ("the default", info.transport_reason);
+	}
 	kva_close(b);
 	setenv("KVA_TRANSPORT", "ioctl", 1);
 	ASSERT_EQ(0, kva_open(&o, &b));
 	ASSERT_EQ(0, kva_arena_info(b, &info));
 	EXPECT_EQ(KVA_TRANSPORT_IOCTL, info.transport);
+	EXPECT_STREQ("KVA_TRANSPORT=ioctl", info.transport_reason);
 	kva_close(b);
 	/* The option wins over the environment. */
 	setenv("KVA_TRANSPORT", "uring", 1);
@@ -180,9 +194,14 @@ TEST(transport_follows_the_option_the_environment_and_the_ring)
 	EXPECT_EQ(KVA_TRANSPORT_IOCTL, info.transport);
 	kva_close(b);
 	o.transport = KVA_TRANSPORT_AUTO;
+	if (no_ring) {
+		/* Asked for by name, a ring that is not there is an error. */
+		EXPECT_EQ(-EOPNOTSUPP, kva_open(&o, &b));
+		unsetenv("KVA_TRANSPORT");
+	}
 	ASSERT_EQ(0, kva_open(&o, &b));
 	ASSERT_EQ(0, kva_arena_info(b, &info));
-	EXPECT_EQ(KVA_TRANSPORT_URING, info.transport);
+	EXPECT_EQ(dflt, info.transport);
 	kva_close(b);
 	setenv("KVA_TRANSPORT", "carrier-pigeon", 1);
 	EXPECT_EQ(-EINVAL, kva_open(&o, &b));

@@ -136,6 +136,7 @@ FIXTURE_VARIANT_ADD(dev, uring) {
 
 FIXTURE_SETUP(dev)
 {
+	KVA_SETUP_NEED_TRANSPORT(variant->transport);
 	unsetenv("KVA_DEVICE");
 	unsetenv("KVA_TRANSPORT");
 	pid_name(self->name, "pfx");
@@ -522,7 +523,7 @@ TEST(cuda_prefix_of_an_exited_process_reads_back_byte_exact)
 	ASSERT_EQ(0, publish_and_exit(name, KVA_TRANSPORT_IOCTL, 29,
 				      3 * TPF));
 	EXPECT_EQ(3, module_stat(name).nr_cached);
-	ASSERT_EQ(0, open_device(&a, name, KVA_TRANSPORT_URING, "gpu"));
+	ASSERT_EQ(0, open_device(&a, name, KVA_TRANSPORT_AUTO, "gpu"));
 	ASSERT_EQ(0, kva_seq_create(a, &g, 8 * TPF, &s));
 	cuda_double_reset();
 	ASSERT_EQ(3, kva_seq_attach_prefix(s, k, 3));

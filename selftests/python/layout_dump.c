@@ -48,7 +48,7 @@ int main(void)
 	F(kva_arena_info, frame_size); F(kva_arena_info, nr_frames);
 	F(kva_arena_info, client_id); F(kva_arena_info, mem_dev);
 	F(kva_arena_info, backend_error); F(kva_arena_info, mem_uuid);
-	F(kva_arena_info, domain); F(kva_arena_info, reserved);
+	F(kva_arena_info, domain); F(kva_arena_info, transport_reason);
 	END();
 	BEGIN(kva_stat);
 	F(kva_stat, frame_size); F(kva_stat, nr_frames); F(kva_stat, nr_free);

@@ -1,13 +1,21 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # check-vm: for every kernel with both an image in /boot and headers in
-# /lib/modules, build kvarena.ko for it, boot it in qemu and run VM_TESTS.
-# VM_KERNELS=<release> picks one; VM_TIMEOUT bounds each boot.
+# /lib/modules, and every Debian kernel of another release prepared in
+# KVA_KERNELS (mk/kmod.mk), build kvarena.ko for it, boot it in qemu and
+# run VM_TESTS; then a table of what ran, passed, failed and was skipped
+# (and why) on each kernel, also in $(B)/vm-matrix.txt
+# (selftests/vm/matrix.sh).  VM_KERNELS=<release> picks one; VM_TIMEOUT
+# bounds each boot.
 
-VM_KERNELS ?= $(foreach k,$(notdir $(patsubst %/build,%,$(KDIRS_ALL))),\
-		$(if $(wildcard /boot/vmlinuz-$(k)),$(k)))
+VM_HOST_KERNELS := $(foreach k,$(notdir $(patsubst %/build,%,$(KDIRS_ALL))),\
+		     $(if $(wildcard /boot/vmlinuz-$(k)),$(k)))
+VM_KERNELS ?= $(shell printf '%s\n' $(VM_HOST_KERNELS) $(ROOT_KERNELS) | sort -V)
 VM_TIMEOUT ?= 900
 VM_RUN := $(SRC)/selftests/vm/run.sh
+# A kernel's image, and how its module is built.
+vm_image = $(if $(filter $(1),$(ROOT_KERNELS)),$(KVA_KERNELS)/$(1)/vmlinuz,/boot/vmlinuz-$(1))
+vm_module = $(if $(filter $(1),$(ROOT_KERNELS)),KREL=$(1) module-root,KDIR=/lib/modules/$(1)/build module)
 # Tests whose races need more CPUs at once than the VM's two (a reader,
 # a victim and a freeing thread): booted again with VM_SMP_RACE.
 VM_TESTS_RACE := $(B)/selftests/kvarena/isolation_test
@@ -18,18 +26,14 @@ VM_SMP_RACE ?= 4
 .SECONDEXPANSION:
 check-vm: $$(VM_TESTS) $$(VM_TESTS_LAST)
 	@test -n "$(VM_KERNELS)" || { echo "kvarena: no kernel with both /boot/vmlinuz-* and headers; apt-get install linux-image-amd64 linux-headers-amd64" >&2; exit 1; }
-	$(Q)for k in $(VM_KERNELS); do \
-		$(MAKE) --no-print-directory KDIR=/lib/modules/$$k/build module || exit 1; \
-		echo "== VM tests on $$k"; \
-		$(VM_RUN) --timeout $(VM_TIMEOUT) --kernel /boot/vmlinuz-$$k \
-			--module $(B)/kmod/$$k/kvarena.ko $(VM_TESTS) \
-			$(VM_TESTS_LAST) || exit 1; \
-		echo "== VM tests on $$k with $(VM_SMP_RACE) CPUs: the races"; \
-		$(VM_RUN) --smp $(VM_SMP_RACE) --timeout $(VM_TIMEOUT) \
-			--kernel /boot/vmlinuz-$$k \
-			--module $(B)/kmod/$$k/kvarena.ko $(VM_TESTS_RACE) || \
-			exit 1; \
-	done
+	$(Q)$(foreach k,$(VM_KERNELS),\
+		$(MAKE) --no-print-directory $(call vm_module,$(k)) &&) true
+	$(Q)$(SRC)/selftests/vm/matrix.sh --timeout $(VM_TIMEOUT) \
+		--smp-race $(VM_SMP_RACE) $(addprefix --race ,$(VM_TESTS_RACE)) \
+		--summary $(B)/vm-matrix.txt \
+		$(foreach k,$(VM_KERNELS),--kernel $(k) $(call vm_image,$(k)) \
+			$(B)/kmod/$(k)/kvarena.ko) \
+		-- $(VM_TESTS) $(VM_TESTS_LAST)
 
 # The main job: boot the newest kernel, create a host arena with
 # kvarenactl, serve slices of the Azure traces with three kvserve
@@ -42,7 +46,7 @@ check-vm: $$(VM_TESTS) $$(VM_TESTS_LAST)
 # check-run-short, part of make check: the same job with 12 requests a
 # process.  check-run: the whole job three times, as it is, with the VM
 # on one virtual CPU, and with a busy loop on every host CPU beside it.
-RUN_KERNEL ?= $(lastword $(VM_KERNELS))
+RUN_KERNEL ?= $(lastword $(VM_HOST_KERNELS))
 RUN_TRACES = $(addprefix $(KVA_TRACES)/,AzureLLMInferenceTrace_conv.csv \
 		AzureLLMInferenceTrace_code.csv)
 RUN_RESULTS ?= $(B)/run

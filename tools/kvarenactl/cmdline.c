@@ -1368,6 +1368,7 @@ int kvactl_cmdline(int argc, char **argv, struct kvactl_opts *o)
 	}
 	if (p.given[OPT_VERSION]) {
 		printf("kvarenactl (kvarena ABI %d)\n", KVARENA_ABI_VERSION);
+		kvactl_print_module();
 		return KVACTL_OK;
 	}
 	if (!p.cmd)

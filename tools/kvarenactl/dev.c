@@ -96,6 +96,34 @@ err_close:
 	return -1;
 }
 
+/*
+ * kvactl_print_module() - for --version: the loaded module's ABI and how
+ * commands reach it, or why nothing is known of it.
+ */
+void kvactl_print_module(void)
+{
+	struct kvarena_version v = { 0 };
+	const char *path = kvactl_device();
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0) {
+		err = errno;
+		printf("kvarena.ko: %s\n", err == ENOENT || err == ENXIO ||
+		       err == ENODEV ? "not loaded (no /dev/kvarena)" :
+		       strerror(err));
+		return;
+	}
+	err = kvactl_ioctl(fd, KVARENA_IOC_VERSION, &v);
+	close(fd);
+	if (err) {
+		printf("kvarena.ko: %s: not a kvarena device\n", path);
+		return;
+	}
+	printf("kvarena.ko: ABI %u; commands over %s\n", v.abi_version,
+	       v.features & KVARENA_FEAT_URING_CMD ? "ioctl() and io_uring" :
+	       "ioctl() only: this kernel has no io_uring commands for character devices (IORING_OP_URING_CMD, 5.19+)");
+}
+
 static bool name_char(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||

@@ -186,6 +186,7 @@ void kvactl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* ---- /dev/kvarena (dev.c) ------------------------------------------------- */
 
 const char *kvactl_device(void);
+void kvactl_print_module(void);
 int kvactl_open(bool write, const char *why);
 int kvactl_ioctl(int fd, unsigned long cmd, void *arg);
 int kvactl_name_check(const char *cmd, const char *name, bool create);

@@ -114,7 +114,7 @@ class Geometry:
 
 ArenaInfo = namedtuple("ArenaInfo", "mode backend transport mode_reason name "
                        "frame_size nr_frames client_id mem_dev flags "
-                       "backend_error mem_uuid domain")
+                       "backend_error mem_uuid domain transport_reason")
 
 
 def _struct_tuple(name, cstruct):
@@ -170,7 +170,8 @@ class Arena:
             name=i.name.decode(), frame_size=i.frame_size,
             nr_frames=i.nr_frames, client_id=i.client_id, mem_dev=i.mem_dev,
             flags=i.flags, backend_error=i.backend_error,
-            mem_uuid=bytes(i.mem_uuid), domain=i.domain)
+            mem_uuid=bytes(i.mem_uuid), domain=i.domain,
+            transport_reason=(i.transport_reason or b"").decode())
         # A gang's scheduler maps nothing (its sequences only track
         # frames: the ranks map them), so its sequences have no views.
         # Asked now, while the token's flags are still the default.

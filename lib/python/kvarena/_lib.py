@@ -61,7 +61,7 @@ class ArenaInfo(ctypes.Structure):
         ("backend_error", c_i32),
         ("mem_uuid", ctypes.c_uint8 * 16),
         ("domain", c_u64),
-        ("reserved", c_u64 * 1),
+        ("transport_reason", c_char_p),
     ]
 
 

@@ -1,0 +1,163 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# Debian kernels of other releases than this machine's, for the VM tests.
+#
+#   kernels.sh prepare DIR         (root) one directory per kernel in DIR
+#   kernels.sh build DIR RELEASE SRC OUT [MAKE-ARGS...]
+#                                  (root) kvarena.ko of the tree SRC for
+#                                  DIR/RELEASE, into OUT/
+#   kernels.sh list DIR            the releases prepared in DIR
+#
+# A module has to be built by the compiler and with the build tree its
+# kernel was configured with: Debian's 7.x headers ask for gcc-14 (flags
+# such as -fmin-function-alignment, CONFIG_CC_VERSION_TEXT) and their
+# kbuild programs for trixie's libc, Debian's 5.10 headers for gcc-10.
+# Neither installs on Debian 12.  So each kernel gets a minimal root of
+# its own Debian release (debootstrap), with Debian's own linux-headers
+# (its .config, Module.symvers and kbuild programs) and compiler installed
+# there by apt, and the module is built in that root (chroot); the image
+# booted is Debian's own vmlinuz of the same release.
+#
+# DIR/RELEASE/root      the release's root: /usr/src/linux-headers-RELEASE
+# DIR/RELEASE/vmlinuz   Debian's kernel image
+# DIR/RELEASE/suite     the suite it came from
+#
+# Which kernels: the newest of each suite below, as its linux-headers-amd64
+# metapackage names it on the day of the prepare.
+set -eu
+
+# name  debootstrap-suite  apt-suites (the first is debootstrap's)  apt -t
+SUITES='bullseye bullseye bullseye,bullseye-security -
+trixie-backports trixie trixie,trixie-backports trixie-backports'
+# The archive this machine's apt uses (and its proxy, if it has one).
+apt_uri() {
+	cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
+	    /etc/apt/sources.list.d/*.sources 2>/dev/null |
+		grep -o "https\?://[^ ]*/$1/\?\( \|\$\)" | head -n 1 |
+		sed 's| *$||; s|/$||'
+}
+MIRROR=${KVA_DEBIAN_MIRROR:-$(apt_uri debian)}
+MIRROR=${MIRROR:-http://deb.debian.org/debian}
+SECURITY=${KVA_DEBIAN_SECURITY:-$(apt_uri debian-security)}
+SECURITY=${SECURITY:-http://deb.debian.org/debian-security}
+http_proxy=
+eval "$(apt-config shell http_proxy Acquire::http::Proxy 2>/dev/null)" || true
+[ -z "$http_proxy" ] || export http_proxy
+
+die() { echo "kernels.sh: $*" >&2; exit 1; }
+
+need_root() {
+	[ "$(id -u)" = 0 ] || die "$1 needs root (debootstrap, chroot)"
+}
+
+# in_root ROOT COMMAND: run COMMAND with sh in ROOT, /proc mounted for
+# it only (objtool reads it), in a mount namespace of its own.
+in_root() {
+	unshare --mount --fork chroot "$1" /bin/sh -c \
+		"mount -t proc proc /proc && $2"
+}
+
+prepare_one() {
+	dir=$1 name=$2 suite=$3 apt_suites=$4 target=$5
+	for s in "$dir"/*/suite; do
+		if [ -f "$s" ] && [ "$(cat "$s")" = "$name" ]; then
+			echo "kernels.sh: $name: have $(basename "$(dirname "$s")")"
+			return 0
+		fi
+	done
+	tmp=$dir/.new-$name
+	rm -rf "$tmp"
+	echo "kernels.sh: $name: a minimal $suite root"
+	debootstrap --variant=minbase "$suite" "$tmp/root" "$MIRROR" \
+		>"$dir/$name.debootstrap.log" 2>&1 ||
+		die "$name: debootstrap failed; see $dir/$name.debootstrap.log"
+	: > "$tmp/root/etc/apt/sources.list"
+	[ -z "$http_proxy" ] || echo "Acquire::http::Proxy \"$http_proxy\";" \
+		> "$tmp/root/etc/apt/apt.conf.d/01proxy"
+	for s in $(echo "$apt_suites" | tr , ' '); do
+		case $s in
+		*-security) echo "deb $SECURITY $s main" ;;
+		*) echo "deb $MIRROR $s main" ;;
+		esac >> "$tmp/root/etc/apt/sources.list"
+	done
+	t=
+	[ "$target" = - ] || t="-t $target"
+	in_root "$tmp/root" "apt-get -q update" >/dev/null
+	rel=$(in_root "$tmp/root" "apt-cache depends $t linux-headers-amd64" |
+	      sed -n 's/^ *Depends: linux-headers-\(.*-amd64\)$/\1/p' | head -n 1)
+	[ -n "$rel" ] || die "$name: no linux-headers-amd64 in $apt_suites"
+	echo "kernels.sh: $name: Debian's $rel, its headers, compiler and sparse"
+	in_root "$tmp/root" "DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		--no-install-recommends $t make sparse linux-headers-$rel" \
+		>"$dir/$name.apt.log" 2>&1 ||
+		die "$name: apt-get install failed; see $dir/$name.apt.log"
+	# The image: linux-binary-* holds it where linux-image-* is a
+	# metapackage (7.x), else linux-image-* itself.
+	in_root "$tmp/root" "cd /tmp && { apt-get download $t \
+		linux-binary-$rel 2>/dev/null || \
+		apt-get download $t linux-image-$rel; }" >/dev/null
+	deb=$(ls "$tmp"/root/tmp/linux-*.deb)
+	mkdir -p "$tmp/image"
+	dpkg-deb -x "$deb" "$tmp/image"
+	for v in "$tmp/image/boot/vmlinuz-$rel" \
+		 "$tmp/image/usr/lib/modules/$rel/vmlinuz"; do
+		[ -f "$v" ] && cp "$v" "$tmp/vmlinuz"
+	done
+	[ -f "$tmp/vmlinuz" ] || die "$name: no vmlinuz in $(basename "$deb")"
+	rm -rf "$tmp/image" "$deb"
+	in_root "$tmp/root" "apt-get clean"
+	echo "$name" > "$tmp/suite"
+	rm -rf "${dir:?}/$rel"
+	mv "$tmp" "$dir/$rel"
+	echo "kernels.sh: $name: $dir/$rel ready"
+}
+
+cmd=${1:-}
+case $cmd in
+prepare)
+	[ $# = 2 ] || die "usage: kernels.sh prepare DIR"
+	need_root prepare
+	command -v debootstrap >/dev/null ||
+		die "debootstrap not found (apt-get install debootstrap)"
+	mkdir -p "$2"
+	echo "$SUITES" | while read -r name suite apt_suites target; do
+		prepare_one "$2" "$name" "$suite" "$apt_suites" "$target"
+	done
+	;;
+build)
+	[ $# -ge 5 ] || die "usage: kernels.sh build DIR RELEASE SRC OUT [MAKE-ARGS...]"
+	dir=$2 rel=$3 src=$4 out=$5
+	shift 5
+	root=$dir/$rel/root
+	[ -d "$root/usr/src/linux-headers-$rel" ] ||
+		die "$rel: no build tree in $root (kernels.sh prepare $dir)"
+	need_root "building for $rel"
+	# The module's sources only, with their times, so that make in the
+	# root rebuilds what changed.
+	rm -rf "$root/build/kvarena"
+	mkdir -p "$root/build/kvarena" "$out"
+	(cd "$src" && tar -cf - Makefile Kbuild mk driver include) |
+		tar -xf - -C "$root/build/kvarena"
+	set +e
+	in_root "$root" "make -C /build/kvarena --no-print-directory \
+		KDIR=/usr/src/linux-headers-$rel B=/build/out $* module"
+	ret=$?
+	set -e
+	for f in kvarena.ko build.log kva_config.h; do
+		rm -f "$out/$f"
+		[ ! -f "$root/build/out/kmod/$rel/$f" ] ||
+			cp "$root/build/out/kmod/$rel/$f" "$out/"
+	done
+	exit $ret
+	;;
+list)
+	[ $# = 2 ] || die "usage: kernels.sh list DIR"
+	for v in "$2"/*/vmlinuz; do
+		[ -f "$v" ] && basename "$(dirname "$v")"
+	done | sort -V
+	;;
+*)
+	die "usage: kernels.sh prepare DIR | build DIR RELEASE SRC OUT | list DIR"
+	;;
+esac
