@@ -1209,9 +1209,7 @@ TEST_F(iso, permission_matrix_of_every_command_role_and_frame)
 	EXPECT_EQ(1, s.nr_clients);
 	close(ff.fd);
 	close(other);
-	if (no_ring && _metadata->passed)
-		SKIP(return, "the ioctl half passed; over io_uring: %s",
-		     no_ring);
+	KVA_URING_PART_SKIPPED(no_ring);
 }
 
 /* ---- io_uring: async workers and SQPOLL ---------------------------------- */

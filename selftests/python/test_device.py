@@ -63,10 +63,23 @@ def create_arena_makes_a_module_arena():
                  frame_size=MiB)
 
 
+def module_takes_io_uring():
+    """Whether the module offers its commands over io_uring (5.19+)."""
+    from kvarena import _uapi
+    with _uapi.Device() as d:
+        return bool(d.version().features & 1)   # KVARENA_FEAT_URING_CMD
+
+
 @suite.test
 def attach_over_io_uring_and_over_ioctl():
     with attach(label="py-uring") as a:
-        eq((a.info.mode, a.info.transport), ("device", "uring"))
+        if module_takes_io_uring():
+            eq((a.info.mode, a.info.transport), ("device", "uring"))
+            eq(a.info.transport_reason, "the default")
+        else:
+            # The default falls back, and says why.
+            eq((a.info.mode, a.info.transport), ("device", "ioctl"))
+            assert "io_uring" in a.info.transport_reason, a.info.transport_reason
         eq((a.info.nr_frames, a.info.frame_size), (16, MiB))
         assert a.info.client_id > 0
         with attach(label="py-ioctl", transport="ioctl") as b:

@@ -51,11 +51,23 @@ need_root() {
 	[ "$(id -u)" = 0 ] || die "$1 needs root (debootstrap, chroot)"
 }
 
-# in_root ROOT COMMAND: run COMMAND with sh in ROOT, /proc mounted for
-# it only (objtool reads it), in a mount namespace of its own.
+# in_root ROOT COMMAND: run COMMAND with sh in ROOT, with /proc mounted
+# there (objtool reads it): in a mount namespace of its own, or, where
+# none can be made (some containers), mounted and unmounted around it.
 in_root() {
-	unshare --mount --fork chroot "$1" /bin/sh -c \
-		"mount -t proc proc /proc && $2"
+	if unshare --mount --fork true 2>/dev/null; then
+		unshare --mount --fork chroot "$1" /bin/sh -c \
+			"mount -t proc proc /proc && $2"
+		return
+	fi
+	mount -t proc proc "$1/proc" ||
+		echo "kernels.sh: cannot mount /proc in $1; objtool will fail" >&2
+	set +e
+	chroot "$1" /bin/sh -c "$2"
+	r=$?
+	set -e
+	umount "$1/proc" 2>/dev/null || true
+	return $r
 }
 
 prepare_one() {
