@@ -1,10 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# debug-kernel.sh - build the debug kernel of `make check-debug` from
-# Debian's linux-source-6.1: tinyconfig, then debug-kernel.config over it
-# (KASAN, lockdep, DEBUG_KOBJECT_RELEASE, DEBUG_ATOMIC_SLEEP, kmemleak and
-# what the VM needs).
+# debug-kernel.sh - build the debug kernel of `make check-debug` from a
+# Debian linux-source tarball (the newest: faults.mk): tinyconfig, then
+# debug-kernel.config over it (KASAN, lockdep, DEBUG_KOBJECT_RELEASE,
+# DEBUG_ATOMIC_SLEEP, kmemleak, the dmem cgroup controller and what the
+# VM needs).
 #
 #   debug-kernel.sh TARBALL DIR [JOBS]
 #
@@ -19,10 +20,10 @@ die() { echo "debug-kernel.sh: $*" >&2; exit 1; }
 tar=$1 dir=$2 jobs=${3:-1}
 here=$(cd "$(dirname "$0")" && pwd)
 frag=$here/debug-kernel.config
-[ -r "$tar" ] || die "cannot read $tar (apt-get install linux-source-6.1)"
+[ -r "$tar" ] || die "cannot read $tar (.ci/deps fetches it: selftests/vm/kernels.sh prepare)"
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
-src=$dir/linux-source-6.1
+src=$dir/$(basename "$tar" .tar.xz)
 obj=$dir/obj
 
 if [ ! -f "$src/.extracted" ]; then
@@ -33,8 +34,14 @@ if [ ! -f "$src/.extracted" ]; then
 	touch "$src/.extracted"
 fi
 
-# The configuration is remade when the fragment changes.
+# Objects of another source go first; the configuration is remade when
+# the fragment changes.
+if [ -d "$obj" ] && [ "$(cat "$obj/.source" 2>/dev/null)" != "$src" ]; then
+	echo "  CLEAN   $obj (built from $(cat "$obj/.source" 2>/dev/null || echo another source))"
+	rm -rf "$obj"
+fi
 mkdir -p "$obj"
+echo "$src" > "$obj/.source"
 if [ ! -f "$obj/.config" ] || [ "$frag" -nt "$obj/.config" ]; then
 	echo "  CONFIG  tinyconfig + $(basename "$frag")"
 	make -s -C "$src" O="$obj" tinyconfig >/dev/null || die "tinyconfig failed (apt-get install flex bison bc libelf-dev)"

@@ -124,17 +124,21 @@ stress: $(FLT)/kill_storm $(FLT)/stress $(B)/selftests/kvarena/attack_test
 
 # ---- the debug kernel ----------------------------------------------------------
 #
-# Built once from linux-source-6.1 into $(B)/debug-kernel (nice 19, one
+# Built once from the newest Debian linux-source that kernels.sh prepare
+# fetched (7.3 from trixie-backports; DEBUG_KSRC_TAR names another) into
+# $(B)/debug-kernel (nice 19, one
 # job: DEBUG_KERNEL_JOBS=2 when nobody else needs the machine), then the
 # module for it, then every VM test, the storm and the fuzzer on it, then
 # a kmemleak scan after unloading the module.
 
 DEBUG_KERNEL_JOBS ?= 1
+DEBUG_KSRC_TAR ?= $(lastword $(shell ls $(KVA_KERNELS)/*/linux-source-*.tar.xz 2>/dev/null | sort -V))
 DEBUG_KDIR  := $(B)/debug-kernel/obj
 DEBUG_IMAGE := $(DEBUG_KDIR)/arch/x86/boot/bzImage
 
 $(DEBUG_IMAGE): $(FLT_SRC)/debug-kernel.config $(FLT_SRC)/debug-kernel.sh
-	$(Q)$(FLT_SRC)/debug-kernel.sh $(KSRC_TAR) $(B)/debug-kernel $(DEBUG_KERNEL_JOBS)
+	@test -n "$(DEBUG_KSRC_TAR)" || { echo "kvarena: no linux-source tarball in $(KVA_KERNELS)/*/ for the debug kernel; run .ci/deps (selftests/vm/kernels.sh prepare) as root" >&2; exit 1; }
+	$(Q)$(FLT_SRC)/debug-kernel.sh $(DEBUG_KSRC_TAR) $(B)/debug-kernel $(DEBUG_KERNEL_JOBS)
 
 .SECONDEXPANSION:
 check-debug: $(DEBUG_IMAGE) $$(VM_TESTS) $$(VM_TESTS_LAST) $(FLT_SRC)/check-debug.sh

@@ -22,14 +22,18 @@
 # DIR/RELEASE/root      the release's root: /usr/src/linux-headers-RELEASE
 # DIR/RELEASE/vmlinuz   Debian's kernel image
 # DIR/RELEASE/suite     the suite it came from
+# DIR/RELEASE/linux-source-X.Y.tar.xz   Debian's source of that kernel,
+#                       where SUITES asks for it
 #
 # Which kernels: the newest of each suite below, as its linux-headers-amd64
 # metapackage names it on the day of the prepare.
 set -eu
 
 # name  debootstrap-suite  apt-suites (the first is debootstrap's)  apt -t
-SUITES='bullseye bullseye bullseye,bullseye-security -
-trixie-backports trixie trixie,trixie-backports trixie-backports'
+# source: whether to keep the kernel's linux-source tarball too (the
+# debug kernel of make check-debug is built from the newest)
+SUITES='bullseye bullseye bullseye,bullseye-security - -
+trixie-backports trixie trixie,trixie-backports trixie-backports source'
 # The archive this machine's apt uses (and its proxy, if it has one).
 apt_uri() {
 	cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
@@ -70,11 +74,32 @@ in_root() {
 	return $r
 }
 
+# fetch_source KDIR RELEASE APT-T: Debian's linux-source-X.Y of RELEASE
+# into KDIR, through the root in KDIR.
+fetch_source() {
+	mm=$(echo "$2" | sed 's/^\([0-9]*\.[0-9]*\).*/\1/')
+	echo "kernels.sh: Debian's linux-source-$mm"
+	rm -f "$1"/root/tmp/linux-source-*.deb
+	in_root "$1/root" "cd /tmp && apt-get download $3 linux-source-$mm" \
+		>/dev/null
+	dpkg-deb --fsys-tarfile "$(ls "$1"/root/tmp/linux-source-*.deb)" |
+		tar -x -O "./usr/src/linux-source-$mm.tar.xz" \
+		> "$1/linux-source-$mm.tar.xz.tmp"
+	mv "$1/linux-source-$mm.tar.xz.tmp" "$1/linux-source-$mm.tar.xz"
+	rm -f "$1"/root/tmp/linux-source-*.deb
+}
+
 prepare_one() {
-	dir=$1 name=$2 suite=$3 apt_suites=$4 target=$5
+	dir=$1 name=$2 suite=$3 apt_suites=$4 target=$5 source=$6
 	for s in "$dir"/*/suite; do
 		if [ -f "$s" ] && [ "$(cat "$s")" = "$name" ]; then
-			echo "kernels.sh: $name: have $(basename "$(dirname "$s")")"
+			have=$(dirname "$s")
+			echo "kernels.sh: $name: have $(basename "$have")"
+			t=
+			[ "$target" = - ] || t="-t $target"
+			[ "$source" != source ] ||
+				ls "$have"/linux-source-*.tar.xz >/dev/null 2>&1 ||
+				fetch_source "$have" "$(basename "$have")" "$t"
 			return 0
 		fi
 	done
@@ -118,6 +143,7 @@ prepare_one() {
 	done
 	[ -f "$tmp/vmlinuz" ] || die "$name: no vmlinuz in $(basename "$deb")"
 	rm -rf "$tmp/image" "$deb"
+	[ "$source" != source ] || fetch_source "$tmp" "$rel" "$t"
 	in_root "$tmp/root" "apt-get clean"
 	echo "$name" > "$tmp/suite"
 	rm -rf "${dir:?}/$rel"
@@ -133,8 +159,9 @@ prepare)
 	command -v debootstrap >/dev/null ||
 		die "debootstrap not found (apt-get install debootstrap)"
 	mkdir -p "$2"
-	echo "$SUITES" | while read -r name suite apt_suites target; do
-		prepare_one "$2" "$name" "$suite" "$apt_suites" "$target"
+	echo "$SUITES" | while read -r name suite apt_suites target source; do
+		prepare_one "$2" "$name" "$suite" "$apt_suites" "$target" \
+			"$source"
 	done
 	;;
 build)
