@@ -45,16 +45,21 @@ for k in $kernels; do
 		echo "matrix.sh: $rel: no module ($module)" | tee -a "$log" >&2
 		rc=1
 	else
-		{ "$here/run.sh" --timeout "$timeout" --kernel "$image" \
-			--module "$module" "$@" 2>&1; echo $? > "$work/rc"; } |
-			tee -a "$log"
-		[ "$(cat "$work/rc")" = 0 ] || rc=1
+		# (set -e would end the group at a failed run.sh, before
+		# its status is written: hence the || r=$?.)
+		rm -f "$work/rc"
+		{ r=0; "$here/run.sh" --timeout "$timeout" --kernel "$image" \
+			--module "$module" "$@" 2>&1 || r=$?
+		  echo $r > "$work/rc"; } | tee -a "$log"
+		[ "$(cat "$work/rc" 2>/dev/null)" = 0 ] || rc=1
 		if [ -n "$races" ]; then
 			echo "== VM tests on $rel with $smp_race CPUs: the races"
-			{ "$here/run.sh" --smp "$smp_race" --timeout "$timeout" \
-				--kernel "$image" --module "$module" $races 2>&1
-			  echo $? > "$work/rc"; } | tee -a "$log"
-			[ "$(cat "$work/rc")" = 0 ] || rc=1
+			rm -f "$work/rc"
+			{ r=0; "$here/run.sh" --smp "$smp_race" \
+				--timeout "$timeout" --kernel "$image" \
+				--module "$module" $races 2>&1 || r=$?
+			  echo $r > "$work/rc"; } | tee -a "$log"
+			[ "$(cat "$work/rc" 2>/dev/null)" = 0 ] || rc=1
 		fi
 	fi
 	[ $rc = 0 ] || failed=1
@@ -70,8 +75,9 @@ for k in $kernels; do
 			n = tot["pass"] + tot["fail"] + tot["skip"] + tot["xfail"] + tot["xpass"] + tot["error"]
 			printf "%-28s %6d %6d %6d %6d %6ds  %s\n", rel, n, tot["pass"],
 			       tot["fail"] + tot["error"], tot["skip"], secs,
-			       (rc == 0 && n > 0) ? "ok" : "FAILED"
+			       (rc == 0 && n > 0 && tot["fail"] + tot["error"] == 0) ? "ok" : "FAILED"
 		}' "$log" >> "$work/table"
+	tail -n 1 "$work/table" | grep -q 'FAILED$' && failed=1
 	sed -n 's/^ok [0-9][0-9]* # SKIP *//p' "$log" | sort | uniq -c |
 		sed "s|^|$rel|" >> "$work/skips"
 done
