@@ -1841,7 +1841,7 @@ static void build_gang_create(struct proc *p, struct call *c)
 	unsigned int group[NR_NAMES];
 	uint64_t fsz[NR_NAMES];
 	uint32_t nfr[NR_NAMES];
-	bool ok[NR_NAMES], good = false, argbad, late = false;
+	bool ok[NR_NAMES], seen[NR_NAMES], good = false, argbad, late = false;
 	struct kvarena_stat st;
 	char nm[KVARENA_NAME_LEN];
 	const char *why0;
@@ -1853,8 +1853,8 @@ static void build_gang_create(struct proc *p, struct call *c)
 	g->members = (uintptr_t)names;
 	for (s = 0; s < NR_NAMES; s++) {
 		own_name(p, s, nm);
-		ok[s] = p->own_known[s] && !gang_member(p, nm) &&
-			!fz_stat(p->f[NFD - 1].fd, nm, &st) &&
+		seen[s] = p->own_known[s] && !fz_stat(p->f[NFD - 1].fd, nm, &st);
+		ok[s] = seen[s] && !gang_member(p, nm) &&
 			st.mem_kind == KVARENA_MEM_HOST && !st.nr_clients &&
 			!st.nr_absent && !st.nr_shrinking && !st.tier &&
 			((p->own_flags[s] & KVARENA_CREATE_NO_BACKING) ||
@@ -1886,11 +1886,16 @@ static void build_gang_create(struct proc *p, struct call *c)
 		n = 2 + fz_below(&p->r, (ng < 4 ? ng : 4) - 1);
 		for (i = 0; i < n; i++)
 			own_name(p, group[i], names[i]);
-		/* An own name that does not fit with them, if there is one. */
+		/*
+		 * An own name that does not fit with them, if there is one,
+		 * by what no other process can change before the call: its
+		 * frame size or flags (as we made it).  Clients, absent
+		 * frames, a shrink or the frame count (a resize) may change
+		 * in between, and then it fits.
+		 */
 		for (s = 0; s < NR_NAMES; s++)
-			if (!ok[s] || fsz[s] != fsz[group[0]] ||
-			    nfr[s] != nfr[group[0]] ||
-			    p->own_flags[s] != p->own_flags[group[0]])
+			if (seen[s] && (fsz[s] != fsz[group[0]] ||
+					p->own_flags[s] != p->own_flags[group[0]]))
 				other = s;
 		good = p->admin && !p->gang[c->gang].alive;
 	} else {
