@@ -91,12 +91,12 @@ fetch_source() {
 
 prepare_one() {
 	dir=$1 name=$2 suite=$3 apt_suites=$4 target=$5 source=$6
+	t=
+	[ "$target" = - ] || t="-t $target"
 	for s in "$dir"/*/suite; do
 		if [ -f "$s" ] && [ "$(cat "$s")" = "$name" ]; then
 			have=$(dirname "$s")
 			echo "kernels.sh: $name: have $(basename "$have")"
-			t=
-			[ "$target" = - ] || t="-t $target"
 			[ "$source" != source ] ||
 				ls "$have"/linux-source-*.tar.xz >/dev/null 2>&1 ||
 				fetch_source "$have" "$(basename "$have")" "$t"
@@ -118,8 +118,6 @@ prepare_one() {
 		*) echo "deb $MIRROR $s main" ;;
 		esac >> "$tmp/root/etc/apt/sources.list"
 	done
-	t=
-	[ "$target" = - ] || t="-t $target"
 	in_root "$tmp/root" "apt-get -q update" >/dev/null
 	rel=$(in_root "$tmp/root" "apt-cache depends $t linux-headers-amd64" |
 	      sed -n 's/^ *Depends: linux-headers-\(.*-amd64\)$/\1/p' | head -n 1)

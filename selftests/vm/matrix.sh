@@ -28,6 +28,19 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$kernels" ] || { echo "matrix.sh: no --kernel" >&2; exit 2; }
 
+# boot LOG IMAGE MODULE RUN.SH-ARGS...: one boot, its output shown and
+# appended to LOG; fails when run.sh does.  (set -e would end the group at
+# a failed run.sh, before its status is written: hence the || r=$?.)
+boot() {
+	blog=$1 bimage=$2 bmodule=$3
+	shift 3
+	rm -f "$work/rc"
+	{ r=0; "$here/run.sh" --timeout "$timeout" --kernel "$bimage" \
+		--module "$bmodule" "$@" 2>&1 || r=$?
+	  echo $r > "$work/rc"; } | tee -a "$blog"
+	[ "$(cat "$work/rc" 2>/dev/null)" = 0 ]
+}
+
 work=$(mktemp -d "${TMPDIR:-/tmp}/kvarena-matrix.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 failed=0
@@ -45,21 +58,11 @@ for k in $kernels; do
 		echo "matrix.sh: $rel: no module ($module)" | tee -a "$log" >&2
 		rc=1
 	else
-		# (set -e would end the group at a failed run.sh, before
-		# its status is written: hence the || r=$?.)
-		rm -f "$work/rc"
-		{ r=0; "$here/run.sh" --timeout "$timeout" --kernel "$image" \
-			--module "$module" "$@" 2>&1 || r=$?
-		  echo $r > "$work/rc"; } | tee -a "$log"
-		[ "$(cat "$work/rc" 2>/dev/null)" = 0 ] || rc=1
+		boot "$log" "$image" "$module" --smp 2 "$@" || rc=1
 		if [ -n "$races" ]; then
 			echo "== VM tests on $rel with $smp_race CPUs: the races"
-			rm -f "$work/rc"
-			{ r=0; "$here/run.sh" --smp "$smp_race" \
-				--timeout "$timeout" --kernel "$image" \
-				--module "$module" $races 2>&1 || r=$?
-			  echo $r > "$work/rc"; } | tee -a "$log"
-			[ "$(cat "$work/rc" 2>/dev/null)" = 0 ] || rc=1
+			boot "$log" "$image" "$module" --smp "$smp_race" \
+				$races || rc=1
 		fi
 	fi
 	[ $rc = 0 ] || failed=1
