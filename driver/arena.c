@@ -124,6 +124,7 @@ void kva_arena_free(struct kva_arena *a)
 	kva_gang_free(a);
 	kva_tier_free(a);
 	kva_events_put(a);
+	kva_dmem_fini(a);
 	kva_core_fini(&a->core);
 	kva_domains_fini(a);
 	kva_scrub_fini(a);
@@ -161,6 +162,8 @@ void kva_arena_update_pressure(struct kva_arena *a)
 	bool p = h < a->low_watermark, rose = h > a->headroom;
 
 	lockdep_assert_held(&a->lock);
+	/* The dmem cgroups see the frames that came back, as waiters do. */
+	kva_dmem_flush(a);
 	a->headroom = h;
 	kva_tier_pressure(a);
 	if (p != a->pressure) {
@@ -314,6 +317,9 @@ int kva_arena_make(const struct kvarena_arena_create *c,
 	ret = kva_core_init_max(&a->core, c->nr_frames, table);
 	if (ret)
 		goto err_free_arena;
+	ret = kva_dmem_init(a, table);
+	if (ret)
+		goto err_fini_core;
 	kva_domains_init(a);
 	kva_resize_init(a);
 	a->core.dom_cached_max = c->domain_cached_max;
@@ -355,6 +361,7 @@ err_free_backing:
 	kvfree(a->pages);
 	kvfree(a->backing);
 err_fini_core:
+	kva_dmem_fini(a);
 	kva_core_fini(&a->core);
 err_free_arena:
 	kfree(a);
@@ -431,6 +438,7 @@ static void kva_arena_kill(struct kva_arena *a)
 	/* The clearing worker sees @dead and takes no more frames. */
 	cancel_work_sync(&a->clear_work);
 	kva_resize_kill(a);
+	kva_dmem_kill(a);
 	/*
 	 * No client, no SET_BACKING in flight, no clearing, and no new ones:
 	 * nothing can touch the pages or the files any more.

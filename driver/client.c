@@ -222,6 +222,9 @@ long kva_ioc_attach(struct kva_client *cl, void __user *argp,
 	list_add_tail(&cl->node, &a->clients);
 	a->nr_clients++;
 	kva_arena_update_pressure(a);
+	/* Its first non-blocking ALLOC should not have to make its pool. */
+	if (!(how & KVA_HOW_NONBLOCK))
+		kva_dmem_attach(a);
 	at.client_id = cl->id;
 	at.max_frames = cl->core.max;
 	mutex_unlock(&a->lock);
@@ -321,8 +324,8 @@ long kva_ioc_alloc(struct kva_client *cl, void __user *argp,
 	if (ret)
 		goto out_free;
 	for (;;) {
-		n = kva_core_alloc(&a->core, &cl->core, buf, f.count,
-				   f.flags & KVARENA_ALLOC_PARTIAL);
+		n = kva_dmem_alloc(a, &cl->core, buf, f.count,
+				   f.flags & KVARENA_ALLOC_PARTIAL, how);
 		if (n != -EAGAIN)
 			break;
 		if (a->scrub) {
@@ -333,8 +336,8 @@ long kva_ioc_alloc(struct kva_client *cl, void __user *argp,
 			u32 ok = kva_core_usable(&a->core, &cl->core);
 
 			if ((f.flags & KVARENA_ALLOC_PARTIAL) && ok)
-				n = kva_core_alloc(&a->core, &cl->core, buf,
-						   ok, true);
+				n = kva_dmem_alloc(a, &cl->core, buf, ok,
+						   true, how);
 			if (n == -EAGAIN)
 				n = kva_scrub_short(cl, f.count);
 			break;
@@ -352,6 +355,20 @@ long kva_ioc_alloc(struct kva_client *cl, void __user *argp,
 			goto out_free;
 		}
 	}
+	if (n == -EDQUOT) {
+		/*
+		 * The cgroup's dmem.max, not the arena: counted as a refused
+		 * ALLOC, and no EPOLLOUT promised (frames coming free in the
+		 * arena would not make room under the limit).
+		 */
+		a->core.alloc_calls++;
+		a->core.alloc_failures++;
+		cl->core.alloc_calls++;
+		cl->core.alloc_failures++;
+		cl->dmem_refused++;
+		n = -ENOSPC;
+		WRITE_ONCE(cl->want, 0);
+	} else
 	/* What EPOLLOUT waits for; read without the lock by kva_poll(). */
 	WRITE_ONCE(cl->want, n != -ENOSPC ? 0 :
 		   f.flags & KVARENA_ALLOC_PARTIAL ? 1 : f.count);
@@ -635,6 +652,7 @@ static void fill_info(struct kvarena_client_info *ci,
 	ci->held = cl->core.held;
 	ci->shared = cl->core.shared;
 	ci->charged = cl->core.charged;
+	ci->dmem_refused = cl->dmem_refused;
 	ci->peak = cl->core.peak;
 	ci->uid = from_kuid_munged(current_user_ns(), cl->uid);
 	ci->filled_bytes = cl->filled_bytes;

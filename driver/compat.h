@@ -50,6 +50,15 @@ static inline void kva_kobject_init(struct kobject *kobj,
 #endif
 }
 
+/*
+ * The dmem cgroup controller, with the interface dmem.c charges through
+ * (probes/dmem_cgroup_init.c: 7.x).  Without it frames are charged to no
+ * cgroup and KVARENA_FEAT_DMEM is not offered.
+ */
+#if defined(KVA_HAVE_DMEM_CGROUP_INIT) && IS_ENABLED(CONFIG_CGROUP_DMEM)
+#define KVA_DMEM 1
+#endif
+
 #if defined(KVA_HAVE_URING_CMD) && IS_ENABLED(CONFIG_IO_URING)
 #define KVA_URING_CMD 1
 

@@ -360,6 +360,13 @@ struct kva_core_events {
  * @retired:		NULL, or told of each frame taken out, as it is
  *			(under the caller's lock: nothing may sleep); its
  *			memory is the owner's to give back.
+ * @returned:		NULL, or told of each frame that goes back to the
+ *			free list (or out of the arena through it): the end
+ *			of the tenure that kva_core_alloc() began, whatever
+ *			ended it - FREE, release, reclaim of a cached frame,
+ *			a shrink (under the caller's lock: nothing may
+ *			sleep).  The owner's per-tenure accounting (the dmem
+ *			cgroup's charge) ends here.
  */
 struct kva_core {
 	struct kva_frame *frames;
@@ -404,6 +411,7 @@ struct kva_core {
 	u32 shrink_pending;
 	u64 frames_retired;
 	void (*retired)(struct kva_core *c, u32 idx);
+	void (*returned)(struct kva_core *c, u32 idx);
 };
 
 int kva_core_init(struct kva_core *c, u32 nr_frames);

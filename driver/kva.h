@@ -32,6 +32,7 @@
 #include <linux/kvarena.h>
 
 #include "check.h"
+#include "compat.h"
 #include "core.h"
 
 /* The pseudo filesystem of the frames files (frames.c). */
@@ -156,6 +157,9 @@ struct kva_arena {
 	struct kva_arena **members;
 	u32 nr_members;
 	struct kva_arena *gang;
+
+	/* The dmem cgroup region and charges (dmem.c), or NULL. */
+	struct kva_dmem *dmem;
 };
 
 struct kva_client {
@@ -189,6 +193,7 @@ struct kva_client {
 	 */
 	u32 want;
 	u32 nr_scrubbing;		/* frames taken with SCRUB, not done */
+	u32 dmem_refused;		/* ALLOCs a dmem.max refused */
 
 	/*
 	 * Gangs (gang.c).  A client of a gang of host members: @gang_fmaps,
@@ -430,6 +435,42 @@ void kva_gang_kill(struct kva_arena *a);
 void kva_gang_free(struct kva_arena *a);
 struct page **kva_member_pages(struct kva_arena *a, u32 member);
 int kva_evict_client(struct kva_arena *a, u32 id, u32 *held);
+
+/* dmem.c */
+struct kva_dmem;
+#ifdef KVA_DMEM
+int kva_dmem_init(struct kva_arena *a, u32 table);
+void kva_dmem_flush(struct kva_arena *a);
+int kva_dmem_alloc(struct kva_arena *a, struct kva_core_client *cl,
+		   u64 *handles, u32 n, bool partial, unsigned int how);
+void kva_dmem_attach(struct kva_arena *a);
+void kva_dmem_kill(struct kva_arena *a);
+void kva_dmem_fini(struct kva_arena *a);
+bool kva_dmem_enabled(void);
+#else
+static inline int kva_dmem_init(struct kva_arena *a, u32 table)
+{
+	return 0;
+}
+
+static inline void kva_dmem_flush(struct kva_arena *a) { }
+
+static inline int kva_dmem_alloc(struct kva_arena *a,
+				 struct kva_core_client *cl, u64 *handles,
+				 u32 n, bool partial, unsigned int how)
+{
+	return kva_core_alloc(&a->core, cl, handles, n, partial);
+}
+
+static inline void kva_dmem_attach(struct kva_arena *a) { }
+static inline void kva_dmem_kill(struct kva_arena *a) { }
+static inline void kva_dmem_fini(struct kva_arena *a) { }
+
+static inline bool kva_dmem_enabled(void)
+{
+	return false;
+}
+#endif
 
 /* sysfs.c */
 int kva_sysfs_init(struct kobject *parent);

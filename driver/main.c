@@ -98,6 +98,8 @@ static long kva_ioc_version(void __user *argp, unsigned int how)
 #ifdef KVA_URING_CMD
 	v.features |= KVARENA_FEAT_URING_CMD;
 #endif
+	if (kva_dmem_enabled())
+		v.features |= KVARENA_FEAT_DMEM;
 	return kva_copy_out(argp, &v, sizeof(v), how);
 }
 

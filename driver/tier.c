@@ -515,8 +515,11 @@ static int demote_one(struct kva_arena *ua, struct kva_arena *la,
 			kva_domain_put_unused(la, ldom);
 		return ret;
 	}
-	ret = kva_core_alloc(&la->core, &job->lcl.core, &lh, 1, false);
+	/* Charged to the agent's dmem cgroup: the copy is its work. */
+	ret = kva_dmem_alloc(la, &job->lcl.core, &lh, 1, false, 0);
 	if (ret != 1) {
+		if (ret == -EDQUOT)
+			ret = -ENOSPC;
 		/* Frames to clear first: the lower arena's worker does it. */
 		if (ret == -EAGAIN)
 			kva_clear_kick(la);
@@ -962,7 +965,9 @@ static int promote_queue(struct kva_client *cl, struct kva_arena *la,
 	}
 	if (!n)
 		return 0;
-	ret = kva_core_alloc(&ua->core, &cl->core, uh, n, true);
+	ret = kva_dmem_alloc(ua, &cl->core, uh, n, true, 0);
+	if (ret == -EDQUOT)
+		ret = -ENOSPC;
 	/* Frames to clear first: the arena's worker does it. */
 	if (ret == -EAGAIN)
 		kva_clear_kick(ua);

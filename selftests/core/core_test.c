@@ -1700,6 +1700,24 @@ struct model {
 
 static u64 rng_state = 0x9e3779b97f4a7c15ull;
 
+/*
+ * Tenures, as the owner sees them through struct kva_core.returned: one
+ * begins with each frame kva_core_alloc() hands out and must end exactly
+ * once, when the frame is free again (the module's dmem charge).
+ */
+static u8 m_tenure[NR];
+static u32 m_bad_returns, m_returns;
+
+static void m_returned(struct kva_core *c, u32 idx)
+{
+	(void)c;
+	if (idx >= NR || !m_tenure[idx])
+		m_bad_returns++;
+	else
+		m_tenure[idx] = 0;
+	m_returns++;
+}
+
 static u32 rnd(u32 n)
 {
 	rng_state ^= rng_state << 13;
@@ -1822,6 +1840,8 @@ static void m_alloc(struct __test_metadata *_metadata, struct model *m,
 		ASSERT_LT(f, NR);
 		ASSERT_EQ(0, m->holders[f]);
 		ASSERT_EQ(-1, m->key[f]);
+		ASSERT_EQ(0, m_tenure[f]);
+		m_tenure[f] = 1;
 		m->holders[f] = 1u << x;
 		m->charge[f] = x;
 	}
@@ -2061,6 +2081,10 @@ static void m_compare(struct __test_metadata *_metadata, struct model *m)
 	ASSERT_EQ(published, m->c.nr_published);
 	ASSERT_EQ(m_free(m), m->c.nr_free);
 	ASSERT_EQ(m_unmet_sum(m), m->c.unmet_min);
+	/* A frame is in a tenure while held or published, and only then. */
+	ASSERT_EQ(0, m_bad_returns);
+	for (f = 0; f < NR; f++)
+		ASSERT_EQ(m->holders[f] || m->key[f] >= 0, m_tenure[f]);
 	m->seen_shared += shared_now;
 }
 
@@ -2073,6 +2097,7 @@ TEST(random_walk_matches_model)
 
 	ASSERT_NE(NULL, m);
 	ASSERT_EQ(0, kva_core_init(&m->c, NR));
+	m->c.returned = m_returned;
 	for (x = 0; x < NCL; x++)
 		ASSERT_EQ(0, kva_core_attach(&m->c, &m->cl[x], mins[x],
 					     maxs[x]));
@@ -2123,6 +2148,11 @@ TEST(random_walk_matches_model)
 	ASSERT_EQ(NR, m->c.nr_free + m->c.nr_cached);
 	ASSERT_EQ(0, kva_core_check(&m->c));
 	kva_core_drop_cache(&m->c);
+	/* Every tenure ended, once: as many ends as frames handed out. */
+	EXPECT_EQ(0, m_bad_returns);
+	for (f = 0; f < NR; f++)
+		EXPECT_EQ(0, m_tenure[f]);
+	EXPECT_EQ(m->c.frames_allocated, m_returns);
 	kva_core_fini(&m->c);
 	free(m);
 }

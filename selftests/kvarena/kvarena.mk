@@ -13,6 +13,7 @@ KVA_SELFTESTS := $(B)/selftests/kvarena/kvarena_test \
 		 $(B)/selftests/kvarena/tier_test \
 		 $(B)/selftests/kvarena/gang_test \
 		 $(B)/selftests/kvarena/figures_test \
+		 $(B)/selftests/kvarena/dmem_test \
 		 $(B)/selftests/kvarena/attack_test
 
 $(KVA_SELFTESTS): $(B)/selftests/kvarena/%: $(SRC)/selftests/kvarena/%.c \

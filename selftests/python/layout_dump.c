@@ -129,7 +129,7 @@ int main(void)
 	F(kvarena_client_info, alloc_calls);
 	F(kvarena_client_info, free_calls);
 	F(kvarena_client_info, alloc_failures);
-	F(kvarena_client_info, charged); F(kvarena_client_info, reserved0);
+	F(kvarena_client_info, charged); F(kvarena_client_info, dmem_refused);
 	F(kvarena_client_info, domain);
 	END();
 	BEGIN(kvarena_clients);

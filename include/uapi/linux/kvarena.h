@@ -136,6 +136,7 @@ enum kvarena_mem {
 #define KVARENA_FEAT_TIER	((__u64)1 << 11)	/* a lower tier: SET_TIER, TIER, PROMOTE */
 #define KVARENA_FEAT_FILE	((__u64)1 << 12)	/* KVARENA_MEM_FILE arenas */
 #define KVARENA_FEAT_GANG	((__u64)1 << 13)	/* GANG_CREATE, GANG_TOKEN, JOIN */
+#define KVARENA_FEAT_DMEM	((__u64)1 << 14)	/* frames charged to the dmem cgroup */
 
 /*
  * Cache domains.  Every client belongs to one cache domain, fixed at
@@ -708,7 +709,10 @@ struct kvarena_stat {
  *			that client let go of it - so a shared frame is
  *			charged once.  When the charged client detaches, the
  *			charge moves to another holder.
- * @reserved0:		zero.
+ * @dmem_refused:	ALLOC commands refused with -ENOSPC because the
+ *			client's cgroup (or an ancestor) was at its
+ *			dmem.max for the arena's region (counted in
+ *			@alloc_failures too); 0 without KVARENA_FEAT_DMEM.
  * @domain:		the client's cache domain.
  */
 struct kvarena_client_info {
@@ -727,7 +731,7 @@ struct kvarena_client_info {
 	__u64 free_calls;
 	__u64 alloc_failures;
 	__u32 charged;
-	__u32 reserved0;
+	__u32 dmem_refused;
 	__u64 domain;
 };
 

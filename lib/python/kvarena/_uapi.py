@@ -114,7 +114,7 @@ class ClientInfo(ctypes.Structure):
         ("free_calls", c_u64),
         ("alloc_failures", c_u64),
         ("charged", c_u32),
-        ("reserved0", c_u32),
+        ("dmem_refused", c_u32),
         ("domain", c_u64),
     ]
 

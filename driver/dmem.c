@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvarena.ko: frames charged to the dmem cgroup controller
+ * (Documentation/admin-guide/cgroup-v2.rst, "DMEM"), where the kernel has
+ * it (CONFIG_CGROUP_DMEM and the interface probes/dmem_cgroup_init.c
+ * checks for).
+ *
+ * Each arena registers a region named "kvarena/<arena>" with its bytes,
+ * so dmem.capacity lists it and an operator limits a cgroup's KV with
+ * `echo "kvarena/<arena> 8G" > dmem.max`.
+ *
+ * What is charged, and to whom: a frame's tenure - from the ALLOC (or
+ * PROMOTE, or a lower tier's demotion) that takes it off the free list to
+ * its return there (FREE of an unpublished frame, reclaim of a cached
+ * one, release, eviction, a shrink) - is charged, frame_size bytes, to
+ * the dmem cgroup of the task that took it.  That is the kernel's rule
+ * for memory (the memory cgroup's for page cache, TTM's for buffer
+ * objects): the charge stays with that cgroup for the whole tenure,
+ * while the frame is held by others after a LOOKUP, while it is cached,
+ * and when the task moves to another cgroup or exits with others still
+ * holding the frame.  A process's own frames come back to its cgroup's
+ * dmem.current as it frees them or dies.
+ *
+ * A limit: an ALLOC whose charge would pass a dmem.max first reclaims
+ * the limited cgroup's own cached frames (oldest first, those its
+ * dmem.min and then dmem.low do not protect), then, if that was not
+ * enough, is refused with -ENOSPC - nothing taken - and counted in the
+ * client's dmem_refused.  A partial ALLOC takes what fits.
+ *
+ * The bookkeeping.  dmem_cgroup_try_charge() gives one reference on the
+ * charged pool per call, which dmem_cgroup_uncharge() drops; frames are
+ * charged per ALLOC and come back one by one, in any order, by any task.
+ * So each arena keeps one record per pool it charged (struct
+ * kva_dmem_rec: the frames charged there, and the references it holds),
+ * each frame points at its record, and a frame's return is noted in the
+ * record (@pending) and given back to the controller at the next
+ * kva_dmem_flush() - called with every pressure update, i.e. after every
+ * command that let frames go - in one uncharge per record.  A record
+ * that would give back bytes with its last reference while it still has
+ * frames takes another reference first (dmem_cgroup_get_common_ancestor()
+ * of the pool with itself).  Everything is under the arena's lock.
+ */
+#include <linux/list.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+
+#include "compat.h"
+#include "kva.h"
+
+#ifdef KVA_DMEM
+#include <linux/cgroup_dmem.h>
+
+static bool dmem = true;
+module_param(dmem, bool, 0644);
+MODULE_PARM_DESC(dmem,
+		 "charge the frames of arenas created from now on to the dmem cgroup controller (default on)");
+
+/* Whether arenas made now charge to the controller (KVARENA_FEAT_DMEM). */
+bool kva_dmem_enabled(void)
+{
+	return READ_ONCE(dmem);
+}
+
+/* More references than this on one record go back at once. */
+#define KVA_DMEM_SPARE_REFS	4
+
+/**
+ * struct kva_dmem_rec - the frames of one arena charged to one pool.
+ * @pool:	the pool (a cgroup's share of the region).
+ * @frames:	frames of the arena charged there and not returned.
+ * @pending:	frames returned (or charged and not taken) whose bytes
+ *		the next flush gives back.
+ * @refs:	references on @pool held: at least one while the record
+ *		exists.
+ * @node:	on struct kva_dmem.recs.
+ */
+struct kva_dmem_rec {
+	struct dmem_cgroup_pool_state *pool;
+	u32 frames;
+	u32 pending;
+	u32 refs;
+	struct list_head node;
+};
+
+/**
+ * struct kva_dmem - an arena's region and records.
+ * @region:	the registered region; NULL once the arena is destroyed
+ *		(no charges after that: its frames are uncharged).
+ * @frame:	the record of each frame of the table, NULL while free or
+ *		uncharged.
+ * @recs:	the records.
+ * @nr_pending:	records with frames to give back.
+ */
+struct kva_dmem {
+	struct dmem_cgroup_region *region;
+	struct kva_dmem_rec **frame;
+	struct list_head recs;
+	u32 nr_pending;
+};
+
+static void kva_dmem_returned(struct kva_core *c, u32 idx)
+{
+	struct kva_arena *a = container_of(c, struct kva_arena, core);
+	struct kva_dmem *d = a->dmem;
+	struct kva_dmem_rec *rec = d->frame[idx];
+
+	if (!rec)
+		return;
+	d->frame[idx] = NULL;
+	if (KVA_WARN_ON(!rec->frames))
+		return;
+	rec->frames--;
+	if (!rec->pending++)
+		d->nr_pending++;
+}
+
+/**
+ * kva_dmem_init() - register @a's region, if the module charges to dmem.
+ * @a:		an arena being made (its core set up, nothing else).
+ * @table:	frames of its table.
+ *
+ * Return: 0 (also when there is nothing to do) or -ENOMEM.  A kernel
+ * whose controller is off (cgroup_disable=dmem) registers nothing and
+ * charges nothing.
+ */
+int kva_dmem_init(struct kva_arena *a, u32 table)
+{
+	const struct dmem_cgroup_init init = {
+		.size = (u64)a->core.nr_frames * a->frame_size,
+	};
+	struct dmem_cgroup_region *region;
+	struct kva_dmem *d;
+
+	if (!READ_ONCE(dmem))
+		return 0;
+	d = kzalloc(sizeof(*d), GFP_KERNEL_ACCOUNT);
+	if (!d)
+		return -ENOMEM;
+	d->frame = kvcalloc(table, sizeof(*d->frame), KVA_GFP_TABLE);
+	if (!d->frame)
+		goto err_free;
+	region = dmem_cgroup_register_region(&init, "kvarena/%s", a->name);
+	if (IS_ERR_OR_NULL(region))
+		goto err_free_table;
+	d->region = region;
+	INIT_LIST_HEAD(&d->recs);
+	a->dmem = d;
+	a->core.returned = kva_dmem_returned;
+	return 0;
+
+err_free_table:
+	kvfree(d->frame);
+err_free:
+	kfree(d);
+	return -ENOMEM;
+}
+
+/* Give back @rec's pending bytes; free it if it has no frames left. */
+static void rec_flush(struct kva_arena *a, struct kva_dmem_rec *rec)
+{
+	struct kva_dmem *d = a->dmem;
+	u64 bytes = (u64)rec->pending * a->frame_size;
+
+	if (!rec->pending)
+		return;
+	if (!rec->frames) {
+		/* Its last bytes, with one reference; then the others. */
+		dmem_cgroup_uncharge(rec->pool, bytes);
+		while (--rec->refs)
+			dmem_cgroup_uncharge(rec->pool, 0);
+		list_del(&rec->node);
+		kfree(rec);
+		d->nr_pending--;
+		return;
+	}
+	if (rec->refs == 1) {
+		/* Frames stay charged there: keep a reference for them. */
+		struct dmem_cgroup_pool_state *ref =
+			dmem_cgroup_get_common_ancestor(rec->pool, rec->pool);
+
+		if (WARN_ON_ONCE(ref != rec->pool)) {
+			dmem_cgroup_pool_state_put(ref);
+			return;	/* kept pending: the bytes stay charged */
+		}
+		rec->refs++;
+	}
+	dmem_cgroup_uncharge(rec->pool, bytes);
+	rec->refs--;
+	rec->pending = 0;
+	d->nr_pending--;
+}
+
+/**
+ * kva_dmem_flush() - give back the bytes of the frames returned since the
+ * last flush.
+ * @a:	the arena, locked.
+ */
+void kva_dmem_flush(struct kva_arena *a)
+{
+	struct kva_dmem *d = a->dmem;
+	struct kva_dmem_rec *rec, *tmp;
+
+	lockdep_assert_held(&a->lock);
+	if (!d || !d->nr_pending)
+		return;
+	list_for_each_entry_safe(rec, tmp, &d->recs, node)
+		rec_flush(a, rec);
+}
+
+/*
+ * Reclaim cached frames charged within @limit's subtree, oldest first,
+ * until @want are gone: those dmem.min does not protect, and dmem.low
+ * too unless nothing else is left.  Returns how many.
+ */
+static u32 reclaim_within(struct kva_arena *a,
+			  struct dmem_cgroup_pool_state *limit, u32 want)
+{
+	struct kva_core *c = &a->core;
+	struct kva_dmem *d = a->dmem;
+	bool ignore_low = false, hit_low = false;
+	u32 done = 0, idx, next;
+
+again:
+	for (idx = c->lru_head; idx != KVA_NIL && done < want; idx = next) {
+		struct kva_dmem_rec *rec = d->frame[idx];
+
+		next = c->frames[idx].next;
+		if (!rec || !dmem_cgroup_state_evict_valuable(limit, rec->pool,
+							      ignore_low,
+							      &hit_low))
+			continue;
+		if (!kva_core_reclaim_frame(c, idx))
+			done++;
+	}
+	if (done < want && hit_low && !ignore_low) {
+		ignore_low = true;
+		goto again;
+	}
+	kva_dmem_flush(a);
+	return done;
+}
+
+/* The record of @pool, or a new one (taking the reference given). */
+static struct kva_dmem_rec *rec_get(struct kva_arena *a,
+				    struct dmem_cgroup_pool_state *pool,
+				    unsigned int how)
+{
+	struct kva_dmem *d = a->dmem;
+	struct kva_dmem_rec *rec;
+
+	list_for_each_entry(rec, &d->recs, node) {
+		if (rec->pool != pool)
+			continue;
+		if (rec->refs < KVA_DMEM_SPARE_REFS)
+			rec->refs++;
+		else
+			dmem_cgroup_uncharge(pool, 0);
+		return rec;
+	}
+	rec = kzalloc(sizeof(*rec), (how & KVA_HOW_NONBLOCK) ?
+		      GFP_NOWAIT | __GFP_NOWARN | __GFP_ACCOUNT :
+		      GFP_KERNEL_ACCOUNT);
+	if (!rec)
+		return NULL;
+	rec->pool = pool;
+	rec->refs = 1;
+	list_add_tail(&rec->node, &d->recs);
+	return rec;
+}
+
+/**
+ * kva_dmem_alloc() - kva_core_alloc(), with the frames charged to the
+ * caller's dmem cgroup.
+ * @a:		the arena, locked.
+ * @cl:		the core client the frames are for.
+ * @handles:	out, as kva_core_alloc().
+ * @n:		frames asked for.
+ * @partial:	as kva_core_alloc(): take what may be had.
+ * @how:	KVA_HOW_*: without sleeping under KVA_HOW_NONBLOCK.
+ *
+ * Return: as kva_core_alloc(), or -EDQUOT when a dmem.max refused the
+ * charge (nothing taken, nothing counted), -EAGAIN (non-blocking, no
+ * memory for a record) or -ENOMEM.
+ */
+int kva_dmem_alloc(struct kva_arena *a, struct kva_core_client *cl,
+		   u64 *handles, u32 n, bool partial, unsigned int how)
+{
+	struct kva_dmem *d = a->dmem;
+	struct dmem_cgroup_pool_state *pool, *limit;
+	struct kva_dmem_rec *rec;
+	u32 avail, i;
+	int ret, got;
+
+	lockdep_assert_held(&a->lock);
+	if (!d || !d->region || !n)
+		return kva_core_alloc(&a->core, cl, handles, n, partial);
+	/* What the core will refuse, it refuses uncharged. */
+	avail = kva_core_available(&a->core, cl);
+	if (!avail || (!partial && n > avail))
+		return kva_core_alloc(&a->core, cl, handles, n, partial);
+	n = min(n, avail);
+
+	for (;;) {
+		ret = dmem_cgroup_try_charge(d->region, (u64)n * a->frame_size,
+					     &pool, &limit);
+		if (ret != -EAGAIN)
+			break;
+		got = reclaim_within(a, limit, n);
+		dmem_cgroup_pool_state_put(limit);
+		if (got)
+			continue;
+		if (!partial || n == 1)
+			return -EDQUOT;
+		n /= 2;
+	}
+	if (ret)
+		return ret == -ENOMEM ? ret : kva_core_alloc(&a->core, cl,
+							     handles, n,
+							     partial);
+	rec = rec_get(a, pool, how);
+	if (!rec) {
+		dmem_cgroup_uncharge(pool, (u64)n * a->frame_size);
+		return (how & KVA_HOW_NONBLOCK) ? -EAGAIN : -ENOMEM;
+	}
+
+	got = kva_core_alloc(&a->core, cl, handles, n, partial);
+	for (i = 0; got > 0 && i < got; i++)
+		d->frame[KVA_HANDLE_IDX(handles[i])] = rec;
+	rec->frames += got > 0 ? got : 0;
+	/* Charged and not taken: given back now, with the returns. */
+	if (got < (int)n) {
+		if (!rec->pending)
+			d->nr_pending++;
+		rec->pending += n - (got > 0 ? got : 0);
+	}
+	kva_dmem_flush(a);
+	return got;
+}
+
+/**
+ * kva_dmem_attach() - make the caller's pool of @a's region now, so that
+ * its first non-blocking ALLOC does not have to.
+ * @a:	the arena, locked.
+ */
+void kva_dmem_attach(struct kva_arena *a)
+{
+	struct dmem_cgroup_pool_state *pool;
+
+	lockdep_assert_held(&a->lock);
+	if (a->dmem && a->dmem->region &&
+	    !dmem_cgroup_try_charge(a->dmem->region, 0, &pool, NULL))
+		dmem_cgroup_uncharge(pool, 0);
+}
+
+/**
+ * kva_dmem_kill() - @a is destroyed: unregister its region (a new arena
+ * of the same name registers its own); frames still held stay charged
+ * until they come back, and nothing is charged any more.
+ * @a:	the arena, unlocked, its cache dropped.
+ */
+void kva_dmem_kill(struct kva_arena *a)
+{
+	struct dmem_cgroup_region *region = NULL;
+
+	if (!a->dmem)
+		return;
+	mutex_lock(&a->lock);
+	kva_dmem_flush(a);
+	swap(region, a->dmem->region);
+	mutex_unlock(&a->lock);
+	dmem_cgroup_unregister_region(region);
+}
+
+/**
+ * kva_dmem_fini() - the arena's last reference went: give back what is
+ * still charged (frames left cached, or never taken back) and free the
+ * records.
+ * @a:	the arena.
+ */
+void kva_dmem_fini(struct kva_arena *a)
+{
+	struct kva_dmem *d = a->dmem;
+	struct kva_dmem_rec *rec, *tmp;
+
+	if (!d)
+		return;
+	list_for_each_entry_safe(rec, tmp, &d->recs, node) {
+		if (!rec->pending)
+			d->nr_pending++;
+		rec->pending += rec->frames;
+		rec->frames = 0;
+		rec_flush(a, rec);
+	}
+	WARN_ON(d->nr_pending || !list_empty(&d->recs));
+	dmem_cgroup_unregister_region(d->region);
+	kvfree(d->frame);
+	kfree(d);
+	a->dmem = NULL;
+}
+
+#endif /* KVA_DMEM */
