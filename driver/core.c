@@ -989,10 +989,31 @@ u32 kva_core_usable(const struct kva_core *c,
 
 /* ---- frames ------------------------------------------------------------------------ */
 
+/*
+ * Reclaim up to @n cached frames, oldest first; with the owner's ranks
+ * (for an allocation), the oldest of rank 0 first, then of rank 1 and so
+ * on, each pass looking at the KVA_RECLAIM_SCAN oldest frames at most.
+ */
 static u32 reclaim(struct kva_core *c, u32 n, bool count)
 {
-	u32 done = 0;
+	u32 done = 0, rank, idx, next, seen;
 
+	if (count && c->reclaim_rank) {
+		c->reclaim_seq++;
+		for (rank = 0; rank + 1 < KVA_RECLAIM_RANKS && done < n;
+		     rank++) {
+			for (idx = c->lru_head, seen = 0;
+			     idx != KVA_NIL && done < n &&
+			     seen < KVA_RECLAIM_SCAN; idx = next, seen++) {
+				next = c->frames[idx].next;
+				if (c->reclaim_rank(c, idx, c->reclaim_seq) >
+				    rank)
+					continue;
+				reclaim_frame(c, idx, count);
+				done++;
+			}
+		}
+	}
 	while (done < n && c->lru_head != KVA_NIL) {
 		reclaim_frame(c, c->lru_head, count);
 		done++;

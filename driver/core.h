@@ -101,6 +101,8 @@
 #include "core_shim.h"
 
 #define KVA_NIL		0xffffffffu	/* no frame or record: end of a list */
+#define KVA_RECLAIM_RANKS 3		/* struct kva_core.reclaim_rank */
+#define KVA_RECLAIM_SCAN 1024		/* frames a ranked pass looks at */
 #define KVA_KEY_LEN	32		/* bytes of a prefix key */
 
 /*
@@ -360,6 +362,15 @@ struct kva_core_events {
  * @retired:		NULL, or told of each frame taken out, as it is
  *			(under the caller's lock: nothing may sleep); its
  *			memory is the owner's to give back.
+ * @reclaim_rank:	NULL, or how much the owner wants cached frame @idx
+ *			kept, 0 (not at all) to KVA_RECLAIM_RANKS - 1: an
+ *			allocation's reclaim takes the oldest frames of the
+ *			lowest rank first, and the others only when those
+ *			run out (a rank orders, it never refuses: cached
+ *			frames stay what every minimum counts on).  @seq
+ *			moves with each reclaim, so the owner may keep an
+ *			answer for the rest of it.  Under the caller's lock.
+ * @reclaim_seq:	the last @seq given.
  * @returned:		NULL, or told of each frame that goes back to the
  *			free list (or out of the arena through it): the end
  *			of the tenure that kva_core_alloc() began, whatever
@@ -411,6 +422,8 @@ struct kva_core {
 	u32 shrink_pending;
 	u64 frames_retired;
 	void (*retired)(struct kva_core *c, u32 idx);
+	u32 (*reclaim_rank)(struct kva_core *c, u32 idx, u64 seq);
+	u64 reclaim_seq;
 	void (*returned)(struct kva_core *c, u32 idx);
 };
 

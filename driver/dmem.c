@@ -22,10 +22,19 @@
  * dmem.current as it frees them or dies.
  *
  * A limit: an ALLOC whose charge would pass a dmem.max first reclaims
- * the limited cgroup's own cached frames (oldest first, those its
- * dmem.min and then dmem.low do not protect), then, if that was not
- * enough, is refused with -ENOSPC - nothing taken - and counted in the
- * client's dmem_refused.  A partial ALLOC takes what fits.
+ * the cached frames charged within the limited cgroup (oldest first,
+ * those dmem.min and then dmem.low do not protect), then, if that was
+ * not enough, is refused with -ENOSPC - nothing taken - and counted in
+ * the client's dmem_refused.  A partial ALLOC takes what fits.  Writing a
+ * dmem.max below the cgroup's dmem.current reclaims its cached frames
+ * the same way (the region's reclaim operation); held frames stay, and
+ * the cgroup's next ALLOCs are refused until it is under the limit.
+ *
+ * Protection: when the arena itself runs out of free frames, its reclaim
+ * takes cached frames whose cgroup is within its dmem.low after the
+ * others, and those within dmem.min after those (kva_dmem_rank()) - an
+ * order, not a refusal, since the arena's own client minimums count on
+ * every cached frame.
  *
  * The bookkeeping.  dmem_cgroup_try_charge() gives one reference on the
  * charged pool per call, which dmem_cgroup_uncharge() drops; frames are
@@ -72,6 +81,8 @@ bool kva_dmem_enabled(void)
  *		the next flush gives back.
  * @refs:	references on @pool held: at least one while the record
  *		exists.
+ * @rank:	its frames' rank in the reclaim numbered @rank_seq.
+ * @rank_seq:	struct kva_core.reclaim_seq when @rank was found.
  * @node:	on struct kva_dmem.recs.
  */
 struct kva_dmem_rec {
@@ -79,6 +90,8 @@ struct kva_dmem_rec {
 	u32 frames;
 	u32 pending;
 	u32 refs;
+	u32 rank;
+	u64 rank_seq;
 	struct list_head node;
 };
 
@@ -114,45 +127,30 @@ static void kva_dmem_returned(struct kva_core *c, u32 idx)
 		d->nr_pending++;
 }
 
-/**
- * kva_dmem_init() - register @a's region, if the module charges to dmem.
- * @a:		an arena being made (its core set up, nothing else).
- * @table:	frames of its table.
- *
- * Return: 0 (also when there is nothing to do) or -ENOMEM.  A kernel
- * whose controller is off (cgroup_disable=dmem) registers nothing and
- * charges nothing.
+/*
+ * The arena's own reclaim (an ALLOC that needs cached frames): a cached
+ * frame whose cgroup is within its dmem.low goes after the others, one
+ * within its dmem.min after those (struct kva_core.reclaim_rank), each
+ * record asked once a reclaim.  The arena's order, not a refusal: its
+ * clients' minimums count on every cached frame.
  */
-int kva_dmem_init(struct kva_arena *a, u32 table)
+static u32 kva_dmem_rank(struct kva_core *c, u32 idx, u64 seq)
 {
-	const struct dmem_cgroup_init init = {
-		.size = (u64)a->core.nr_frames * a->frame_size,
-	};
-	struct dmem_cgroup_region *region;
-	struct kva_dmem *d;
+	struct kva_arena *a = container_of(c, struct kva_arena, core);
+	struct kva_dmem_rec *rec = a->dmem->frame[idx];
+	bool low = false;
 
-	if (!READ_ONCE(dmem))
+	if (!rec)
 		return 0;
-	d = kzalloc(sizeof(*d), GFP_KERNEL_ACCOUNT);
-	if (!d)
-		return -ENOMEM;
-	d->frame = kvcalloc(table, sizeof(*d->frame), KVA_GFP_TABLE);
-	if (!d->frame)
-		goto err_free;
-	region = dmem_cgroup_register_region(&init, "kvarena/%s", a->name);
-	if (IS_ERR_OR_NULL(region))
-		goto err_free_table;
-	d->region = region;
-	INIT_LIST_HEAD(&d->recs);
-	a->dmem = d;
-	a->core.returned = kva_dmem_returned;
-	return 0;
-
-err_free_table:
-	kvfree(d->frame);
-err_free:
-	kfree(d);
-	return -ENOMEM;
+	if (rec->rank_seq != seq) {
+		rec->rank_seq = seq;
+		if (dmem_cgroup_state_evict_valuable(NULL, rec->pool, false,
+						     &low))
+			rec->rank = 0;
+		else
+			rec->rank = low ? 1 : 2;
+	}
+	return rec->rank;
 }
 
 /* Give back @rec's pending bytes; free it if it has no frames left. */
@@ -238,6 +236,73 @@ again:
 	}
 	kva_dmem_flush(a);
 	return done;
+}
+
+/*
+ * dmem.max was written below a cgroup's dmem.current: reclaim cached
+ * frames charged within it (the controller retries while this makes
+ * progress).
+ */
+static int kva_dmem_reclaim(struct dmem_cgroup_pool_state *pool,
+			    u64 target_bytes, void *priv)
+{
+	struct kva_arena *a = priv;
+	u64 want = DIV_ROUND_UP_ULL(target_bytes, a->frame_size);
+	u32 done;
+
+	mutex_lock(&a->lock);
+	done = reclaim_within(a, pool, min_t(u64, want, U32_MAX));
+	kva_arena_update_pressure(a);
+	mutex_unlock(&a->lock);
+	return done ? 0 : -ENOSPC;
+}
+
+static const struct dmem_cgroup_ops kva_dmem_ops = {
+	.reclaim = kva_dmem_reclaim,
+};
+
+/**
+ * kva_dmem_init() - register @a's region, if the module charges to dmem.
+ * @a:		an arena being made (its core set up, nothing else).
+ * @table:	frames of its table.
+ *
+ * Return: 0 (also when there is nothing to do) or -ENOMEM.  A kernel
+ * whose controller is off (cgroup_disable=dmem) registers nothing and
+ * charges nothing.
+ */
+int kva_dmem_init(struct kva_arena *a, u32 table)
+{
+	const struct dmem_cgroup_init init = {
+		.size = (u64)a->core.nr_frames * a->frame_size,
+		.ops = &kva_dmem_ops,
+		.reclaim_priv = a,
+	};
+	struct dmem_cgroup_region *region;
+	struct kva_dmem *d;
+
+	if (!READ_ONCE(dmem))
+		return 0;
+	d = kzalloc(sizeof(*d), GFP_KERNEL_ACCOUNT);
+	if (!d)
+		return -ENOMEM;
+	d->frame = kvcalloc(table, sizeof(*d->frame), KVA_GFP_TABLE);
+	if (!d->frame)
+		goto err_free;
+	region = dmem_cgroup_register_region(&init, "kvarena/%s", a->name);
+	if (IS_ERR_OR_NULL(region))
+		goto err_free_table;
+	d->region = region;
+	INIT_LIST_HEAD(&d->recs);
+	a->dmem = d;
+	a->core.returned = kva_dmem_returned;
+	a->core.reclaim_rank = kva_dmem_rank;
+	return 0;
+
+err_free_table:
+	kvfree(d->frame);
+err_free:
+	kfree(d);
+	return -ENOMEM;
 }
 
 /* The record of @pool, or a new one (taking the reference given). */
@@ -381,9 +446,14 @@ void kva_dmem_fini(struct kva_arena *a)
 {
 	struct kva_dmem *d = a->dmem;
 	struct kva_dmem_rec *rec, *tmp;
+	u32 i;
 
 	if (!d)
 		return;
+	/* No client is left: what is still charged can only be cached. */
+	for (i = 0; i < a->core.nr_frames; i++)
+		WARN_ON_ONCE(d->frame[i] &&
+			     !(a->core.frames[i].flags & KVA_FRAME_CACHED));
 	list_for_each_entry_safe(rec, tmp, &d->recs, node) {
 		if (!rec->pending)
 			d->nr_pending++;

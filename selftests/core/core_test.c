@@ -723,6 +723,68 @@ TEST_F(core, alloc_reclaims_cached_frames_oldest_first_before_enospc)
 	ASSERT_EQ(0, kva_core_free(&self->c, &self->b, h, NR));
 }
 
+/* Ranks for the test below: by frame, set by the test; seqs seen. */
+static u32 rank_of[NR];
+static u64 rank_seq_last;
+static u32 rank_seq_moves;
+
+static u32 test_rank(struct kva_core *c, u32 idx, u64 seq)
+{
+	(void)c;
+	if (seq != rank_seq_last) {
+		rank_seq_last = seq;
+		rank_seq_moves++;
+	}
+	return rank_of[idx];
+}
+
+/*
+ * With the owner's ranks, an allocation reclaims the oldest cached frames
+ * of the lowest rank first, then the next rank, and every cached frame
+ * still, when nothing else is left: a rank orders, it never refuses.
+ */
+TEST_F(core, reclaim_takes_the_lowest_rank_first_and_every_rank_at_last)
+{
+	u64 old[3], mid[3], young[3], h[NR], got[3];
+	u32 i;
+
+	ASSERT_EQ(3, kva_core_alloc(&self->c, &self->a, old, 3, false));
+	ASSERT_EQ(3, kva_core_alloc(&self->c, &self->a, mid, 3, false));
+	ASSERT_EQ(3, kva_core_alloc(&self->c, &self->a, young, 3, false));
+	ASSERT_EQ(3, publish(&self->c, &self->a, 0, old, 3, NULL));
+	ASSERT_EQ(3, publish(&self->c, &self->a, 10, mid, 3, NULL));
+	ASSERT_EQ(3, publish(&self->c, &self->a, 20, young, 3, NULL));
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, old, 3));
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, mid, 3));
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, young, 3));
+	memset(rank_of, 0, sizeof(rank_of));
+	for (i = 0; i < 3; i++) {
+		rank_of[KVA_HANDLE_IDX(old[i])] = 2;
+		rank_of[KVA_HANDLE_IDX(mid[i])] = 1;
+	}
+	self->c.reclaim_rank = test_rank;
+	rank_seq_moves = 0;
+
+	/* Two of rank 0 (the youngest chain), oldest first. */
+	ASSERT_EQ(NR - 7, kva_core_alloc(&self->c, &self->b, h, NR - 7,
+					 false));
+	EXPECT_EQ(1, rank_seq_moves);
+	EXPECT_EQ(0, lookup_run(&self->c, &self->a, 20, 3, got));
+	EXPECT_EQ(3, lookup_run(&self->c, &self->a, 0, 3, got));
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, got, 3));
+	EXPECT_EQ(3, lookup_run(&self->c, &self->a, 10, 3, got));
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->a, got, 3));
+	/* The last of rank 0, then rank 1's, then one of rank 2. */
+	ASSERT_EQ(5, kva_core_alloc(&self->c, &self->b, h + NR - 7, 5, false));
+	EXPECT_EQ(2, rank_seq_moves);
+	EXPECT_EQ(0, lookup_run(&self->c, &self->a, 10, 3, got));
+	EXPECT_EQ(2, self->c.nr_cached);
+	/* Rank 2's, oldest first: keys 1 and 2 stay. */
+	EXPECT_EQ(0, lookup_run(&self->c, &self->a, 0, 1, got));
+	ASSERT_EQ(0, kva_core_free(&self->c, &self->b, h, NR - 2));
+	self->c.reclaim_rank = NULL;
+}
+
 TEST_F(core, reclaim_never_takes_a_held_frame)
 {
 	u64 h[NR], got[8], one;

@@ -543,4 +543,94 @@ TEST_F(dm, shrink_uncharges_the_cached_frames_it_takes)
 	EXPECT_EQ(FRAMES(2), cg_get(cg, "dmem.current", self->name));
 }
 
+/*
+ * The arena's own reclaim (an ALLOC the free frames cannot cover) takes
+ * the cached frames of a cgroup within its dmem.low after the others',
+ * although they are older - and still takes them when nothing else is
+ * left: the arena's order, not a refusal.
+ */
+TEST_F(dm, low_orders_the_arenas_reclaim_without_refusing_it)
+{
+	char top[256], a[256], b[256];
+	__u64 h[NR], got[3];
+	int fd;
+
+	NEED_DMEM();
+	ASSERT_EQ(0, cg_make("a", a, sizeof(a)));
+	ASSERT_EQ(0, cg_make("b", b, sizeof(b)));
+	cg_path(top, sizeof(top), NULL);
+	/* Protection counts where every ancestor grants it too. */
+	ASSERT_EQ(0, cg_set(top, "dmem.low", self->name, "196608"));
+	ASSERT_EQ(0, cg_set(a, "dmem.low", self->name, "196608"));
+
+	ASSERT_EQ(0, cg_enter(a, 0));
+	fd = attach(self->name);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(3, kva_alloc(fd, h, 3, 0));
+	ASSERT_EQ(3, publish(fd, 1, h, 3));
+	ASSERT_EQ(0, kva_free(fd, h, 3));
+	close(fd);
+	ASSERT_EQ(0, kva_wait_no_clients(self->admin, self->name));
+
+	ASSERT_EQ(0, cg_enter(b, 0));
+	self->cl = attach(self->name);
+	ASSERT_LE(0, self->cl);
+	ASSERT_EQ(3, kva_alloc(self->cl, h, 3, 0));
+	ASSERT_EQ(3, publish(self->cl, 2, h, 3));
+	ASSERT_EQ(0, kva_free(self->cl, h, 3));
+	/* 26 free frames and 3 of the 6 cached ones: b's. */
+	ASSERT_EQ(NR - 3, kva_alloc(self->cl, h, NR - 3, 0));
+	EXPECT_EQ(FRAMES(3), cg_get(a, "dmem.current", self->name));
+	EXPECT_EQ(0, lookup(self->cl, 2, 0, 3, got));
+	ASSERT_EQ(3, lookup(self->cl, 1, 0, 3, got));
+	EXPECT_EQ(0, kva_free(self->cl, got, 3));
+	EXPECT_EQ(0, kva_free(self->cl, h, NR - 3));
+	/* Nothing else left: a's frames go too. */
+	ASSERT_EQ(NR, kva_alloc(self->cl, h, NR, 0));
+	EXPECT_EQ(0, cg_get(a, "dmem.current", self->name));
+	EXPECT_EQ(FRAMES(NR), cg_get(b, "dmem.current", self->name));
+	EXPECT_EQ(0, kva_free(self->cl, h, NR));
+}
+
+/*
+ * dmem.max written below dmem.current: the cgroup's cached frames are
+ * reclaimed, oldest first, as far as they go; held frames stay, and the
+ * next ALLOC is refused until the cgroup is under the limit.
+ */
+TEST_F(dm, lowering_max_reclaims_the_cgroups_cache)
+{
+	struct kvarena_stat s;
+	char cg[256];
+	__u64 h[6], got[4];
+
+	NEED_DMEM();
+	ASSERT_EQ(0, cg_make("a", cg, sizeof(cg)));
+	ASSERT_EQ(0, cg_enter(cg, 0));
+	self->cl = attach(self->name);
+	ASSERT_LE(0, self->cl);
+	ASSERT_EQ(6, kva_alloc(self->cl, h, 6, 0));
+	ASSERT_EQ(4, publish(self->cl, 5, h + 2, 4));
+	ASSERT_EQ(0, kva_free(self->cl, h + 2, 4));
+	EXPECT_EQ(FRAMES(6), cg_get(cg, "dmem.current", self->name));
+	/* Down to four frames: the two oldest cached go. */
+	ASSERT_EQ(0, cg_set(cg, "dmem.max", self->name, "262144"));
+	EXPECT_EQ(FRAMES(4), cg_get(cg, "dmem.current", self->name));
+	EXPECT_EQ(0, lookup(self->cl, 5, 0, 4, got));
+	EXPECT_EQ(2, lookup(self->cl, 5, 2, 2, got));
+	EXPECT_EQ(0, kva_free(self->cl, got, 2));
+	/* Below what it holds: every cached frame goes, the held stay. */
+	ASSERT_EQ(0, cg_set(cg, "dmem.max", self->name, "65536"));
+	EXPECT_EQ(FRAMES(2), cg_get(cg, "dmem.current", self->name));
+	ASSERT_EQ(0, kva_stat(self->admin, self->name, &s));
+	EXPECT_EQ(0, s.nr_cached);
+	EXPECT_EQ(2, s.nr_held);
+	EXPECT_EQ(-ENOSPC, kva_alloc(self->cl, got, 1, 0));
+	EXPECT_EQ(0, kva_free(self->cl, h, 1));
+	EXPECT_EQ(-ENOSPC, kva_alloc(self->cl, got, 1, 0));
+	EXPECT_EQ(0, kva_free(self->cl, h + 1, 1));
+	EXPECT_EQ(1, kva_alloc(self->cl, got, 1, 0));
+	EXPECT_EQ(FRAMES(1), cg_get(cg, "dmem.current", self->name));
+	EXPECT_EQ(0, kva_free(self->cl, got, 1));
+}
+
 TEST_HARNESS_MAIN
