@@ -103,12 +103,14 @@ struct kva_dmem_rec {
  *		uncharged.
  * @recs:	the records.
  * @nr_pending:	records with frames to give back.
+ * @spare:	a record no longer used, kept for the next, or NULL.
  */
 struct kva_dmem {
 	struct dmem_cgroup_region *region;
 	struct kva_dmem_rec **frame;
 	struct list_head recs;
 	u32 nr_pending;
+	struct kva_dmem_rec *spare;
 };
 
 static void kva_dmem_returned(struct kva_core *c, u32 idx)
@@ -167,7 +169,11 @@ static void rec_flush(struct kva_arena *a, struct kva_dmem_rec *rec)
 		while (--rec->refs)
 			dmem_cgroup_uncharge(rec->pool, 0);
 		list_del(&rec->node);
-		kfree(rec);
+		/* One kept for the next: a client's last frame comes and goes. */
+		if (!d->spare)
+			d->spare = rec;
+		else
+			kfree(rec);
 		d->nr_pending--;
 		return;
 	}
@@ -322,9 +328,14 @@ static struct kva_dmem_rec *rec_get(struct kva_arena *a,
 			dmem_cgroup_uncharge(pool, 0);
 		return rec;
 	}
-	rec = kzalloc(sizeof(*rec), (how & KVA_HOW_NONBLOCK) ?
-		      GFP_NOWAIT | __GFP_NOWARN | __GFP_ACCOUNT :
-		      GFP_KERNEL_ACCOUNT);
+	rec = d->spare;
+	d->spare = NULL;
+	if (rec)
+		memset(rec, 0, sizeof(*rec));
+	else
+		rec = kzalloc(sizeof(*rec), (how & KVA_HOW_NONBLOCK) ?
+			      GFP_NOWAIT | __GFP_NOWARN | __GFP_ACCOUNT :
+			      GFP_KERNEL_ACCOUNT);
 	if (!rec)
 		return NULL;
 	rec->pool = pool;
@@ -463,6 +474,7 @@ void kva_dmem_fini(struct kva_arena *a)
 	}
 	WARN_ON(d->nr_pending || !list_empty(&d->recs));
 	dmem_cgroup_unregister_region(d->region);
+	kfree(d->spare);
 	kvfree(d->frame);
 	kfree(d);
 	a->dmem = NULL;

@@ -21,6 +21,13 @@ for t in $TESTS; do
 	echo "KVA-VM: result $t $?"
 done
 
+# The dmem cgroup controller's cost: ALLOC+FREE on an arena that charges
+# it against one that does not, in turn (Documentation/kvarena.rst).  A
+# benchmark, printed: it fails only if a frame operation does.
+echo "KVA-VM: run kvbench-dmem"
+kvbench-static frames --dmem --iters 4000
+echo "KVA-VM: result kvbench-dmem $?"
+
 # Unload: every arena, client and frames file must be freed by now or by
 # the module's exit.  Then two scans (an object must stay unreferenced
 # across scans, and be older than 5 s, to be reported).

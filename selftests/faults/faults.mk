@@ -141,7 +141,8 @@ $(DEBUG_IMAGE): $(FLT_SRC)/debug-kernel.config $(FLT_SRC)/debug-kernel.sh
 	$(Q)$(FLT_SRC)/debug-kernel.sh $(DEBUG_KSRC_TAR) $(B)/debug-kernel $(DEBUG_KERNEL_JOBS)
 
 .SECONDEXPANSION:
-check-debug: $(DEBUG_IMAGE) $$(VM_TESTS) $$(VM_TESTS_LAST) $(FLT_SRC)/check-debug.sh
+check-debug: $(DEBUG_IMAGE) $$(VM_TESTS) $$(VM_TESTS_LAST) $(FLT_SRC)/check-debug.sh \
+	     $$(KVB_DIR)/kvbench-static
 	$(Q)$(MAKE) --no-print-directory KDIR=$(abspath $(DEBUG_KDIR)) module
 	@{ echo 'TESTS="$(notdir $(VM_TESTS) $(VM_TESTS_LAST))"'; \
 	  cat $(FLT_SRC)/check-debug.sh; } \
@@ -149,4 +150,4 @@ check-debug: $(DEBUG_IMAGE) $$(VM_TESTS) $$(VM_TESTS_LAST) $(FLT_SRC)/check-debu
 	$(Q)$(VM_RUN) --timeout 5400 --mem 2048 --script $(FLT)/check-debug-vm.sh \
 		--kernel $(DEBUG_IMAGE) \
 		--module $(B)/kmod/$$(cat $(DEBUG_KDIR)/include/config/kernel.release)/kvarena.ko \
-		$(VM_TESTS) $(VM_TESTS_LAST)
+		$(VM_TESTS) $(VM_TESTS_LAST) $(KVB_DIR)/kvbench-static

@@ -523,12 +523,12 @@ static const char *ctl_clients_json(const struct client *a,
 		   "\"uid\":0,\"min_frames\":2,\"max_frames\":8,\"held_frames\":5,"
 		   "\"shared_frames\":0,\"charged_frames\":5,\"peak_frames\":5,\"filled_bytes\":262144,"
 		   "\"filled_tokens\":256,\"alloc_calls\":1,\"free_calls\":0,"
-		   "\"alloc_failures\":0,\"domain\":\"uid 0\"},"
+		   "\"alloc_failures\":0,\"dmem_refused\":0,\"cgroup\":\"/\",\"domain\":\"uid 0\"},"
 		   "{\"arena\":\"ctl\",\"id\":%u,\"pids\":[%d],\"attach_pid\":%d,\"label\":\"sg\\\"b\\\\x\","
 		   "\"uid\":0,\"min_frames\":4,\"max_frames\":16,\"held_frames\":3,"
 		   "\"shared_frames\":0,\"charged_frames\":3,\"peak_frames\":3,\"filled_bytes\":102400,"
 		   "\"filled_tokens\":100,\"alloc_calls\":2,\"free_calls\":0,"
-		   "\"alloc_failures\":1,\"domain\":\"uid 0\"}]\n",
+		   "\"alloc_failures\":1,\"dmem_refused\":0,\"cgroup\":\"/\",\"domain\":\"uid 0\"}]\n",
 		   a->id, a->pid, a->pid, b->id, b->pid, b->pid);
 }
 
@@ -639,7 +639,7 @@ TEST_F(ctl, views_follow_frees_usage_and_a_killed_client)
 			 "\"uid\":0,\"min_frames\":2,\"max_frames\":8,\"held_frames\":3,"
 			 "\"shared_frames\":0,\"charged_frames\":3,\"peak_frames\":5,\"filled_bytes\":153600,"
 			 "\"filled_tokens\":150,\"alloc_calls\":1,\"free_calls\":1,"
-			 "\"alloc_failures\":0,\"domain\":\"uid 0\"}]\n", self->a.id, self->a.pid,
+			 "\"alloc_failures\":0,\"dmem_refused\":0,\"cgroup\":\"/\",\"domain\":\"uid 0\"}]\n", self->a.id, self->a.pid,
 			 self->a.pid),
 		     r.out);
 }
@@ -779,7 +779,11 @@ TEST_F(ctl, metrics_are_the_prometheus_text_format)
 "# HELP kvarena_client_alloc_failures_total The client's allocations refused for lack of frames.\n"
 "# TYPE kvarena_client_alloc_failures_total counter\n"
 "kvarena_client_alloc_failures_total{arena=\"ctl\",client=\"%1$u\",label=\"vllm-a\",pid=\"%2$d\"} 0\n"
-"kvarena_client_alloc_failures_total{arena=\"ctl\",client=\"%3$u\",label=\"sg\\\"b\\\\x\",pid=\"%4$d\"} 1\n",
+"kvarena_client_alloc_failures_total{arena=\"ctl\",client=\"%3$u\",label=\"sg\\\"b\\\\x\",pid=\"%4$d\"} 1\n"
+"# HELP kvarena_client_dmem_refused_total The client's allocations refused by its cgroup's dmem.max (also in alloc failures).\n"
+"# TYPE kvarena_client_dmem_refused_total counter\n"
+"kvarena_client_dmem_refused_total{arena=\"ctl\",client=\"%1$u\",label=\"vllm-a\",pid=\"%2$d\"} 0\n"
+"kvarena_client_dmem_refused_total{arena=\"ctl\",client=\"%3$u\",label=\"sg\\\"b\\\\x\",pid=\"%4$d\"} 0\n",
 		 self->a.id, self->a.pid, self->b.id, self->b.pid);
 
 	CTL(&r, "metrics", "ctl");
@@ -1221,7 +1225,7 @@ TEST(bad_command_line_is_exit_status_2)
 TEST(version_says_how_commands_reach_the_module)
 {
 	struct kvarena_version v = { 0 };
-	char want[256];
+	char want[640];
 	struct run r;
 	int fd = kva_open(O_RDONLY);
 
@@ -1229,10 +1233,13 @@ TEST(version_says_how_commands_reach_the_module)
 	ASSERT_EQ(0, kva_ioctl(fd, KVARENA_IOC_VERSION, &v));
 	close(fd);
 	snprintf(want, sizeof(want),
-		 "kvarenactl (kvarena ABI %d)\nkvarena.ko: ABI %u; commands over %s\n",
+		 "kvarenactl (kvarena ABI %d)\nkvarena.ko: ABI %u; commands over %s\nkvarena.ko: %s\n",
 		 KVARENA_ABI_VERSION, v.abi_version,
 		 v.features & KVARENA_FEAT_URING_CMD ? "ioctl() and io_uring" :
-		 "ioctl() only: this kernel has no io_uring commands for character devices (IORING_OP_URING_CMD, 5.19+)");
+		 "ioctl() only: this kernel has no io_uring commands for character devices (IORING_OP_URING_CMD, 5.19+)",
+		 v.features & KVARENA_FEAT_DMEM ?
+		 "frames charged to the dmem cgroup controller (dmem.max, dmem.min, dmem.low on kvarena/<arena>)" :
+		 "frames charged to no cgroup: this kernel has no dmem cgroup controller kvarena can use (CONFIG_CGROUP_DMEM), or the module's dmem parameter is off");
 	CTL(&r, "--version");
 	EXPECT_EQ(0, r.rc);
 	EXPECT_STREQ(want, r.out);
@@ -3236,6 +3243,61 @@ TEST(rmmod_is_refused_while_an_arena_exists)
 	EXPECT_EQ(EWOULDBLOCK, errno);
 	EXPECT_EQ(0, destroy("rm"));
 	EXPECT_EQ(before, module_refs());
+}
+
+/*
+ * With the dmem cgroup controller (the debug kernel; SKIP elsewhere):
+ * clients shows each client's cgroup, and a client whose ALLOC its
+ * cgroup's dmem.max refused is named with the cgroup and the limit.
+ */
+TEST(clients_show_cgroups_and_the_dmem_limit_that_refused)
+{
+	char cg[64], file[128], text[96];
+	struct kvarena_version v = { 0 };
+	struct client c = { 0 };
+	struct run r;
+	int fd = kva_open(O_RDONLY);
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, kva_ioctl(fd, KVARENA_IOC_VERSION, &v));
+	close(fd);
+	if (!(v.features & KVARENA_FEAT_DMEM))
+		SKIP(return, "kvarena.ko charges no dmem cgroup on this kernel (CONFIG_CGROUP_DMEM with the 7.x region interface; Debian's kernels have it off)");
+	if (access("/sys/fs/cgroup/cgroup.controllers", F_OK))
+		ASSERT_EQ(0, mount("cgroup2", "/sys/fs/cgroup", "cgroup2", 0,
+				   NULL));
+	ASSERT_EQ(0, kva_write_file("/sys/fs/cgroup/cgroup.subtree_control",
+				    "+dmem"));
+	CTL(&r, "create", "cgctl", "--frames", "8", "--frame-size", "64Ki");
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	snprintf(cg, sizeof(cg), "/kvactl%d", (int)getpid());
+	snprintf(file, sizeof(file), "/sys/fs/cgroup%s", cg);
+	ASSERT_EQ(0, mkdir(file, 0755));
+	snprintf(file, sizeof(file), "/sys/fs/cgroup%s/dmem.max", cg);
+	ASSERT_EQ(0, kva_write_file(file, "kvarena/cgctl 131072"));
+	snprintf(file, sizeof(file), "/sys/fs/cgroup%s/cgroup.procs", cg);
+	snprintf(text, sizeof(text), "%d", (int)getpid());
+	ASSERT_EQ(0, kva_write_file(file, text));
+	/* The client is made in the cgroup; kvarenactl runs from it too. */
+	ASSERT_EQ(0, client_start(&c, "cgctl", "vllm-c", 0, 0));
+	ASSERT_EQ(0, kva_write_file("/sys/fs/cgroup/cgroup.procs", text));
+	EXPECT_EQ(2, client_do(&c, 'a', 2, 0, 0));
+	EXPECT_EQ(-ENOSPC, client_do(&c, 'a', 1, 0, 0));
+
+	CTL(&r, "clients", "cgctl");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_NE(NULL, strstr(r.out, "CGROUP")) TH_LOG("%s", r.out);
+	EXPECT_NE(NULL, strstr(r.out, fmt(" %s ", cg))) TH_LOG("%s", r.out);
+	EXPECT_NE(NULL, strstr(r.out, fmt("client %u of cgctl: 1 ALLOC refused by the dmem cgroup controller: cgroup %s has dmem.max 128Ki for kvarena/cgctl, dmem.current 128Ki\n",
+					 c.id, cg))) TH_LOG("%s", r.out);
+	CTL(&r, "clients", "--json", "cgctl");
+	EXPECT_NE(NULL, strstr(r.out, fmt("\"dmem_refused\":1,\"cgroup\":\"%s\",",
+					 cg))) TH_LOG("%s", r.out);
+	client_stop(&c, 0);
+	snprintf(file, sizeof(file), "/sys/fs/cgroup%s", cg);
+	rmdir(file);
+	CTL(&r, "destroy", "cgctl", "--wait", "10");
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
 }
 
 TEST(missing_module_or_node_is_said_clearly)

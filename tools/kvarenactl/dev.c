@@ -122,6 +122,9 @@ void kvactl_print_module(void)
 	printf("kvarena.ko: ABI %u; commands over %s\n", v.abi_version,
 	       v.features & KVARENA_FEAT_URING_CMD ? "ioctl() and io_uring" :
 	       "ioctl() only: this kernel has no io_uring commands for character devices (IORING_OP_URING_CMD, 5.19+)");
+	printf("kvarena.ko: %s\n", v.features & KVARENA_FEAT_DMEM ?
+	       "frames charged to the dmem cgroup controller (dmem.max, dmem.min, dmem.low on kvarena/<arena>)" :
+	       "frames charged to no cgroup: this kernel has no dmem cgroup controller kvarena can use (CONFIG_CGROUP_DMEM), or the module's dmem parameter is off");
 }
 
 static bool name_char(char c)

@@ -21,6 +21,7 @@
  *   gang.c     create --gang: one arena over N member arenas (one per GPU
  *              of a tensor-parallel engine); the gangs and members of
  *              the views, from sysfs
+ *   cgroup.c   the clients' cgroups and their dmem limits on an arena
  *   ../common/fileio.c  whole frames of a file read and written, several
  *              in flight (io_uring): the agent's copies to a file arena
  *
@@ -222,6 +223,26 @@ struct kvactl_snap {
 int kvactl_snap_read(int fd, const char *cmd, const char *name,
 		     bool with_clients, struct kvactl_snap *snap);
 void kvactl_snap_free(struct kvactl_snap *snap);
+
+/* ---- cgroups (cgroup.c) --------------------------------------------------- */
+
+/* Process @pid's cgroup v2 path ("/a/b") into @buf: 0, or -1 if unknown. */
+int kvactl_cgroup_of(pid_t pid, char *buf, size_t len);
+/*
+ * The figure for region kvarena/@arena in dmem file @file ("dmem.max",
+ * "dmem.current") of cgroup @cg: 0 with *@val (UINT64_MAX for "max"), or
+ * -1 if the file or the region is not there.
+ */
+int kvactl_dmem_get(const char *cg, const char *file, const char *arena,
+		    uint64_t *val);
+/*
+ * The dmem.max that binds cgroup @cg on @arena: the nearest cgroup at or
+ * above it with a limit that has no room for one more @frame bytes, or
+ * else the nearest with a limit.  0 with its path in @at and its max and
+ * current, or -1 if no cgroup above has a limit.
+ */
+int kvactl_dmem_limit(const char *cg, const char *arena, uint64_t frame,
+		      char *at, size_t len, uint64_t *max, uint64_t *cur);
 
 /* ---- gangs (gang.c) ------------------------------------------------------ */
 

@@ -111,6 +111,9 @@ static const struct field_metric client_metrics[] = {
 	CLIENT_FIELD("kvarena_client_alloc_failures_total", "counter",
 		     "The client's allocations refused for lack of frames.",
 		     alloc_failures),
+	CLIENT_FIELD("kvarena_client_dmem_refused_total", "counter",
+		     "The client's allocations refused by its cgroup's dmem.max (also in alloc failures).",
+		     dmem_refused),
 };
 
 static uint64_t field(const void *base, const struct field_metric *m)

@@ -747,10 +747,59 @@ static void print_orphan_ranks(FILE *f, const struct kvactl_snap *snap,
 
 /* The clients table's columns; USER and RANKS only where they say something. */
 enum client_col {
-	CC_ARENA, CC_ID, CC_PIDS, CC_RANKS, CC_LABEL, CC_USER, CC_MIN, CC_MAX,
-	CC_HELD, CC_SHARED, CC_FILLED, CC_TOKENS, CC_FRAG, CC_PEAK, CC_FAILS,
+	CC_ARENA, CC_ID, CC_PIDS, CC_RANKS, CC_LABEL, CC_USER, CC_CGROUP,
+	CC_MIN, CC_MAX, CC_HELD, CC_SHARED, CC_FILLED, CC_TOKENS, CC_FRAG,
+	CC_PEAK, CC_FAILS,
 	NR_CC
 };
+
+/* A client's cgroup ("?" where its process is not to be seen). */
+static const char *client_cgroup(char *buf, size_t len,
+				 const struct kvarena_client_info *c)
+{
+	if (kvactl_cgroup_of(c->pid, buf, len))
+		snprintf(buf, len, "?");
+	return buf;
+}
+
+/*
+ * After the table: each client some of whose ALLOCs a dmem.max refused,
+ * and the limit that binds it now - the cgroup and its figures.
+ */
+static void print_dmem_refusals(FILE *f, const struct kvactl_snap *snap,
+				bool exact)
+{
+	char cg[4096], at[4096], b[2][KVACTL_NUM_LEN];
+	uint64_t max, cur;
+	size_t i, k;
+
+	for (i = 0; i < snap->nr; i++) {
+		const struct kvactl_arena *a = &snap->arenas[i];
+
+		for (k = 0; k < a->nr_clients; k++) {
+			const struct kvarena_client_info *c = &a->clients[k];
+
+			if (!c->dmem_refused)
+				continue;
+			fprintf(f, "client %u of %s: %u %s refused by the dmem cgroup controller",
+				c->client_id, a->st.name, c->dmem_refused,
+				plural(c->dmem_refused, "ALLOC", "ALLOCs"));
+			client_cgroup(cg, sizeof(cg), c);
+			if (cg[0] == '?' ||
+			    kvactl_dmem_limit(cg, a->st.name, a->st.frame_size,
+					      at, sizeof(at), &max, &cur)) {
+				fprintf(f, " (its cgroup %s has no dmem.max for kvarena/%s now)\n",
+					cg, a->st.name);
+				continue;
+			}
+			fprintf(f, ": cgroup %s has dmem.max %s for kvarena/%s, dmem.current %s%s%s\n",
+				at, kvactl_fmt_size(b[0], max, exact),
+				a->st.name, kvactl_fmt_size(b[1], cur, exact),
+				strcmp(at, cg) ? ", the client's cgroup is " : "",
+				strcmp(at, cg) ? cg : "");
+		}
+	}
+}
 
 /*
  * The clients table, in @cols columns when that is not 0 (top): the
@@ -762,31 +811,40 @@ static void print_clients(FILE *f, const struct kvactl_snap *snap,
 			  unsigned int cols)
 {
 	static const enum client_col drop_order[] = {
-		CC_USER, CC_SHARED, CC_PEAK, CC_TOKENS, CC_RANKS, CC_MIN,
-		CC_FRAG, CC_FILLED, CC_MAX, CC_LABEL,
+		CC_CGROUP, CC_USER, CC_SHARED, CC_PEAK, CC_TOKENS, CC_RANKS,
+		CC_MIN, CC_FRAG, CC_FILLED, CC_MAX, CC_LABEL,
 	};
 	static const char *const head[NR_CC] = {
-		"ARENA", "ID", "PIDS", "RANKS", "LABEL", "USER", "MIN", "MAX",
-		"HELD", "SHARED", "FILLED", "TOKENS", "FRAG", "PEAK", "FAILS",
+		"ARENA", "ID", "PIDS", "RANKS", "LABEL", "USER", "CGROUP",
+		"MIN", "MAX", "HELD", "SHARED", "FILLED", "TOKENS", "FRAG",
+		"PEAK", "FAILS",
 	};
-	static const char align[NR_CC + 1] = "lrrrllrrrrrrrrr";
+	static const char align[NR_CC + 1] = "lrrrlllrrrrrrrrr";
 	struct kvactl_table t;
-	char b[2][KVACTL_NUM_LEN], label[4 * KVARENA_LABEL_LEN];
+	char b[2][KVACTL_NUM_LEN], label[4 * KVARENA_LABEL_LEN], cg[4096];
 	char aligns[NR_CC + 1];
 	bool unknown = false, on[NR_CC];
 	int col[NR_CC], drop[NR_CC + 1], ncols = 0, nd = 0;
 	size_t i, k;
 
 	for (k = 0; k < NR_CC; k++)
-		on[k] = k != CC_USER && k != CC_RANKS;
+		on[k] = k != CC_USER && k != CC_RANKS && k != CC_CGROUP;
 	/*
-	 * The USER column is there when some client is not root's, RANKS
-	 * when some arena is a gang.
+	 * The USER column is there when some client is not root's, CGROUP
+	 * when some client is not in the root cgroup, RANKS when some arena
+	 * is a gang.
 	 */
 	for (i = 0; i < snap->nr; i++) {
 		on[CC_RANKS] |= kvactl_is_gang(&snap->arenas[i].gang);
-		for (k = 0; k < snap->arenas[i].nr_clients; k++)
-			on[CC_USER] |= snap->arenas[i].clients[k].uid != 0;
+		for (k = 0; k < snap->arenas[i].nr_clients; k++) {
+			const struct kvarena_client_info *c =
+				&snap->arenas[i].clients[k];
+
+			on[CC_USER] |= c->uid != 0;
+			on[CC_CGROUP] |= !kvactl_cgroup_of(c->pid, cg,
+							   sizeof(cg)) &&
+					 strcmp(cg, "/");
+		}
 	}
 	for (k = 0; k < NR_CC; k++) {
 		col[k] = on[k] ? ncols : -1;
@@ -820,6 +878,10 @@ static void print_clients(FILE *f, const struct kvactl_snap *snap,
 				kvactl_table_add(&t, "%s",
 						 kvactl_id_name(b[0], c->uid,
 								false));
+			if (on[CC_CGROUP])
+				kvactl_table_add(&t, "%s",
+						 client_cgroup(cg, sizeof(cg),
+							       c));
 			kvactl_table_add(&t, "%u", c->min_frames);
 			kvactl_table_add(&t, "%u", c->max_frames);
 			kvactl_table_add(&t, "%u", c->held);
@@ -840,6 +902,7 @@ static void print_clients(FILE *f, const struct kvactl_snap *snap,
 	}
 	kvactl_table_print_fit(&t, f, cols, drop);
 	kvactl_table_free(&t);
+	print_dmem_refusals(f, snap, exact);
 	/*
 	 * CLIENTS shows a viewer who is not the owner its own domain only,
 	 * and how many others there are is not its to know (figures.c).
@@ -939,6 +1002,15 @@ static void json_client(struct kvactl_json *j, const struct kvactl_arena *a,
 	kvactl_json_u64(j, "alloc_calls", c->alloc_calls);
 	kvactl_json_u64(j, "free_calls", c->free_calls);
 	kvactl_json_u64(j, "alloc_failures", c->alloc_failures);
+	kvactl_json_u64(j, "dmem_refused", c->dmem_refused);
+	{
+		char cg[4096];
+
+		if (kvactl_cgroup_of(c->pid, cg, sizeof(cg)))
+			kvactl_json_null(j, "cgroup");
+		else
+			kvactl_json_str(j, "cgroup", cg);
+	}
 	{
 		char d[48];
 

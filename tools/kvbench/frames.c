@@ -28,6 +28,12 @@
  *                    client just took: FRAME_FD + mmap() + first touch +
  *                    munmap(), against the client of a solo host arena
  *                    doing the same with its own frame
+ *   dmem             ioctl x1 and io_uring 64 SQEs on an arena that charges
+ *                    its frames to the dmem cgroup controller (the
+ *                    benchmark in a cgroup of its own), against an arena
+ *                    made with the module's dmem parameter off, in turn
+ *                    in the same run (kernels with the controller only;
+ *                    --dmem runs this alone)
  *
  * The device paths need /dev/kvarena and CAP_SYS_ADMIN (the benchmark makes
  * its own accounting-only arena, kvbench-<pid>, and destroys it); without
@@ -41,6 +47,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -97,6 +105,12 @@ struct frames_result {
 	int have_rank;
 	double rank_map_ns;		/* a rank maps its client's frame */
 	double solo_map_ns;		/* a client maps its own */
+	int have_dmem;
+	const char *dmem_why;		/* why not */
+	double dmem_ioctl1_ns;		/* the arena that charges */
+	double dmem_uring_ns;
+	double plain_ioctl1_ns;		/* the one that does not */
+	double plain_uring_ns;
 };
 
 static const int gang_sizes[3] = { 2, 4, 8 };
@@ -674,13 +688,136 @@ out:
 	return r->have_gang ? 0 : -1;
 }
 
+/* Write @text to the file at @path; 0 or -1. */
+static int put_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = -1;
+
+	if (fd < 0)
+		return -1;
+	if (write(fd, text, strlen(text)) == (ssize_t)strlen(text))
+		ret = 0;
+	close(fd);
+	return ret;
+}
+
+#define DMEM_PARAM	"/sys/module/kvarena/parameters/dmem"
+#define CGROUP_ROOT	"/sys/fs/cgroup"
+
+/*
+ * dmem: the same frame operations on an arena that charges the dmem
+ * cgroup controller and on one that does not (made with the module's
+ * parameter off, which is put back as it was), in turn.  The benchmark
+ * runs in a cgroup of its own under the root, as a tenant would.
+ */
+static int bench_dmem(long iters, int reps, struct frames_result *r,
+		      const char **why)
+{
+	struct kvarena_version v = { 0 };
+	char on_name[KVARENA_NAME_LEN], off_name[KVARENA_NAME_LEN];
+	char cg[128], procs[160], pid[32], prev[8] = "Y";
+	int admin, on = -1, off = -1, bad = 0, fd;
+	bool in_cg = false;
+	double ns[4];
+	ssize_t n;
+
+	admin = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
+	if (admin < 0) {
+		*why = "no /dev/kvarena";
+		return -1;
+	}
+	if (ioctl(admin, KVARENA_IOC_VERSION, &v) ||
+	    !(v.features & KVARENA_FEAT_DMEM)) {
+		*why = "kvarena.ko charges no dmem cgroup on this kernel (CONFIG_CGROUP_DMEM)";
+		close(admin);
+		return -1;
+	}
+	fd = open(DMEM_PARAM, O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read(fd, prev, sizeof(prev) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n < 1) {
+		*why = "cannot read " DMEM_PARAM;
+		close(admin);
+		return -1;
+	}
+	prev[1] = '\0';
+	snprintf(on_name, sizeof(on_name), "kvbench-dm-%d", getpid());
+	snprintf(off_name, sizeof(off_name), "kvbench-nodm-%d", getpid());
+	bad |= put_file(DMEM_PARAM, "Y");
+	bad |= make_arena(admin, on_name, ARENA_FRAMES, 64 << 10, -1);
+	bad |= put_file(DMEM_PARAM, "N");
+	bad |= make_arena(admin, off_name, ARENA_FRAMES, 64 << 10, -1);
+	put_file(DMEM_PARAM, prev);
+	if (bad) {
+		*why = "the two arenas could not be made (root, and the module's dmem parameter)";
+		goto out;
+	}
+	snprintf(cg, sizeof(cg), CGROUP_ROOT "/kvbench-%d", getpid());
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	if (access(CGROUP_ROOT "/cgroup.controllers", F_OK))
+		mount("cgroup2", CGROUP_ROOT, "cgroup2", 0, NULL);
+	put_file(CGROUP_ROOT "/cgroup.subtree_control", "+dmem");
+	in_cg = !mkdir(cg, 0755) && !put_file(procs, pid);
+	on = attach_fd(on_name);
+	off = attach_fd(off_name);
+	if (on < 0 || off < 0 || bench_pair(off, on, iters, reps, ns)) {
+		*why = "a frame operation failed";
+		bad = 1;
+	} else {
+		r->plain_ioctl1_ns = ns[0];
+		r->dmem_ioctl1_ns = ns[1];
+		r->plain_uring_ns = ns[2];
+		r->dmem_uring_ns = ns[3];
+		r->have_dmem = in_cg;
+		if (!in_cg)
+			*why = "no cgroup of its own could be made";
+	}
+	if (on >= 0)
+		close(on);
+	if (off >= 0)
+		close(off);
+	if (in_cg)
+		put_file(CGROUP_ROOT "/cgroup.procs", pid);
+out:
+	destroy_arena(admin, on_name);
+	destroy_arena(admin, off_name);
+	rmdir(cg);
+	close(admin);
+	return r->have_dmem ? 0 : -1;
+}
+
+static void print_dmem(const struct frames_result *r)
+{
+	printf("dmem cgroup charging: the same commands on an arena that does not charge\n");
+	printf("  %-22s %10.1f ns   %5.2fx without dmem (%.1f ns)\n",
+	       "dmem, ioctl x1", r->dmem_ioctl1_ns,
+	       r->dmem_ioctl1_ns / r->plain_ioctl1_ns, r->plain_ioctl1_ns);
+	printf("  %-22s %10.1f ns   %5.2fx without dmem (%.1f ns), per frame\n",
+	       "dmem, io_uring 64 SQEs", r->dmem_uring_ns,
+	       r->dmem_uring_ns / r->plain_uring_ns, r->plain_uring_ns);
+}
+
+static void json_dmem(const struct frames_result *r)
+{
+	if (!r->have_dmem)
+		return;
+	printf(",\"dmem_ioctl1_ns\":%.1f,\"dmem_vs_plain_ioctl1\":%.3f,"
+	       "\"dmem_uring_batch%d_ns\":%.1f,\"dmem_vs_plain_uring\":%.3f",
+	       r->dmem_ioctl1_ns, r->dmem_ioctl1_ns / r->plain_ioctl1_ns, BATCH,
+	       r->dmem_uring_ns, r->dmem_uring_ns / r->plain_uring_ns);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: kvbench frames [--json] [--iters N] [--reps N]\n"
+		"usage: kvbench frames [--json] [--iters N] [--reps N] [--dmem]\n"
 		"  Frame ALLOC+FREE cost: embedded core, ioctl, batched ioctl and\n"
 		"  io_uring, with ratios to a null syscall measured in the same run.\n"
-		"  The device paths need /dev/kvarena and CAP_SYS_ADMIN.\n");
+		"  The device paths need /dev/kvarena and CAP_SYS_ADMIN.\n"
+		"  --dmem: only the dmem cgroup controller's cost (ALLOC+FREE with\n"
+		"  charging against without, same run).\n");
 }
 
 int kvbench_frames_main(int argc, char **argv)
@@ -689,13 +826,14 @@ int kvbench_frames_main(int argc, char **argv)
 		{ "json",  no_argument,       NULL, 'j' },
 		{ "iters", required_argument, NULL, 'i' },
 		{ "reps",  required_argument, NULL, 'r' },
+		{ "dmem",  no_argument,       NULL, 'd' },
 		{ "help",  no_argument,       NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct frames_result r = { 0 };
 	const char *why = NULL;
 	long iters = 20000;
-	int reps = 5, json = 0, c;
+	int reps = 5, json = 0, only_dmem = 0, c;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -703,6 +841,7 @@ int kvbench_frames_main(int argc, char **argv)
 		case 'j': json = 1; break;
 		case 'i': iters = strtol(optarg, NULL, 0); break;
 		case 'r': reps = atoi(optarg); break;
+		case 'd': only_dmem = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -714,6 +853,21 @@ int kvbench_frames_main(int argc, char **argv)
 	}
 
 	r.null_syscall_ns = BEST_NS(reps, iters, syscall(SYS_getppid));
+	if (only_dmem) {
+		if (bench_dmem(iters, reps, &r, &why)) {
+			fprintf(stderr, "kvbench frames: dmem: %s\n", why);
+			return 1;
+		}
+		if (json) {
+			printf("{\"kind\":\"frames\",\"null_syscall_ns\":%.1f",
+			       r.null_syscall_ns);
+			json_dmem(&r);
+			printf("}\n");
+		} else {
+			print_dmem(&r);
+		}
+		return 0;
+	}
 	if (bench_embedded(iters, reps, &r)) {
 		fprintf(stderr, "kvbench frames: embedded core setup failed\n");
 		return 1;
@@ -721,9 +875,13 @@ int kvbench_frames_main(int argc, char **argv)
 	if (!bench_device(iters, reps, &r, &why)) {
 		const char *gwhy = NULL;
 
+		const char *dwhy = NULL;
+
 		bench_host(iters, reps, &r, &why);
 		if (bench_gang(iters, reps, &r, &gwhy) || !r.have_rank)
 			fprintf(stderr, "kvbench frames: gangs: %s\n", gwhy);
+		bench_dmem(iters, reps, &r, &dwhy);
+		r.dmem_why = dwhy;
 	}
 
 	if (json) {
@@ -764,6 +922,7 @@ int kvbench_frames_main(int argc, char **argv)
 			       "\"rank_vs_solo_map\":%.3f",
 			       r.rank_map_ns, r.solo_map_ns,
 			       r.rank_map_ns / r.solo_map_ns);
+		json_dmem(&r);
 		printf("}\n");
 		return 0;
 	}
@@ -826,5 +985,9 @@ int kvbench_frames_main(int argc, char **argv)
 		printf("  %-22s %10.1f ns   %5.2fx a solo client mapping its own"
 		       " (FRAME_FD, mmap, touch, FREE, ALLOC)\n", "rank maps a frame",
 		       r.rank_map_ns, r.rank_map_ns / r.solo_map_ns);
+	if (r.have_dmem)
+		print_dmem(&r);
+	else if (r.dmem_why)
+		printf("dmem cgroup charging skipped: %s\n", r.dmem_why);
 	return 0;
 }
