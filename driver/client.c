@@ -368,10 +368,11 @@ long kva_ioc_alloc(struct kva_client *cl, void __user *argp,
 		cl->dmem_refused++;
 		n = -ENOSPC;
 		WRITE_ONCE(cl->want, 0);
-	} else
-	/* What EPOLLOUT waits for; read without the lock by kva_poll(). */
-	WRITE_ONCE(cl->want, n != -ENOSPC ? 0 :
-		   f.flags & KVARENA_ALLOC_PARTIAL ? 1 : f.count);
+	} else {
+		/* What EPOLLOUT waits for; read without the lock by kva_poll(). */
+		WRITE_ONCE(cl->want, n != -ENOSPC ? 0 :
+			   f.flags & KVARENA_ALLOC_PARTIAL ? 1 : f.count);
+	}
 	if (n < 0) {
 		mutex_unlock(&a->lock);
 		ret = n;

@@ -4,7 +4,7 @@
  * (selftests/docs): it attaches to an arena, takes frames, reports usage
  * and holds them in a process of its own until it is killed.
  *
- *   doc-client [-p PID] [-f] [-x] ARENA LABEL MIN MAX FRAMES TOKENS
+ *   doc-client [-p PID] [-f] [-x | -X N] ARENA LABEL MIN MAX FRAMES TOKENS
  *   doc-client -H ARENA FRAMES BACKED
  *   doc-client -C ARENA FRAMES
  *
@@ -17,6 +17,8 @@
  *           holder attaches itself
  *   -x      after the usage report, ask for MAX more frames: one
  *           allocation refused for lack of frames (ENOSPC)
+ *   -X N    the same, for N more frames (refused by a limit that is not
+ *           the client's max: its cgroup's dmem.max)
  *
  * The client reports TOKENS tokens at the arena's bytes per token.  The
  * holder's /dev/kvarena file is fd 3.  doc-client returns once the holder
@@ -45,6 +47,7 @@
 struct args {
 	pid_t pid;
 	int fork_away, refused;
+	unsigned int more;		/* -X: frames asked for after */
 	const char *arena, *label;
 	unsigned int min, max, frames;
 	unsigned long long tokens;
@@ -64,7 +67,7 @@ static int attach(const struct args *a)
 				     .max_frames = a->max };
 	struct kvarena_frames f = { 0 };
 	struct kvarena_usage u = { .filled_tokens = a->tokens };
-	__u64 *h = calloc(a->frames + a->max + 1, sizeof(*h));
+	__u64 *h = calloc(a->frames + a->max + a->more + 1, sizeof(*h));
 	int fd = open(KVARENA_DEVICE, O_RDWR);
 
 	if (fd < 0 || !h)
@@ -83,8 +86,9 @@ static int attach(const struct args *a)
 	if (ioctl(3, KVARENA_IOC_SET_USAGE, &u))
 		return fail(a, "SET_USAGE");
 	f.handles = (__u64)(unsigned long)(h + a->frames);
-	f.count = at.max_frames;
-	if (a->refused && (!ioctl(3, KVARENA_IOC_ALLOC, &f) || errno != ENOSPC))
+	f.count = a->more ? a->more : at.max_frames;
+	if ((a->refused || a->more) &&
+	    (!ioctl(3, KVARENA_IOC_ALLOC, &f) || errno != ENOSPC))
 		return fail(a, "ALLOC past the max: want ENOSPC");
 	return 0;
 }
@@ -176,18 +180,20 @@ int main(int argc, char **argv)
 				 (unsigned int)atoi(argv[4]));
 	if (argc == 4 && !strcmp(argv[1], "-C"))
 		return cached(argv[2], (unsigned int)atoi(argv[3]));
-	while ((opt = getopt(argc, argv, "p:fx")) != -1) {
+	while ((opt = getopt(argc, argv, "p:fxX:")) != -1) {
 		if (opt == 'p')
 			a.pid = (pid_t)atoi(optarg);
 		else if (opt == 'f')
 			a.fork_away = 1;
 		else if (opt == 'x')
 			a.refused = 1;
+		else if (opt == 'X')
+			a.more = (unsigned int)atoi(optarg);
 		else
 			return 2;
 	}
 	if (argc - optind != 6) {
-		fprintf(stderr, "usage: doc-client [-p PID] [-f] [-x] ARENA LABEL MIN MAX FRAMES TOKENS\n");
+		fprintf(stderr, "usage: doc-client [-p PID] [-f] [-x | -X N] ARENA LABEL MIN MAX FRAMES TOKENS\n");
 		return 2;
 	}
 	a.arena = argv[optind];

@@ -64,7 +64,7 @@ EMBED(spec, SPEC);
 
 /* ---- the records ------------------------------------------------------- */
 
-enum kind { SESSION, SETUP, RUN, PARSE };
+enum kind { SESSION, SETUP, RUN, PARSE, NEEDS };
 
 struct record {
 	enum kind kind;
@@ -105,7 +105,7 @@ static char *next_line(const char **p, const char *end)
 static int parse_spec(void)
 {
 	static const char *const kinds[] = { "session", "setup", "run",
-					     "parse" };
+					     "parse", "needs" };
 	const char *p = spec, *end = spec_end;
 	char *line;
 
@@ -117,9 +117,9 @@ static int parse_spec(void)
 
 		if (sscanf(line, "@@%15s %63s", kind, r.where) != 2)
 			return -1;
-		for (k = 0; k < 4 && strcmp(kind, kinds[k]); k++)
+		for (k = 0; k < 5 && strcmp(kind, kinds[k]); k++)
 			;
-		if (k == 4)
+		if (k == 5)
 			return -1;
 		r.kind = (enum kind)k;
 		snprintf(r.file, sizeof(r.file), "%.*s",
@@ -303,12 +303,54 @@ static void show(const char *prefix, const char *text)
 	}
 }
 
+/*
+ * Why this kernel lacks what a NEEDS record names, or NULL if it has it:
+ * "dmem", the dmem cgroup controller with kvarena charging it; "none".
+ */
+static const char *lacks(const char *what)
+{
+	struct kvarena_version v = { 0 };
+	int fd;
+
+	if (!strcmp(what, "none"))
+		return NULL;
+	if (strcmp(what, "dmem"))
+		return "an unknown need";
+	fd = open(KVARENA_DEVICE, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || ioctl(fd, KVARENA_IOC_VERSION, &v) ||
+	    !(v.features & KVARENA_FEAT_DMEM)) {
+		if (fd >= 0)
+			close(fd);
+		return "kvarena.ko charges no dmem cgroup on this kernel (CONFIG_CGROUP_DMEM with the 7.x region interface; Debian's kernels have it off)";
+	}
+	close(fd);
+	return NULL;
+}
+
+/* What the records from the last NEEDS on need and this kernel lacks. */
+static const char *unmet;
+
 static void one(int i)
 {
 	const struct record *r = &records[i];
 	char *got = NULL, *a, *b;
-	int rc = run(r->file, r->cmd, &got);
+	int rc;
 
+	if (r->kind == NEEDS) {
+		unmet = lacks(r->cmd);
+		if (unmet && !strcmp(unmet, "an unknown need"))
+			ksft_test_result_fail("%s needs %s: not a need doc_test knows\n",
+					      r->where, r->cmd);
+		else
+			ksft_test_result_pass("%s needs %s: %s here\n", r->where,
+					      r->cmd, unmet ? "not" : "met");
+		return;
+	}
+	if (unmet) {
+		ksft_test_result_skip("%s %s: %s\n", r->where, r->cmd, unmet);
+		return;
+	}
+	rc = run(r->file, r->cmd, &got);
 	switch (r->kind) {
 	case SETUP:
 	case RUN:
@@ -345,6 +387,8 @@ static void one(int i)
 		}
 		free(a);
 		free(b);
+		break;
+	case NEEDS:
 		break;
 	}
 	free(got);

@@ -20,6 +20,10 @@
 #   parse    a kvarenactl command in a literal block with no "$ " (one that
 #            cannot run here, as a CUDA one in a VM without a GPU): must not
 #            be a usage error (exit status 2)
+#   needs    ".. doctest-needs: WHAT", an rst comment: the records after it
+#            (to the next one; "none" ends it) need WHAT of the kernel -
+#            "dmem", the dmem cgroup controller - and SKIP, saying so,
+#            where it has not got it
 #
 # The synopsis (the literal block after the "Synopsis" heading) is a
 # grammar, not commands, and is left out.  In the README (plain text) a
@@ -221,6 +225,12 @@ want_block && $0 != "" {
 		pending = ""
 		next
 	}
+}
+
+/^\.\. doctest-needs: / {
+	emit_start("needs", FNR, substr($0, 19))
+	emit_end()
+	next
 }
 
 /^\.\. doctest: / {

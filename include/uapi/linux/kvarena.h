@@ -68,7 +68,8 @@
  *           from a worker thread by itself.  PROMOTE (either path): its
  *           first frame must be cleared first, try again
  *  ENOSPC   ALLOC, LOOKUP or a min guarantee cannot be met (free and
- *           cached frames, other clients' guarantees, or the client's max)
+ *           cached frames, other clients' guarantees, or the client's max);
+ *           ALLOC past the dmem.max of the caller's cgroup (dmem_refused)
  *  ENOTCONN the file is not attached to an arena
  *  ENODATA  ATTACH or ARENA_RESIZE before every frame of the arena has
  *           its backing (the provider is still registering memory);

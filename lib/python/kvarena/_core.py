@@ -268,7 +268,8 @@ class Arena:
                            filled_bytes=s.my_filled_bytes,
                            filled_tokens=s.my_filled_tokens,
                            alloc_calls=s.alloc_calls, free_calls=s.free_calls,
-                           alloc_failures=0, charged=s.held, domain=0)]
+                           alloc_failures=0, charged=s.held, dmem_refused=0,
+                           domain=0)]
 
     # -- raw frames --------------------------------------------------------------
 
