@@ -579,7 +579,7 @@ static void free_push(struct kva_core *c, u32 idx)
 	struct kva_frame *f = &c->frames[idx];
 
 	if (c->returned)
-		c->returned(c, idx);
+		kva_shim_returned(c, idx);
 	f->flags = 0;
 	f->prev = KVA_NIL;
 	/* A handle names one tenure of a frame: the next one gets a new gen. */

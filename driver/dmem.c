@@ -70,17 +70,16 @@ bool kva_dmem_enabled(void)
 	return READ_ONCE(dmem);
 }
 
-/* More references than this on one record go back at once. */
-#define KVA_DMEM_SPARE_REFS	4
-
 /**
  * struct kva_dmem_rec - the frames of one arena charged to one pool.
  * @pool:	the pool (a cgroup's share of the region).
  * @frames:	frames of the arena charged there and not returned.
  * @pending:	frames returned (or charged and not taken) whose bytes
  *		the next flush gives back.
- * @refs:	references on @pool held: at least one while the record
- *		exists.
+ * @refs:	references on @pool held: one per charge not yet matched by
+ *		an uncharge, at least one while the record has frames or
+ *		bytes to give back; none while it is empty (@pool is then
+ *		only compared).
  * @rank:	its frames' rank in the reclaim numbered @rank_seq.
  * @rank_seq:	struct kva_core.reclaim_seq when @rank was found.
  * @node:	on struct kva_dmem.recs.
@@ -103,17 +102,21 @@ struct kva_dmem_rec {
  *		uncharged.
  * @recs:	the records.
  * @nr_pending:	records with frames to give back.
- * @spare:	a record no longer used, kept for the next, or NULL.
+ * @nr_empty:	records kept with no frames and no reference.
  */
 struct kva_dmem {
 	struct dmem_cgroup_region *region;
 	struct kva_dmem_rec **frame;
 	struct list_head recs;
 	u32 nr_pending;
-	struct kva_dmem_rec *spare;
+	u32 nr_empty;
 };
 
-static void kva_dmem_returned(struct kva_core *c, u32 idx)
+/* Empty records kept for the next charge of their pool. */
+#define KVA_DMEM_EMPTY_KEPT	8
+
+/* struct kva_core.returned: frame @idx is free again (core_shim.h). */
+void kva_dmem_returned(struct kva_core *c, u32 idx)
 {
 	struct kva_arena *a = container_of(c, struct kva_arena, core);
 	struct kva_dmem *d = a->dmem;
@@ -155,7 +158,10 @@ static u32 kva_dmem_rank(struct kva_core *c, u32 idx, u64 seq)
 	return rec->rank;
 }
 
-/* Give back @rec's pending bytes; free it if it has no frames left. */
+/*
+ * Give back @rec's pending bytes; with no frames left, every reference
+ * too (it is empty then: kva_dmem_flush() keeps a few).
+ */
 static void rec_flush(struct kva_arena *a, struct kva_dmem_rec *rec)
 {
 	struct kva_dmem *d = a->dmem;
@@ -168,13 +174,9 @@ static void rec_flush(struct kva_arena *a, struct kva_dmem_rec *rec)
 		dmem_cgroup_uncharge(rec->pool, bytes);
 		while (--rec->refs)
 			dmem_cgroup_uncharge(rec->pool, 0);
-		list_del(&rec->node);
-		/* One kept for the next: a client's last frame comes and goes. */
-		if (!d->spare)
-			d->spare = rec;
-		else
-			kfree(rec);
+		rec->pending = 0;
 		d->nr_pending--;
+		d->nr_empty++;
 		return;
 	}
 	if (rec->refs == 1) {
@@ -207,8 +209,19 @@ void kva_dmem_flush(struct kva_arena *a)
 	lockdep_assert_held(&a->lock);
 	if (!d || !d->nr_pending)
 		return;
-	list_for_each_entry_safe(rec, tmp, &d->recs, node)
+	list_for_each_entry_safe(rec, tmp, &d->recs, node) {
 		rec_flush(a, rec);
+		/*
+		 * A few empty records stay, with no reference (their pool is
+		 * only compared, never touched): a client's last frame comes
+		 * and goes.
+		 */
+		if (!rec->refs && d->nr_empty > KVA_DMEM_EMPTY_KEPT) {
+			list_del(&rec->node);
+			kfree(rec);
+			d->nr_empty--;
+		}
+	}
 }
 
 /*
@@ -319,23 +332,23 @@ static struct kva_dmem_rec *rec_get(struct kva_arena *a,
 	struct kva_dmem *d = a->dmem;
 	struct kva_dmem_rec *rec;
 
+	/*
+	 * Each charge's reference is kept: the uncharge of a later return
+	 * uses it, so that a steady ALLOC and FREE costs one call each way.
+	 */
 	list_for_each_entry(rec, &d->recs, node) {
 		if (rec->pool != pool)
 			continue;
-		if (rec->refs < KVA_DMEM_SPARE_REFS)
-			rec->refs++;
-		else
-			dmem_cgroup_uncharge(pool, 0);
+		if (!rec->refs++) {
+			/* An empty one: the pool may be another at that address. */
+			d->nr_empty--;
+			rec->rank_seq = 0;
+		}
 		return rec;
 	}
-	rec = d->spare;
-	d->spare = NULL;
-	if (rec)
-		memset(rec, 0, sizeof(*rec));
-	else
-		rec = kzalloc(sizeof(*rec), (how & KVA_HOW_NONBLOCK) ?
-			      GFP_NOWAIT | __GFP_NOWARN | __GFP_ACCOUNT :
-			      GFP_KERNEL_ACCOUNT);
+	rec = kzalloc(sizeof(*rec), (how & KVA_HOW_NONBLOCK) ?
+		      GFP_NOWAIT | __GFP_NOWARN | __GFP_ACCOUNT :
+		      GFP_KERNEL_ACCOUNT);
 	if (!rec)
 		return NULL;
 	rec->pool = pool;
@@ -466,18 +479,29 @@ void kva_dmem_fini(struct kva_arena *a)
 		WARN_ON_ONCE(d->frame[i] &&
 			     !(a->core.frames[i].flags & KVA_FRAME_CACHED));
 	list_for_each_entry_safe(rec, tmp, &d->recs, node) {
-		if (!rec->pending)
-			d->nr_pending++;
-		rec->pending += rec->frames;
-		rec->frames = 0;
+		if (rec->frames) {
+			if (!rec->pending)
+				d->nr_pending++;
+			rec->pending += rec->frames;
+			rec->frames = 0;
+		}
 		rec_flush(a, rec);
+		WARN_ON(rec->refs);
+		list_del(&rec->node);
+		kfree(rec);
 	}
-	WARN_ON(d->nr_pending || !list_empty(&d->recs));
+	WARN_ON(d->nr_pending);
 	dmem_cgroup_unregister_region(d->region);
-	kfree(d->spare);
 	kvfree(d->frame);
 	kfree(d);
 	a->dmem = NULL;
+}
+
+#else /* !KVA_DMEM */
+
+/* Never a core's hook without the controller; core_shim.h names it. */
+void kva_dmem_returned(struct kva_core *c, u32 idx)
+{
 }
 
 #endif /* KVA_DMEM */

@@ -7,17 +7,20 @@
 # DEBUG_ATOMIC_SLEEP, kmemleak, the dmem cgroup controller and what the
 # VM needs).
 #
-#   debug-kernel.sh TARBALL DIR [JOBS]
+#   debug-kernel.sh TARBALL DIR [JOBS] [plain]
 #
 # Leaves DIR/obj/arch/x86/boot/bzImage and a tree external modules build
-# against (KDIR=DIR/obj).  Re-running reuses what is there: the source is
+# against (KDIR=DIR/obj).  With "plain", the same kernel without the
+# detectors (the fragment up to its "the detectors" part), in DIR/obj-plain:
+# the dmem cgroup controller at a production kernel's speed, for `make
+# bench-dmem` (not part of make check).  Re-running reuses what is there: the source is
 # extracted once, and make rebuilds only what changed.  It takes long on
 # two cores (see Documentation/reliability.rst), so it runs at nice 19.
 set -eu
 
 die() { echo "debug-kernel.sh: $*" >&2; exit 1; }
 
-tar=$1 dir=$2 jobs=${3:-1}
+tar=$1 dir=$2 jobs=${3:-1} kind=${4:-debug}
 here=$(cd "$(dirname "$0")" && pwd)
 frag=$here/debug-kernel.config
 [ -r "$tar" ] || die "cannot read $tar (.ci/deps fetches it: selftests/vm/kernels.sh prepare)"
@@ -25,6 +28,7 @@ mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 src=$dir/$(basename "$tar" .tar.xz)
 obj=$dir/obj
+[ "$kind" = plain ] && obj=$dir/obj-plain
 
 if [ ! -f "$src/.extracted" ]; then
 	echo "  TAR     $tar"
@@ -42,6 +46,15 @@ if [ -d "$obj" ] && [ "$(cat "$obj/.source" 2>/dev/null)" != "$src" ]; then
 fi
 mkdir -p "$obj"
 echo "$src" > "$obj/.source"
+if [ "$kind" = plain ]; then
+	plain=$obj/plain.config
+	if [ ! -f "$plain" ] || [ "$frag" -nt "$plain" ]; then
+		{ sed '/^# --- the detectors ---/,$d' "$frag"
+		  echo 'CONFIG_LOCALVERSION="-plain"'; } > "$plain.tmp"
+		mv "$plain.tmp" "$plain"
+	fi
+	frag=$plain
+fi
 if [ ! -f "$obj/.config" ] || [ "$frag" -nt "$obj/.config" ]; then
 	echo "  CONFIG  tinyconfig + $(basename "$frag")"
 	make -s -C "$src" O="$obj" tinyconfig >/dev/null || die "tinyconfig failed (apt-get install flex bison bc libelf-dev)"

@@ -141,6 +141,28 @@ $(DEBUG_IMAGE): $(FLT_SRC)/debug-kernel.config $(FLT_SRC)/debug-kernel.sh
 	$(Q)$(FLT_SRC)/debug-kernel.sh $(DEBUG_KSRC_TAR) $(B)/debug-kernel $(DEBUG_KERNEL_JOBS)
 
 .SECONDEXPANSION:
+# bench-dmem: the dmem cgroup controller's cost at a production kernel's
+# speed - the debug kernel's configuration without its detectors (a
+# second kernel build, so not in make check; check-debug prints the same
+# benchmark on the debug kernel).
+PLAIN_KDIR  := $(B)/debug-kernel/obj-plain
+PLAIN_IMAGE := $(PLAIN_KDIR)/arch/x86/boot/bzImage
+DMEM_BENCH_RUNS ?= 3
+
+$(PLAIN_IMAGE): $(FLT_SRC)/debug-kernel.config $(FLT_SRC)/debug-kernel.sh
+	@test -n "$(DEBUG_KSRC_TAR)" || { echo "kvarena: no linux-source tarball in $(KVA_KERNELS)/*/; run .ci/deps (selftests/vm/kernels.sh prepare) as root" >&2; exit 1; }
+	$(Q)$(FLT_SRC)/debug-kernel.sh $(DEBUG_KSRC_TAR) $(B)/debug-kernel $(DEBUG_KERNEL_JOBS) plain
+
+.PHONY: bench-dmem
+bench-dmem: $(PLAIN_IMAGE) $$(KVB_DIR)/kvbench-static
+	$(Q)$(MAKE) --no-print-directory KDIR=$(abspath $(PLAIN_KDIR)) module
+	@mkdir -p $(FLT)
+	$(Q)echo 'for i in $$(seq $(DMEM_BENCH_RUNS)); do kvbench-static frames --dmem || exit 1; done' > $(FLT)/bench-dmem.sh
+	$(Q)$(VM_RUN) --timeout 1800 --script $(FLT)/bench-dmem.sh \
+		--kernel $(PLAIN_IMAGE) \
+		--module $(B)/kmod/$$(cat $(PLAIN_KDIR)/include/config/kernel.release)/kvarena.ko \
+		$(KVB_DIR)/kvbench-static
+
 check-debug: $(DEBUG_IMAGE) $$(VM_TESTS) $$(VM_TESTS_LAST) $(FLT_SRC)/check-debug.sh \
 	     $$(KVB_DIR)/kvbench-static
 	$(Q)$(MAKE) --no-print-directory KDIR=$(abspath $(DEBUG_KDIR)) module

@@ -14,6 +14,7 @@
 
 #include "kselftest_harness.h"
 #include "kva_test.h"
+#include "kva_tenant.h"
 #include "kva_uring.h"
 
 #define FSIZE	(64u << 10)
@@ -631,6 +632,77 @@ TEST_F(dm, lowering_max_reclaims_the_cgroups_cache)
 	EXPECT_EQ(1, kva_alloc(self->cl, got, 1, 0));
 	EXPECT_EQ(FRAMES(1), cg_get(cg, "dmem.current", self->name));
 	EXPECT_EQ(0, kva_free(self->cl, got, 1));
+}
+
+/* A tenant without privileges, in a cgroup limited to 4 frames. */
+struct tenant_args {
+	const char *name;
+	const char *cg;
+};
+
+static int limited_tenant(void *p)
+{
+	const struct tenant_args *t = p;
+	struct kvarena_frames f;
+	struct io_uring ring;
+	char file[300], text[64];
+	__u64 h[8];
+	int fd = attach(t->name), fd2;
+
+	CHECK(fd >= 0);
+	CHECK_EQ(4, kva_alloc(fd, h, 4, 0));
+	CHECK_EQ(-ENOSPC, kva_alloc(fd, h + 4, 1, 0));
+	CHECK_EQ(-ENOSPC, kva_alloc(fd, h + 4, 4, KVARENA_ALLOC_PARTIAL));
+	if (!kva_uring_missing() && !io_uring_queue_init(2, &ring, 0)) {
+		f = (struct kvarena_frames){ .handles = (uintptr_t)(h + 4),
+					     .count = 1 };
+		CHECK_EQ(-ENOSPC, kva_uring_one(&ring, fd, KVARENA_IOC_ALLOC,
+						&f, 0));
+		io_uring_queue_exit(&ring);
+	}
+	/* A second client of its own pays into the same cgroup. */
+	fd2 = attach(t->name);
+	CHECK(fd2 >= 0);
+	CHECK_EQ(-ENOSPC, kva_alloc(fd2, h + 4, 1, 0));
+	/* Its limit and its cgroup are root's to change. */
+	snprintf(file, sizeof(file), "%s/dmem.max", t->cg);
+	snprintf(text, sizeof(text), "kvarena/%s max", t->name);
+	CHECK_EQ(-EACCES, kva_write_file(file, text));
+	snprintf(text, sizeof(text), "%d", (int)getpid());
+	CHECK_EQ(-EACCES, kva_write_file(KVA_CGROUP_ROOT "/cgroup.procs", text));
+	CHECK_EQ(-ENOSPC, kva_alloc(fd2, h + 4, 1, 0));
+	/* Freeing makes room for itself, no more. */
+	CHECK_EQ(0, kva_free(fd, h, 1));
+	CHECK_EQ(1, kva_alloc(fd2, h + 4, 1, 0));
+	CHECK_EQ(-ENOSPC, kva_alloc(fd2, h + 5, 1, 0));
+	return 0;
+}
+
+/*
+ * An unprivileged tenant can neither pass its cgroup's limit - over
+ * ioctl() or io_uring, from one client or two - nor lift it, nor leave
+ * the cgroup; and what it took comes back when it exits.
+ */
+TEST_F(dm, unprivileged_tenant_cannot_pass_or_lift_its_limit)
+{
+	struct tenant_args t = { .name = self->name };
+	struct stat st;
+	char cg[256];
+
+	NEED_DMEM();
+	ASSERT_EQ(0, cg_make("a", cg, sizeof(cg)));
+	ASSERT_EQ(0, cg_set(cg, "dmem.max", self->name, "262144"));
+	t.cg = cg;
+	/* The node as a machine's group would have it: open to the tenant. */
+	ASSERT_EQ(0, stat(KVARENA_DEVICE, &st));
+	ASSERT_EQ(0, chmod(KVARENA_DEVICE, 0666));
+	ASSERT_EQ(0, cg_enter(cg, 0));
+	EXPECT_EQ(0, as_uid(1001, limited_tenant, &t));
+	chmod(KVARENA_DEVICE, st.st_mode & 07777);
+	ASSERT_EQ(0, cg_enter(KVA_CGROUP_ROOT, 0));
+	EXPECT_EQ(0, kva_wait_no_clients(self->admin, self->name));
+	EXPECT_EQ(0, cg_get(cg, "dmem.current", self->name));
+	EXPECT_EQ(262144, cg_get(cg, "dmem.max", self->name));
 }
 
 TEST_HARNESS_MAIN
