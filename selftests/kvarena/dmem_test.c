@@ -705,4 +705,47 @@ TEST_F(dm, unprivileged_tenant_cannot_pass_or_lift_its_limit)
 	EXPECT_EQ(262144, cg_get(cg, "dmem.max", self->name));
 }
 
+/*
+ * A gang is an arena of its own: its frames are charged to its region
+ * (kvarena/<gang>, a member's bytes per frame), its members' regions
+ * charge nothing while they serve it, and a killed client of the gang
+ * leaves nothing charged.
+ */
+TEST_F(dm, gang_frames_are_charged_to_the_gangs_region)
+{
+	char cg[256], gang[KVARENA_NAME_LEN], m[2][KVARENA_NAME_LEN];
+	char names[KVARENA_GANG_MAX][KVARENA_NAME_LEN];
+	struct kvarena_gang_create g = {
+		.members = (__u64)(unsigned long)names, .nr_members = 2 };
+	int ready, st, r;
+	pid_t pid;
+
+	NEED_DMEM();
+	memset(names, 0, sizeof(names));
+	snprintf(gang, sizeof(gang), "dg%d", getpid());
+	for (r = 0; r < 2; r++) {
+		snprintf(m[r], sizeof(m[r]), "dg%dm%d", getpid(), r);
+		snprintf(names[r], KVARENA_NAME_LEN, "%s", m[r]);
+		ASSERT_EQ(0, kva_create(self->admin, m[r], NR, FSIZE, 0));
+	}
+	snprintf(g.name, sizeof(g.name), "%s", gang);
+	ASSERT_EQ(0, kva_ioctl(self->admin, KVARENA_IOC_GANG_CREATE, &g));
+	EXPECT_EQ(FRAMES(NR), cg_get(KVA_CGROUP_ROOT, "dmem.capacity", gang));
+	ASSERT_EQ(0, cg_make("a", cg, sizeof(cg)));
+	pid = holder(gang, cg, 5, &ready);
+	ASSERT_LT(0, pid);
+	ASSERT_TRUE(ready);
+	EXPECT_EQ(FRAMES(5), cg_get(cg, "dmem.current", gang));
+	EXPECT_EQ(0, cg_get(cg, "dmem.current", m[0]));
+	EXPECT_EQ(0, cg_get(cg, "dmem.current", m[1]));
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_EQ(0, kva_wait_no_clients(self->admin, gang));
+	EXPECT_EQ(0, cg_get(cg, "dmem.current", gang));
+	EXPECT_EQ(0, kva_destroy(self->admin, gang));
+	EXPECT_EQ(-1, cg_get(KVA_CGROUP_ROOT, "dmem.capacity", gang));
+	EXPECT_EQ(0, kva_destroy(self->admin, m[0]));
+	EXPECT_EQ(0, kva_destroy(self->admin, m[1]));
+}
+
 TEST_HARNESS_MAIN

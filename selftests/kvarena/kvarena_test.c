@@ -86,6 +86,30 @@ static __u64 uring_cmd_feature(void)
 	return have ? KVARENA_FEAT_URING_CMD : 0;
 }
 
+/*
+ * KVARENA_FEAT_DMEM where the running kernel has the dmem cgroup
+ * controller, as its own /proc/cgroups lists it, and the module's dmem
+ * parameter is on (the kernels tested with the controller all have the
+ * 7.x interface the module charges through), else 0.
+ */
+static __u64 dmem_feature(void)
+{
+	char line[128], param[8] = "";
+	bool have = false;
+	FILE *f = fopen("/proc/cgroups", "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		have |= !strncmp(line, "dmem\t", 5);
+	if (f)
+		fclose(f);
+	f = fopen("/sys/module/kvarena/parameters/dmem", "re");
+	if (f && !fgets(param, sizeof(param), f))
+		param[0] = '\0';
+	if (f)
+		fclose(f);
+	return have && param[0] == 'Y' ? KVARENA_FEAT_DMEM : 0;
+}
+
 TEST(version_reports_abi_and_features)
 {
 	struct kvarena_version v = { 0 };
@@ -99,7 +123,8 @@ TEST(version_reports_abi_and_features)
 		  KVARENA_FEAT_POLLOUT | KVARENA_FEAT_DOMAINS |
 		  KVARENA_FEAT_CLEAR | KVARENA_FEAT_SCRUB | KVARENA_FEAT_RESIZE |
 		  KVARENA_FEAT_IMPORTS_DROPPED | KVARENA_FEAT_TIER |
-		  KVARENA_FEAT_FILE | KVARENA_FEAT_GANG, v.features);
+		  KVARENA_FEAT_FILE | KVARENA_FEAT_GANG | dmem_feature(),
+		  v.features);
 	v.reserved[1] = 1;
 	EXPECT_EQ(-EINVAL, kva_ioctl(fd, KVARENA_IOC_VERSION, &v));
 	close(fd);
