@@ -144,6 +144,24 @@ static int client_row(int fd, const char *arena, struct kvarena_client_info *ci)
 	return kva_ioctl(fd, KVARENA_IOC_CLIENTS, &c);
 }
 
+/*
+ * Take @n frames on client @fd, publish them under chain @tag and free
+ * them: left cached, charged to the caller's cgroup.  0 or -errno.
+ */
+static int leave_cached(int fd, __u32 tag, int n)
+{
+	__u64 h[NR];
+	int r;
+
+	r = kva_alloc(fd, h, n, 0);
+	if (r != n)
+		return r < 0 ? r : -EIO;
+	r = publish(fd, tag, h, n);
+	if (r != n)
+		return r < 0 ? r : -EIO;
+	return kva_free(fd, h, n);
+}
+
 FIXTURE(dm) {
 	char name[KVARENA_NAME_LEN];
 	int admin;
@@ -463,9 +481,7 @@ TEST_F(dm, min_protects_a_cgroups_cache_from_its_siblings)
 	ASSERT_EQ(0, cg_enter(a, 0));
 	fd = attach(self->name);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(3, kva_alloc(fd, h, 3, 0));
-	ASSERT_EQ(3, publish(fd, 1, h, 3));
-	ASSERT_EQ(0, kva_free(fd, h, 3));
+	ASSERT_EQ(0, leave_cached(fd, 1, 3));
 	close(fd);
 	ASSERT_EQ(0, kva_wait_no_clients(self->admin, self->name));
 
@@ -473,9 +489,7 @@ TEST_F(dm, min_protects_a_cgroups_cache_from_its_siblings)
 	ASSERT_EQ(0, cg_enter(b, 0));
 	self->cl = attach(self->name);
 	ASSERT_LE(0, self->cl);
-	ASSERT_EQ(3, kva_alloc(self->cl, h, 3, 0));
-	ASSERT_EQ(3, publish(self->cl, 2, h, 3));
-	ASSERT_EQ(0, kva_free(self->cl, h, 3));
+	ASSERT_EQ(0, leave_cached(self->cl, 2, 3));
 	EXPECT_EQ(FRAMES(6), cg_get(p, "dmem.current", self->name));
 	ASSERT_EQ(3, kva_alloc(self->cl, h, 3, 0));
 	EXPECT_EQ(FRAMES(3), cg_get(a, "dmem.current", self->name));
@@ -567,18 +581,14 @@ TEST_F(dm, low_orders_the_arenas_reclaim_without_refusing_it)
 	ASSERT_EQ(0, cg_enter(a, 0));
 	fd = attach(self->name);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(3, kva_alloc(fd, h, 3, 0));
-	ASSERT_EQ(3, publish(fd, 1, h, 3));
-	ASSERT_EQ(0, kva_free(fd, h, 3));
+	ASSERT_EQ(0, leave_cached(fd, 1, 3));
 	close(fd);
 	ASSERT_EQ(0, kva_wait_no_clients(self->admin, self->name));
 
 	ASSERT_EQ(0, cg_enter(b, 0));
 	self->cl = attach(self->name);
 	ASSERT_LE(0, self->cl);
-	ASSERT_EQ(3, kva_alloc(self->cl, h, 3, 0));
-	ASSERT_EQ(3, publish(self->cl, 2, h, 3));
-	ASSERT_EQ(0, kva_free(self->cl, h, 3));
+	ASSERT_EQ(0, leave_cached(self->cl, 2, 3));
 	/* 26 free frames and 3 of the 6 cached ones: b's. */
 	ASSERT_EQ(NR - 3, kva_alloc(self->cl, h, NR - 3, 0));
 	EXPECT_EQ(FRAMES(3), cg_get(a, "dmem.current", self->name));
