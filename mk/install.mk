@@ -27,6 +27,8 @@
 #                reads rules from nowhere under /usr/local), else
 #                $(PREFIX)/lib/udev
 #   SYSUSERSDIR  /usr/lib/sysusers.d, on the same rule
+#   DATADIR      $(PREFIX)/share/kvarena: Prometheus rules, a Grafana
+#                dashboard
 #
 # Every part of the tree that installs a file adds its path (without
 # DESTDIR) to INSTALL_FILES; `make uninstall` removes exactly those, then
@@ -39,6 +41,8 @@
 # `make uninstall` leaves the group, as package removal does.
 
 KVA_VERSION := 1.0.0
+# The tools say it in --version.
+KVA_CFLAGS += -DKVA_VERSION='"$(KVA_VERSION)"'
 
 BINDIR  ?= $(PREFIX)/bin
 MANDIR  ?= $(PREFIX)/share/man
@@ -65,6 +69,21 @@ install-udev:
 INSTALL_TARGETS += install-udev
 INSTALL_FILES   += $(UDEVDIR)/rules.d/60-kvarena.rules \
 		   $(SYSUSERSDIR)/kvarena.conf
+
+# ---- Prometheus alerting rules and a Grafana dashboard ---------------------
+
+DATADIR ?= $(PREFIX)/share/kvarena
+
+.PHONY: install-monitoring
+install-monitoring:
+	$(Q)install -D -m 644 $(SRC)/dist/prometheus/kvarena-alerts.yml \
+		$(DESTDIR)$(DATADIR)/prometheus/kvarena-alerts.yml
+	$(Q)install -D -m 644 $(SRC)/dist/grafana/kvarena-dashboard.json \
+		$(DESTDIR)$(DATADIR)/grafana/kvarena-dashboard.json
+
+INSTALL_TARGETS += install-monitoring
+INSTALL_FILES   += $(DATADIR)/prometheus/kvarena-alerts.yml \
+		   $(DATADIR)/grafana/kvarena-dashboard.json
 
 # What a package's postinst does, for a live install by root.  Runs after
 # every install-* (this rule's recipe waits for all of `install`'s
@@ -170,6 +189,8 @@ KVA_DKMS_RELEASES = $(patsubst /lib/modules/%/build,%,$(KDIRS_ALL))
 check-dkms:
 	$(Q)grep -q '^PACKAGE_VERSION="$(KVA_VERSION)"$$' $(SRC)/dkms.conf || \
 		{ echo "check-dkms: dkms.conf's PACKAGE_VERSION is not $(KVA_VERSION)" >&2; exit 1; }
+	$(Q)grep -q '^#define KVA_MOD_VERSION "$(KVA_VERSION)"$$' $(SRC)/driver/version.h || \
+		{ echo "check-dkms: driver/version.h's KVA_MOD_VERSION is not $(KVA_VERSION)" >&2; exit 1; }
 	$(Q)rm -rf $(KVA_DKMS_T)
 	$(Q)$(MAKE) --no-print-directory install-dkms \
 		DESTDIR=$(KVA_DKMS_T)/root >/dev/null

@@ -30,7 +30,7 @@ check() {	# check NAME CONDITION...
 }
 
 echo "TAP version 13"
-echo "1..14"
+echo "1..15"
 rel=$(uname -r)
 
 /sbin/rmmod kvarena 2>/tmp/err
@@ -91,6 +91,12 @@ check python_events_tests_pass [ $rc = 0 ]
 python3 /kvatest/test_routers.py
 rc=$?
 check python_routers_tests_pass [ $rc = 0 ]
+
+# kvarenactl exporter over loopback, read by promtool and scraped by a
+# real prometheus (carried in from Debian's package).
+python3 /kvatest/test_exporter.py
+rc=$?
+check python_exporter_tests_pass [ $rc = 0 ]
 
 # Where the root carries torch (one VM kernel): the shared prefix through
 # torch views.

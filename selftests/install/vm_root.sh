@@ -58,6 +58,12 @@ mkdir -p "$root/kvatest"
 for b in $KVEV_BINS; do
 	cp "$b" "$root/kvatest/" || die "cannot copy $b"
 done
+# Prometheus's server and promtool (Debian's prometheus), for
+# test_exporter.py; it skips those tests where the host has none.
+prom=
+for t in /usr/bin/prometheus /usr/bin/promtool; do
+	[ ! -x "$t" ] || prom="$prom $t"
+done
 # One path per line of $pyinfo.
 # shellcheck disable=SC2086
 "$src/selftests/vm/carry.sh" "$root" \
@@ -66,7 +72,8 @@ done
 	--exclude '*/turtledemo' --exclude '*/pydoc_data' \
 	--exclude '*/python3.*/dist-packages' --exclude '*/python3.*/site-packages' \
 	--exclude '*/config-3*' \
-	/usr/bin/python3 $pyinfo $libs /bin/kmod /lib/systemd/systemd-udevd
+	/usr/bin/python3 $pyinfo $libs /bin/kmod /lib/systemd/systemd-udevd \
+	$prom
 # kmod's tools where Debian has them: /sbin, which vm_installed.sh puts
 # ahead of busybox's /bin.
 mkdir -p "$root/sbin"
@@ -90,6 +97,7 @@ printf 'passwd: files\ngroup: files\n' > "$root/etc/nsswitch.conf"
 cp "$src/selftests/python/ktap.py" "$src/selftests/python/test_device.py" \
 	"$src/selftests/python/test_events.py" \
 	"$src/selftests/python/test_routers.py" \
+	"$src/selftests/python/test_exporter.py" \
 	"$src/selftests/python/vllm_rules.py" \
 	"$src/selftests/python/kvev_hash.py" "$root/kvatest/"
 [ "$torch" != torch ] ||

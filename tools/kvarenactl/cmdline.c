@@ -38,7 +38,7 @@
 
 /* ---- commands ------------------------------------------------------------ */
 
-enum cmd_id { C_STAT, C_CLIENTS, C_TOP, C_METRICS, C_CREATE, C_DESTROY,
+enum cmd_id { C_STAT, C_CLIENTS, C_TOP, C_METRICS, C_EXPORTER, C_CREATE, C_DESTROY,
 	      C_LIMIT, C_KILL, C_EVICT, C_EVENTS, C_SCRUB, C_RESIZE, C_TIER,
 	      C_AGENT, C_HELP, NR_CMDS };
 
@@ -72,8 +72,19 @@ static const struct command commands[NR_CMDS] = {
 		"One row per client: limits, frames held, filled, failures" },
 	[C_TOP] = { "top", kvactl_cmd_top, 0, 1, "[NAME]",
 		"Stat and clients, redrawn; q or Ctrl-C quits" },
-	[C_METRICS] = { "metrics", kvactl_cmd_metrics, 0, 1, "[NAME]",
+	[C_METRICS] = { "metrics", kvactl_cmd_metrics, 0, 1, "[NAME] [--by-label]",
 		"Every arena and client in the Prometheus text format" },
+	[C_EXPORTER] = { "exporter", kvactl_cmd_exporter, 0, 1,
+		"[NAME] [--listen ADDR] [--per-client] [-n COUNT]",
+		"Serve the metrics over HTTP at /metrics, for Prometheus to scrape",
+		NULL,
+		"Until SIGINT or SIGTERM, or -n COUNT scrapes.  Every scrape reads the\n"
+		"arenas afresh (every arena, or NAME's); the device is opened for the\n"
+		"scrape only, so the exporter never keeps kvarena.ko loaded.  A scrape\n"
+		"that cannot read it answers kvarena_up 0, and the reason goes to\n"
+		"standard error once.  A client's figures are summed per label unless\n"
+		"--per-client: a restarted engine keeps its series.  Viewing as root (or\n"
+		"the arena's owner) shows every client; anyone else sees its own domain's.\n" },
 	[C_CREATE] = { "create", kvactl_cmd_create, 1, 1,
 		"NAME --frames N [options] | NAME --gang M0,M1,... [policy options]",
 		"An arena and its memory, kept until destroy",
@@ -210,6 +221,7 @@ static int parse_salt(struct kvactl_opts *o, const char *arg);
 static int parse_cache_domains(struct kvactl_opts *o, const char *arg);
 static int parse_lower(struct kvactl_opts *o, const char *arg);
 static int parse_gang(struct kvactl_opts *o, const char *arg);
+static int parse_listen(struct kvactl_opts *o, const char *arg);
 
 #define OFF(f)		offsetof(struct kvactl_opts, f)
 #define ENDPOINT_WANT	"a ZeroMQ endpoint: tcp://HOST:PORT, ipc://PATH, ..."
@@ -228,8 +240,9 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		.cmds = CB(C_TOP), .help = "between refreshes; default 1" },
 	[OPT_ITERATIONS] = { "iterations", 'n', V_U64, "COUNT",
 		OFF(iterations), 1, UINT64_MAX,
-		.cmds = CB(C_TOP) | CB(C_EVENTS) | CB(C_SCRUB) | CB(C_AGENT),
-		.help = "refreshes (top), events, frames cleared (scrub) or copied (agent), then exit" },
+		.cmds = CB(C_TOP) | CB(C_EVENTS) | CB(C_SCRUB) | CB(C_AGENT) |
+			CB(C_EXPORTER),
+		.help = "refreshes (top), events, frames cleared (scrub) or copied (agent), scrapes (exporter), then exit" },
 	[OPT_WIDTH] = { "width", 'w', V_U32, "COLUMNS", OFF(width), 40, 10000,
 		.cmds = CB(C_TOP),
 		.help = "screen width; default $COLUMNS, else the terminal's" },
@@ -401,6 +414,16 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		"2 to 16 arena names, comma-separated, in rank order (gpu0,gpu1)",
 		CB(C_CREATE),
 		"a gang over these arenas, one per rank: a frame is one in each" },
+	[OPT_LISTEN] = { "listen", 'l', V_WORD, "ADDR", 0, 0, 0, parse_listen,
+		"PORT, :PORT, HOST:PORT or [IPV6]:PORT, PORT from 0 to 65535",
+		CB(C_EXPORTER),
+		"where to serve; default " KVACTL_EXPORTER_LISTEN ", :PORT for every address" },
+	[OPT_PER_CLIENT] = { "per-client", 0, V_FLAG, NULL, OFF(per_client),
+		.cmds = CB(C_EXPORTER),
+		.help = "a series per client (its id and pid), not per label" },
+	[OPT_BY_LABEL] = { "by-label", 0, V_FLAG, NULL, OFF(by_label),
+		.cmds = CB(C_METRICS),
+		.help = "clients summed per label, as the exporter serves them" },
 	[OPT_HELP] = { "help", 'h', V_FLAG, NULL, 0, .cmds = C_ALL,
 		.help = "this help" },
 	[OPT_VERSION] = { "version", 'V', V_FLAG, NULL, 0, .cmds = C_ALL,
@@ -661,6 +684,37 @@ static int parse_zmq(struct kvactl_opts *o, const char *arg)
 	if (!err)
 		o->zmq = arg;
 	return err;
+}
+
+/*
+ * exporter --listen: PORT, :PORT, HOST:PORT or [IPV6]:PORT, PORT a number
+ * from 0 (the kernel picks one) to 65535; the host is resolved when the
+ * exporter starts.
+ */
+static int parse_listen(struct kvactl_opts *o, const char *arg)
+{
+	const char *colon = strrchr(arg, ':'), *port = colon ? colon + 1 : arg;
+	size_t hl = colon ? (size_t)(colon - arg) : 0;
+	char *end;
+	unsigned long n;
+
+	if (!*port || strspn(port, "0123456789") != strlen(port))
+		return -EINVAL;
+	errno = 0;
+	n = strtoul(port, &end, 10);
+	if (errno || n > 65535 || strlen(port) > 5)
+		return -EINVAL;
+	/* A bare IPv6 address needs its brackets: "::1:9847" is ambiguous. */
+	if (colon && memchr(arg, ':', hl) &&
+	    (arg[0] != '[' || hl < 3 || arg[hl - 1] != ']'))
+		return -EINVAL;
+	for (size_t i = 0; i < hl; i++)
+		if ((unsigned char)arg[i] <= ' ' || arg[i] == 0x7f)
+			return -EINVAL;
+	if (hl > 255)
+		return -EINVAL;
+	o->listen = arg;
+	return 0;
 }
 
 static int parse_replay(struct kvactl_opts *o, const char *arg)
@@ -1125,7 +1179,7 @@ static void help(FILE *f)
 "  stat [NAME]       capacity, held, filled, cached and free memory, like free\n"
 "  clients [NAME]    one row per client: limits, frames held, filled, failures\n"
 "  top [NAME] [-d SECONDS] [-n COUNT] [-w COLUMNS]   both, redrawn; q quits\n"
-"  metrics [NAME]    the Prometheus text exposition format\n"
+"  metrics|exporter [NAME] [-l ADDR]  Prometheus's text format, or it over HTTP\n"
 "  create NAME --frames N [--backend B] ... | NAME --gang M0,M1,...  an arena\n"
 "  destroy NAME [--wait SECONDS]   refused while clients are attached\n"
 "  limit NAME CLIENT [--min N] [--max N] | NAME [--owner U] ...  limits, policy\n"
@@ -1367,7 +1421,9 @@ int kvactl_cmdline(int argc, char **argv, struct kvactl_opts *o)
 		return KVACTL_OK;
 	}
 	if (p.given[OPT_VERSION]) {
-		printf("kvarenactl (kvarena ABI %d)\n", KVARENA_ABI_VERSION);
+		printf("kvarenactl %s (kvarena ABI %d)\n", KVA_VERSION,
+		       KVARENA_ABI_VERSION);
+		kvactl_print_built();
 		kvactl_print_module();
 		return KVACTL_OK;
 	}

@@ -20,10 +20,21 @@
 /* Present while kvarena.ko is loaded, whatever /dev looks like. */
 #define KVACTL_SYSFS_DEV "/sys/class/misc/kvarena"
 
+void (*kvactl_err_hook)(const char *msg);
+
 void kvactl_err(const char *fmt, ...)
 {
 	va_list ap;
 
+	if (kvactl_err_hook) {
+		char msg[512];
+
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		va_end(ap);
+		kvactl_err_hook(msg);
+		return;
+	}
 	fflush(stdout);
 	fputs(KVACTL_PROG ": ", stderr);
 	va_start(ap, fmt);
@@ -100,9 +111,50 @@ err_close:
  * kvactl_print_module() - for --version: the loaded module's ABI and how
  * commands reach it, or why nothing is known of it.
  */
+/* What this kvarenactl was built with: the commands an absent library
+ * leaves out. */
+void kvactl_print_built(void)
+{
+	printf("built with: %s, %s, %s\n",
+#ifdef KVACTL_MHD
+	       "libmicrohttpd (exporter)",
+#else
+	       "no libmicrohttpd (no exporter)",
+#endif
+#ifdef KVACTL_ZMQ
+	       "libzmq (events --zmq)",
+#else
+	       "no libzmq (no events --zmq)",
+#endif
+#ifdef KVACTL_STATIC
+	       "statically linked (no CUDA: cannot load libcuda.so.1)"
+#else
+	       "CUDA through libcuda.so.1 when it is there"
+#endif
+	       );
+}
+
+/* "version 1.0.0" from the module's modinfo, as sysfs has it. */
+static const char *module_version(char *buf, size_t len)
+{
+	char v[64];
+	FILE *f = fopen("/sys/module/kvarena/version", "r");
+
+	if (f && fgets(v, sizeof(v), f)) {
+		v[strcspn(v, "\n")] = 0;
+		snprintf(buf, len, "version %s", v);
+	} else {
+		snprintf(buf, len, "version unknown (no /sys/module/kvarena/version)");
+	}
+	if (f)
+		fclose(f);
+	return buf;
+}
+
 void kvactl_print_module(void)
 {
 	struct kvarena_version v = { 0 };
+	char vers[128];
 	const char *path = kvactl_device();
 	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
 
@@ -119,7 +171,8 @@ void kvactl_print_module(void)
 		printf("kvarena.ko: %s: not a kvarena device\n", path);
 		return;
 	}
-	printf("kvarena.ko: ABI %u; commands over %s\n", v.abi_version,
+	printf("kvarena.ko: %s, ABI %u; commands over %s\n",
+	       module_version(vers, sizeof(vers)), v.abi_version,
 	       v.features & KVARENA_FEAT_URING_CMD ? "ioctl() and io_uring" :
 	       "ioctl() only: this kernel has no io_uring commands for character devices (IORING_OP_URING_CMD, 5.19+)");
 	printf("kvarena.ko: %s\n", v.features & KVARENA_FEAT_DMEM ?

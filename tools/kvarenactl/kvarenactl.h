@@ -67,9 +67,11 @@ enum kvactl_opt {
 	OPT_CANCEL,
 	OPT_LOWER, OPT_NONE, OPT_FREE_TARGET,
 	OPT_GANG,
+	OPT_LISTEN, OPT_PER_CLIENT, OPT_BY_LABEL,
 	OPT_HELP, OPT_VERSION,
 	KVACTL_NR_OPTS
 };
+_Static_assert(KVACTL_NR_OPTS <= 64, "struct kvactl_opts.given has 64 bits");
 
 #define KVACTL_MAX_ARGS	2		/* positional arguments of a command */
 
@@ -139,7 +141,14 @@ struct kvactl_opts {
 	int layout;			/* enum kvactl_layout (events.h) */
 	unsigned int linger_ms;
 	uint32_t dp_rank, wait_subscribers;
+
+	/* exporter --listen ADDR [--per-client]; metrics --by-label */
+	const char *listen;
+	bool per_client, by_label;
 };
+
+/* exporter's address without --listen: this machine only. */
+#define KVACTL_EXPORTER_LISTEN	"127.0.0.1:9847"
 
 static inline bool kvactl_given(const struct kvactl_opts *o,
 				enum kvactl_opt opt)
@@ -183,11 +192,14 @@ int kvactl_frames_resolve(struct kvactl_opts *o, uint64_t frame_size);
 
 /* "kvarenactl: " + the message + newline, on stderr. */
 void kvactl_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Where set, kvactl_err() gives it the message instead of printing it. */
+extern void (*kvactl_err_hook)(const char *msg);
 
 /* ---- /dev/kvarena (dev.c) ------------------------------------------------- */
 
 const char *kvactl_device(void);
 void kvactl_print_module(void);
+void kvactl_print_built(void);
 int kvactl_open(bool write, const char *why);
 int kvactl_ioctl(int fd, unsigned long cmd, void *arg);
 int kvactl_name_check(const char *cmd, const char *name, bool create);
@@ -223,6 +235,14 @@ struct kvactl_snap {
 int kvactl_snap_read(int fd, const char *cmd, const char *name,
 		     bool with_clients, struct kvactl_snap *snap);
 void kvactl_snap_free(struct kvactl_snap *snap);
+
+/*
+ * The Prometheus text format of @snap (metrics.c): clients one series
+ * each, or, @by_label, summed per label of an arena (the exporter's
+ * default: no series per process).
+ */
+void kvactl_print_metrics(FILE *f, const struct kvactl_snap *snap,
+			  bool by_label);
 
 /* ---- cgroups (cgroup.c) --------------------------------------------------- */
 
@@ -482,6 +502,7 @@ int kvactl_cmd_stat(const struct kvactl_opts *o);
 int kvactl_cmd_clients(const struct kvactl_opts *o);
 int kvactl_cmd_top(const struct kvactl_opts *o);
 int kvactl_cmd_metrics(const struct kvactl_opts *o);
+int kvactl_cmd_exporter(const struct kvactl_opts *o);	/* exporter.c */
 int kvactl_cmd_create(const struct kvactl_opts *o);
 int kvactl_cmd_destroy(const struct kvactl_opts *o);
 int kvactl_cmd_limit(const struct kvactl_opts *o);

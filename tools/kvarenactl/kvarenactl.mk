@@ -9,7 +9,7 @@
 
 KVACTL_SRCS := $(addprefix $(SRC)/tools/kvarenactl/,main.c cmdline.c dev.c fmt.c \
 		view.c metrics.c create.c holders.c cuda.c ids.c events.c msgpack.c \
-		zmq.c scrub.c resize.c tier.c gang.c cgroup.c) $(SRC)/tools/common/fileio.c
+		zmq.c scrub.c resize.c tier.c gang.c cgroup.c exporter.c) $(SRC)/tools/common/fileio.c
 KVACTL_DEPS := $(KVACTL_SRCS) $(SRC)/tools/kvarenactl/kvarenactl.h \
 	       $(SRC)/tools/common/fileio.h \
 	       $(SRC)/tools/kvarenactl/events.h \
@@ -20,8 +20,14 @@ KVACTL_DEPS := $(KVACTL_SRCS) $(SRC)/tools/kvarenactl/kvarenactl.h \
 # is built all the same and --zmq says what is missing.  The static build
 # for the VM never has it.
 KVACTL_ZMQ := $(shell pkg-config --exists libzmq 2>/dev/null && echo y)
-KVACTL_ZMQ_CFLAGS := $(if $(KVACTL_ZMQ),-DKVACTL_ZMQ $(shell pkg-config --cflags libzmq))
-KVACTL_ZMQ_LIBS := $(if $(KVACTL_ZMQ),$(shell pkg-config --libs libzmq))
+KVACTL_OPT_CFLAGS := $(if $(KVACTL_ZMQ),-DKVACTL_ZMQ $(shell pkg-config --cflags libzmq))
+KVACTL_OPT_LIBS := $(if $(KVACTL_ZMQ),$(shell pkg-config --libs libzmq))
+
+# exporter serves HTTP with libmicrohttpd (Debian's libmicrohttpd-dev);
+# without it, and in the static build, the command says what is missing.
+KVACTL_MHD := $(shell pkg-config --exists libmicrohttpd 2>/dev/null && echo y)
+KVACTL_OPT_CFLAGS += $(if $(KVACTL_MHD),-DKVACTL_MHD $(shell pkg-config --cflags libmicrohttpd))
+KVACTL_OPT_LIBS += $(if $(KVACTL_MHD),$(shell pkg-config --libs libmicrohttpd) -lpthread)
 
 # agent reads and writes a file arena's frames on an io_uring where
 # liburing is (as libkvarena finds it: Debian's liburing-dev, with its
@@ -34,14 +40,14 @@ KVACTL_URING_LIBS := $(if $(LIBKVA_HAVE_URING),-luring)
 $(B)/tools/kvarenactl: $(KVACTL_DEPS) $(LIBKVA_A)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(KVACTL_URING_CFLAGS) \
-		$(KVACTL_ZMQ_CFLAGS) -o $@ $(KVACTL_SRCS) $(LIBKVA_A) \
-		$(LIBKVA_LDLIBS) $(KVACTL_ZMQ_LIBS)
+		$(KVACTL_OPT_CFLAGS) -o $@ $(KVACTL_SRCS) $(LIBKVA_A) \
+		$(LIBKVA_LDLIBS) $(KVACTL_OPT_LIBS)
 
 $(B)/tools/kvarenactl-san: $(KVACTL_DEPS) $(LIBKVA_A)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(SAN_FLAGS) $(KVACTL_URING_CFLAGS) \
-		$(KVACTL_ZMQ_CFLAGS) -o $@ $(KVACTL_SRCS) $(LIBKVA_A) \
-		$(LIBKVA_LDLIBS) $(KVACTL_ZMQ_LIBS)
+		$(KVACTL_OPT_CFLAGS) -o $@ $(KVACTL_SRCS) $(LIBKVA_A) \
+		$(LIBKVA_LDLIBS) $(KVACTL_OPT_LIBS)
 
 $(B)/tools/kvarenactl-static: $(KVACTL_DEPS)
 	$(Q)mkdir -p $(@D)

@@ -282,7 +282,82 @@ static void print_gang_metrics(FILE *f, const struct kvactl_snap *snap)
 	}
 }
 
-static void print_metrics(FILE *f, const struct kvactl_snap *snap)
+static bool same_label(const struct kvarena_client_info *a,
+		       const struct kvarena_client_info *b)
+{
+	return !strncmp(a->label, b->label, sizeof(a->label));
+}
+
+/* Client @k is the first of its label in @a: its label's series is made. */
+static bool first_of_label(const struct kvactl_arena *a, size_t k)
+{
+	for (size_t j = 0; j < k; j++)
+		if (same_label(&a->clients[j], &a->clients[k]))
+			return false;
+	return true;
+}
+
+static void label_labels(FILE *f, const char *arena,
+			 const struct kvarena_client_info *c)
+{
+	arena_label(f, arena);
+	fputs(",label=", f);
+	label_value(f, c->label);
+}
+
+/*
+ * The clients' families summed per (arena, label), and the clients each
+ * label has: series that outlive an engine's restart.  A counter of a
+ * client that left leaves the sum with it, which Prometheus's rate()
+ * takes for a reset.
+ */
+static void print_label_metrics(FILE *f, const struct kvactl_snap *snap)
+{
+	size_t i, k, j, m;
+
+	family(f, "kvarena_label_clients", "gauge",
+	       "Clients attached under the label (the client figures below are summed over them).");
+	for (i = 0; i < snap->nr; i++) {
+		const struct kvactl_arena *a = &snap->arenas[i];
+
+		for (k = 0; k < a->nr_clients; k++) {
+			uint64_t n = 0;
+
+			if (!first_of_label(a, k))
+				continue;
+			for (j = k; j < a->nr_clients; j++)
+				n += same_label(&a->clients[j], &a->clients[k]);
+			fputs("kvarena_label_clients{", f);
+			label_labels(f, a->st.name, &a->clients[k]);
+			fprintf(f, "} %llu\n", (unsigned long long)n);
+		}
+	}
+	for (m = 0; m < sizeof(client_metrics) / sizeof(client_metrics[0]); m++) {
+		const struct field_metric *fm = &client_metrics[m];
+
+		fprintf(f, "# HELP %s %s Summed over the clients of a label.\n# TYPE %s %s\n",
+			fm->name, fm->help, fm->name, fm->type);
+		for (i = 0; i < snap->nr; i++) {
+			const struct kvactl_arena *a = &snap->arenas[i];
+
+			for (k = 0; k < a->nr_clients; k++) {
+				uint64_t v = 0;
+
+				if (!first_of_label(a, k))
+					continue;
+				for (j = k; j < a->nr_clients; j++)
+					if (same_label(&a->clients[j], &a->clients[k]))
+						v += field(&a->clients[j], fm);
+				fprintf(f, "%s{", fm->name);
+				label_labels(f, a->st.name, &a->clients[k]);
+				fprintf(f, "} %llu\n", (unsigned long long)v);
+			}
+		}
+	}
+}
+
+void kvactl_print_metrics(FILE *f, const struct kvactl_snap *snap,
+			  bool by_label)
 {
 	static const char *const states[] = { "held", "cached", "reserved",
 					      "free", "unbacked", "ganged" };
@@ -348,6 +423,10 @@ static void print_metrics(FILE *f, const struct kvactl_snap *snap)
 			!!(snap->arenas[i].st.state & KVARENA_STATE_PRESSURE));
 	}
 
+	if (by_label) {
+		print_label_metrics(f, snap);
+		return;
+	}
 	for (m = 0; m < sizeof(client_metrics) / sizeof(client_metrics[0]); m++) {
 		const struct field_metric *fm = &client_metrics[m];
 
@@ -375,7 +454,7 @@ int kvactl_cmd_metrics(const struct kvactl_opts *o)
 	if (fd < 0)
 		return KVACTL_FAIL;
 	if (!kvactl_snap_read(fd, o->cmd, name, true, &snap)) {
-		print_metrics(stdout, &snap);
+		kvactl_print_metrics(stdout, &snap, o->by_label);
 		kvactl_snap_free(&snap);
 		ret = KVACTL_OK;
 	}
