@@ -14,6 +14,7 @@
 #include <linux/uaccess.h>
 #include <linux/user_namespace.h>
 
+#include "version.h"
 #include "compat.h"
 #include "kva.h"
 
@@ -380,3 +381,4 @@ module_exit(kva_exit);
 
 MODULE_DESCRIPTION("kvarena: a shared arena of KV-cache frames");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(KVA_MOD_VERSION);

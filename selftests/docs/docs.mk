@@ -36,3 +36,13 @@ $(DOCS_T)/doc_test: $(DOCS_SRC)/doc_test.c $(DOCS_SRC)/docs.mk \
 
 # Last: the README's part unloads the module and loads it again.
 VM_TESTS_LAST += $(DOCS_T)/doc_test
+
+# The synopses of the guide and of kvarenactl(8) have every command and
+# option that `kvarenactl help` lists (natively, from the tool's own help).
+.PHONY: check-synopsis
+check-synopsis: $(B)/tools/kvarenactl
+	$(Q)$(PYTHON) $(DOCS_SRC)/synopsis_check.py $(B)/tools/kvarenactl \
+		$(SRC)/Documentation/operators.rst \
+		$(SRC)/Documentation/man/kvarenactl.8.rst
+
+CHECK_NATIVE += check-synopsis

@@ -1225,7 +1225,7 @@ TEST(bad_command_line_is_exit_status_2)
 TEST(version_says_how_commands_reach_the_module)
 {
 	struct kvarena_version v = { 0 };
-	char want[640];
+	char want[1024];
 	struct run r;
 	int fd = kva_open(O_RDONLY);
 
@@ -1233,8 +1233,10 @@ TEST(version_says_how_commands_reach_the_module)
 	ASSERT_EQ(0, kva_ioctl(fd, KVARENA_IOC_VERSION, &v));
 	close(fd);
 	snprintf(want, sizeof(want),
-		 "kvarenactl (kvarena ABI %d)\nkvarena.ko: ABI %u; commands over %s\nkvarena.ko: %s\n",
-		 KVARENA_ABI_VERSION, v.abi_version,
+		 "kvarenactl %s (kvarena ABI %d)\n"
+		 "built with: no libmicrohttpd (no exporter), no libzmq (no events --zmq), statically linked (no CUDA: cannot load libcuda.so.1)\n"
+		 "kvarena.ko: version %s, ABI %u; commands over %s\nkvarena.ko: %s\n",
+		 KVA_VERSION, KVARENA_ABI_VERSION, KVA_VERSION, v.abi_version,
 		 v.features & KVARENA_FEAT_URING_CMD ? "ioctl() and io_uring" :
 		 "ioctl() only: this kernel has no io_uring commands for character devices (IORING_OP_URING_CMD, 5.19+)",
 		 v.features & KVARENA_FEAT_DMEM ?

@@ -64,6 +64,19 @@ def structs_and_ioctls_match_the_c_headers():
 
 
 @suite.test
+def a_missing_device_node_is_said_with_its_fix():
+    e = expect_error(errno.ENODEV, kvarena.open, "x", mode="device",
+                     device="/nonexistent/kvarena")
+    if os.path.exists("/sys/module/kvarena"):
+        why = ("kvarena.ko is loaded but /nonexistent/kvarena is missing: a "
+               "container or chroot without the device node?")
+    else:
+        why = ("/nonexistent/kvarena does not exist: is kvarena.ko loaded? "
+               "modprobe kvarena loads it")
+    eq(str(e), "[Errno 19] kva_open: No such device (%s)" % why)
+
+
+@suite.test
 def open_embedded_reports_what_it_made():
     with arena(nr_frames=6, label="py") as a:
         eq(a.info.mode, "embedded")

@@ -48,8 +48,13 @@ static int open_arena(const char *name, struct kva_arena **a)
 		.mode = KVA_MODE_DEVICE, .name = name, .label = "scrub",
 		.device = kvactl_device(), .transport = KVA_TRANSPORT_IOCTL,
 	};
-	int ret = kva_open(&oo, a);
+	int fd = kvactl_open(false, "scrub"), ret;
 
+	/* No module, no node, another ABI: said as every command says it. */
+	if (fd < 0)
+		return -ENODEV;
+	close(fd);
+	ret = kva_open(&oo, a);
 	if (ret == -ENOENT)
 		kvactl_err("scrub: no arena named \"%s\"", name);
 	else if (ret == -ENODEV)

@@ -38,7 +38,7 @@ void kvp_help(FILE *f)
 "      --frame-size S    kvarena frames of S bytes: 64K, 2M (default 2M)\n"
 "      --max-seq-len N   also report how many N-token sequences fit\n"
 "      --avg-len L       also report the expected waste at mean length L\n"
-"      --trace FILE      Azure CSV or Mooncake JSONL request trace\n"
+"      --trace FILE      (waste only) Azure CSV or Mooncake JSONL trace\n"
 "      --json            one JSON object, numbers as numbers\n"
 "  -h, --help\n"
 "Waste (B-1)/(2L+B-1): a sequence's last block is half empty on average.\n"

@@ -10,7 +10,7 @@ from collections import namedtuple
 from . import _dlpack
 from . import _lib
 from . import _uapi
-from ._errors import Error, check
+from ._errors import Error, check, device_hint
 from ._lib import call, lib
 
 # enum kva_mode, kva_backend, kva_transport
@@ -354,7 +354,13 @@ def open(name=None, *, mode="auto", label=None, device=None, min_frames=0,
     o.transport = _pick(_TRANSPORTS, transport, "transport")
     o.cuda_library = _cstr(cuda_library)
     p = _lib.ArenaP()
-    call("kva_open", ctypes.byref(o), ctypes.byref(p))
+    try:
+        call("kva_open", ctypes.byref(o), ctypes.byref(p))
+    except Error as e:
+        hint = device_hint(e.errno, device) if mode != "embedded" else None
+        if hint:
+            raise Error(e.errno, "kva_open", hint) from None
+        raise
     return Arena(p, o)
 
 
