@@ -95,6 +95,26 @@ class Server:
             user=uid, group=uid, extra_groups=[KVARENA_GID])
         self.pid = self.proc.pid
 
+    def why_down(self):
+        """Why the server does not answer, also written into its log: a
+        death by a signal named (SIGILL: an instruction the VM's CPU
+        lacks), an exit status, or silence."""
+        rc = self.proc.poll()
+        if rc is None:
+            why = "%s: running, /health does not answer" % self.name
+        elif rc < 0:
+            sig = signal.Signals(-rc)
+            why = "%s: llama-server died of %s (%s)" % (
+                self.name, sig.name, signal.strsignal(sig))
+            if sig == signal.SIGILL:
+                why += (": it was built for CPU features this VM's CPU "
+                        "lacks (ggml's instruction sets against qemu's -cpu)")
+        else:
+            why = "%s: llama-server exited with status %d" % (self.name, rc)
+        self.log.write("vm_serve.py: %s\n" % why)
+        self.log.flush()
+        return why
+
     def wait_up(self, seconds=300):
         end = time.time() + seconds
         while time.time() < end:
@@ -221,7 +241,8 @@ def admission():
         a = Server("%s-a" % conf, 8083, 1000, args)
         b = Server("%s-b" % conf, 8084, 1001, args)
         if not (a.wait_up() and b.wait_up()):
-            tap(False, "admission_%s_servers_start" % conf)
+            tap(False, "admission_%s_servers_start" % conf,
+                *[s.why_down() for s in (a, b) if s.proc.poll() is not None])
             for srv in (a, b):
                 srv.proc.kill()
                 srv.proc.wait()
@@ -254,7 +275,7 @@ def main():
     b = Server("b", 8082, 1001)
     up = a.wait_up() and b.wait_up()
     tap(up, "two_servers_attach_to_one_arena",
-        *([] if up else ["see a.log, b.log"]))
+        *([] if up else [a.why_down(), b.why_down(), "see a.log, b.log"]))
     if not up:
         for s in (a, b):
             s.proc.kill()

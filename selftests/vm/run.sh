@@ -4,7 +4,7 @@
 # run.sh - boot a kernel in qemu with kvarena.ko and run programs in it.
 #
 #   run.sh --kernel VMLINUZ --module KVARENA.KO [--timeout SECONDS]
-#          [--mem MIB] [--smp N] [--keep DIR] [--script FILE] [--root DIR]
+#          [--mem MIB] [--smp N] [--cpu MODEL] [--keep DIR] [--script FILE] [--root DIR]
 #          [--data FILE]... [--out DIR] [--append ARGS] PROGRAM...
 #
 # Builds an initramfs holding busybox-static, the module and the given
@@ -17,7 +17,9 @@
 # dynamically linked programs and their libraries gathered by carry.sh).
 # With --out DIR, what the programs or the script leave in /out comes back
 # into DIR (over a second serial port, as a base64 tar stream).  --append
-# adds to the kernel command line (maxcpus=1, say).
+# adds to the kernel command line (maxcpus=1, say).  --cpu gives qemu's
+# -cpu (max: TCG's every feature, AVX2, FMA, F16C and BMI2 among them;
+# the default CPU model has none of them).
 #
 # Prints the programs' output, then one totals line over every KTAP
 # "# Totals:" line seen, and exits non-zero when any program failed, the
@@ -28,7 +30,7 @@ set -eu
 
 die() { echo "run.sh: $*" >&2; exit 2; }
 
-kernel= module= timeout=600 mem=1024 smp=2 keep= script= data= overlay=
+kernel= module= timeout=600 mem=1024 smp=2 cpu= keep= script= data= overlay=
 out= append=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -37,6 +39,7 @@ while [ $# -gt 0 ]; do
 	--timeout) timeout=$2; shift 2 ;;
 	--mem)     mem=$2; shift 2 ;;
 	--smp)     smp=$2; shift 2 ;;
+	--cpu)     cpu=$2; shift 2 ;;
 	--keep)    keep=$2; shift 2 ;;
 	--script)  script=$2; shift 2 ;;
 	--data)    [ -r "$2" ] || die "--data: cannot read '$2'"
@@ -141,7 +144,7 @@ for boot in 1 2; do
 	set +e
 	: > "$work/out.b64"
 	timeout --foreground -k 5 "$timeout" "$qemu" -M pc -accel "$accel" \
-		-m "$mem" -smp "$smp" -nographic -no-reboot \
+		-m "$mem" -smp "$smp" ${cpu:+-cpu "$cpu"} -nographic -no-reboot \
 		-serial mon:stdio -serial file:"$work/out.b64" \
 		-kernel "$kernel" -initrd "$work/initramfs.cpio" \
 		-append "console=ttyS0 loglevel=4 panic=-1 oops=panic $append" \
