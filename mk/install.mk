@@ -28,7 +28,11 @@
 #                $(PREFIX)/lib/udev
 #   SYSUSERSDIR  /usr/lib/sysusers.d, on the same rule
 #   DATADIR      $(PREFIX)/share/kvarena: Prometheus rules, a Grafana
-#                dashboard
+#                dashboard, arenas.conf.example
+#   SYSCONFDIR   /etc on the UDEVDIR rule, else $(PREFIX)/etc: where the
+#                units look for kvarena/arenas.conf
+#   SYSTEMDUNITDIR, MODULESLOADDIR  $(PREFIX)/lib/systemd/system,
+#                $(PREFIX)/lib/modules-load.d (systemd reads /usr/local's)
 #
 # Every part of the tree that installs a file adds its path (without
 # DESTDIR) to INSTALL_FILES; `make uninstall` removes exactly those, then
@@ -52,6 +56,7 @@ PYTHONDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREF
 KVA_SYSTEM_PREFIX := $(filter /usr /usr/local,$(PREFIX))
 UDEVDIR ?= $(if $(KVA_SYSTEM_PREFIX),/usr/lib/udev,$(PREFIX)/lib/udev)
 SYSUSERSDIR ?= $(if $(KVA_SYSTEM_PREFIX),/usr/lib/sysusers.d,$(PREFIX)/lib/sysusers.d)
+DATADIR ?= $(PREFIX)/share/kvarena
 
 INSTALL_FILES :=
 
@@ -70,9 +75,37 @@ INSTALL_TARGETS += install-udev
 INSTALL_FILES   += $(UDEVDIR)/rules.d/60-kvarena.rules \
 		   $(SYSUSERSDIR)/kvarena.conf
 
+# ---- systemd: the arenas at boot, the exporter, agents and scrubbers -------
+#
+# Units with BINDIR and SYSCONFDIR filled in; the module loaded at boot
+# (modules-load.d); arenas.conf's example beside the other shared files
+# (the configuration itself is the administrator's: make install writes
+# none into SYSCONFDIR).
+
+SYSCONFDIR ?= $(if $(KVA_SYSTEM_PREFIX),/etc,$(PREFIX)/etc)
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+MODULESLOADDIR ?= $(PREFIX)/lib/modules-load.d
+KVA_UNITS := kvarena.service kvarena-exporter.service \
+	     kvarena-agent@.service kvarena-scrub@.service
+
+.PHONY: install-systemd
+install-systemd:
+	$(Q)for u in $(KVA_UNITS); do \
+		sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+			$(SRC)/dist/systemd/$$u.in > $(B)/$$u.tmp && \
+		install -D -m 644 $(B)/$$u.tmp $(DESTDIR)$(SYSTEMDUNITDIR)/$$u && \
+		rm -f $(B)/$$u.tmp || exit 1; done
+	$(Q)install -D -m 644 $(SRC)/dist/kvarena.modules-load \
+		$(DESTDIR)$(MODULESLOADDIR)/kvarena.conf
+	$(Q)install -D -m 644 $(SRC)/dist/arenas.conf.example \
+		$(DESTDIR)$(DATADIR)/arenas.conf.example
+
+INSTALL_TARGETS += install-systemd
+INSTALL_FILES   += $(addprefix $(SYSTEMDUNITDIR)/,$(KVA_UNITS)) \
+		   $(MODULESLOADDIR)/kvarena.conf $(DATADIR)/arenas.conf.example
+
 # ---- Prometheus alerting rules and a Grafana dashboard ---------------------
 
-DATADIR ?= $(PREFIX)/share/kvarena
 
 .PHONY: install-monitoring
 install-monitoring:
@@ -179,6 +212,37 @@ print-install-files:
 	@printf '%s\n' $(sort $(INSTALL_FILES))
 
 CHECK_NATIVE += check-install
+
+# The units as `make install PREFIX=/usr` writes them, checked by systemd's
+# own `systemd-analyze verify` in that root (with this machine's systemd
+# units beside them, for the targets they name; every ExecStart must be an
+# installed program, every Documentation= an installed man page).  Then
+# the example arenas.conf with its lines uncommented: `kvarenactl apply
+# --check` takes it.
+KVA_SYSTEMD_T := $(abspath $(B))/selftests/systemd
+SYSTEMD_ANALYZE ?= systemd-analyze
+
+.PHONY: check-systemd
+check-systemd: all
+	@command -v $(SYSTEMD_ANALYZE) >/dev/null || { echo "check-systemd: no systemd-analyze (apt-get install systemd)" >&2; exit 1; }
+	$(Q)rm -rf $(KVA_SYSTEMD_T) && mkdir -p $(KVA_SYSTEMD_T)/root/usr/lib/systemd/system
+	$(Q)cp -a /usr/lib/systemd/system/. $(KVA_SYSTEMD_T)/root/usr/lib/systemd/system/
+	$(Q)$(MAKE) --no-print-directory install DESTDIR=$(KVA_SYSTEMD_T)/root \
+		PREFIX=/usr >$(KVA_SYSTEMD_T)/install.log 2>&1 || \
+		{ cat $(KVA_SYSTEMD_T)/install.log; exit 1; }
+	$(Q)cd $(KVA_SYSTEMD_T)/root && MANPATH=$$PWD/usr/share/man \
+		$(SYSTEMD_ANALYZE) --root=$$PWD verify \
+		$(addprefix usr/lib/systemd/system/,$(KVA_UNITS)) \
+		>$(KVA_SYSTEMD_T)/verify.log 2>&1; \
+	rc=$$?; cat $(KVA_SYSTEMD_T)/verify.log; \
+	if [ $$rc != 0 ] || [ -s $(KVA_SYSTEMD_T)/verify.log ]; then \
+		echo "check-systemd: systemd-analyze verify is not clean" >&2; exit 1; fi
+	$(Q)sed -n 's/^# \(arena\|tier\) /\1 /p' $(SRC)/dist/arenas.conf.example | \
+		sed 's/ --group kvarena//' > $(KVA_SYSTEMD_T)/arenas.conf
+	$(Q)$(B)/tools/kvarenactl apply --check $(KVA_SYSTEMD_T)/arenas.conf
+	@echo "  SYSTEMD systemd-analyze verify $(KVA_UNITS): clean"
+
+CHECK_NATIVE += check-systemd
 
 # DKMS itself, for every kernel with headers (selftests/install/
 # check_dkms.sh; root and Debian's dkms).  dkms.conf's version must be

@@ -3302,6 +3302,112 @@ TEST(clients_show_cgroups_and_the_dmem_limit_that_refused)
 	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
 }
 
+static void write_conf(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+TEST(apply_makes_the_files_arenas_all_or_none_and_keeps_them_on_reload)
+{
+	const char *conf = "/tmp/kvactl-arenas.conf";
+	struct kvarena_stat s;
+	struct client c = { 0 };
+	struct run r;
+
+	write_conf(conf,
+		   "# two arenas and a tier\n"
+		   "arena ap1 --frames 8 --frame-size 64K   # the upper one\n"
+		   "\n"
+		   "arena ap2 --frames 4 --frame-size 64K --mode 0660\n"
+		   "tier  ap1 --lower ap2 --free-target 2\n");
+	CTL(&r, "apply", conf, "--check");
+	EXPECT_EQ(0, r.rc);
+	EXPECT_STREQ(fmt("%s: 2 arenas, 1 lower tier: ok\n", conf), r.out);
+	EXPECT_NE(0, stat_of("ap1", &s));	/* --check made nothing */
+
+	CTL(&r, "apply", conf);
+	ASSERT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_TRUE(starts(r.out, "arena ap1: 8 frames of 64Ki")) TH_LOG("%s", r.out);
+	EXPECT_NE(NULL, strstr(r.out, fmt("\napply: %s: 2 arenas made, 0 kept, 1 lower tier set\n",
+					  conf))) TH_LOG("%s", r.out);
+	ASSERT_EQ(0, stat_of("ap1", &s));
+	EXPECT_EQ(KVARENA_STAT_TIER_LOWER, s.tier);
+	EXPECT_STREQ("ap2", s.tier_name);
+	ASSERT_EQ(0, stat_of("ap2", &s));
+	EXPECT_EQ(0660u, s.mode);
+
+	/* A reload keeps what is there, its clients too, and its policy
+	 * follows the file. */
+	ASSERT_EQ(0, client_start(&c, "ap1", "eng", 0, 0));
+	ASSERT_EQ(3, client_do(&c, 'a', 3, 0, 0));
+	write_conf(conf,
+		   "arena ap1 --frames 8 --frame-size 64K\n"
+		   "arena ap2 --frames 4 --frame-size 64K --mode 0640\n"
+		   "tier ap1 --lower ap2\n");
+	CTL(&r, "apply", conf);
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+	EXPECT_NE(NULL, strstr(r.out, fmt("apply: %s: 0 arenas made, 2 kept, 0 lower tiers set\n",
+					  conf))) TH_LOG("%s", r.out);
+	ASSERT_EQ(0, stat_of("ap1", &s));
+	EXPECT_EQ(1u, s.nr_clients);
+	EXPECT_EQ(3u, s.nr_held);
+	ASSERT_EQ(0, stat_of("ap2", &s));
+	EXPECT_EQ(0640u, s.mode);
+
+	/* An arena that exists otherwise: said, and nothing made. */
+	write_conf(conf,
+		   "arena ap3 --frames 2 --frame-size 64K\n"
+		   "arena ap1 --frames 16 --frame-size 64K\n");
+	CTL(&r, "apply", conf);
+	EXPECT_EQ(1, r.rc);
+	EXPECT_STREQ(fmt("kvarenactl: %s:2: arena ap1 exists as 8 frames of 64Ki, host, this line says 16 frames of 64Ki, host: kvarenactl resize ap1, or destroy it, first\n",
+			 conf), r.err);
+	EXPECT_NE(0, stat_of("ap3", &s));
+
+	/* One that cannot be made: the ones made before it go again. */
+	write_conf(conf,
+		   "arena ap3 --frames 2 --frame-size 64K\n"
+		   "arena ap4 --frames 16777216 --frame-size 1G\n");
+	CTL(&r, "apply", conf);
+	EXPECT_EQ(1, r.rc);
+	EXPECT_NE(NULL, strstr(r.err, fmt("kvarenactl: apply: %s:2 failed: what this run made is undone\n",
+					  conf))) TH_LOG("%s", r.err);
+	EXPECT_NE(0, stat_of("ap3", &s));
+	EXPECT_NE(0, stat_of("ap4", &s));
+
+	/* A wrong line: named, with the command's own message; nothing done. */
+	write_conf(conf,
+		   "arena ap3 --frames 2 --frame-size 64K\n"
+		   "arena ap5 --frames 2 --frame-size 3M\n"
+		   "tier ap3\n");
+	CTL(&r, "apply", conf);
+	EXPECT_EQ(2, r.rc);
+	EXPECT_STREQ(fmt("kvarenactl: %1$s:2: create: --frame-size \"3M\": want a size from 4Ki to 1Gi (bytes, or with K, M, G, T: 64Ki, 2M, 2.0Mi), a power of two\n"
+			 "kvarenactl: %1$s:3: tier ap3: give --lower LOWER\n",
+			 conf), r.err);
+	EXPECT_NE(0, stat_of("ap3", &s));
+
+	/* Making arenas needs CAP_SYS_ADMIN; checking a file does not. */
+	write_conf(conf, "arena ap3 --frames 2 --frame-size 64K\n");
+	chmod(conf, 0644);
+	CTL_AS(&r, NOBODY, "apply", conf);
+	EXPECT_EQ(1, r.rc);
+	EXPECT_NE(0, stat_of("ap3", &s));
+	CTL_AS(&r, NOBODY, "apply", "--check", conf);
+	EXPECT_EQ(0, r.rc) TH_LOG("%s", r.err);
+
+	client_stop(&c, 0);
+	CTL(&r, "tier", "ap1", "--none");
+	EXPECT_EQ(0, destroy("ap1"));
+	EXPECT_EQ(0, destroy("ap2"));
+	unlink(conf);
+}
+
 TEST(missing_module_or_node_is_said_clearly)
 {
 	char dir[] = "/tmp/kvactl.XXXXXX", node[64];

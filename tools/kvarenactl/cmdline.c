@@ -27,6 +27,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,7 @@
 
 enum cmd_id { C_STAT, C_CLIENTS, C_TOP, C_METRICS, C_EXPORTER, C_CREATE, C_DESTROY,
 	      C_LIMIT, C_KILL, C_EVICT, C_EVENTS, C_SCRUB, C_RESIZE, C_TIER,
-	      C_AGENT, C_HELP, NR_CMDS };
+	      C_AGENT, C_APPLY, C_HELP, NR_CMDS };
 
 #define CB(c)		(1u << (c))
 #define C_VIEW		(CB(C_STAT) | CB(C_CLIENTS) | CB(C_TOP))
@@ -170,6 +171,17 @@ static const struct command commands[NR_CMDS] = {
 		"with mmap and memcpy; a file arena's are read and written with io_uring,\n"
 		"with O_DIRECT where the filesystem takes it; a CUDA arena's by\n"
 		"libkvarena, which the statically linked build cannot load.\n" },
+	[C_APPLY] = { "apply", kvactl_cmd_apply, 0, 1, "[FILE] [--check]",
+		"Make the arenas and tiers a file lists (" KVACTL_ARENAS_CONF "), all or none",
+		NULL,
+		"A line is \"arena NAME OPTIONS\" (create's options) or \"tier NAME\n"
+		"--lower LOWER [--free-target N]\"; # starts a comment.  Every line is\n"
+		"checked first: one wrong line and nothing is done (exit status 2).  An\n"
+		"arena that exists as the file says is kept, clients and all, and given\n"
+		"the file's policy; one that exists otherwise is an error.  The others\n"
+		"are made in order, then the tiers set; if one fails, what was made is\n"
+		"destroyed again (exit status 1).  Arenas not in the file are left\n"
+		"alone.  --check only reads the file.\n" },
 	[C_HELP] = { "help", NULL, 0, 1, "[COMMAND]",
 		"This help, or a command's options and their limits" },
 };
@@ -424,6 +436,9 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 	[OPT_BY_LABEL] = { "by-label", 0, V_FLAG, NULL, OFF(by_label),
 		.cmds = CB(C_METRICS),
 		.help = "clients summed per label, as the exporter serves them" },
+	[OPT_CHECK] = { "check", 0, V_FLAG, NULL, OFF(check),
+		.cmds = CB(C_APPLY),
+		.help = "check the file, change nothing (no device needed)" },
 	[OPT_HELP] = { "help", 'h', V_FLAG, NULL, 0, .cmds = C_ALL,
 		.help = "this help" },
 	[OPT_VERSION] = { "version", 'V', V_FLAG, NULL, 0, .cmds = C_ALL,
@@ -439,6 +454,18 @@ static int usage_err(const struct command *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
+	/* apply's lines: the message alone, for it to say where. */
+	if (kvactl_err_hook) {
+		char msg[512];
+		int n = snprintf(msg, sizeof(msg), "%s%s", cmd ? cmd->name : "",
+				 cmd ? ": " : "");
+
+		va_start(ap, fmt);
+		vsnprintf(msg + n, sizeof(msg) - n, fmt, ap);
+		va_end(ap);
+		kvactl_err_hook(msg);
+		return KVACTL_USAGE;
+	}
 	fflush(stdout);
 	fprintf(stderr, KVACTL_PROG ": %s%s", cmd ? cmd->name : "",
 		cmd ? ": " : "");
@@ -1190,13 +1217,13 @@ static void help(FILE *f)
 "  resize NAME --frames N | --bytes SIZE [--wait SECONDS]   shrink or grow it\n"
 "  tier NAME --lower LOWER [--free-target N] | --none   a lower tier, or none\n"
 "  agent NAME [-n COUNT] [--wait SECONDS]   copy frames down the tier and up\n"
-"  help [COMMAND]    a command's options and their limits\n"
+"  apply [FILE] [--check]   make the arenas " KVACTL_ARENAS_CONF " lists\n"
 "\n"
 "  -j, --json   JSON output (stat, clients, top)   -p, --pretty   indented JSON\n"
 "  -b, --bytes  exact byte counts, not 1.5Gi        -h, --help     -V, --version\n"
 "SIZE: 2097152, 2M, 2Mi, 2.0Mi or 2MiB; a frame count N may be a SIZE (512Mi).\n"
 "Changes need CAP_SYS_ADMIN, viewing read access to the device.  Exit status:\n"
-"0 ok, 1 the operation failed, 2 usage error.  See Documentation/operators.rst.\n",
+"0 ok, 1 failed, 2 usage error.  help COMMAND: its options; see operators.rst.\n",
 	      f);
 }
 
@@ -1396,6 +1423,19 @@ static int parse_words(int argc, char **argv, struct parse *p,
 	return 0;
 }
 
+void kvactl_opts_defaults(struct kvactl_opts *o)
+{
+	*o = (struct kvactl_opts){
+		.interval_ms = 1000,
+		.frame_size = 2u << 20,
+		.dtype = KVA_DTYPE_FP16,
+		.headroom = 100,		/* per mille: 10% */
+		.headroom_pct = true,
+		.signal = SIGTERM,
+		.linger_ms = 5000,
+	};
+}
+
 int kvactl_cmdline(int argc, char **argv, struct kvactl_opts *o)
 {
 	struct parse p = { 0 };
@@ -1446,8 +1486,9 @@ int kvactl_cmdline(int argc, char **argv, struct kvactl_opts *o)
 	if (o->nargs < p.cmd->min_args)
 		return usage_err(p.cmd, "usage: kvarenactl %s %s",
 				 p.cmd->name, p.cmd->usage);
-	if (o->nargs && kvactl_name_check(p.cmd->name, o->args[0],
-					  p.cmd == &commands[C_CREATE]))
+	if (o->nargs && p.cmd != &commands[C_APPLY] &&
+	    kvactl_name_check(p.cmd->name, o->args[0],
+			      p.cmd == &commands[C_CREATE]))
 		return KVACTL_USAGE;
 	if (o->pretty && !o->json)
 		return usage_err(p.cmd, "--pretty goes with --json");

@@ -67,7 +67,7 @@ enum kvactl_opt {
 	OPT_CANCEL,
 	OPT_LOWER, OPT_NONE, OPT_FREE_TARGET,
 	OPT_GANG,
-	OPT_LISTEN, OPT_PER_CLIENT, OPT_BY_LABEL,
+	OPT_LISTEN, OPT_PER_CLIENT, OPT_BY_LABEL, OPT_CHECK,
 	OPT_HELP, OPT_VERSION,
 	KVACTL_NR_OPTS
 };
@@ -145,7 +145,13 @@ struct kvactl_opts {
 	/* exporter --listen ADDR [--per-client]; metrics --by-label */
 	const char *listen;
 	bool per_client, by_label;
+
+	/* apply [FILE] --check */
+	bool check;
 };
+
+/* apply's file without FILE. */
+#define KVACTL_ARENAS_CONF	"/etc/kvarena/arenas.conf"
 
 /* exporter's address without --listen: this machine only. */
 #define KVACTL_EXPORTER_LISTEN	"127.0.0.1:9847"
@@ -179,6 +185,8 @@ static inline bool kvactl_policy_given(const struct kvactl_opts *o)
  * status to leave with (help printed, or a usage error reported).
  */
 int kvactl_cmdline(int argc, char **argv, struct kvactl_opts *o);
+/* The defaults of every option, as the command line starts from. */
+void kvactl_opts_defaults(struct kvactl_opts *o);
 
 /*
  * The frame counts @o has as sizes (a value with a unit, or resize's
@@ -503,6 +511,7 @@ int kvactl_cmd_clients(const struct kvactl_opts *o);
 int kvactl_cmd_top(const struct kvactl_opts *o);
 int kvactl_cmd_metrics(const struct kvactl_opts *o);
 int kvactl_cmd_exporter(const struct kvactl_opts *o);	/* exporter.c */
+int kvactl_cmd_apply(const struct kvactl_opts *o);	/* apply.c */
 int kvactl_cmd_create(const struct kvactl_opts *o);
 int kvactl_cmd_destroy(const struct kvactl_opts *o);
 int kvactl_cmd_limit(const struct kvactl_opts *o);

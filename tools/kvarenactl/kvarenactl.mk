@@ -9,7 +9,7 @@
 
 KVACTL_SRCS := $(addprefix $(SRC)/tools/kvarenactl/,main.c cmdline.c dev.c fmt.c \
 		view.c metrics.c create.c holders.c cuda.c ids.c events.c msgpack.c \
-		zmq.c scrub.c resize.c tier.c gang.c cgroup.c exporter.c) $(SRC)/tools/common/fileio.c
+		zmq.c scrub.c resize.c tier.c gang.c cgroup.c exporter.c apply.c) $(SRC)/tools/common/fileio.c
 KVACTL_DEPS := $(KVACTL_SRCS) $(SRC)/tools/kvarenactl/kvarenactl.h \
 	       $(SRC)/tools/common/fileio.h \
 	       $(SRC)/tools/kvarenactl/events.h \

@@ -11,32 +11,24 @@
  *   kvarenactl events NAME [--zmq ENDPOINT [--replay ENDPOINT] ...]
  *   kvarenactl tier NAME --lower LOWER [--free-target N] | NAME --none
  *   kvarenactl agent NAME [-n COUNT] [--wait SECONDS]
+ *   kvarenactl apply [FILE] [--check]
  *   kvarenactl help [COMMAND]
  *
  * Options may come before or after the command; cmdline.c has them all.
  * See Documentation/operators.rst.
  */
 #include <errno.h>
-#include <signal.h>
 #include <string.h>
 
-#include <kvarena/layout.h>
 
 #include "kvarenactl.h"
 
 int main(int argc, char **argv)
 {
-	struct kvactl_opts o = {
-		.interval_ms = 1000,
-		.frame_size = 2u << 20,
-		.dtype = KVA_DTYPE_FP16,
-		.headroom = 100,		/* per mille: 10% */
-		.headroom_pct = true,
-		.signal = SIGTERM,
-		.linger_ms = 5000,
-	};
+	struct kvactl_opts o;
 	int ret;
 
+	kvactl_opts_defaults(&o);
 	ret = kvactl_cmdline(argc, argv, &o);
 	if (ret < 0)
 		ret = o.run(&o);
