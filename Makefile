@@ -51,6 +51,7 @@ include mk/kselftest.mk
 include mk/kmod.mk
 include mk/install.mk
 include mk/docs.mk
+include mk/deb.mk
 -include $(sort $(wildcard driver/*.mk lib/*.mk kernels/*.mk tools/*/*.mk \
 			   selftests/*/*.mk))
 

@@ -90,6 +90,7 @@ KVA_UNITS := kvarena.service kvarena-exporter.service \
 
 .PHONY: install-systemd
 install-systemd:
+	$(Q)mkdir -p $(B)
 	$(Q)for u in $(KVA_UNITS); do \
 		sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
 			$(SRC)/dist/systemd/$$u.in > $(B)/$$u.tmp && \
