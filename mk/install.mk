@@ -170,7 +170,7 @@ modules_install: module
 # What DKMS needs to build the module: the top Makefile and mk/ (make
 # module), Kbuild, the driver and its probes, the uapi header.
 DKMS_DIR   ?= /usr/src/kvarena-$(KVA_VERSION)
-DKMS_FILES := Makefile Kbuild dkms.conf mk/kmod.mk mk/kselftest.mk \
+DKMS_FILES := Makefile Kbuild dkms.conf mk/kmod.mk mk/kselftest.mk mk/deb.mk \
 	      mk/docs.mk mk/install.mk include/uapi/linux/kvarena.h \
 	      $(patsubst $(SRC)/%,%,$(wildcard $(SRC)/driver/*.[ch] \
 					      $(SRC)/driver/probes/*))
