@@ -224,7 +224,18 @@ check block_tokens_and_frame_size_exclude_each_other rc 2 \
 
 run -m llama-3-8b --gpu-mem-gib 80 --frame-size 2X
 check malformed_frame_size_is_refused rc 2 \
-	err1 'kvplan: --frame-size must be a size from 1 byte to 1T (64K, 2M, ...): got 2X'
+	err1 'kvplan: --frame-size must be a power of two from 4K to 1G, as kvarenactl create takes (64K, 2M, ...): got 2X'
+
+# Only frames an arena can have: 10M (no power of two), 2K, 2G.
+for fs in 10M 2K 2G; do
+	run -m llama-3-70b --gpu-mem-gib 192 --frame-size $fs
+	check frame_size_$fs\_is_not_one_create_takes rc 2 \
+		err1 "kvplan: --frame-size must be a power of two from 4K to 1G, as kvarenactl create takes (64K, 2M, ...): got $fs"
+done
+run -m llama-3-70b --gpu-mem-gib 192 --frame-size 1G --json
+check frame_size_1G_is_the_largest rc 0 key bytes_per_block 1073741824
+run --layers 1 --kv-heads 1 --head-dim 64 --weights-gib 1 --gpu-mem-gib 8 --frame-size 4K --json
+check frame_size_4K_is_the_smallest rc 0 key bytes_per_block 4096
 
 run -m llama-3-8b --gpu-mem-gib 80 --gpus 2
 check unknown_option_is_named rc 2 \

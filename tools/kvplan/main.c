@@ -35,7 +35,7 @@ void kvp_help(FILE *f)
 "                        count x 2 bytes, as bf16; llama-3-8b: 14.96 GiB)\n"
 "      --overhead-gib X  activations, CUDA graphs, workspace, GiB (default 0)\n"
 "      --block-tokens B  blocks of B tokens, or\n"
-"      --frame-size S    kvarena frames of S bytes: 64K, 2M (default 2M)\n"
+"      --frame-size S    kvarena frames of S bytes: a power of 2, 4K-1G (2M)\n"
 "      --max-seq-len N   also report how many N-token sequences fit\n"
 "      --avg-len L       also report the expected waste at mean length L\n"
 "      --trace FILE      (waste only) Azure CSV or Mooncake JSONL trace\n"

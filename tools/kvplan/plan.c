@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include <kvarena/layout.h>
+#include <linux/kvarena.h>
 
 #include "kvplan.h"
 
@@ -118,10 +119,13 @@ static int parse_args(struct plan *p, int argc, char **argv)
 			block_set = 1;
 			break;
 		case OPT_FRAME:
+			/* What kvarenactl create takes (the module's rule). */
 			if (kvt_parse_size(optarg, &p->frame_size) ||
-			    !p->frame_size || p->frame_size > (1ull << 40))
+			    p->frame_size < KVARENA_MIN_FRAME_SIZE ||
+			    p->frame_size > KVARENA_MAX_FRAME_SIZE ||
+			    (p->frame_size & (p->frame_size - 1)))
 				err = kvt_bad("--frame-size",
-					      "a size from 1 byte to 1T (64K, 2M, ...)",
+					      "a power of two from 4K to 1G, as kvarenactl create takes (64K, 2M, ...)",
 					      optarg);
 			frame_set = 1;
 			break;
