@@ -81,6 +81,10 @@ $2"
 			got=$(head -c ${#2} "$TMP/err")
 			[ "$got" = "$2" ] || want "stderr starts '$got', want '$2'"
 			shift 2 ;;
+		has)
+			grep -qxF -- "$2" "$TMP/out" ||
+				want "no line '$2' in stdout"
+			shift 2 ;;
 		key)
 			got=$(json_get "$2")
 			[ "$got" = "$3" ] || want "$2: got '$got', want '$3'"

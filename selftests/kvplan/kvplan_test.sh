@@ -147,6 +147,78 @@ check frame_size_takes_binary_suffixes rc 0 key bytes_per_block 65536 \
 	key tokens_per_block 1 key tail_bytes 8192 key blocks 121484 \
 	err 'kvplan: warning: high waste: 12.5% of every frame is an unused tail'
 
+# --- a model's config.json (--model-config) -----------------------------
+
+# Llama-3-8B's config.json, as published (the fields kvplan reads, and
+# others it must step over: arrays, null, floats, booleans), and its
+# safetensors index: total_size 16060522496 = 8030261248 params * 2.
+mkdir -p "$TMP/l3" "$TMP/mha" "$TMP/bad"
+cat > "$TMP/l3/config.json" <<'JSON'
+{
+  "architectures": ["LlamaForCausalLM"], "attention_bias": false,
+  "bos_token_id": 128000, "eos_token_id": 128009, "hidden_act": "silu",
+  "hidden_size": 4096, "intermediate_size": 14336,
+  "max_position_embeddings": 8192, "model_type": "llama",
+  "num_attention_heads": 32, "num_hidden_layers": 32,
+  "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_scaling": null,
+  "rope_theta": 500000.0, "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16", "transformers_version": "4.40.0.dev0",
+  "use_cache": true, "vocab_size": 128256,
+  "nested": {"num_hidden_layers": 1, "a": [1, {"b": "\u00e9\"x"}]}
+}
+JSON
+printf '{"metadata": {"total_size": 16060522496},\n "weight_map": {"lm_head.weight": "model-00004-of-00004.safetensors"}}\n' \
+	> "$TMP/l3/model.safetensors.index.json"
+# The same figures as the preset's: the nested num_hidden_layers is not
+# the model's.
+run --model-config "$TMP/l3/config.json" --gpu-mem-gib 80 --max-seq-len 8192 --json
+check model_config_gives_the_presets_plan rc 0 quiet \
+	key model '"llama"' key dtype '"bf16"' key bytes_per_token 131072 \
+	key weights_bytes 16060522496 key kv_budget_bytes 61248888832 \
+	key blocks 29205 key max_seqs 57
+run --model-config "$TMP/l3/config.json" --gpu-mem-gib 80
+check model_config_says_where_the_weights_come_from rc 0 quiet \
+	has " - weights          16060522496  15.0 GiB: the checkpoint's tensors"
+
+# No num_key_value_heads (no GQA) and no head_dim: 4096 / 32 = 128; fp16.
+# bytes/token = 2 * 32 * 32 * 128 * 2 = 524288: 4 tokens a 2 MiB frame.
+# No checkpoint beside it: --weights-gib is needed.
+cat > "$TMP/mha/config.json" <<'JSON'
+{"hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 32,
+ "torch_dtype": "float16", "model_type": "llama"}
+JSON
+run --model-config "$TMP/mha/config.json" --gpu-mem-gib 80 --weights-gib 13 --json
+check model_config_without_kv_heads_is_multi_head rc 0 quiet \
+	key kv_heads 32 key head_dim 128 key dtype '"fp16"' \
+	key bytes_per_token 524288 key tokens_per_block 4
+run --model-config "$TMP/mha/config.json" --gpu-mem-gib 80
+check model_config_without_a_checkpoint_needs_weights rc 2 \
+	err1 'kvplan: --weights-gib is required: no model.safetensors.index.json or model.safetensors beside the --model-config to take the weights'"'"' size from'
+# Options still override it, field by field.
+run --model-config "$TMP/mha/config.json" --kv-heads 8 --dtype fp8 --gpu-mem-gib 80 --weights-gib 13 --json
+check options_override_the_model_config rc 0 quiet \
+	key kv_heads 8 key dtype '"fp8"' key bytes_per_token 65536
+
+printf '{"num_hidden_layers": 32, "num_attention_heads": 32,, }' > "$TMP/bad/a.json"
+run --model-config "$TMP/bad/a.json" --gpu-mem-gib 80 --weights-gib 1
+check model_config_bad_json_names_the_byte rc 2 \
+	err1 "kvplan: $TMP/bad/a.json: not valid JSON at byte offset 52: a string expected"
+printf '{"text_config": {"num_hidden_layers": 40}, "num_attention_heads": 8}' > "$TMP/bad/b.json"
+run --model-config "$TMP/bad/b.json" --gpu-mem-gib 80 --weights-gib 1
+check model_config_multimodal_says_text_config rc 2 \
+	err1 "kvplan: $TMP/bad/b.json: no \"num_hidden_layers\" at its top level (a multimodal model's is in text_config: give --layers, --kv-heads and --head-dim)"
+printf '{"num_hidden_layers": 32, "num_attention_heads": 32, "head_dim": 128, "torch_dtype": "float8_e4m3fn"}' > "$TMP/bad/c.json"
+run --model-config "$TMP/bad/c.json" --gpu-mem-gib 80 --weights-gib 1
+check model_config_unknown_dtype_is_named rc 2 \
+	err1 "kvplan: $TMP/bad/c.json: torch_dtype \"float8_e4m3fn\": want bfloat16, float16 or float32 (or --dtype)"
+printf '{"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 5, "head_dim": 128}' > "$TMP/bad/d.json"
+run --model-config "$TMP/bad/d.json" --gpu-mem-gib 80 --weights-gib 1
+check model_config_kv_heads_must_divide_heads rc 2 \
+	err1 "kvplan: $TMP/bad/d.json: num_key_value_heads 5 does not divide num_attention_heads 32"
+run --model-config "$TMP/nonexistent.json" --gpu-mem-gib 80 --weights-gib 1
+check model_config_missing_file_is_named rc 2 \
+	err1 "kvplan: $TMP/nonexistent.json: No such file or directory"
+
 # --- impossible plans: exit 1 ------------------------------------------
 
 # 327680 bytes of KV per token do not fit a 64 KiB frame.

@@ -4,7 +4,7 @@
 # geometry options, the trace reader).  Each tool compiles these sources
 # with its own; nothing is built here.
 
-KVT_COMMON_SRCS   := $(addprefix $(SRC)/tools/common/,num.c model.c trace.c)
+KVT_COMMON_SRCS   := $(addprefix $(SRC)/tools/common/,num.c model.c trace.c hfconfig.c)
 KVT_COMMON_HDRS   := $(SRC)/tools/common/kvtools.h \
 		     $(SRC)/include/kvarena/layout.h
 KVT_COMMON_CFLAGS := -I$(SRC)/tools/common

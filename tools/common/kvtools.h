@@ -55,14 +55,23 @@ int kvt_bad(const char *opt, const char *what, const char *arg);
  * model.c - the model presets and the geometry options every tool takes:
  *
  *   -m, --model NAME   a preset; the options below override its fields
+ *   --model-config FILE   a Hugging Face config.json instead of a preset
  *   --layers N  --kv-heads N  --head-dim N  --dtype fp16|bf16|fp32|fp8
  */
 struct kvt_model {
 	const char *name;
 	uint32_t layers, kv_heads, head_dim, q_heads;
 	enum kva_dtype dtype;
-	uint64_t params;	/* exact parameter count */
+	uint64_t params;	/* exact parameter count; 0: not known */
+	uint64_t weights_bytes;	/* the checkpoint's bytes; 0: params x 2 */
 };
+
+/*
+ * kvt_model_config() - @m from a Hugging Face config.json at @path
+ * (hfconfig.c), with the weights' bytes from the checkpoint beside it.
+ * Returns 0, or KVT_EXIT_USAGE after saying what was wrong.
+ */
+int kvt_model_config(const char *path, struct kvt_model *m);
 
 #define KVT_MODEL_NAMES	"llama-3-8b, llama-3-70b, qwen2.5-7b or mistral-7b"
 
@@ -73,6 +82,7 @@ enum {
 	KVT_OPT_KV_HEADS,
 	KVT_OPT_HEAD_DIM,
 	KVT_OPT_DTYPE,
+	KVT_OPT_MODEL_CONFIG,
 	KVT_OPT_GEOM_END,	/* a tool's own options may start here */
 };
 
@@ -82,7 +92,8 @@ enum {
 	{ "layers",   required_argument, NULL, KVT_OPT_LAYERS },	\
 	{ "kv-heads", required_argument, NULL, KVT_OPT_KV_HEADS },	\
 	{ "head-dim", required_argument, NULL, KVT_OPT_HEAD_DIM },	\
-	{ "dtype",    required_argument, NULL, KVT_OPT_DTYPE }
+	{ "dtype",    required_argument, NULL, KVT_OPT_DTYPE },		\
+	{ "model-config", required_argument, NULL, KVT_OPT_MODEL_CONFIG }
 
 /* The geometry options as given; zero-initialise. */
 struct kvt_geom_opts {

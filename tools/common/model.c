@@ -14,10 +14,10 @@
  * parameter count, which gives kvplan's default weight size in bf16.
  */
 static const struct kvt_model models[] = {
-	{ "llama-3-8b",  32, 8, 128, 32, KVA_DTYPE_BF16,  8030261248ull },
-	{ "llama-3-70b", 80, 8, 128, 64, KVA_DTYPE_BF16, 70553706496ull },
-	{ "qwen2.5-7b",  28, 4, 128, 28, KVA_DTYPE_BF16,  7615616512ull },
-	{ "mistral-7b",  32, 8, 128, 32, KVA_DTYPE_BF16,  7241732096ull },
+	{ "llama-3-8b",  32, 8, 128, 32, KVA_DTYPE_BF16,  8030261248ull, 0 },
+	{ "llama-3-70b", 80, 8, 128, 64, KVA_DTYPE_BF16, 70553706496ull, 0 },
+	{ "qwen2.5-7b",  28, 4, 128, 28, KVA_DTYPE_BF16,  7615616512ull, 0 },
+	{ "mistral-7b",  32, 8, 128, 32, KVA_DTYPE_BF16,  7241732096ull, 0 },
 };
 
 const struct kvt_model *kvt_model_find(const char *name)
@@ -68,6 +68,14 @@ int kvt_geom_option(struct kvt_geom_opts *o, int c, const char *arg)
 	case KVT_OPT_DTYPE:
 		o->dtype_set = 1;
 		return get_dtype(arg, &o->dtype);
+	case KVT_OPT_MODEL_CONFIG: {
+		static struct kvt_model conf;
+
+		if (kvt_model_config(arg, &conf))
+			return KVT_EXIT_USAGE;
+		o->model = &conf;
+		return 0;
+	}
 	default:
 		return -1;
 	}

@@ -179,6 +179,13 @@ static int parse_args(struct plan *p, int argc, char **argv)
 		kvt_usage_hint();
 		return KVP_EXIT_USAGE;
 	}
+	if (!p->weights_set && !p->preset->params &&
+	    !p->preset->weights_bytes) {
+		fprintf(stderr, "%s: --weights-gib is required: no model.safetensors.index.json or model.safetensors beside the --model-config to take the weights' size from\n",
+			kvt_prog);
+		kvt_usage_hint();
+		return KVP_EXIT_USAGE;
+	}
 	if (block_set && frame_set) {
 		fprintf(stderr, "%s: --block-tokens and --frame-size exclude each other\n",
 			kvt_prog);
@@ -247,7 +254,8 @@ static int compute_budget(struct plan *p)
 		p->weights_bytes = (uint64_t)(((unsigned __int128)p->weights_fx
 					       << GIB_SHIFT) / e9);
 	} else {
-		p->weights_bytes = p->preset->params *
+		p->weights_bytes = p->preset->weights_bytes ?:
+				   p->preset->params *
 				   kva_dtype_size(KVA_DTYPE_BF16);
 		need = (unsigned __int128)p->weights_bytes * e9 * e9;
 	}
@@ -419,6 +427,9 @@ static void print_human(const struct plan *p)
 	kvt_fmt_bytes(a, sizeof(a), p->weights_bytes);
 	if (p->weights_set)
 		row(" - weights", p->weights_bytes, "%s", a);
+	else if (p->preset->weights_bytes)
+		row(" - weights", p->weights_bytes, "%s: the checkpoint's tensors",
+		    a);
 	else
 		row(" - weights", p->weights_bytes, "%s: %.2fB parameters in bf16",
 		    a, (double)p->preset->params / 1e9);
