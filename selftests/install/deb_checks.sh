@@ -10,18 +10,7 @@
 set -u
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n $1"; }
-notok() {
-	n=$((n + 1)); failed=$((failed + 1))
-	name=$1; shift
-	for l in "$@"; do echo "# $l"; done
-	echo "not ok $n $name"
-}
-check() {	# check NAME CONDITION...
-	name=$1; shift
-	if "$@"; then ok "$name"; else notok "$name" "failed: $*"; fi
-}
+. /kvatest/ktap.sh
 
 echo "KVA-DEB: begin"
 echo "TAP version 13"
@@ -125,6 +114,6 @@ else
 		$(echo "$left" | head -30)
 fi
 
-echo "# Totals: pass:$((n - failed)) fail:$failed xfail:0 xpass:0 skip:0 error:0"
+totals
 echo "KVA-DEB: end"
 systemctl poweroff --force --force

@@ -19,19 +19,7 @@ if [ -d "$dir/root" ] && [ "$(cat "$dir/krel" 2>/dev/null)" = "$krel" ]; then
 	exit 0
 fi
 
-apt_uri() {
-	cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
-	    /etc/apt/sources.list.d/*.sources 2>/dev/null |
-		grep -o "https\?://[^ ]*/$1/\?\( \|\$\)" | head -n 1 |
-		sed 's| *$||; s|/$||'
-}
-MIRROR=${KVA_DEBIAN_MIRROR:-$(apt_uri debian)}
-MIRROR=${MIRROR:-http://deb.debian.org/debian}
-SECURITY=${KVA_DEBIAN_SECURITY:-$(apt_uri debian-security)}
-SECURITY=${SECURITY:-http://deb.debian.org/debian-security}
-http_proxy=
-eval "$(apt-config shell http_proxy Acquire::http::Proxy 2>/dev/null)" || true
-[ -z "$http_proxy" ] || export http_proxy
+. "$(dirname "$0")/../vm/archive.sh"
 
 rm -rf "$dir" && mkdir -p "$dir"
 echo "deb_root.sh: a bookworm root with systemd, DKMS and linux-headers-$krel"

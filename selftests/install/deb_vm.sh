@@ -38,7 +38,7 @@ root=$work/root
 cp -a "$base/root" "$root"
 mkdir -p "$root/kvatest"
 cp "$src/selftests/install/deb_checks.sh" "$src/selftests/install/list_files.sh" \
-	"$root/kvatest/"
+	"$src/selftests/install/ktap.sh" "$root/kvatest/"
 
 # in_root COMMAND: in the root, /proc mounted (DKMS's build reads it).
 in_root() {

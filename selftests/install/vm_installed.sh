@@ -16,18 +16,7 @@ set -u
 # name whatever PATH says, so kmod's are called by path.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
-n=0 failed=0 skipped=0
-ok() { n=$((n + 1)); echo "ok $n $1"; }
-notok() {
-	n=$((n + 1)); failed=$((failed + 1))
-	name=$1; shift
-	for l in "$@"; do echo "# $l"; done
-	echo "not ok $n $name"
-}
-check() {	# check NAME CONDITION...
-	name=$1; shift
-	if "$@"; then ok "$name"; else notok "$name" "failed: $*"; fi
-}
+. /kvatest/ktap.sh
 
 echo "TAP version 13"
 echo "1..15"
@@ -105,8 +94,7 @@ if [ -e /kvatest/test_prefix_torch.py ]; then
 	rc=$?
 	check python_prefix_torch_tests_pass [ $rc = 0 ]
 else
-	n=$((n + 1)); skipped=$((skipped + 1))
-	echo "ok $n python_prefix_torch_tests_pass # SKIP torch is carried into one VM kernel's root only"
+	skip python_prefix_torch_tests_pass "torch is carried into one VM kernel's root only"
 fi
 
 /sbin/modprobe -r kvarena 2>/tmp/err
@@ -114,5 +102,5 @@ check modprobe_r_unloads_it [ ! -e /sys/module/kvarena ]
 udevadm settle --timeout=30 2>/dev/null
 check the_device_node_goes_with_it [ ! -e /dev/kvarena ]
 
-echo "# Totals: pass:$((n - failed - skipped)) fail:$failed xfail:0 xpass:0 skip:$skipped error:0"
+totals
 [ $failed = 0 ]

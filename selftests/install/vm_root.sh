@@ -98,6 +98,7 @@ cp "$src/selftests/python/ktap.py" "$src/selftests/python/test_device.py" \
 	"$src/selftests/python/test_events.py" \
 	"$src/selftests/python/test_routers.py" \
 	"$src/selftests/python/test_exporter.py" \
+	"$src/selftests/install/ktap.sh" \
 	"$src/selftests/python/vllm_rules.py" \
 	"$src/selftests/python/kvev_hash.py" "$root/kvatest/"
 [ "$torch" != torch ] ||

@@ -219,6 +219,43 @@ run --model-config "$TMP/nonexistent.json" --gpu-mem-gib 80 --weights-gib 1
 check model_config_missing_file_is_named rc 2 \
 	err1 "kvplan: $TMP/nonexistent.json: No such file or directory"
 
+# --- several engines on one GPU (kvplan gpu) -----------------------------
+
+# llama-3-8b and qwen2.5-7b on 80 GiB at util 0.9 = 77309411328 bytes; each
+# engine: weights (params * 2: 16060522496 and 15231233024) + overhead
+# 1 GiB + CUDA context 0.5 GiB (the defaults): 17671135232 + 16841845760 =
+# 34512980992.  Arena = 42796430336 bytes = 20406 frames of 2 MiB
+# (20406.8); qwen2.5-7b's 57344 bytes/token: 36 tokens a frame (tail
+# 32768), so 20406 * 16 = 326496 and 20406 * 36 = 734616 tokens.
+run gpu --gpu-mem-gib 80 --engine llama-3-8b --engine qwen2.5-7b --json
+check gpu_two_engines_share_what_their_memory_leaves rc 0 quiet \
+	key usable_bytes 77309411328 key arena_budget_bytes 42796430336 \
+	key frames 20406 key overhead_bytes 1073741824 \
+	key cuda_context_bytes 536870912
+run gpu --gpu-mem-gib 80 --engine llama-3-8b --engine qwen2.5-7b
+check gpu_prints_the_create_command rc 0 quiet \
+	has "frames                      20406  of 2.0 MiB: kvarenactl create ARENA --frames 20406 --frame-size 2M --backend cuda:DEV" \
+	has " engine 2 tokens           734616  with every frame"
+# Weights given, no overhead or context: 72 GiB - 2 * 10 GiB = 52 GiB =
+# 26624 frames of 2 MiB; 16M frames: 3328.
+run gpu --gpu-mem-gib 80 --engine llama-3-8b:10 --engine "$TMP/l3/config.json:10" --overhead-gib 0 --cuda-context-gib 0 --frame-size 16M --json
+check gpu_weights_given_and_16m_frames rc 0 quiet key frames 3328 \
+	key arena_budget_bytes 55834574848
+run gpu --gpu-mem-gib 40 --engine llama-3-70b
+check gpu_engines_larger_than_the_gpu_are_impossible rc 1 \
+	err1 "kvplan: gpu: nothing left for the arena: 36.0 GiB usable, the engines take 132.9 GiB"
+run gpu --gpu-mem-gib 80 --engine llama-3-8b --frame-size 3M
+check gpu_frame_size_is_one_create_takes rc 2 \
+	err1 "kvplan: --frame-size must be a power of two from 4K to 1G, as kvarenactl create takes (64K, 2M, ...): got 3M"
+run gpu --gpu-mem-gib 80 --engine gpt-5
+check gpu_unknown_engine_is_named rc 2 \
+	err1 "kvplan: --engine must be llama-3-8b, llama-3-70b, qwen2.5-7b or mistral-7b or a config.json path: got gpt-5"
+run gpu --gpu-mem-gib 80 --engine "$TMP/mha/config.json"
+check gpu_config_without_checkpoint_needs_weights rc 2 \
+	err1 "kvplan: --engine $TMP/mha/config.json: no model.safetensors.index.json or model.safetensors beside it: give its weights, $TMP/mha/config.json:GIB"
+run gpu --engine llama-3-8b
+check gpu_needs_the_gpu_memory rc 2 err1 "kvplan: gpu: --gpu-mem-gib is required"
+
 # --- impossible plans: exit 1 ------------------------------------------
 
 # 327680 bytes of KV per token do not fit a 64 KiB frame.

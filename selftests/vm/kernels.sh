@@ -35,19 +35,7 @@ set -eu
 SUITES='bullseye bullseye bullseye,bullseye-security - -
 trixie-backports trixie trixie,trixie-backports trixie-backports source'
 # The archive this machine's apt uses (and its proxy, if it has one).
-apt_uri() {
-	cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
-	    /etc/apt/sources.list.d/*.sources 2>/dev/null |
-		grep -o "https\?://[^ ]*/$1/\?\( \|\$\)" | head -n 1 |
-		sed 's| *$||; s|/$||'
-}
-MIRROR=${KVA_DEBIAN_MIRROR:-$(apt_uri debian)}
-MIRROR=${MIRROR:-http://deb.debian.org/debian}
-SECURITY=${KVA_DEBIAN_SECURITY:-$(apt_uri debian-security)}
-SECURITY=${SECURITY:-http://deb.debian.org/debian-security}
-http_proxy=
-eval "$(apt-config shell http_proxy Acquire::http::Proxy 2>/dev/null)" || true
-[ -z "$http_proxy" ] || export http_proxy
+. "$(dirname "$0")/archive.sh"
 
 die() { echo "kernels.sh: $*" >&2; exit 1; }
 

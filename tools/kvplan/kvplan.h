@@ -30,6 +30,9 @@ int kvp_cmd_waste(int argc, char **argv);
 /* plan.c */
 int kvp_cmd_plan(int argc, char **argv);
 
+/* gpu.c - several engines on one GPU, one arena */
+int kvp_cmd_gpu(int argc, char **argv);
+
 /* main.c */
 int kvp_bad_option(int c, char **argv, const char *cmd);
 void kvp_help(FILE *f);

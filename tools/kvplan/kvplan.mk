@@ -7,7 +7,7 @@
 #   $(B)/tools/kvplan-static statically linked, for the documented examples
 #                            run in the test VM (selftests/docs)
 
-KVPLAN_SRCS := $(addprefix $(SRC)/tools/kvplan/,main.c plan.c waste.c) \
+KVPLAN_SRCS := $(addprefix $(SRC)/tools/kvplan/,main.c plan.c waste.c gpu.c) \
 	       $(KVT_COMMON_SRCS)
 KVPLAN_DEPS := $(KVPLAN_SRCS) $(SRC)/tools/kvplan/kvplan.h \
 	       $(KVT_COMMON_HDRS)

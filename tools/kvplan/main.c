@@ -22,6 +22,7 @@ void kvp_help(FILE *f)
 "Usage: kvplan [-m MODEL] [GEOMETRY] --gpu-mem-gib X [options] [--json]\n"
 "       kvplan waste-table [--avg-len L,...] [--block-tokens B,...] [--json]\n"
 "       kvplan waste --trace FILE [--block-tokens B,...] [--json]\n"
+"       kvplan gpu --gpu-mem-gib X --engine MODEL[:GIB]... (kvplan gpu -h)\n"
 "Plan KV-cache capacity: blocks or frames, tokens, sequences and waste.\n"
 "\n"
 "  -m, --model NAME      llama-3-8b, llama-3-70b, qwen2.5-7b or mistral-7b,\n"
@@ -39,8 +40,7 @@ void kvp_help(FILE *f)
 "      --max-seq-len N   also report how many N-token sequences fit\n"
 "      --avg-len L       also report the expected waste at mean length L\n"
 "      --trace FILE      (waste only) Azure CSV or Mooncake JSONL trace\n"
-"      --json            one JSON object, numbers as numbers\n"
-"  -h, --help\n"
+"      --json            one JSON object, numbers as numbers; -h, --help\n"
 "Waste (B-1)/(2L+B-1): a sequence's last block is half empty on average.\n"
 "Exit status: 0 ok, 1 impossible plan, 2 usage error or unreadable trace.\n",
 	      f);
@@ -78,6 +78,8 @@ int main(int argc, char **argv)
 		ret = kvp_cmd_waste_table(argc - 1, argv + 1);
 	else if (argc > 1 && !strcmp(argv[1], "waste"))
 		ret = kvp_cmd_waste(argc - 1, argv + 1);
+	else if (argc > 1 && !strcmp(argv[1], "gpu"))
+		ret = kvp_cmd_gpu(argc - 1, argv + 1);
 	else
 		ret = kvp_cmd_plan(argc, argv);
 
