@@ -14,7 +14,7 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 
 echo "KVA-DEB: begin"
 echo "TAP version 13"
-echo "1..10"
+echo "1..11"
 rel=$(uname -r)
 
 file=$(modinfo -F filename kvarena 2>&1)
@@ -49,6 +49,13 @@ case $metrics in
 		"is-active: $(systemctl is-active kvarena-exporter.service)" \
 		"$(echo "$metrics" | tail -5)" ;;
 esac
+
+# Documentation/deployment.rst's command lines, in order, against this
+# node (deploy_run.py; its records made by extract.awk on the host).
+python3 /kvatest/deploy_run.py /kvatest/deploy.spec > /tmp/deploy.out 2>&1
+rc=$?
+sed -n 's/^# /# deployment.rst: /p; /^not ok/s/^/# deployment.rst: /p' /tmp/deploy.out
+check deployment_guide_commands_print_what_it_shows [ $rc = 0 ]
 
 # A client of the packaged Python binding holds 2 frames across reloads.
 python3 -c '

@@ -18,6 +18,7 @@
 #      qemu with systemd as init (rdinit=/sbin/init): modules-load.d loads
 #      the module, udev gives the node its group, kvarena.service makes
 #      the arena, the exporter serves it; deb_checks.sh checks those,
+#      runs Documentation/deployment.rst's command lines (deploy_run.py),
 #      reloads, then takes everything down, purges the packages and
 #      compares the root's files with the list of step 1.
 #
@@ -38,7 +39,10 @@ root=$work/root
 cp -a "$base/root" "$root"
 mkdir -p "$root/kvatest"
 cp "$src/selftests/install/deb_checks.sh" "$src/selftests/install/list_files.sh" \
-	"$src/selftests/install/ktap.sh" "$root/kvatest/"
+	"$src/selftests/install/ktap.sh" "$src/selftests/install/deploy_run.py" \
+	"$root/kvatest/"
+awk -f "$src/selftests/docs/extract.awk" "$src/Documentation/deployment.rst" \
+	> "$root/kvatest/deploy.spec"
 
 # in_root COMMAND: in the root, /proc mounted (DKMS's build reads it).
 in_root() {
