@@ -86,13 +86,6 @@ static void gpu_help(FILE *f)
 "Exit status: 0 ok, 1 impossible plan, 2 usage error.\n", f);
 }
 
-static int get_gib(const char *opt, const char *arg, uint64_t *out)
-{
-	if (kvt_parse_fixed(arg, out) || *out > KVT_MAX_GIB * KVT_FIX_SCALE)
-		return kvt_bad(opt, "a size in GiB from 0 to 1048576", arg);
-	return 0;
-}
-
 static uint64_t gib_bytes(uint64_t fx)
 {
 	return (uint64_t)(((unsigned __int128)fx << GIB_SHIFT) / KVT_FIX_SCALE);
@@ -111,7 +104,7 @@ static int take_engine(struct gpu_plan *p, char *spec)
 	e->spec = spec;
 	if (colon) {
 		*colon = 0;
-		if (get_gib("--engine's weights", colon + 1, &e->weights_fx))
+		if (kvp_get_gib("--engine's weights", colon + 1, &e->weights_fx))
 			return KVP_EXIT_USAGE;
 		e->weights_given = 1;
 	}
@@ -149,33 +142,23 @@ static int parse(struct gpu_plan *p, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":h", gpu_options, NULL)) != -1) {
 		switch (c) {
 		case OPT_GPU:
-			err = get_gib("--gpu-mem-gib", optarg, &p->gpu_fx);
-			if (!err && !p->gpu_fx)
-				err = kvt_bad("--gpu-mem-gib", "above 0", optarg);
+			err = kvp_get_gpu_mem(optarg, &p->gpu_fx);
 			p->gpu_set = 1;
 			break;
 		case OPT_UTIL:
-			if (kvt_parse_fixed(optarg, &p->util_fx) ||
-			    !p->util_fx || p->util_fx > KVT_FIX_SCALE)
-				err = kvt_bad("--util", "in (0, 1]", optarg);
+			err = kvp_get_util(optarg, &p->util_fx);
 			break;
 		case OPT_ENGINE:
 			err = take_engine(p, optarg);
 			break;
 		case OPT_OVERHEAD:
-			err = get_gib("--overhead-gib", optarg, &p->overhead_fx);
+			err = kvp_get_gib("--overhead-gib", optarg, &p->overhead_fx);
 			break;
 		case OPT_CONTEXT:
-			err = get_gib("--cuda-context-gib", optarg, &p->context_fx);
+			err = kvp_get_gib("--cuda-context-gib", optarg, &p->context_fx);
 			break;
 		case OPT_FRAME:
-			if (kvt_parse_size(optarg, &p->frame_size) ||
-			    p->frame_size < KVARENA_MIN_FRAME_SIZE ||
-			    p->frame_size > KVARENA_MAX_FRAME_SIZE ||
-			    (p->frame_size & (p->frame_size - 1)))
-				err = kvt_bad("--frame-size",
-					      "a power of two from 4K to 1G, as kvarenactl create takes (64K, 2M, ...)",
-					      optarg);
+			err = kvp_get_frame_size(optarg, &p->frame_size);
 			break;
 		case OPT_JSON:
 			p->json = 1;

@@ -27,8 +27,13 @@ double kvp_waste_estimate(double avg_len, uint64_t block_tokens);
 int kvp_cmd_waste_table(int argc, char **argv);
 int kvp_cmd_waste(int argc, char **argv);
 
-/* plan.c */
+/* plan.c; the option values both plans take, 0 or said and the usage
+ * exit status */
 int kvp_cmd_plan(int argc, char **argv);
+int kvp_get_gib(const char *opt, const char *arg, uint64_t *out);
+int kvp_get_gpu_mem(const char *arg, uint64_t *out);
+int kvp_get_util(const char *arg, uint64_t *out);
+int kvp_get_frame_size(const char *arg, uint64_t *out);
 
 /* gpu.c - several engines on one GPU, one arena */
 int kvp_cmd_gpu(int argc, char **argv);

@@ -77,10 +77,37 @@ static const struct option plan_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static int get_gib(const char *opt, const char *arg, uint64_t *out)
+int kvp_get_gib(const char *opt, const char *arg, uint64_t *out)
 {
 	if (kvt_parse_fixed(arg, out) || *out > KVT_MAX_GIB * KVT_FIX_SCALE)
 		return kvt_bad(opt, "a size in GiB from 0 to 1048576", arg);
+	return 0;
+}
+
+int kvp_get_gpu_mem(const char *arg, uint64_t *out)
+{
+	int err = kvp_get_gib("--gpu-mem-gib", arg, out);
+
+	if (!err && !*out)
+		err = kvt_bad("--gpu-mem-gib", "above 0", arg);
+	return err;
+}
+
+int kvp_get_util(const char *arg, uint64_t *out)
+{
+	if (kvt_parse_fixed(arg, out) || !*out || *out > KVT_FIX_SCALE)
+		return kvt_bad("--util", "in (0, 1]", arg);
+	return 0;
+}
+
+/* What kvarenactl create takes (the module's rule). */
+int kvp_get_frame_size(const char *arg, uint64_t *out)
+{
+	if (kvt_parse_size(arg, out) || *out < KVARENA_MIN_FRAME_SIZE ||
+	    *out > KVARENA_MAX_FRAME_SIZE || (*out & (*out - 1)))
+		return kvt_bad("--frame-size",
+			       "a power of two from 4K to 1G, as kvarenactl create takes (64K, 2M, ...)",
+			       arg);
 	return 0;
 }
 
@@ -93,22 +120,18 @@ static int parse_args(struct plan *p, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":m:h", plan_options, NULL)) != -1) {
 		switch (c) {
 		case OPT_GPU:
-			err = get_gib("--gpu-mem-gib", optarg, &p->gpu_fx);
-			if (!err && !p->gpu_fx)
-				err = kvt_bad("--gpu-mem-gib", "above 0", optarg);
+			err = kvp_get_gpu_mem(optarg, &p->gpu_fx);
 			p->gpu_set = 1;
 			break;
 		case OPT_UTIL:
-			if (kvt_parse_fixed(optarg, &p->util_fx) ||
-			    !p->util_fx || p->util_fx > KVT_FIX_SCALE)
-				err = kvt_bad("--util", "in (0, 1]", optarg);
+			err = kvp_get_util(optarg, &p->util_fx);
 			break;
 		case OPT_WEIGHTS:
-			err = get_gib("--weights-gib", optarg, &p->weights_fx);
+			err = kvp_get_gib("--weights-gib", optarg, &p->weights_fx);
 			p->weights_set = 1;
 			break;
 		case OPT_OVERHEAD:
-			err = get_gib("--overhead-gib", optarg, &p->overhead_fx);
+			err = kvp_get_gib("--overhead-gib", optarg, &p->overhead_fx);
 			break;
 		case OPT_BLOCK:
 			if (kvt_parse_u64(optarg, &p->block_tokens) ||
@@ -119,14 +142,7 @@ static int parse_args(struct plan *p, int argc, char **argv)
 			block_set = 1;
 			break;
 		case OPT_FRAME:
-			/* What kvarenactl create takes (the module's rule). */
-			if (kvt_parse_size(optarg, &p->frame_size) ||
-			    p->frame_size < KVARENA_MIN_FRAME_SIZE ||
-			    p->frame_size > KVARENA_MAX_FRAME_SIZE ||
-			    (p->frame_size & (p->frame_size - 1)))
-				err = kvt_bad("--frame-size",
-					      "a power of two from 4K to 1G, as kvarenactl create takes (64K, 2M, ...)",
-					      optarg);
+			err = kvp_get_frame_size(optarg, &p->frame_size);
 			frame_set = 1;
 			break;
 		case OPT_MAXLEN:
