@@ -391,15 +391,7 @@ static inline struct kva_seq_impl *seq_impl(struct kva_seq *s)
 }
 
 /* SHA-256 (sha256.c) */
-struct kva_sha256 {
-	uint32_t h[8];
-	uint64_t len;
-	uint8_t buf[64];
-};
-
-void kva_sha256_init(struct kva_sha256 *s);
-void kva_sha256_update(struct kva_sha256 *s, const void *data, size_t n);
-void kva_sha256_final(struct kva_sha256 *s, uint8_t out[32]);
+#include "sha256.h"
 
 /* seq.c */
 void kva_seq_set_room(struct kva_seq_impl *s);
