@@ -112,6 +112,10 @@ enum kva_transport {
 #define KVA_OPEN_NO_PROMOTE	(1u << 4) /* device: never wait for frames
 					   * of a lower tier to come back up
 					   * (kva_seq_attach_prefix()) */
+#define KVA_OPEN_NO_REMOTE	(1u << 5) /* device: never ask the remote
+					   * tier's agent for the keys a
+					   * lookup missed ($KVA_REMOTE_MS=0
+					   * says the same) */
 /* kva_arena_info.flags only: what the backend found */
 #define KVA_INFO_SHARED_RW	(1u << 31) /* cuda: the driver refused
 					    * read-only access, so published

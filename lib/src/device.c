@@ -21,8 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <kvarena/remote.h>
 #include <linux/kvarena.h>
 
 #include "internal.h"
@@ -37,6 +41,8 @@ struct kva_device {
 	bool ring_live;
 	bool imports_dropped;	/* the module takes IMPORTS_DROPPED */
 	uint32_t promote_ms;	/* 0: no promotions from a lower tier */
+	uint32_t remote_ms;	/* 0: never ask the remote tier's agent */
+	uint64_t remote_after;	/* CLOCK_MONOTONIC ns: no agent before */
 };
 
 static struct kva_device *dev(struct kva_arena *a)
@@ -271,8 +277,8 @@ static int dev_publish(struct kva_arena *a, struct kvarena_prefix_entry *e,
  * LOOKUP's would.  A promotion that cannot be had (no agent, no room, too
  * slow) leaves the run as LOOKUP found it: the caller computes the rest.
  */
-static int dev_lookup(struct kva_arena *a, struct kvarena_prefix_entry *e,
-		      uint32_t n)
+static int lookup_promote(struct kva_arena *a, struct kvarena_prefix_entry *e,
+			  uint32_t n)
 {
 	struct kvarena_prefix p = {
 		.entries = (__u64)(uintptr_t)e, .count = n,
@@ -298,6 +304,110 @@ static int dev_lookup(struct kva_arena *a, struct kvarena_prefix_entry *e,
 	if (dev_ioctl(dev(a)->fd, KVARENA_IOC_PROMOTE, &pr))
 		return (int)p.nr_done;
 	return (int)(p.nr_done + pr.nr_done);
+}
+
+/*
+ * Ask the arena's remote agent (kvarenactl remote; include/kvarena/
+ * remote.h) to bring the @n keys at @e from the cluster: how many it
+ * published in the arena (or its lower tier), 0 when there is no agent or
+ * it found nothing, or a negative errno.  One connection per question,
+ * each way bounded by remote_ms: an agent that is gone costs a failed
+ * connect(), a stuck one the timeout.
+ */
+static int remote_fetch(struct kva_arena *a,
+			const struct kvarena_prefix_entry *e, uint32_t n)
+{
+	uint8_t buf[sizeof(struct kva_remote_req) + 32 * KVA_REMOTE_MAX_KEYS];
+	struct kva_remote_req req = {
+		.magic = KVA_REMOTE_MAGIC, .version = KVA_REMOTE_VERSION,
+		.client_id = a->client_id,
+	};
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	uint32_t ms = dev(a)->remote_ms;
+	struct timeval tv = { .tv_sec = ms / 1000,
+			      .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
+	const char *path = getenv("KVA_REMOTE_SOCKET");
+	struct kva_remote_rep rep;
+	struct timespec now;
+	ssize_t got;
+	int fd, ret;
+
+	/* No agent a moment ago: none now (a miss costs no connect()). */
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if ((uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec <
+	    dev(a)->remote_after)
+		return 0;
+	if (n > KVA_REMOTE_MAX_KEYS)
+		n = KVA_REMOTE_MAX_KEYS;
+	if (path && *path)
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	else
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s.sock",
+			 KVA_REMOTE_SOCKET_DIR, a->name);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		close(fd);
+		/* No agent: do not look again for a second. */
+		dev(a)->remote_after = (uint64_t)now.tv_sec * 1000000000u +
+				       (uint64_t)now.tv_nsec + 1000000000u;
+		return 0;
+	}
+	KVA_PASS("dev.remote");
+	req.nr = n;
+	memcpy(buf, &req, sizeof(req));
+	for (uint32_t i = 0; i < n; i++)
+		memcpy(buf + sizeof(req) + 32 * i, e[i].key, 32);
+	ret = 0;
+	if (send(fd, buf, sizeof(req) + 32 * (size_t)n, MSG_NOSIGNAL) < 0)
+		ret = -errno;
+	if (!ret) {
+		got = recv(fd, &rep, sizeof(rep), 0);
+		if (got < 0)
+			ret = errno == EAGAIN ? -ETIMEDOUT : -errno;
+		else if (got != sizeof(rep) || rep.magic != KVA_REMOTE_MAGIC)
+			ret = -EPROTO;
+		else
+			ret = rep.status < 0 ? rep.status : (int)rep.nr_fetched;
+	}
+	close(fd);
+	return ret;
+}
+
+/*
+ * lookup_promote(), and where it did not find all @n keys, the remote
+ * tier: what its agent fetched is found by a second lookup_promote() of
+ * the keys after the run, in this arena or its lower tier.
+ */
+static int dev_lookup(struct kva_arena *a, struct kvarena_prefix_entry *e,
+		      uint32_t n)
+{
+	int got = lookup_promote(a, e, n), more;
+
+	if (got < 0 || (uint32_t)got >= n || !dev(a)->remote_ms)
+		return got;
+	if (remote_fetch(a, e + got, n - (uint32_t)got) <= 0)
+		return got;
+	more = lookup_promote(a, e + got, n - (uint32_t)got);
+	return more > 0 ? got + more : got;
+}
+
+/* $KVA_REMOTE_MS, 1 to 600000; 1000 without it (0: no remote tier). */
+static uint32_t remote_ms(void)
+{
+	const char *s = getenv("KVA_REMOTE_MS");
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return 1000;
+	v = strtoul(s, &end, 10);
+	if (*end || v > KVARENA_PROMOTE_MAX_MS)
+		return 1000;
+	return (uint32_t)v;
 }
 
 static int dev_frame_fd(struct kva_arena *a, uint64_t handle, int *fd,
@@ -577,6 +687,8 @@ int kva_device_open(struct kva_arena *a, const struct kva_open_opts *o,
 		d->promote_ms = o->promote_ms ? o->promote_ms : 1000;
 	if (d->promote_ms > KVARENA_PROMOTE_MAX_MS)
 		d->promote_ms = KVARENA_PROMOTE_MAX_MS;
+	if (!(o->flags & KVA_OPEN_NO_REMOTE))
+		d->remote_ms = remote_ms();
 	ret = choose_transport(a, o, features);
 	if (ret)
 		goto err_close;

@@ -455,6 +455,7 @@ int kva_cuda_uuid(const char *lib, uint32_t ordinal, uint8_t uuid[16]);
 
 /* Run-time flags every backend honours. */
 #define KVA_OPEN_ALL	(KVA_OPEN_PREFAULT | KVA_OPEN_POPULATE | \
-			 KVA_OPEN_HUGETLB | KVA_OPEN_PRIVATE | KVA_OPEN_NO_PROMOTE)
+			 KVA_OPEN_HUGETLB | KVA_OPEN_PRIVATE | KVA_OPEN_NO_PROMOTE | \
+			 KVA_OPEN_NO_REMOTE)
 
 #endif /* KVA_LIB_INTERNAL_H */

@@ -19,7 +19,7 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 . /kvatest/ktap.sh
 
 echo "TAP version 13"
-echo "1..15"
+echo "1..16"
 rel=$(uname -r)
 
 /sbin/rmmod kvarena 2>/tmp/err
@@ -86,6 +86,12 @@ check python_routers_tests_pass [ $rc = 0 ]
 python3 /kvatest/test_exporter.py
 rc=$?
 check python_exporter_tests_pass [ $rc = 0 ]
+
+# The remote tier: two arenas, two kvarenactl remote agents, a Redis
+# cluster of 3 masters and 3 replicas in the VM.
+python3 /kvatest/test_remote.py
+rc=$?
+check python_remote_tests_pass [ $rc = 0 ]
 
 # Where the root carries torch (one VM kernel): the shared prefix through
 # torch views.

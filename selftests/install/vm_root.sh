@@ -64,6 +64,13 @@ prom=
 for t in /usr/bin/prometheus /usr/bin/promtool; do
 	[ ! -x "$t" ] || prom="$prom $t"
 done
+# Redis's server and client (Debian's redis-server and redis-tools), for
+# test_remote.py: a cluster in the VM.
+redis=
+for t in /usr/bin/redis-server /usr/bin/redis-cli; do
+	[ -x "$t" ] || die "$t missing (apt-get install redis-server redis-tools)"
+	redis="$redis $t"
+done
 # One path per line of $pyinfo.
 # shellcheck disable=SC2086
 "$src/selftests/vm/carry.sh" "$root" \
@@ -73,7 +80,7 @@ done
 	--exclude '*/python3.*/dist-packages' --exclude '*/python3.*/site-packages' \
 	--exclude '*/config-3*' \
 	/usr/bin/python3 $pyinfo $libs /bin/kmod /lib/systemd/systemd-udevd \
-	$prom
+	$prom $redis
 # kmod's tools where Debian has them: /sbin, which vm_installed.sh puts
 # ahead of busybox's /bin.
 mkdir -p "$root/sbin"
@@ -100,6 +107,9 @@ cp "$src/selftests/python/ktap.py" "$src/selftests/python/test_device.py" \
 	"$src/selftests/python/test_exporter.py" \
 	"$src/selftests/install/ktap.sh" \
 	"$src/selftests/python/vllm_rules.py" \
-	"$src/selftests/python/kvev_hash.py" "$root/kvatest/"
+	"$src/selftests/python/kvev_hash.py" \
+	"$src/selftests/remote/test_remote.py" "$src/selftests/remote/engine.py" \
+	"$src/selftests/remote/redisfix.py" \
+	"$src/selftests/remote/kvblock_spec.py" "$root/kvatest/"
 [ "$torch" != torch ] ||
 	cp "$src/selftests/python/test_prefix_torch.py" "$root/kvatest/"

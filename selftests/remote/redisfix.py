@@ -43,6 +43,65 @@ def free_ports(n):
     return ports
 
 
+def crc16(b):
+    crc = 0
+    for x in b:
+        crc ^= x << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021 if crc & 0x8000 else crc << 1) & 0xffff
+    return crc
+
+
+def key_slot(key):
+    """The cluster's slot of @key (a str): its {hash tag}'s, if any."""
+    s = key.find("{")
+    if s >= 0:
+        e = key.find("}", s + 1)
+        if e > s + 1:
+            key = key[s + 1:e]
+    return crc16(key.encode()) & 16383
+
+
+def resp(port, *args, timeout=10):
+    """One command to 127.0.0.1:@port in RESP; the reply: bytes, int,
+    None, a list, or RespError.  Binary-safe, unlike redis-cli's output."""
+    req = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        req += b"$%d\r\n%s\r\n" % (len(a), a)
+    with socket.create_connection(("127.0.0.1", port), timeout) as s:
+        s.sendall(req)
+        f = s.makefile("rb")
+        return _reply(f)
+
+
+class RespError(Exception):
+    pass
+
+
+def _reply(f):
+    line = f.readline()
+    if not line:
+        raise OSError("connection closed")
+    t, rest = line[:1], line[1:-2]
+    if t == b"+":
+        return rest
+    if t == b"-":
+        return RespError(rest.decode())
+    if t == b":":
+        return int(rest)
+    if t == b"$":
+        n = int(rest)
+        if n < 0:
+            return None
+        data = f.read(n + 2)
+        return data[:-2]
+    if t == b"*":
+        n = int(rest)
+        return None if n < 0 else [_reply(f) for _ in range(n)]
+    raise OSError("not RESP: %r" % line)
+
+
 def need(prog):
     path = shutil.which(prog) or (os.path.exists("/usr/bin/" + prog) and
                                   "/usr/bin/" + prog)
@@ -132,7 +191,8 @@ class Proxy:
 
 
 class Server:
-    def __init__(self, workdir, port, cluster=False, announce=None, extra=()):
+    def __init__(self, workdir, port, cluster=False, announce=None, extra=(),
+                 node_timeout=1000):
         self.port = port
         self.dir = os.path.join(workdir, str(port))
         os.makedirs(self.dir, exist_ok=True)
@@ -143,7 +203,7 @@ class Server:
         if cluster:
             args += ["--cluster-enabled", "yes",
                      "--cluster-config-file", "nodes.conf",
-                     "--cluster-node-timeout", "1000",
+                     "--cluster-node-timeout", str(node_timeout),
                      "--cluster-announce-ip", "127.0.0.1",
                      "--cluster-announce-bus-port", str(port + 10000),
                      "--repl-diskless-sync-delay", "0",
@@ -198,12 +258,13 @@ class Cluster:
     """masters masters, each with one replica, behind proxies: seeds()
     names the proxies, as a client configures them."""
 
-    def __init__(self, workdir, masters=3, replicas=1):
+    def __init__(self, workdir, masters=3, replicas=1, node_timeout=1000):
         n = masters * (1 + replicas)
         ports = free_ports(2 * n)
         self.real, self.pub = ports[:n], ports[n:]
         self.proxies = [Proxy(p, r) for p, r in zip(self.pub, self.real)]
-        self.servers = [Server(workdir, r, cluster=True, announce=p)
+        self.servers = [Server(workdir, r, cluster=True, announce=p,
+                               node_timeout=node_timeout)
                         for r, p in zip(self.real, self.pub)]
         subprocess.run([need("redis-cli"), "--cluster", "create"] +
                        ["127.0.0.1:%d" % p for p in self.real] +
@@ -240,6 +301,25 @@ class Cluster:
                 rows.append((port, role, f[0], f[8:], f[3]))
             return rows
         return []
+
+    def owner(self, key):
+        """The public port of the master that serves @key now."""
+        slot = key_slot(key)
+        for port, role, _, slots, _ in self.nodes():
+            if not role.startswith("master"):
+                continue
+            for rng in slots:
+                if rng.startswith("["):
+                    continue
+                a, _, b = rng.partition("-")
+                if int(a) <= slot <= int(b or a):
+                    return port
+        return None
+
+    def call(self, *args):
+        """A command on the master of its key (args[1]), as a client
+        would send it."""
+        return resp(self.owner(args[1]), *args)
 
     def masters(self):
         return [r[0] for r in self.nodes()

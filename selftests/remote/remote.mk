@@ -3,8 +3,10 @@
 # The remote tier's tests.
 #
 #   check-remote   native: the block format and the key slots against
-#                  their published vectors (block_test, also under
-#                  ASan/UBSan); the cluster client (rc_repl, under
+#                  their published vectors (block_test, under ASan/UBSan);
+#                  the format against kvblock_spec.py, its specification
+#                  written again in Python, both ways (spec_check.py);
+#                  the cluster client (rc_repl, under
 #                  ASan/UBSan) against Redis processes the test starts on
 #                  127.0.0.1 - a single server and a 3+3 cluster - with
 #                  redis-py (python3-redis) as the other client, through a
@@ -25,6 +27,11 @@ $(REMOTE_T)/block_test: $(SRC)/selftests/remote/block_test.c \
 	$(Q)mkdir -p $(@D)
 	$(Q)$(REMOTE_CC) -o $@ $(filter %.c,$^) -lhiredis
 
+$(REMOTE_T)/block_vector: $(SRC)/selftests/remote/block_vector.c \
+		$(REMOTE_SRCS) $(REMOTE_HDRS)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(REMOTE_CC) -o $@ $(filter %.c,$^) -lhiredis
+
 $(REMOTE_T)/rc_repl: $(SRC)/selftests/remote/rc_repl.c \
 		$(REMOTE_SRCS) $(REMOTE_HDRS)
 	$(Q)mkdir -p $(@D)
@@ -34,8 +41,10 @@ $(REMOTE_T)/rc_repl: $(SRC)/selftests/remote/rc_repl.c \
 # there: the recipe looks when it runs.)
 .PHONY: check-remote check-remote-hiredis
 check-remote: check-remote-hiredis
-	$(Q)$(MAKE) --no-print-directory $(REMOTE_T)/block_test $(REMOTE_T)/rc_repl
+	$(Q)$(MAKE) --no-print-directory $(REMOTE_T)/block_test $(REMOTE_T)/rc_repl \
+		$(REMOTE_T)/block_vector
 	$(Q)$(REMOTE_T)/block_test
+	$(Q)$(PYTHON) $(SRC)/selftests/remote/spec_check.py $(REMOTE_T)/block_vector
 	$(Q)$(PYTHON) $(SRC)/selftests/remote/cluster_test.py $(REMOTE_T)/rc_repl
 
 check-remote-hiredis:

@@ -35,6 +35,7 @@ struct rc_node {
 	redisContext *ctx;	/* non-blocking */
 	bool connecting;	/* connect() not finished */
 	bool writing;		/* output not all written */
+	bool fresh;		/* connected in this batch */
 	uint64_t down_until;	/* ms, monotonic: not tried before */
 	struct rc_out *out;	/* replies owed: [head, nout) */
 	unsigned int head, nout, cap;
@@ -179,6 +180,7 @@ static int node_start(struct rcluster *c, int i)
 	}
 	c->st.connects++;
 	n->connecting = true;
+	n->fresh = true;
 	if (c->password) {
 		const char *argv[3] = { "AUTH" };
 		int argc = 1;
@@ -297,17 +299,28 @@ static bool settle(struct rcluster *c, struct rc_cmd *cmd, int i,
 	return true;
 }
 
-/* Fail every reply node @i still owes with @err, and let it go. */
+/*
+ * Fail every reply node @i still owes with @err, and let it go.  A
+ * connection from an earlier batch that is found lost (-EIO: the server
+ * restarted, a proxy or an idle timeout closed it) is not the node's
+ * fault: its commands go round once more, on a new connection, and the
+ * node is not marked down.
+ */
 static void node_fail(struct rcluster *c, int i, struct rc_cmd *cmds,
 		      bool *done, int err)
 {
 	struct rc_node *n = &c->nodes[i];
+	bool stale = err == -EIO && !n->fresh;
 
 	for (unsigned int k = n->head; k < n->nout; k++) {
 		const struct rc_out *o = &n->out[k];
 
 		if (o->kind != OUT_CMD && o->kind != OUT_RAW)
 			continue;
+		if (stale && o->kind == OUT_CMD && !cmds[o->idx].retried) {
+			cmds[o->idx].retried = 1;
+			continue;
+		}
 		cmds[o->idx].err = err;
 		done[o->idx] = true;
 		if (err == -ETIMEDOUT)
@@ -315,7 +328,7 @@ static void node_fail(struct rcluster *c, int i, struct rc_cmd *cmds,
 		else
 			c->st.failures++;
 	}
-	node_drop(c, i, true);
+	node_drop(c, i, !stale);
 }
 
 /* The replies node @i has read: false if the connection must go. */
@@ -672,11 +685,52 @@ void rc_close(struct rcluster *c)
 
 /* ---- batches ------------------------------------------------------------- */
 
+static int cmd_slot(const struct rc_cmd *cmd)
+{
+	const char *key = cmd->argv[cmd->key_arg];
+	size_t len = cmd->argvlen ? cmd->argvlen[cmd->key_arg] : strlen(key);
+
+	return (int)rc_key_slot(key, len);
+}
+
+/*
+ * Commands whose master could not be reached: where CLUSTER SLOTS, taken
+ * again now, names another master for their slot (a failover the map
+ * had not seen), they go round once more, to it.  True if any does.
+ */
+static bool reroute(struct rcluster *c, struct rc_cmd *cmds, unsigned int n,
+		    bool *done, uint64_t deadline)
+{
+	bool any = false;
+	unsigned int k;
+
+	for (k = 0; k < n; k++)
+		if (cmds[k].err == -ECONNREFUSED || cmds[k].err == -EIO)
+			break;
+	if (k == n || refresh(c, deadline))
+		return false;
+	for (k = 0; k < n; k++) {
+		int to;
+
+		if (cmds[k].err != -ECONNREFUSED && cmds[k].err != -EIO)
+			continue;
+		to = c->slot[cmd_slot(&cmds[k])];
+		if (to < 0 || to == cmds[k].node)
+			continue;
+		cmds[k].node = to;
+		cmds[k].err = 0;
+		cmds[k].asking = 0;
+		done[k] = false;
+		any = true;
+	}
+	return any;
+}
+
 unsigned int rc_exec(struct rcluster *c, struct rc_cmd *cmds, unsigned int n)
 {
 	uint64_t deadline = now_ms() + c->timeout_ms;
 	unsigned int k, got = 0;
-	bool *done, left = true;
+	bool *done, left = true, rerouted = false;
 
 	done = calloc(n ? n : 1, sizeof(*done));
 	if (!done) {
@@ -686,18 +740,17 @@ unsigned int rc_exec(struct rcluster *c, struct rc_cmd *cmds, unsigned int n)
 		}
 		return 0;
 	}
+	for (k = 0; k < c->nr_nodes; k++)
+		c->nodes[k].fresh = false;
 	if (c->stale)
 		refresh(c, deadline);
 	for (k = 0; k < n; k++) {
-		const char *key = cmds[k].argv[cmds[k].key_arg];
-		size_t len = cmds[k].argvlen ? cmds[k].argvlen[cmds[k].key_arg] :
-			     strlen(key);
-
 		cmds[k].reply = NULL;
 		cmds[k].err = 0;
 		cmds[k].asking = 0;
 		cmds[k].hops = 0;
-		cmds[k].node = c->slot[rc_key_slot(key, len)];
+		cmds[k].retried = 0;
+		cmds[k].node = c->slot[cmd_slot(&cmds[k])];
 	}
 	/* Each round sends what is not done, then reads until it is. */
 	while (left) {
@@ -727,6 +780,8 @@ unsigned int rc_exec(struct rcluster *c, struct rc_cmd *cmds, unsigned int n)
 		left = false;
 		for (k = 0; k < n; k++)
 			left |= !done[k];
+		if (!left && !rerouted)
+			left = rerouted = reroute(c, cmds, n, done, deadline);
 	}
 	for (k = 0; k < n; k++)
 		got += !!cmds[k].reply;

@@ -13,7 +13,12 @@
  * A command that cannot be run - its master down, unreachable or too
  * slow, the cluster refusing while it fails over - comes back with an
  * error (struct rc_cmd.err); the next batch tries again, after a fresh
- * CLUSTER SLOTS.  A master that failed is not tried again for
+ * CLUSTER SLOTS.  A connection of an earlier batch found closed (the
+ * server restarted, an idle timeout) is made again within the batch, and
+ * its commands sent again once; and commands whose master could not be
+ * reached go once more to the master that a fresh CLUSTER SLOTS names,
+ * if another (a failover this client had not seen yet).  So a batch's
+ * commands must be ones that may run twice (GET, SET, ZADD, UNLINK are).  A master that failed is not tried again for
  * RC_DOWN_MS, so that a partitioned node costs one timeout, not one per
  * batch.
  *
@@ -66,6 +71,7 @@ struct rc_cmd {
 	int node;
 	int asking;
 	unsigned int hops;
+	int retried;
 };
 
 /*

@@ -34,6 +34,8 @@
 
 #include <kvarena/layout.h>
 
+#include <kvarena/remote.h>
+
 #include "events.h"
 #include "kvarenactl.h"
 
@@ -41,7 +43,7 @@
 
 enum cmd_id { C_STAT, C_CLIENTS, C_TOP, C_METRICS, C_EXPORTER, C_CREATE, C_DESTROY,
 	      C_LIMIT, C_KILL, C_EVICT, C_EVENTS, C_SCRUB, C_RESIZE, C_TIER,
-	      C_AGENT, C_APPLY, C_HELP, NR_CMDS };
+	      C_AGENT, C_REMOTE, C_APPLY, C_HELP, NR_CMDS };
 
 #define CB(c)		(1u << (c))
 #define C_VIEW		(CB(C_STAT) | CB(C_CLIENTS) | CB(C_TOP))
@@ -171,6 +173,16 @@ static const struct command commands[NR_CMDS] = {
 		"with mmap and memcpy; a file arena's are read and written with io_uring,\n"
 		"with O_DIRECT where the filesystem takes it; a CUDA arena's by\n"
 		"libkvarena, which the statically linked build cannot load.\n" },
+	[C_REMOTE] = { "remote", kvactl_cmd_remote, 1, 1,
+		"NAME [--config FILE] [-n COUNT]",
+		"Share an arena's published prefixes with every node, on a Redis cluster",
+		NULL,
+		"Stores each frame published in NAME's host memory (NAME, or its lower\n"
+		"tier) in a cache domain that FILE (" KVACTL_REMOTE_CONF ") gives a\n"
+		"secret for, and fetches blocks back for the engines whose LOOKUP missed\n"
+		"(libkvarena asks it on " KVA_REMOTE_SOCKET_DIR "/NAME.sock).  A value\n"
+		"that fails its checks is a miss, never KV.  Until SIGINT or SIGTERM, or\n"
+		"-n COUNT blocks stored and fetched.  Documentation/remote.rst.\n" },
 	[C_APPLY] = { "apply", kvactl_cmd_apply, 0, 1, "[FILE] [--check]",
 		"Make the arenas and tiers a file lists (" KVACTL_ARENAS_CONF "), all or none",
 		NULL,
@@ -234,6 +246,7 @@ static int parse_cache_domains(struct kvactl_opts *o, const char *arg);
 static int parse_lower(struct kvactl_opts *o, const char *arg);
 static int parse_gang(struct kvactl_opts *o, const char *arg);
 static int parse_listen(struct kvactl_opts *o, const char *arg);
+static int parse_config(struct kvactl_opts *o, const char *arg);
 
 #define OFF(f)		offsetof(struct kvactl_opts, f)
 #define ENDPOINT_WANT	"a ZeroMQ endpoint: tcp://HOST:PORT, ipc://PATH, ..."
@@ -253,8 +266,8 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 	[OPT_ITERATIONS] = { "iterations", 'n', V_U64, "COUNT",
 		OFF(iterations), 1, UINT64_MAX,
 		.cmds = CB(C_TOP) | CB(C_EVENTS) | CB(C_SCRUB) | CB(C_AGENT) |
-			CB(C_EXPORTER),
-		.help = "refreshes (top), events, frames cleared (scrub) or copied (agent), scrapes (exporter), then exit" },
+			CB(C_EXPORTER) | CB(C_REMOTE),
+		.help = "refreshes (top), events, frames cleared (scrub) or copied (agent), scrapes (exporter), blocks stored and fetched (remote), then exit" },
 	[OPT_WIDTH] = { "width", 'w', V_U32, "COLUMNS", OFF(width), 40, 10000,
 		.cmds = CB(C_TOP),
 		.help = "screen width; default $COLUMNS, else the terminal's" },
@@ -439,6 +452,9 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 	[OPT_CHECK] = { "check", 0, V_FLAG, NULL, OFF(check),
 		.cmds = CB(C_APPLY),
 		.help = "check the file, change nothing (no device needed)" },
+	[OPT_CONFIG] = { "config", 'c', V_WORD, "FILE", 0, 0, 0, parse_config,
+		"a file's path", CB(C_REMOTE),
+		"the remote tier's settings; default " KVACTL_REMOTE_CONF },
 	[OPT_HELP] = { "help", 'h', V_FLAG, NULL, 0, .cmds = C_ALL,
 		.help = "this help" },
 	[OPT_VERSION] = { "version", 'V', V_FLAG, NULL, 0, .cmds = C_ALL,
@@ -595,6 +611,16 @@ static int parse_file(struct kvactl_opts *o, const char *arg)
 	if (strlen(arg) >= PATH_MAX)
 		return -ERANGE;
 	o->file = arg;
+	return 0;
+}
+
+static int parse_config(struct kvactl_opts *o, const char *arg)
+{
+	if (!*arg)
+		return -EINVAL;
+	if (strlen(arg) >= PATH_MAX)
+		return -ERANGE;
+	o->config = arg;
 	return 0;
 }
 
@@ -1217,6 +1243,7 @@ static void help(FILE *f)
 "  resize NAME --frames N | --bytes SIZE [--wait SECONDS]   shrink or grow it\n"
 "  tier NAME --lower LOWER [--free-target N] | --none   a lower tier, or none\n"
 "  agent NAME [-n COUNT] [--wait SECONDS]   copy frames down the tier and up\n"
+"  remote NAME [--config FILE] [-n COUNT]   share prefixes on a Redis cluster\n"
 "  apply [FILE] [--check]   make the arenas " KVACTL_ARENAS_CONF " lists\n"
 "\n"
 "  -j, --json   JSON output (stat, clients, top)   -p, --pretty   indented JSON\n"

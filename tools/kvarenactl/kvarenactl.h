@@ -68,6 +68,7 @@ enum kvactl_opt {
 	OPT_LOWER, OPT_NONE, OPT_FREE_TARGET,
 	OPT_GANG,
 	OPT_LISTEN, OPT_PER_CLIENT, OPT_BY_LABEL, OPT_CHECK,
+	OPT_CONFIG,
 	OPT_HELP, OPT_VERSION,
 	KVACTL_NR_OPTS
 };
@@ -148,10 +149,16 @@ struct kvactl_opts {
 
 	/* apply [FILE] --check */
 	bool check;
+
+	/* remote NAME --config FILE */
+	const char *config;
 };
 
 /* apply's file without FILE. */
 #define KVACTL_ARENAS_CONF	"/etc/kvarena/arenas.conf"
+
+/* remote's settings without --config. */
+#define KVACTL_REMOTE_CONF	"/etc/kvarena/remote.conf"
 
 /* exporter's address without --listen: this machine only. */
 #define KVACTL_EXPORTER_LISTEN	"127.0.0.1:9847"
@@ -512,6 +519,7 @@ int kvactl_cmd_top(const struct kvactl_opts *o);
 int kvactl_cmd_metrics(const struct kvactl_opts *o);
 int kvactl_cmd_exporter(const struct kvactl_opts *o);	/* exporter.c */
 int kvactl_cmd_apply(const struct kvactl_opts *o);	/* apply.c */
+int kvactl_cmd_remote(const struct kvactl_opts *o);	/* remote.c */
 int kvactl_cmd_create(const struct kvactl_opts *o);
 int kvactl_cmd_destroy(const struct kvactl_opts *o);
 int kvactl_cmd_limit(const struct kvactl_opts *o);

@@ -9,8 +9,10 @@
 
 KVACTL_SRCS := $(addprefix $(SRC)/tools/kvarenactl/,main.c cmdline.c dev.c fmt.c \
 		view.c metrics.c create.c holders.c cuda.c ids.c events.c msgpack.c \
-		zmq.c scrub.c resize.c tier.c gang.c cgroup.c exporter.c apply.c) $(SRC)/tools/common/fileio.c
+		zmq.c scrub.c resize.c tier.c gang.c cgroup.c exporter.c apply.c remote.c) \
+		$(SRC)/tools/common/fileio.c
 KVACTL_DEPS := $(KVACTL_SRCS) $(SRC)/tools/kvarenactl/kvarenactl.h \
+	       $(SRC)/include/kvarena/remote.h $(KVT_REMOTE_SRCS) $(KVT_REMOTE_HDRS) \
 	       $(SRC)/tools/common/fileio.h \
 	       $(SRC)/tools/kvarenactl/events.h \
 	       $(SRC)/include/uapi/linux/kvarena.h \
@@ -29,6 +31,13 @@ KVACTL_MHD := $(shell pkg-config --exists libmicrohttpd 2>/dev/null && echo y)
 KVACTL_OPT_CFLAGS += $(if $(KVACTL_MHD),-DKVACTL_MHD $(shell pkg-config --cflags libmicrohttpd))
 KVACTL_OPT_LIBS += $(if $(KVACTL_MHD),$(shell pkg-config --libs libmicrohttpd) -lpthread)
 
+# remote talks to Redis with hiredis (Debian's libhiredis-dev), through
+# tools/common's cluster client; without it, and in the static build, the
+# command says what is missing.
+KVACTL_OPT_CFLAGS += $(if $(KVT_HIREDIS),-DKVACTL_REMOTE -I$(SRC)/lib/src)
+KVACTL_OPT_SRCS := $(if $(KVT_HIREDIS),$(KVT_REMOTE_SRCS))
+KVACTL_OPT_LIBS += $(KVT_REMOTE_LIBS)
+
 # agent reads and writes a file arena's frames on an io_uring where
 # liburing is (as libkvarena finds it: Debian's liburing-dev, with its
 # static library for the static build), else with pread and pwrite.
@@ -40,13 +49,13 @@ KVACTL_URING_LIBS := $(if $(LIBKVA_HAVE_URING),-luring)
 $(B)/tools/kvarenactl: $(KVACTL_DEPS) $(LIBKVA_A)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(KVACTL_URING_CFLAGS) \
-		$(KVACTL_OPT_CFLAGS) -o $@ $(KVACTL_SRCS) $(LIBKVA_A) \
+		$(KVACTL_OPT_CFLAGS) -o $@ $(KVACTL_SRCS) $(KVACTL_OPT_SRCS) $(LIBKVA_A) \
 		$(LIBKVA_LDLIBS) $(KVACTL_OPT_LIBS)
 
 $(B)/tools/kvarenactl-san: $(KVACTL_DEPS) $(LIBKVA_A)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(KVA_CFLAGS) $(SAN_FLAGS) $(KVACTL_URING_CFLAGS) \
-		$(KVACTL_OPT_CFLAGS) -o $@ $(KVACTL_SRCS) $(LIBKVA_A) \
+		$(KVACTL_OPT_CFLAGS) -o $@ $(KVACTL_SRCS) $(KVACTL_OPT_SRCS) $(LIBKVA_A) \
 		$(LIBKVA_LDLIBS) $(KVACTL_OPT_LIBS)
 
 $(B)/tools/kvarenactl-static: $(KVACTL_DEPS)

@@ -1,0 +1,325 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The remote tier end to end, in the VM, against kvarena.ko, libkvarena
+and kvarenactl as installed (vm_installed.sh runs it as root): two host
+arenas stand for two nodes, node-a and node-b, each with its own
+`kvarenactl remote` agent, on one Redis cluster of 3 masters and 3
+replicas (Debian's redis-server, carried into the VM; redis-cli --cluster
+create), reached through the test's proxies (redisfix.py).  Engines are
+engine.py run as tenants' uids.
+
+ - node B serves a prefix node A computed, byte-exact, and what the
+   cluster holds is what the specification says (kvblock_spec.py, written
+   from Documentation/remote.rst, checks every value: MAC, geometry,
+   CRC32C, the payload against the engine's bytes);
+ - another tenant (another secret) finds nothing, and a tenant the node
+   has no secret for is told so and computes;
+ - a value with a flipped payload byte, one of another geometry (a valid
+   MAC: made with the tenant's secret) are misses, said on the agent's
+   standard error, and the run ends before them;
+ - a killed master, the failover, a node's port closed: the engine gets
+   what the live masters hold within the agent's timeout, and all of it
+   once the cluster serves again; no frame is lost in either arena;
+ - a domain's budget keeps its newest blocks, and evicts the oldest from
+   the cluster.
+"""
+
+import atexit
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import kvarena
+import ktap
+from ktap import eq
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kvblock_spec as spec  # noqa: E402
+import redisfix  # noqa: E402
+
+suite = ktap.Suite("remote_tier")
+KVARENACTL = "kvarenactl"
+HERE = os.path.dirname(os.path.abspath(__file__))
+ENGINE = os.path.join(HERE, "engine.py")
+FS = 64 << 10
+FRAMES = 64
+TENANT, OTHER, STRANGER, KVGROUP = 1000, 1002, 1003, 990
+GEO = dict(frame_size=FS, layers=2, kv_heads=2, head_dim=16,
+           dtype=spec.DTYPES["fp16"], tokens=FS // (2 * 2 * 2 * 16 * 2))
+TIMEOUT_MS = 300
+SLACK_MS = 3000         # TCG: the engine's own work on top of the timeout
+
+work = tempfile.mkdtemp(prefix="kva-remote-")
+state = {"agents": {}, "cluster": None}
+
+
+def secret(name):
+    path = os.path.join(work, "secret-" + name)
+    with open(path, "wb") as f:
+        f.write(os.urandom(32))
+    os.chmod(path, 0o600)
+    with open(path, "rb") as f:
+        return path, f.read()
+
+
+def start_agent(node, conf_lines):
+    conf = os.path.join(work, node + ".conf")
+    with open(conf, "w") as f:
+        f.write("\n".join(conf_lines) + "\n")
+    err = open(os.path.join(work, node + ".err"), "w+")
+    p = subprocess.Popen([KVARENACTL, "remote", node, "--config", conf],
+                         stdout=subprocess.PIPE, stderr=err, text=True)
+    line = p.stdout.readline()
+    if not line.startswith("remote: %s:" % node):
+        p.kill()
+        err.seek(0)
+        raise AssertionError("agent %s said %r, stderr %r" %
+                             (node, line, err.read()))
+    state["agents"][node] = (p, err)
+    return p
+
+
+def agent_err(node):
+    err = state["agents"][node][1]
+    err.flush()
+    err.seek(0)
+    return err.read()
+
+
+def engine(op, node, ns, frames, uid=TENANT):
+    r = subprocess.run([sys.executable, ENGINE, op, node, ns, str(frames)],
+                       user=uid, group=KVGROUP, capture_output=True,
+                       text=True, timeout=300,
+                       env=dict(os.environ, KVA_REMOTE_MS="20000"))
+    if r.returncode:
+        raise AssertionError("engine %s %s: %s" % (op, node, r.stderr))
+    return json.loads(r.stdout)
+
+
+def stored(ns, frames, sec, timeout=60):
+    """Wait until the cluster holds prefix @ns's @frames blocks (node A's
+    agent stores them after the publish); their keys and values."""
+    import engine as eng
+    g = kvarena.Geometry(layers=2, kv_heads=2, head_dim=16, dtype="fp16",
+                         frame_size=FS)
+    keys = kvarena.prefix_keys(g, eng.tokens(ns.encode(), frames * g.tokens_per_frame),
+                               ns.encode())
+    c = state["cluster"]
+    deadline = time.time() + timeout
+    vals = [None] * frames
+    while time.time() < deadline:
+        for i, k in enumerate(keys):
+            if vals[i] is None:
+                v = c.call("GET", spec.store_key(sec, GEO, bytes(k)))
+                vals[i] = v if isinstance(v, bytes) else None
+        if all(v is not None for v in vals):
+            return keys, vals
+        time.sleep(0.2)
+    raise AssertionError("the cluster holds %d of %d blocks of %s" %
+                         (sum(v is not None for v in vals), frames, ns))
+
+
+def arena_ok(name):
+    """No frame lost: with the engines gone and the agents idle, nobody
+    holds a frame, and every frame is free or cached."""
+    st = kvarena.arena_stat(name)
+    eq(st.nr_held, 0, "%s: frames held" % name)
+    eq(st.nr_free + st.nr_cached, st.nr_frames,
+       "%s: frames free or cached" % name)
+    return st
+
+
+def setup():
+    for n in ("node-a", "node-b"):
+        kvarena.create_arena(n, nr_frames=FRAMES, frame_size=FS)
+    c = redisfix.Cluster(os.path.join(work, "redis"), node_timeout=3000)
+    state["cluster"] = c
+    path_t, state["sec_t"] = secret("tenant")
+    path_o, state["sec_o"] = secret("other")
+    for node in ("node-a", "node-b"):
+        start_agent(node, [
+            "redis " + c.seeds(),
+            "timeout %dms" % TIMEOUT_MS,
+            "node " + node,
+            "geometry layers=2 kv-heads=2 head-dim=16 dtype=fp16",
+            "domain uid:%d secret=%s ttl=1h" % (TENANT, path_t),
+            "domain uid:%d secret=%s ttl=1h budget=%d" %
+            (OTHER, path_o, 3 * (spec.HEADER_SIZE + FS)),
+        ])
+
+
+@suite.test
+def node_b_serves_a_prefix_node_a_computed_byte_exact():
+    r = engine("publish", "node-a", "p1", 6)
+    eq(r["found"], 6, "published")
+    keys, vals = stored("p1", 6, state["sec_t"])
+    import engine as eng
+    for i, v in enumerate(vals):
+        eq(spec.check(v, state["sec_t"], GEO, bytes(keys[i])), "ok",
+           "block %d by the specification" % i)
+        h, payload = spec.decode(v)
+        eq(payload, eng.frame_bytes(b"p1", i, FS), "block %d's payload" % i)
+        eq(h["writer"], b"node-a", "writer")
+        eq(h["tokens"], GEO["tokens"], "tokens")
+        if i:
+            eq(h["parent"], bytes(keys[i - 1]), "block %d's parent" % i)
+    r = engine("attach", "node-b", "p1", 6)
+    eq(r["found"], 6, "node B found")
+    assert r["exact"], "node B read other bytes"
+    # Now node B's own cache has it: the second engine finds it there.
+    r = engine("attach", "node-b", "p1", 6)
+    eq((r["found"], r["exact"]), (6, True), "again, from node B's cache")
+    arena_ok("node-a")
+    arena_ok("node-b")
+
+
+@suite.test
+def another_tenant_finds_nothing_and_a_stranger_is_refused():
+    engine("publish", "node-a", "p2", 3)
+    stored("p2", 3, state["sec_t"])
+    r = engine("attach", "node-b", "p2", 3, uid=OTHER)
+    eq(r["found"], 0, "another secret's tenant")
+    r = engine("attach", "node-b", "p2", 3, uid=STRANGER)
+    eq(r["found"], 0, "a tenant without a secret on this node")
+    r = engine("attach", "node-b", "p2", 3)
+    eq((r["found"], r["exact"]), (3, True), "the tenant itself")
+
+
+@suite.test
+def a_corrupted_value_is_a_miss_and_ends_the_run():
+    engine("publish", "node-a", "p3", 4)
+    keys, vals = stored("p3", 4, state["sec_t"])
+    k = spec.store_key(state["sec_t"], GEO, bytes(keys[2]))
+    v = bytearray(vals[2])
+    v[spec.HEADER_SIZE + 1000] ^= 0x40
+    state["cluster"].call("SET", k, bytes(v))
+    r = engine("attach", "node-b", "p3", 4)
+    eq((r["found"], r["exact"]), (2, True), "the run before the bad block")
+    assert "checksum check" in agent_err("node-b"), agent_err("node-b")
+
+
+@suite.test
+def a_value_of_another_geometry_is_a_miss():
+    import engine as eng
+    engine("publish", "node-a", "p4", 2)
+    keys, vals = stored("p4", 2, state["sec_t"])
+    g2 = dict(GEO, head_dim=8, tokens=GEO["tokens"] * 2)
+    v = spec.encode(state["sec_t"], g2, bytes(keys[0]),
+                    eng.frame_bytes(b"p4", 0, FS), writer=b"elsewhere")
+    state["cluster"].call("SET", spec.store_key(state["sec_t"], GEO,
+                                                bytes(keys[0])), v)
+    r = engine("attach", "node-b", "p4", 2)
+    eq(r["found"], 0, "a block of another geometry")
+    assert "geometry check" in agent_err("node-b"), agent_err("node-b")
+
+
+def spread(ns, frames, sec):
+    """Which master serves each block of @ns now."""
+    keys, _ = stored(ns, frames, sec)
+    c = state["cluster"]
+    return [c.owner(spec.store_key(sec, GEO, bytes(k))) for k in keys]
+
+
+@suite.test
+def a_closed_port_costs_a_timeout_then_the_prefix_comes():
+    n = 8
+    engine("publish", "node-a", "p5", n)
+    owners = spread("p5", n, state["sec_t"])
+    m = owners[n // 2]
+    first = owners.index(m)
+    c = state["cluster"]
+    c.proxy(m).close()
+    try:
+        r = engine("attach", "node-b", "p5", n)
+        eq((r["found"], r["exact"]), (first, True),
+           "the run before the closed node's first block")
+        assert r["ms"] < TIMEOUT_MS + SLACK_MS, r
+    finally:
+        c.proxy(m).open()
+    time.sleep(1.5)
+    r = engine("attach", "node-b", "p5", n)
+    eq((r["found"], r["exact"]), (n, True), "after the port opened")
+    arena_ok("node-b")
+
+
+@suite.test
+def a_killed_master_then_its_replica_serves():
+    n = 8
+    engine("publish", "node-a", "p6", n)
+    owners = spread("p6", n, state["sec_t"])
+    c = state["cluster"]
+    c.replicate()
+    m = owners[0]
+    c.by_pub(m).kill()
+    r = engine("attach", "node-b", "p6", n)
+    eq(r["found"], 0, "the dead master holds the first block")
+    assert r["ms"] < TIMEOUT_MS + SLACK_MS, r
+    c.wait_ok(masters=3, timeout=60)
+    deadline = time.time() + 30
+    while True:
+        r = engine("attach", "node-b", "p6", n)
+        if r["found"] == n or time.time() > deadline:
+            break
+        time.sleep(1)
+    eq((r["found"], r["exact"]), (n, True), "after the failover")
+    arena_ok("node-a")
+    arena_ok("node-b")
+
+
+@suite.test
+def a_domain_keeps_its_budget_newest_first():
+    engine("publish", "node-a", "p7", 6, uid=OTHER)
+    deadline = time.time() + 60
+    c = state["cluster"]
+    idx = "kva1:idx:{%s}" % spec.domain_id(state["sec_o"]).hex()
+    while time.time() < deadline:
+        members = c.call("ZRANGE", idx, 0, -1)
+        if isinstance(members, list) and len(members) == 3:
+            break
+        time.sleep(0.2)
+    eq(len(members), 3, "the index of a 3-block budget")
+    import engine as eng
+    g = kvarena.Geometry(layers=2, kv_heads=2, head_dim=16, dtype="fp16",
+                         frame_size=FS)
+    keys = kvarena.prefix_keys(g, eng.tokens(b"p7", 6 * g.tokens_per_frame), b"p7")
+    there = [c.call("EXISTS", spec.store_key(state["sec_o"], GEO, bytes(k)))
+             for k in keys]
+    eq(there, [0, 0, 0, 1, 1, 1], "the oldest three evicted")
+
+
+@suite.test
+def the_agents_count_what_they_did():
+    out = {}
+    for node, (p, err) in state["agents"].items():
+        p.send_signal(signal.SIGTERM)
+        o, _ = p.communicate(timeout=60)
+        eq(p.returncode, 0, "%s's exit status" % node)
+        out[node] = o
+    del state["agents"]["node-a"], state["agents"]["node-b"]
+    a, b = out["node-a"], out["node-b"]
+    assert "stored 0 " not in a, a
+    assert "fetched 0 " not in b, b
+    assert " checksum 1" in b and " geometry 1" in b, b
+
+
+@atexit.register
+def teardown():
+    for p, err in state["agents"].values():
+        p.kill()
+        p.wait()
+    if state["cluster"]:
+        state["cluster"].stop()
+    for n in ("node-a", "node-b"):
+        try:
+            kvarena.destroy_arena(n)
+        except OSError:
+            pass
+    shutil.rmtree(work, ignore_errors=True)
+
+
+setup()
+suite.run()
