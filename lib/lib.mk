@@ -40,7 +40,7 @@ LIBKVA_SRCS := $(addprefix $(SRC)/lib/src/,arena.c device.c embedded.c \
 		$(LIBKVA_CUDA_SRCS)) \
 		$(SRC)/driver/core.c
 LIBKVA_HDRS := $(SRC)/lib/include/kvarena.h $(wildcard $(SRC)/lib/src/*.h) \
-	       $(SRC)/include/kvarena/layout.h \
+	       $(SRC)/include/kvarena/layout.h $(SRC)/include/kvarena/remote.h \
 	       $(SRC)/include/uapi/linux/kvarena.h \
 	       $(SRC)/driver/core.h $(SRC)/driver/core_shim.h
 LIBKVA_CFLAGS = $(KVA_CFLAGS) -I$(SRC)/driver -I$(SRC)/lib/src \
@@ -105,7 +105,7 @@ install-lib: $(LIBKVA_A) $(LIBKVA_SO) $(LIBKVA_PC)
 		$(DESTDIR)$(INCLUDEDIR)/kvarena/uapi/linux
 	$(Q)install -m 644 $(SRC)/lib/include/kvarena.h $(DESTDIR)$(INCLUDEDIR)/
 	$(Q)install -m 644 $(SRC)/include/kvarena/layout.h \
-		$(DESTDIR)$(INCLUDEDIR)/kvarena/
+		$(SRC)/include/kvarena/remote.h $(DESTDIR)$(INCLUDEDIR)/kvarena/
 	$(Q)install -m 644 $(SRC)/include/uapi/linux/kvarena.h \
 		$(DESTDIR)$(INCLUDEDIR)/kvarena/uapi/linux/
 	$(Q)install -m 644 $(LIBKVA_A) $(DESTDIR)$(LIBDIR)/
@@ -117,6 +117,7 @@ install-lib: $(LIBKVA_A) $(LIBKVA_SO) $(LIBKVA_PC)
 ALL             += $(LIBKVA_A) $(LIBKVA_SO) $(LIBKVA_PC)
 INSTALL_TARGETS += install-lib
 INSTALL_FILES   += $(INCLUDEDIR)/kvarena.h $(INCLUDEDIR)/kvarena/layout.h \
+		   $(INCLUDEDIR)/kvarena/remote.h \
 		   $(INCLUDEDIR)/kvarena/uapi/linux/kvarena.h \
 		   $(LIBDIR)/libkvarena.a $(LIBDIR)/$(notdir $(LIBKVA_SO)) \
 		   $(LIBDIR)/$(LIBKVA_SONAME) $(LIBDIR)/libkvarena.so \

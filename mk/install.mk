@@ -86,7 +86,8 @@ SYSCONFDIR ?= $(if $(KVA_SYSTEM_PREFIX),/etc,$(PREFIX)/etc)
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 MODULESLOADDIR ?= $(PREFIX)/lib/modules-load.d
 KVA_UNITS := kvarena.service kvarena-exporter.service \
-	     kvarena-agent@.service kvarena-scrub@.service
+	     kvarena-agent@.service kvarena-scrub@.service \
+	     kvarena-remote@.service
 
 .PHONY: install-systemd
 install-systemd:
@@ -100,10 +101,13 @@ install-systemd:
 		$(DESTDIR)$(MODULESLOADDIR)/kvarena.conf
 	$(Q)install -D -m 644 $(SRC)/dist/arenas.conf.example \
 		$(DESTDIR)$(DATADIR)/arenas.conf.example
+	$(Q)install -D -m 644 $(SRC)/dist/remote.conf.example \
+		$(DESTDIR)$(DATADIR)/remote.conf.example
 
 INSTALL_TARGETS += install-systemd
 INSTALL_FILES   += $(addprefix $(SYSTEMDUNITDIR)/,$(KVA_UNITS)) \
-		   $(MODULESLOADDIR)/kvarena.conf $(DATADIR)/arenas.conf.example
+		   $(MODULESLOADDIR)/kvarena.conf $(DATADIR)/arenas.conf.example \
+		   $(DATADIR)/remote.conf.example
 
 # ---- Prometheus alerting rules and a Grafana dashboard ---------------------
 

@@ -1114,7 +1114,10 @@ int kva_seq_publish_tokens(struct kva_seq *seq, const struct kva_key *keys,
  * start of the range, and @seq->tokens becomes run * tokens per frame:
  * attention reads those tokens like any other KV, and the next grow maps
  * a new frame after them.  Keys beyond what max_tokens holds in whole
- * frames are not looked up.  To recompute the last token of a prompt
+ * frames are not looked up.  In device mode the keys the arena lacks are
+ * also asked of its lower tier (PROMOTE) and of the node's remote tier
+ * agent (Documentation/remote.rst; KVA_OPEN_NO_REMOTE), each within its
+ * own wait.  To recompute the last token of a prompt
  * found whole (for its logits), shrink by one token and grow again: the
  * grow copies the last frame first.  The frames count against this
  * handle's max; they return to the arena (and its cache) when the last

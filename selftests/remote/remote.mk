@@ -11,7 +11,10 @@
 #                  127.0.0.1 - a single server and a 3+3 cluster - with
 #                  redis-py (python3-redis) as the other client, through a
 #                  slot migration, a closed port, a slow node, a manual
-#                  failover and a killed master (cluster_test.py)
+#                  failover and a killed master (cluster_test.py); the
+#                  benchmark runs once, small (bench.py)
+#   bench-remote   kvbench remote's figures: a block from one server and
+#                  from a 3+3 cluster vs recomputing it, vs redis-benchmark
 
 REMOTE_T := $(B)/selftests/remote
 # As tools/common/common.mk's KVT_REMOTE_* (read after this file).
@@ -46,6 +49,16 @@ check-remote: check-remote-hiredis
 	$(Q)$(REMOTE_T)/block_test
 	$(Q)$(PYTHON) $(SRC)/selftests/remote/spec_check.py $(REMOTE_T)/block_vector
 	$(Q)$(PYTHON) $(SRC)/selftests/remote/cluster_test.py $(REMOTE_T)/rc_repl
+	$(Q)$(MAKE) --no-print-directory $(B)/tools/kvbench
+	$(Q)$(PYTHON) $(SRC)/selftests/remote/bench.py $(B)/tools/kvbench \
+		--blocks 8 --reps 1 --threads 1 >/dev/null
+	@echo "  REMOTE  kvbench remote runs (make bench-remote for its figures)"
+
+# The benchmark, with its figures (Documentation/remote.rst, "What it
+# costs"): 64 blocks of 2 MiB, best of 5.
+.PHONY: bench-remote
+bench-remote: $(B)/tools/kvbench
+	$(Q)$(PYTHON) $(SRC)/selftests/remote/bench.py $(B)/tools/kvbench
 
 check-remote-hiredis:
 	$(Q)$(if $(KVT_HIREDIS),true,echo "check-remote: hiredis not found (apt-get install libhiredis-dev redis-server redis-tools python3-redis)" >&2; exit 1)

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <sys/socket.h>
 
 #include "rcluster.h"
@@ -28,6 +29,8 @@ struct rc_out {
 	int kind;
 	int idx;	/* the batch's command (OUT_CMD, OUT_RAW) */
 };
+
+#define RC_READ_CHUNK	(256u << 10)	/* bytes one read() takes at most */
 
 struct rc_node {
 	char host[256];
@@ -181,6 +184,8 @@ static int node_start(struct rcluster *c, int i)
 	c->st.connects++;
 	n->connecting = true;
 	n->fresh = true;
+	/* Keep the reader's buffer between replies of a few MiB each. */
+	n->ctx->reader->maxbuf = 0;
 	if (c->password) {
 		const char *argv[3] = { "AUTH" };
 		int argc = 1;
@@ -371,6 +376,34 @@ static bool node_take(struct rcluster *c, int i, struct rc_cmd *cmds,
 }
 
 /*
+ * What node @n's socket has, into its reader: hiredis's own read takes 16
+ * KiB a call, a value of a few MiB wants fewer calls.  0, or -EIO (@c->err
+ * says why).
+ */
+static int node_read(struct rcluster *c, struct rc_node *n)
+{
+	static __thread char buf[RC_READ_CHUNK];
+	ssize_t got;
+
+	for (;;) {
+		got = read(n->ctx->fd, buf, sizeof(buf));
+		if (got > 0)
+			break;
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		set_err(c, n, got ? strerror(errno) : "the server closed the connection");
+		return -EIO;
+	}
+	if (redisReaderFeed(n->ctx->reader, buf, (size_t)got) != REDIS_OK) {
+		set_err(c, n, "a reply this client cannot read");
+		return -EIO;
+	}
+	return 0;
+}
+
+/*
  * Drive every node that owes replies - connect, write, read - until none
  * does or @deadline passes: one poll() over all of them, so that a slow
  * or silent node costs the batch no more than the deadline, and the
@@ -440,8 +473,7 @@ static void run(struct rcluster *c, struct rc_cmd *cmds, bool *done,
 				n->writing = !done_w;
 			if (!(ev & (POLLIN | POLLHUP | POLLERR)))
 				continue;
-			if (redisBufferRead(n->ctx) != REDIS_OK) {
-				set_err(c, n, n->ctx->errstr);
+			if (node_read(c, n)) {
 				node_fail(c, who[k], cmds, done, -EIO);
 				continue;
 			}

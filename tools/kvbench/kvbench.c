@@ -30,6 +30,8 @@ static const struct kvbench_cmd {
 	  "a preempted sequence swapped out and back in vs memcpy" },
 	{ "tier",   kvbench_tier_main,
 	  "a lower tier's demotions and PROMOTE vs memcpy; break-even" },
+	{ "remote", kvbench_remote_main,
+	  "a block fetched from Redis vs recomputed; vs redis-benchmark" },
 };
 
 double kvb_now_s(void)

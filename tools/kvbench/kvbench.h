@@ -24,5 +24,6 @@ int kvbench_prefix_main(int argc, char **argv);
 int kvbench_resize_main(int argc, char **argv);
 int kvbench_swap_main(int argc, char **argv);
 int kvbench_tier_main(int argc, char **argv);
+int kvbench_remote_main(int argc, char **argv);
 
 #endif

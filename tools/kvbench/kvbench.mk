@@ -17,10 +17,17 @@ KVB_CFLAGS := $(KVA_CFLAGS) -I$(SRC)/tools/kvbench -I$(SRC)/kernels \
 KVB_LIBS   := $(LIBKVA_A) $(KVK_LIB)
 KVB_LDLIBS := $(LIBKVA_LDLIBS) $(KVK_LDLIBS) -lm
 
-$(KVB_DIR)/kvbench: $(KVB_SRCS) $(KVB_HDRS) $(KVB_LIBS)
+# remote needs hiredis (tools/common's cluster client); the static build
+# has no remote.
+KVB_REMOTE_CFLAGS := $(if $(KVT_HIREDIS),-DKVB_REMOTE -I$(SRC)/lib/src)
+KVB_REMOTE_SRCS := $(if $(KVT_HIREDIS),$(SRC)/tools/common/kvblock.c \
+		   $(SRC)/tools/common/rcluster.c)
+
+$(KVB_DIR)/kvbench: $(KVB_SRCS) $(KVB_HDRS) $(KVB_LIBS) $(KVT_REMOTE_SRCS) \
+		$(KVT_REMOTE_HDRS)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(KVB_CFLAGS) -o $@ $(KVB_SRCS) $(KVB_LIBS) \
-		$(KVB_LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(KVB_CFLAGS) $(KVB_REMOTE_CFLAGS) -o $@ $(KVB_SRCS) \
+		$(KVB_REMOTE_SRCS) $(KVB_LIBS) $(KVB_LDLIBS) $(KVT_REMOTE_LIBS)
 
 # Static, for the VM: no --peer (no dlopen() of a peer there).
 $(KVB_DIR)/kvbench-static: $(KVB_SRCS) $(KVB_HDRS) $(KVB_LIBS)
