@@ -7,7 +7,7 @@
 # (deb_vm.sh), made once and kept: debootstrap's minbase with systemd as
 # init, udev, kmod, DKMS with the compiler and Debian's headers of kernel
 # KREL (the VM boots /boot/vmlinuz-KREL), and what the packages depend on
-# from the archive (python3, libmicrohttpd, liburing, libzmq), so that
+# from the archive (python3, libmicrohttpd, liburing, libzmq, hiredis), so that
 # `dpkg -i` of the packages needs no network; curl, for the deployment
 # guide's commands.  DIR/KREL says which kernel
 # it was made for; another KREL makes it again.
@@ -17,7 +17,7 @@ dir=$1 krel=$2
 die() { echo "deb_root.sh: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot)"
 # What the root has: a new list of packages makes it again.
-stamp="$krel systemd udev kmod dkms gcc make curl"
+stamp="$krel systemd udev kmod dkms gcc make curl hiredis"
 if [ -d "$dir/root" ] && [ "$(cat "$dir/krel" 2>/dev/null)" = "$stamp" ]; then
 	exit 0
 fi
@@ -38,7 +38,7 @@ chroot "$dir/new" /bin/sh -c "apt-get -q update && \
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
 	--no-install-recommends systemd systemd-sysv udev kmod dkms gcc make \
 	libc6-dev linux-headers-$krel python3 libmicrohttpd12 liburing2 \
-	libzmq5 liburing-dev curl && apt-get clean" >"$dir/apt.log" 2>&1 ||
+	libzmq5 libhiredis0.14 liburing-dev curl && apt-get clean" >"$dir/apt.log" 2>&1 ||
 	die "apt-get install failed; see $dir/apt.log"
 rm -f "$dir/new/etc/apt/apt.conf.d/01proxy"
 mv "$dir/new" "$dir/root"

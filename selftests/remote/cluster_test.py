@@ -28,24 +28,6 @@ TIMEOUT_MS = 500
 SLACK_MS = 700
 
 
-def crc16(b):
-    crc = 0
-    for x in b:
-        crc ^= x << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021 if crc & 0x8000 else crc << 1) & 0xffff
-    return crc
-
-
-def key_slot(key):
-    s = key.find("{")
-    if s >= 0:
-        e = key.find("}", s + 1)
-        if e > s + 1:
-            key = key[s + 1:e]
-    return crc16(key.encode()) & 16383
-
-
 def pattern(size, seed, i):
     """rc_repl's bytes for key i."""
     return bytes((seed * 31 + i * 7 + j * 13 + (j >> 8)) & 0xff
@@ -152,7 +134,7 @@ def slot_owner(cluster):
 def on_node(cluster, prefix, n, port):
     owner = slot_owner(cluster)
     return sum(1 for i in range(n)
-               if owner.get(key_slot("%s:%d" % (prefix, i))) == port)
+               if owner.get(redisfix.key_slot("%s:%d" % (prefix, i))) == port)
 
 
 def routing_agrees_with_redis_py(c, r):
@@ -182,7 +164,7 @@ def a_migration_asks_then_moves(c, r):
     n = 40
     got = r.do("set {mig} %d 2048 7" % n)
     check(got["ok"] == n, "set: %s" % got)
-    slot = key_slot("{mig}:0")
+    slot = redisfix.key_slot("{mig}:0")
     rows = c.nodes()
     src = next(x for x in rows if x[1] == "master" and x[0] ==
                slot_owner(c)[slot])
@@ -258,6 +240,16 @@ def a_slow_node_costs_one_timeout(c, r):
     check(got["ok"] == n, "fast again: %s" % got)
 
 
+def get_until_all(r, n, timeout=10):
+    """GETs of k:0..n-1 again until all come (or @timeout s pass)."""
+    deadline = time.time() + timeout
+    while True:
+        got = r.do("get k %d 16384 5" % n)
+        if got["ok"] == n or time.time() > deadline:
+            return got
+        time.sleep(0.2)
+
+
 def a_killed_master_fails_over(c, r):
     n = 300
     c.replicate()
@@ -268,12 +260,7 @@ def a_killed_master_fails_over(c, r):
     check(got["ok"] == n - off and failed(got) == off and got["bad"] == 0,
           "with the master dead: %s" % got)
     c.wait_ok(masters=3)
-    deadline = time.time() + 10
-    while True:
-        got = r.do("get k %d 16384 5" % n)
-        if got["ok"] == n or time.time() > deadline:
-            break
-        time.sleep(0.2)
+    got = get_until_all(r, n)
     check(got["ok"] == n and got["bad"] == 0,
           "after the failover: %s" % got)
     check(m not in c.masters(), "the killed master still serves slots")
@@ -290,12 +277,7 @@ def a_manual_failover_moves(c, r):
     while rep[0] not in c.masters() and time.time() < deadline:
         time.sleep(0.1)
     check(rep[0] in c.masters(), "the replica did not take over")
-    deadline = time.time() + 10
-    while True:
-        got = r.do("get k %d 16384 5" % n)
-        if got["ok"] == n or time.time() > deadline:
-            break
-        time.sleep(0.2)
+    got = get_until_all(r, n)
     check(got["ok"] == n, "after a manual failover: %s" % got)
     st = r.do("stats")
     check(st["moved"] > before["moved"] or st["refreshes"] > before["refreshes"],

@@ -136,7 +136,8 @@ def arena_ok(name):
 def setup():
     for n in ("node-a", "node-b"):
         kvarena.create_arena(n, nr_frames=FRAMES, frame_size=FS)
-    c = redisfix.Cluster(os.path.join(work, "redis"), node_timeout=3000)
+    # A node timeout that a slow (TCG) moment does not reach.
+    c = redisfix.Cluster(os.path.join(work, "redis"), node_timeout=5000)
     state["cluster"] = c
     path_t, state["sec_t"] = secret("tenant")
     path_o, state["sec_o"] = secret("other")
@@ -167,9 +168,12 @@ def node_b_serves_a_prefix_node_a_computed_byte_exact():
         eq(h["tokens"], GEO["tokens"], "tokens")
         if i:
             eq(h["parent"], bytes(keys[i - 1]), "block %d's parent" % i)
+    hits = kvarena.arena_stat("node-b").cache_hits
     r = engine("attach", "node-b", "p1", 6)
     eq(r["found"], 6, "node B found")
     assert r["exact"], "node B read other bytes"
+    assert kvarena.arena_stat("node-b").cache_hits > hits, \
+        "node B's arena counted no hit"
     # Now node B's own cache has it: the second engine finds it there.
     r = engine("attach", "node-b", "p1", 6)
     eq((r["found"], r["exact"]), (6, True), "again, from node B's cache")

@@ -505,15 +505,20 @@ static void miss_said(struct ragent *ag, struct rdomain *d, enum kvb_miss m,
 		      const char *key, const struct kvb_header *h)
 {
 	time_t now = time(NULL);
+	char who[KVB_WRITER_LEN] = "";
 
 	d->miss[m]++;
 	if (m == KVB_MISS_ABSENT || m == KVB_MISS_ERROR || d->said[m] == now)
 		return;
 	d->said[m] = now;
+	/* The writer's name only from a header whose MAC held, printable. */
+	if (h && m > KVB_MISS_MAC)
+		for (size_t i = 0; i + 1 < sizeof(who) && h->writer[i]; i++)
+			who[i] = h->writer[i] >= 0x20 && h->writer[i] < 0x7f ?
+				 h->writer[i] : '?';
 	kvactl_err("remote: %s: domain %s: the value under %.21s... failed its %s check%s%s: a miss, not used",
 		   ag->name, d->name, key, kvb_miss_name(m),
-		   h && h->writer[0] ? "; written by " : "",
-		   h && h->writer[0] ? h->writer : "");
+		   who[0] ? "; written by " : "", who);
 }
 
 /*
@@ -757,25 +762,37 @@ static int read_events(struct ragent *ag, uint8_t *buf)
 static int client_check(struct ragent *ag, uint32_t id, pid_t pid, uid_t uid,
 			uint64_t *domain)
 {
-	struct kvarena_client_info rows[256];
-	struct kvarena_clients c = { 0 };
+	struct kvarena_client_info *rows = NULL;
+	struct kvarena_clients c;
+	uint32_t want = 64;
 	int err;
 
-	kvactl_name_copy(c.name, ag->name);
-	c.clients = (uint64_t)(uintptr_t)rows;
-	c.count = 256;
-	err = kvactl_ioctl(ag->ctl, KVARENA_IOC_CLIENTS, &c);
-	if (err)
-		return err;
-	for (uint32_t i = 0; i < c.nr_clients && i < 256; i++) {
+	for (;;) {
+		free(rows);
+		rows = calloc(want, sizeof(*rows));
+		if (!rows)
+			return -ENOMEM;
+		memset(&c, 0, sizeof(c));
+		kvactl_name_copy(c.name, ag->name);
+		c.clients = (uint64_t)(uintptr_t)rows;
+		c.count = want;
+		err = kvactl_ioctl(ag->ctl, KVARENA_IOC_CLIENTS, &c);
+		if (err || c.nr_clients <= want)
+			break;
+		want = c.nr_clients + 16;
+	}
+	for (uint32_t i = 0; !err && i < c.nr_clients; i++) {
 		if (rows[i].client_id != id)
 			continue;
 		if (rows[i].pid != pid && uid != 0)
-			return -EPERM;
-		*domain = rows[i].domain;
-		return 0;
+			err = -EPERM;
+		else
+			*domain = rows[i].domain;
+		free(rows);
+		return err;
 	}
-	return -ENOENT;
+	free(rows);
+	return err ? err : -ENOENT;
 }
 
 /*
@@ -821,7 +838,7 @@ static int fetch(struct ragent *ag, struct rdomain *d, const uint8_t *keys,
 		if (m == KVB_OK && run == i)
 			run++;
 		else if (m != KVB_OK)
-			miss_said(ag, d, m, skeys[i], m > KVB_MISS_VERSION ? &hdr : NULL);
+			miss_said(ag, d, m, skeys[i], m > KVB_MISS_MAC ? &hdr : NULL);
 	}
 	*found = run;
 	if (!run)
@@ -1043,9 +1060,10 @@ static void report(struct ragent *ag)
 	       (unsigned long long)fetched, (unsigned long long)requests);
 	for (int m = KVB_MISS_ABSENT; m < KVB_MISS_COUNT; m++)
 		printf(" %s %llu", kvb_miss_name(m), (unsigned long long)miss[m]);
-	printf("; stores failed %llu, dropped %llu\n",
+	printf("; stores failed %llu, dropped %llu; events lost %llu\n",
 	       (unsigned long long)ag->store_failed,
-	       (unsigned long long)ag->dropped);
+	       (unsigned long long)ag->dropped,
+	       (unsigned long long)ag->lost_events);
 	fflush(stdout);
 }
 
