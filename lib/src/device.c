@@ -32,6 +32,8 @@
 #include "internal.h"
 
 #define RING_ENTRIES	8
+/* PROMOTE asked again after an interrupted wait, at most this often. */
+#define PROMOTE_TRIES	4
 
 struct kva_device {
 	int fd;
@@ -277,8 +279,9 @@ static int dev_publish(struct kva_arena *a, struct kvarena_prefix_entry *e,
  * LOOKUP's would.  A promotion that cannot be had (no agent, no room, too
  * slow) leaves the run as LOOKUP found it: the caller computes the rest.
  */
-static int lookup_promote(struct kva_arena *a, struct kvarena_prefix_entry *e,
-			  uint32_t n)
+static int lookup_promote_try(struct kva_arena *a,
+			      struct kvarena_prefix_entry *e, uint32_t n,
+			      int tries)
 {
 	struct kvarena_prefix p = {
 		.entries = (__u64)(uintptr_t)e, .count = n,
@@ -286,7 +289,7 @@ static int lookup_promote(struct kva_arena *a, struct kvarena_prefix_entry *e,
 	};
 	struct kvarena_promote pr = { .timeout_ms = dev(a)->promote_ms };
 	struct dev_cmd c = { KVARENA_IOC_LOOKUP, &p, 0 };
-	int ret;
+	int ret, more;
 
 	KVA_PASS("dev.lookup");
 	if (!dev(a)->promote_ms)
@@ -298,12 +301,32 @@ static int lookup_promote(struct kva_arena *a, struct kvarena_prefix_entry *e,
 		return ret;
 	if (!p.nr_lower || p.nr_done + p.nr_lower > n)
 		return (int)p.nr_done;
-	KVA_PASS("dev.promote");
+	/* One promotion, however often an interrupted wait asks again. */
+	if (tries == PROMOTE_TRIES)
+		KVA_PASS("dev.promote");
 	pr.entries = (__u64)(uintptr_t)(e + p.nr_done);
 	pr.count = p.nr_lower;
-	if (dev_ioctl(dev(a)->fd, KVARENA_IOC_PROMOTE, &pr))
+	ret = dev_ioctl(dev(a)->fd, KVARENA_IOC_PROMOTE, &pr);
+	if (ret == -EINTR && tries > 1) {
+		/*
+		 * The wait was interrupted - by a signal, or by io_uring's
+		 * task work for this thread (TIF_NOTIFY_SIGNAL makes it look
+		 * like one): the copies the agent made meanwhile are cached
+		 * above now, the rest still below.  Look again past the run.
+		 */
+		more = lookup_promote_try(a, e + p.nr_done, n - p.nr_done,
+					  tries - 1);
+		return (int)p.nr_done + (more > 0 ? more : 0);
+	}
+	if (ret)
 		return (int)p.nr_done;
 	return (int)(p.nr_done + pr.nr_done);
+}
+
+static int lookup_promote(struct kva_arena *a, struct kvarena_prefix_entry *e,
+			  uint32_t n)
+{
+	return lookup_promote_try(a, e, n, PROMOTE_TRIES);
 }
 
 /*
