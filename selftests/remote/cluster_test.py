@@ -116,23 +116,8 @@ def single_server(prog, work):
 
 # ---- a cluster -------------------------------------------------------------
 
-def slot_owner(cluster):
-    """slot -> the master's public port, from CLUSTER NODES."""
-    owner = {}
-    for port, role, _, slots, _ in cluster.nodes():
-        if not role.startswith("master"):
-            continue
-        for rng in slots:
-            if rng.startswith("["):
-                continue
-            a, _, b = rng.partition("-")
-            for s in range(int(a), int(b or a) + 1):
-                owner[s] = port
-    return owner
-
-
 def on_node(cluster, prefix, n, port):
-    owner = slot_owner(cluster)
+    owner = cluster.slot_owners()
     return sum(1 for i in range(n)
                if owner.get(redisfix.key_slot("%s:%d" % (prefix, i))) == port)
 
@@ -167,7 +152,7 @@ def a_migration_asks_then_moves(c, r):
     slot = redisfix.key_slot("{mig}:0")
     rows = c.nodes()
     src = next(x for x in rows if x[1] == "master" and x[0] ==
-               slot_owner(c)[slot])
+               c.slot_owners()[slot])
     dst = next(x for x in rows if x[1] == "master" and x[0] != src[0])
     s_src, s_dst = c.by_pub(src[0]), c.by_pub(dst[0])
     s_dst.cli("CLUSTER", "SETSLOT", slot, "IMPORTING", src[2])

@@ -302,9 +302,9 @@ class Cluster:
             return rows
         return []
 
-    def owner(self, key):
-        """The public port of the master that serves @key now."""
-        slot = key_slot(key)
+    def slot_owners(self):
+        """slot -> the public port of the master that serves it now."""
+        owners = {}
         for port, role, _, slots, _ in self.nodes():
             if not role.startswith("master"):
                 continue
@@ -312,9 +312,13 @@ class Cluster:
                 if rng.startswith("["):
                     continue
                 a, _, b = rng.partition("-")
-                if int(a) <= slot <= int(b or a):
-                    return port
-        return None
+                for slot in range(int(a), int(b or a) + 1):
+                    owners[slot] = port
+        return owners
+
+    def owner(self, key):
+        """The public port of the master that serves @key now."""
+        return self.slot_owners().get(key_slot(key))
 
     def call(self, *args):
         """A command on the master of its key (args[1]), as a client
