@@ -295,6 +295,44 @@ def a_domain_keeps_its_budget_newest_first():
     eq(there, [0, 0, 0, 1, 1, 1], "the oldest three evicted")
 
 
+def ask_agent(req, uid):
+    """Send @req to node-b's agent as @uid; its status (or None)."""
+    code = ("import socket, struct, sys\n"
+            "s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
+            "s.connect('/run/kvarena/remote/node-b.sock')\n"
+            "s.send(bytes.fromhex(sys.argv[1]))\n"
+            "r = s.recv(64)\n"
+            "print(struct.unpack_from('<IHHi', r)[3] if len(r) >= 12 else 'short')\n")
+    r = subprocess.run([sys.executable, "-c", code, req.hex()], user=uid,
+                       group=KVGROUP, capture_output=True, text=True,
+                       timeout=60)
+    if r.returncode:
+        raise AssertionError("asking the agent: %s" % r.stderr)
+    return r.stdout.strip()
+
+
+@suite.test
+def the_agent_refuses_bad_requests_and_other_clients():
+    import errno
+    import struct
+    key = bytes(32)
+    head = lambda cid, nr: struct.pack("<IHHII", 0x4B565246, 1, 0, cid, nr)
+    eq(ask_agent(b"not a request", TENANT), str(-errno.EINVAL), "garbage")
+    eq(ask_agent(head(1, 2) + key, TENANT), str(-errno.EINVAL),
+       "fewer keys than it says")
+    eq(ask_agent(head(1, 65) + key * 65, TENANT), str(-errno.EINVAL),
+       "more keys than a request may ask")
+    eq(ask_agent(head(0xFFFFFFF0, 1) + key, TENANT), str(-errno.ENOENT),
+       "no such client")
+    # A client of root's: another uid may not fetch as it.
+    a = kvarena.open("node-b", mode="device", label="root-client")
+    try:
+        eq(ask_agent(head(a.info.client_id, 1) + key, TENANT),
+           str(-errno.EPERM), "another process's client")
+    finally:
+        a.close()
+
+
 @suite.test
 def the_agents_count_what_they_did():
     out = {}
