@@ -77,6 +77,8 @@ int kvactl_cmd_remote(const struct kvactl_opts *o)
 #define REMOTE_MAX_DOMAINS	64
 #define STORE_QUEUE		4096u	/* STORED events waiting to be stored */
 #define STORE_BATCH		16u	/* values one SET batch carries */
+#define RETRY_QUEUE		1024u	/* failed stores waiting for their retry */
+#define RETRY_MS		1500u	/* ...this long: past a down master's second */
 #define MAX_CONNS		32
 #define EV_BUF			(256u << 10)
 
@@ -109,9 +111,11 @@ struct rconf {
 
 struct store_job {
 	uint64_t domain;
+	uint64_t at;			/* a retry: not before (monotonic ms) */
 	uint8_t key[KVARENA_KEY_LEN];
 	uint8_t parent[KVARENA_KEY_LEN];
 	bool has_parent;
+	bool retry;			/* its second try */
 };
 
 struct ragent {
@@ -123,7 +127,10 @@ struct ragent {
 	int ctl, evfd, lsock;
 	struct store_job *queue;
 	unsigned int q_head, q_len;
-	uint64_t dropped, store_failed, lost_events, unshared;
+	struct store_job *retry;	/* failed once, in order of .at */
+	unsigned int r_head, r_len;
+	uint64_t dropped, store_failed, store_retried, lost_events, unshared;
+	time_t store_said;
 	uint64_t done, limit;		/* blocks stored + fetched; -n */
 	uint64_t last_score;		/* the index's latest: scores only grow */
 	uint8_t *vals;			/* STORE_BATCH values */
@@ -142,6 +149,14 @@ static uint64_t wall_ms(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
@@ -645,24 +660,73 @@ static void index_touch(struct ragent *ag, struct rdomain *d,
 	free(score);
 }
 
+/*
+ * A store of domain @d that failed (@why): the job goes round once more,
+ * RETRY_MS later - past the second a failed master is left alone, and the
+ * slot map is taken again meanwhile (a failover, a slow moment) -, or is
+ * dropped if it had its retry.  Said on standard error once a second.
+ */
+static void store_retry(struct ragent *ag, const struct rdomain *d,
+			 const struct store_job *j, const char *why)
+{
+	time_t now = time(NULL);
+	bool again = !j->retry && ag->r_len < RETRY_QUEUE;
+
+	if (again) {
+		struct store_job *r;
+
+		r = &ag->retry[(ag->r_head + ag->r_len++) % RETRY_QUEUE];
+		*r = *j;
+		r->retry = true;
+		r->at = mono_ms() + RETRY_MS;
+		ag->store_retried++;
+	} else {
+		ag->store_failed++;
+	}
+	if (ag->store_said == now)
+		return;
+	ag->store_said = now;
+	kvactl_err("remote: %s: domain %s: storing a block failed (%s): %s",
+		   ag->name, d->name, why,
+		   again ? "tried again in a moment" :
+		   "dropped; the block stays in the arena");
+}
+
+/* The next job to store, from the retries whose time came, then the queue. */
+static bool store_next(struct ragent *ag, uint64_t now, struct store_job *j)
+{
+	if (ag->r_len && ag->retry[ag->r_head].at <= now) {
+		*j = ag->retry[ag->r_head];
+		ag->r_head = (ag->r_head + 1) % RETRY_QUEUE;
+		ag->r_len--;
+		return true;
+	}
+	if (!ag->q_len)
+		return false;
+	*j = ag->queue[ag->q_head];
+	ag->q_head = (ag->q_head + 1) % STORE_QUEUE;
+	ag->q_len--;
+	return true;
+}
+
 /* Store up to STORE_BATCH queued blocks. */
 static void store_some(struct ragent *ag)
 {
 	uint64_t vsize = KVB_HEADER_SIZE + ag->geo.frame_size;
+	uint64_t now = mono_ms();
 	struct rc_cmd cmds[STORE_BATCH];
 	const char *argv[STORE_BATCH][5];
 	size_t argvlen[STORE_BATCH][5];
 	char keys[STORE_BATCH][KVB_KEY_LEN], ttl[STORE_BATCH][24];
+	struct store_job jobs[STORE_BATCH];
 	struct rdomain *doms[STORE_BATCH];
 	unsigned int n = 0;
 
-	while (ag->q_len && n < STORE_BATCH) {
-		const struct store_job *j = &ag->queue[ag->q_head];
+	while (n < STORE_BATCH && store_next(ag, now, &jobs[n])) {
+		const struct store_job *j = &jobs[n];
 		struct rdomain *d = dom_of(ag, j->domain);
 		uint8_t *val = ag->vals + n * vsize;
 
-		ag->q_head = (ag->q_head + 1) % STORE_QUEUE;
-		ag->q_len--;
 		if (!d || !store_read(ag, d, j, val))
 			continue;
 		kvb_key(&d->secret, &ag->geo, j->key, keys[n]);
@@ -696,12 +760,28 @@ static void store_some(struct ragent *ag)
 			ag->done++;
 			index_touch(ag, doms[i], &keys[i], 1);
 		} else {
-			ag->store_failed++;
+			store_retry(ag, doms[i], &jobs[i],
+				    r && r->type == REDIS_REPLY_ERROR ? r->str :
+				    rc_error(ag->rc));
 		}
 		freeReplyObject(r);
 	}
 	for (unsigned int i = 0; i < ag->conf->nr_dom; i++)
 		budget_trim(ag, &ag->conf->dom[i]);
+}
+
+/* How long the main loop may sleep: the queue's or a retry's time. */
+static int store_wait_ms(const struct ragent *ag)
+{
+	uint64_t now, at;
+
+	if (ag->q_len)
+		return 0;
+	if (!ag->r_len)
+		return 1000;
+	now = mono_ms();
+	at = ag->retry[ag->r_head].at;
+	return at <= now ? 0 : at - now > 1000 ? 1000 : (int)(at - now);
 }
 
 static void queue_event(struct ragent *ag, const struct kvarena_event *ev)
@@ -724,6 +804,7 @@ static void queue_event(struct ragent *ag, const struct kvarena_event *ev)
 		ag->dropped++;
 	}
 	j = &ag->queue[(ag->q_head + ag->q_len++) % STORE_QUEUE];
+	memset(j, 0, sizeof(*j));
 	j->domain = ev->domain;
 	memcpy(j->key, ev->key, KVARENA_KEY_LEN);
 	j->has_parent = ev->flags & KVARENA_EVENT_PARENT;
@@ -1036,8 +1117,9 @@ static int setup(struct ragent *ag)
 	if (ag->lsock < 0)
 		return ag->lsock;
 	ag->queue = calloc(STORE_QUEUE, sizeof(*ag->queue));
+	ag->retry = calloc(RETRY_QUEUE, sizeof(*ag->retry));
 	ag->vals = malloc(STORE_BATCH * (KVB_HEADER_SIZE + ag->geo.frame_size));
-	if (!ag->queue || !ag->vals)
+	if (!ag->queue || !ag->retry || !ag->vals)
 		return -ENOMEM;
 	return 0;
 }
@@ -1060,7 +1142,8 @@ static void report(struct ragent *ag)
 	       (unsigned long long)fetched, (unsigned long long)requests);
 	for (int m = KVB_MISS_ABSENT; m < KVB_MISS_COUNT; m++)
 		printf(" %s %llu", kvb_miss_name(m), (unsigned long long)miss[m]);
-	printf("; stores failed %llu, dropped %llu; events lost %llu\n",
+	printf("; stores retried %llu, failed %llu, dropped %llu; events lost %llu\n",
+	       (unsigned long long)ag->store_retried,
 	       (unsigned long long)ag->store_failed,
 	       (unsigned long long)ag->dropped,
 	       (unsigned long long)ag->lost_events);
@@ -1112,7 +1195,7 @@ int kvactl_cmd_remote(const struct kvactl_opts *o)
 		pfd[np++] = (struct pollfd){ .fd = ag.lsock, .events = POLLIN };
 		for (int i = 0; i < nconn; i++)
 			pfd[np++] = (struct pollfd){ .fd = conns[i], .events = POLLIN };
-		if (poll(pfd, (nfds_t)np, ag.q_len ? 0 : 1000) < 0 &&
+		if (poll(pfd, (nfds_t)np, store_wait_ms(&ag)) < 0 &&
 		    errno != EINTR)
 			break;
 		if ((pfd[0].revents & POLLIN) && read_events(&ag, evbuf)) {
@@ -1158,6 +1241,7 @@ out:
 		close(ag.ctl);
 	rc_close(ag.rc);
 	free(ag.queue);
+	free(ag.retry);
 	free(ag.vals);
 	free(evbuf);
 	free(conf);
