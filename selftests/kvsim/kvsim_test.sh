@@ -295,6 +295,139 @@ run -t "$TMP/one.csv" $G --kv-bytes 2K --gpu-tflops 100
 check timing_needs_the_parameter_count rc 2 noout \
 	err1 'kvsim: --gpu-tflops needs --model or --params (the model'"'"'s parameter count)'
 
+# --- nodes and the remote tier ---------------------------------------------
+
+# total: keep the run's line of --json (with several nodes, each node's
+# line comes before it).
+total()
+{
+	grep '"engine":null' "$TMP/out" >"$TMP/total"
+	mv "$TMP/total" "$TMP/out"
+}
+
+# --nodes 2 deals prefix.jsonl out round-robin: requests 1 and 3 ([1, 2],
+# 1000 tokens: 62 keyed frames) to node 0, 2 and 4 ([1, 3], 700: 43) to
+# node 1, each node 1M of its own.  Alone each node finds its own
+# second request: 992 + 688 = 1680 of 3400 tokens (0.494118).
+# shellcheck disable=SC2086
+run -t "$TMP/prefix.jsonl" $G --kv-bytes 1M --nodes 2 --policy kvarena+host \
+	--host-bytes 1M --json
+total
+check nodes_split_the_prefix_cache rc 0 quiet key hit_tokens 1680 \
+	key prefix_hit_share 0.494118 key completed 4 key peak_running 1
+
+# A remote tier written as blocks are published: request 2 (node 1, at
+# 100 ms) finds the 32 frames of hash block 1 that node 0 published at
+# 0 ms - 512 tokens, one round trip, 32 * 512 = 16384 bytes fetched, and
+# copied up from host memory - and computes the rest; requests 3 and 4
+# find theirs in their own arenas: 512 + 992 + 688 = 2192 (0.644706),
+# the one-cache figure.  Written: request 1's 62 frames, request 2's 11
+# computed ones: 73 * 512 = 37376 bytes.
+# shellcheck disable=SC2086
+run -t "$TMP/prefix.jsonl" $G --kv-bytes 1M --nodes 2 \
+	--policy kvarena+host+remote --host-bytes 1M --remote-bytes 1M \
+	--remote-write publish --json
+total
+check remote_tier_shares_a_prefix_between_nodes rc 0 quiet \
+	key hit_tokens 2192 key prefix_hit_share 0.644706 \
+	key hit_remote_tokens 512 key remote_hit_share 0.150588 \
+	key remote_bytes 16384 key copy_bytes 16384 \
+	key remote_written_bytes 37376 key remote_fetches 1
+
+# Written when host memory takes a block (--remote-write demote, the
+# default: the agent below a GPU arena): 1M arenas never reclaim, so
+# nothing reaches the remote tier and each node is alone (1680).
+# shellcheck disable=SC2086
+run -t "$TMP/prefix.jsonl" $G --kv-bytes 1M --nodes 2 \
+	--policy kvarena+host+remote --host-bytes 1M --remote-bytes 1M --json
+total
+check remote_tier_on_demotion_waits_for_a_reclaim rc 0 quiet \
+	key hit_tokens 1680 key hit_remote_tokens 0 \
+	key remote_written_bytes 0 key remote_fetches 0
+
+# Arenas of 64 frames.  Node 0: request 1 ([1, 2], 1000 + 4: 63 frames,
+# 62 keyed left cached), then request 3 (1008 + 4: all 64) reclaims
+# those 62 - demoted to host memory, and so stored.  Node 1: request 2
+# (1008: 63 keyed cached), then request 4 ([1, 2] again) finds request
+# 1's 62 in the remote tier: fetched into host memory (31744 bytes, one
+# round trip) and copied up, its allocation of 63 reclaiming 62 of
+# request 2's (demoted, stored).  992 of 4016 tokens, all remote
+# (0.247012); written (62 + 62) * 512 = 63488; arena <-> host: 124
+# demotions and 62 promotions, 186 * 512 = 95232.
+printf '%s\n' \
+	'{"timestamp": 0, "input_length": 1000, "output_length": 4, "hash_ids": [1, 2]}' \
+	'{"timestamp": 100, "input_length": 1008, "output_length": 4, "hash_ids": [5, 6]}' \
+	'{"timestamp": 200, "input_length": 1008, "output_length": 4, "hash_ids": [7, 8]}' \
+	'{"timestamp": 300, "input_length": 1000, "output_length": 4, "hash_ids": [1, 2]}' \
+	>"$TMP/demote.jsonl"
+# shellcheck disable=SC2086
+run -t "$TMP/demote.jsonl" $G --kv-bytes 32K --nodes 2 \
+	--policy kvarena+host+remote --host-bytes 1M --remote-bytes 1M --json
+total
+check remote_tier_on_demotion_serves_what_a_node_reclaimed rc 0 quiet \
+	key hit_tokens 992 key hit_remote_tokens 992 \
+	key remote_hit_share 0.247012 key remote_bytes 31744 \
+	key remote_written_bytes 63488 key copy_bytes 95232 \
+	key remote_fetches 1
+
+# Each node its own clock: two.csv's two requests on two nodes prefill
+# 16 tokens each, 2 * 10^6 * 16 + 4 * 8 * (1 + ... + 16) = 32,004,352
+# FLOPs, 32.004 ms: first tokens at 52.004 ms (84.009 for two engines
+# sharing a GPU, above); 20 steps each, done at 52.004 + 20 * 20 ms.
+# shellcheck disable=SC2086
+run -t "$TMP/two.csv" $G --kv-bytes 2K --nodes 2 --policy kvarena \
+	--params 1000000 --gpu-tflops 0.001 --json
+total
+check nodes_step_on_their_own_clocks rc 0 quiet key ttft_p50_ms 52.004 \
+	key ttft_p99_ms 52.004 key steps 40 key simulated_s 0.452 \
+	key preemptions 0
+
+# The fetch's round trip is in the step that admits: node 1's request
+# (--requests 2) computes tokens 512..699, 2 * 10^6 * 188 + 32 * (513 +
+# ... + 700) = 379,648,704 FLOPs; 16384 bytes at 50 GB/s up and at 10
+# GB/s from the remote tier, 1.966 us; --remote-ms 1000: 20 + 379.649 +
+# 0.002 + 1000 ms, its first token at 1399.651 ms.
+# shellcheck disable=SC2086
+run -t "$TMP/prefix.jsonl" $G --kv-bytes 1M --nodes 2 --requests 2 \
+	--policy kvarena+host+remote --host-bytes 1M --remote-bytes 1M \
+	--remote-write publish --params 1000000 --gpu-tflops 0.001 \
+	--remote-ms 1000 --json
+if [ $rc = 0 ] &&
+   grep -q '"engine":1,.*"hit_remote_tokens":512,.*"ttft_p99_ms":1399.651,' "$TMP/out"; then
+	pass remote_fetch_charges_its_round_trip
+else
+	fail remote_fetch_charges_its_round_trip
+fi
+
+# shellcheck disable=SC2086
+run -t "$TMP/prefix.jsonl" $G --kv-bytes 1M --policy kvarena+remote \
+	--host-bytes 1M --remote-bytes 1M
+check remote_needs_a_host_tier rc 2 noout \
+	err1 'kvsim: a remote tier needs a host tier (kvarena+host+remote): its blocks come and go through host memory'
+# shellcheck disable=SC2086
+run -t "$TMP/prefix.jsonl" $G --kv-bytes 1M --policy kvarena+host+remote \
+	--host-bytes 1M
+check remote_needs_its_size rc 2 noout \
+	err1 'kvsim: kvarena+host+remote needs --remote-gib or --remote-bytes'
+# shellcheck disable=SC2086
+run -t "$TMP/prefix.jsonl" $G --kv-bytes 1M --policy kvarena+host \
+	--host-bytes 1M --remote-bytes 1M
+check remote_options_need_the_policy rc 2 noout \
+	err1 'kvsim: --remote-gib, --remote-bytes, --remote-gbs, --remote-ms and --remote-write need kvarena+host+remote'
+# shellcheck disable=SC2086
+run -t "$TMP/prefix.jsonl" $G --kv-bytes 1M --policy kvarena+host+remote \
+	--host-bytes 1M --remote-bytes 1M --remote-write later
+check bad_remote_write_is_named rc 2 noout \
+	err1 'kvsim: --remote-write must be demote or publish: got later'
+# shellcheck disable=SC2086
+run -t "$TMP/prefix.jsonl" $G --kv-bytes 1M --nodes 2 --engines 2
+check nodes_replace_engines rc 2 noout \
+	err1 'kvsim: --nodes takes one trace and deals it out itself: not with --engines, --round-robin, --tp, --engine-min-gib or --engine-max-gib'
+# shellcheck disable=SC2086
+run -t "$TMP/prefix.jsonl" $G --kv-bytes 1M --nodes 17
+check bad_node_count_is_named rc 2 noout \
+	err1 'kvsim: --nodes must be a count from 1 to 16: got 17'
+
 # --- several engines -------------------------------------------------------
 
 # Engine 0: two requests of 16 + 4 tokens (2 frames each at the end);
@@ -488,7 +621,7 @@ run -t "$TMP/one.csv" -m llama-3-8b
 check memory_is_required rc 2 noout err1 'kvsim: --kv-gib or --kv-bytes is required'
 run -t "$TMP/one.csv" -m llama-3-8b --kv-gib 1 --policy paged:0
 check bad_policy_is_named rc 2 noout \
-	err1 'kvsim: --policy must be a list of contiguous-max, contiguous-oracle, pow2, paged:B (B from 1 to 65536) and kvarena (kvarena+host, kvarena+swap, kvarena+host+swap): got paged:0'
+	err1 'kvsim: --policy must be a list of contiguous-max, contiguous-oracle, pow2, paged:B (B from 1 to 65536) and kvarena (kvarena+host, kvarena+swap, kvarena+host+swap, kvarena+host+remote, kvarena+host+swap+remote): got paged:0'
 run -t "$TMP/one.csv" -t "$TMP/two.csv" --engines 3 -m llama-3-8b --kv-gib 1
 check trace_count_must_match_engines rc 2 noout \
 	err1 'kvsim: 2 traces for 3 engines: give one trace, or one per engine'

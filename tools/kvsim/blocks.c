@@ -141,11 +141,12 @@ static bool blk_fits(const struct engine *e, const struct req *q)
  * has the next key.  Blocks of the arena's runs are held (@s->shared);
  * keys below are made the newest where they are, to be copied up into
  * new blocks.  Returns the run's length; *@below: how many of it are
- * below, *@disk: how many of those on the disk.
+ * below, *@disk: how many of those on the disk, *@remote: how many in
+ * the remote tier (fetched into the host tier now).
  */
 static uint32_t lookup_run(struct engine *e, struct seq *s,
 			   const uint64_t *keys, uint32_t nk, uint32_t *below,
-			   uint32_t *disk)
+			   uint32_t *disk, uint32_t *remote)
 {
 	struct pool *p = e->pool;
 	struct tier *t = p->tier;
@@ -154,6 +155,7 @@ static uint32_t lookup_run(struct engine *e, struct seq *s,
 
 	*below = 0;
 	*disk = 0;
+	*remote = 0;
 	while (pos < nk) {
 		k = p->ops->lookup(p, e->client, keys + pos, nk - pos,
 				   s->ids + pos);
@@ -166,6 +168,7 @@ static uint32_t lookup_run(struct engine *e, struct seq *s,
 		for (k = pos; k < nk && (lv = tier_level(t, keys[k])); k++) {
 			tier_touch(t, keys[k]);
 			*disk += lv == 2;
+			*remote += lv == 3;
 		}
 		if (k == pos)
 			break;
@@ -199,7 +202,8 @@ static int blk_admit(struct engine *e, struct seq *s, uint32_t tokens,
 {
 	struct pool *p = e->pool;
 	uint32_t B = p->block_tokens, nb = (uint32_t)blocks_for(p, tokens);
-	uint32_t run = 0, below = 0, disk = 0, nk = 0, fresh = 0, i, k;
+	uint32_t run = 0, below = 0, disk = 0, remote = 0, nk = 0, fresh = 0;
+	uint32_t i, k;
 	uint64_t *ids;
 
 	seq_reserve(s, nb + 1);
@@ -210,7 +214,8 @@ static int blk_admit(struct engine *e, struct seq *s, uint32_t tokens,
 
 		nk = seq_prompt_keys(s, B, keys, nb);
 		if (nk)
-			run = lookup_run(e, s, keys, nk, &below, &disk);
+			run = lookup_run(e, s, keys, nk, &below, &disk,
+					 &remote);
 	}
 	if (nb > s->nr_hit) {
 		ids = ids_buf(nb - s->nr_hit);
@@ -233,13 +238,15 @@ static int blk_admit(struct engine *e, struct seq *s, uint32_t tokens,
 		map(e, s->ids[i]);
 	s->nr_ids = nb;
 	memset(a, 0, sizeof(*a));
+	s->nr_found = run;
 	a->hit = run * B;
-	a->hit_host = (below - disk) * B;
+	a->hit_host = (below - disk - remote) * B;
 	a->hit_disk = disk * B;
+	a->hit_remote = remote * B;
 	a->compute_from = run * B;
 	a->compute_to = tokens;
 	if (below)
-		tier_promote(p->tier, below, disk);
+		tier_promote(p->tier, below, disk, remote);
 	if (s->swapped) {
 		k = nb - s->swapped;	/* the keyed blocks before them */
 		tier_swap_in(p->tier, s->swapped);
@@ -272,6 +279,10 @@ static void blk_prefilled(struct engine *e, struct seq *s)
 			p->ops->publish(p, e->client, keys + i, s->ids + i,
 					j - i);
 	}
+	/* Written through to the remote tier: the blocks it computed. */
+	if (p->tier && p->tier->remote && !p->tier->store_on_demote)
+		for (i = s->nr_found; i < nk; i++)
+			tier_store(p->tier->remote, keys[i]);
 }
 
 static int blk_grow(struct engine *e, struct seq *s)

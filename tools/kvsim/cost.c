@@ -6,8 +6,10 @@
  * takes --step-ms (the decode step) plus the prefill its engines computed
  * at --gpu-tflops, plus the copies between the arena and its host tier
  * at --copy-gbs, plus those between the host tier and the disk at
- * --disk-gbs, one after the other: nothing overlaps, so the tiers'
- * copies cost their whole time (the upper bound of what they cost).
+ * --disk-gbs, plus the fetches from the remote tier at --remote-gbs and
+ * --remote-ms a round trip, one after the other: nothing overlaps, so
+ * the tiers' copies cost their whole time (the upper bound of what they
+ * cost).
  *
  * Prefill FLOPs of positions [from, to) of one sequence: the weights,
  * 2 * params per token, and causal attention, for the token at position
@@ -32,7 +34,8 @@ double cost_prefill_flops(const struct config *cfg, uint64_t from,
 }
 
 int64_t cost_step_us(const struct config *cfg, double flops,
-		     uint64_t copy_bytes, uint64_t disk_bytes)
+		     uint64_t copy_bytes, uint64_t disk_bytes,
+		     uint64_t net_bytes, uint64_t round_trips)
 {
 	double us;
 
@@ -41,5 +44,8 @@ int64_t cost_step_us(const struct config *cfg, double flops,
 	us = flops / cfg->flops_per_s * 1e6 +
 	     (double)copy_bytes / cfg->copy_bytes_per_s * 1e6 +
 	     (double)disk_bytes / cfg->disk_bytes_per_s * 1e6;
+	if (net_bytes)
+		us += (double)net_bytes / cfg->remote_bytes_per_s * 1e6 +
+		      (double)round_trips * (double)cfg->remote_rtt_us;
 	return cfg->step_us + (int64_t)(us + 0.5);
 }

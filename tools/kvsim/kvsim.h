@@ -4,7 +4,8 @@
  *
  * The pieces:
  *
- *   sim.c      the engines' step loop: arrivals, decode growth with
+ *   sim.c      the engines' step loop (one clock for engines sharing a
+ *              GPU, one per node with --nodes): arrivals, decode growth with
  *              newest-first preemption, first-come-first-served admission
  *              with prefill, and the figures of every step
  *   tokens.c   the token-granular policies: contiguous-max,
@@ -16,7 +17,8 @@
  *              client per engine, and its prefix cache
  *   tier.c     the lower tiers below an arena: host memory that keeps the
  *              cached frames the arena reclaims, and preempted sequences
- *              swapped out; a disk below it for what it drops
+ *              swapped out; a disk below it for what it drops; a remote
+ *              tier every node shares (a Redis cluster's)
  *   cost.c     the timing model: prefill FLOPs and copies, per step
  *   report.c   the table, --json and --svg
  *   main.c     options, traces, runs
@@ -45,6 +47,7 @@ enum pol_kind {
 /* struct policy.flags (POL_KVARENA only) */
 #define POL_HOST	(1u << 0)	/* cached frames demoted to the tier */
 #define POL_SWAP	(1u << 1)	/* preempted sequences swapped to it */
+#define POL_REMOTE	(1u << 2)	/* and a remote tier below (needs HOST) */
 
 struct policy {
 	enum pol_kind kind;
@@ -58,6 +61,16 @@ enum layout {
 	LAYOUT_SINGLE,		/* one engine */
 	LAYOUT_STATIC,		/* each engine its own 1/N of the memory */
 	LAYOUT_SHARED,		/* one arena, a core client per engine */
+	LAYOUT_NODES,		/* --nodes: each engine a node, a GPU's
+				 * memory and host tier of its own, a clock
+				 * of its own */
+};
+
+/* How blocks reach the remote tier (--remote-write). */
+enum remote_write {
+	REMOTE_ON_DEMOTE,	/* when the host tier takes them: the agent
+				 * below a GPU arena */
+	REMOTE_ON_PUBLISH,	/* when they are published */
 };
 
 /**
@@ -95,6 +108,8 @@ struct workload {
  *		index in the low 32 bits; a core handle for kvarena).
  * @nr_hit:	blocks of @ids that the arena's prefix cache held (shared,
  *		not written by this sequence).
+ * @nr_found:	the prompt's leading blocks found, in the arena or below
+ *		(the rest was computed).
  * @shared:	block policies: per entry of @ids, whether it is one of
  *		those (@cap_ids of them).
  * @swapped:	frames of it in the lower tier's swap space while it waits
@@ -111,6 +126,7 @@ struct seq {
 	uint32_t nr_ids;
 	uint32_t cap_ids;
 	uint32_t nr_hit;
+	uint32_t nr_found;
 	uint8_t *shared;
 	uint32_t swapped;
 	uint32_t swapped_tokens;
@@ -125,6 +141,8 @@ struct pool;
  * @hit:	served by the prefix cache: the arena's and the lower tier's.
  * @hit_host:	of @hit, copied up from the host tier.
  * @hit_disk:	of @hit, copied up from the disk below it.
+ * @hit_remote:	of @hit, fetched from the remote tier (into host memory,
+ *		then copied up).
  * @swapped:	copied back from the swap space (a swapped sequence).
  * @compute_from, @compute_to: the positions prefilled by computing;
  *		the rest of [0, tokens) came from @hit and @swapped.
@@ -133,6 +151,7 @@ struct admission {
 	uint32_t hit;
 	uint32_t hit_host;
 	uint32_t hit_disk;
+	uint32_t hit_remote;
 	uint32_t swapped;
 	uint32_t compute_from;
 	uint32_t compute_to;
@@ -289,6 +308,16 @@ struct pool {
  *		takes them.
  * @below:	the disk tier below a host tier, or NULL: what the host
  *		tier drops is demoted there, and found there by lookups.
+ * @remote:	the remote tier every node's host tier shares, or NULL:
+ *		found by lookups past the host tier and the disk; what it
+ *		finds lands in the host tier (as the agent's fetch does)
+ *		and is copied up from there.
+ * @store_on_demote: the host tier stores what it takes into @remote
+ *		(REMOTE_ON_DEMOTE).
+ * @fetches:	of the remote tier: its round trips (a batch of up to
+ *		64 keys each), ever.
+ * @written:	of the remote tier: bytes stored into it, ever (off the
+ *		engines' path: the agent's).
  */
 struct tier {
 	uint64_t cap;
@@ -304,6 +333,10 @@ struct tier {
 	uint64_t frame_bytes;
 	uint64_t copy_bytes;
 	struct tier *below;
+	struct tier *remote;
+	bool store_on_demote;
+	uint64_t fetches;
+	uint64_t written;
 };
 
 /* One point of the --svg series: means over a time bucket. */
@@ -331,12 +364,14 @@ struct stats {
 	uint64_t hit_tokens;		/* of those, from the cache */
 	uint64_t hit_host_tokens;	/* of those, from the host tier */
 	uint64_t hit_disk_tokens;	/* of those, from the disk */
+	uint64_t hit_remote_tokens;	/* of those, from the remote tier */
 	uint64_t computed_tokens;	/* prefilled by computing, all */
 	uint64_t swaps;			/* preemptions swapped out */
 	uint64_t swapped_tokens;	/* tokens copied back instead of
 					 * recomputed */
 	uint64_t copy_bytes;		/* moved between arena and host */
 	uint64_t disk_bytes;		/* moved between host and disk */
+	uint64_t remote_bytes;		/* fetched from the remote tier */
 	double busy_s;			/* prefill compute and copies */
 	int64_t *delay_us;		/* admission delays, @nr_delay */
 	int64_t *ttft_us;		/* arrival to first token, @nr_delay */
@@ -346,6 +381,7 @@ struct stats {
 	double token_share, mean_running, prefix_hit_share;
 	double host_hit_share;
 	double disk_hit_share;
+	double remote_hit_share;
 };
 
 /**
@@ -376,6 +412,8 @@ struct engine {
 	double step_flops;		/* prefill work of this step */
 	uint64_t step_copy;		/* bytes its tier copies moved */
 	uint64_t step_disk;		/* of those, to and from disk */
+	uint64_t step_net;		/* fetched from the remote tier */
+	uint64_t step_rtt;		/* its round trips */
 	uint32_t *first;		/* st.ttft_us of the requests first
 					 * admitted in this step */
 	uint32_t nr_first;
@@ -398,6 +436,10 @@ struct config {
 	double copy_bytes_per_s;	/* between arena and host */
 	uint64_t disk_bytes;		/* the disk below the host tier */
 	double disk_bytes_per_s;	/* between host and disk */
+	uint64_t remote_bytes;		/* the remote tier, all nodes' */
+	double remote_bytes_per_s;	/* a node's fetches from it */
+	int64_t remote_rtt_us;		/* one round trip of a fetch */
+	enum remote_write remote_write;
 	double params;			/* the model's parameters */
 	uint32_t q_heads;		/* query heads */
 	uint32_t gpus;			/* --tp: the GPUs (0: one) */
@@ -415,6 +457,8 @@ struct run {
 	struct engine eng[KVSIM_MAX_ENGINES];
 	struct pool pools[KVSIM_MAX_ENGINES];
 	int nr_pools;
+	struct tier remote;		/* POL_REMOTE: shared by the pools */
+	bool has_remote;
 	struct stats total;
 	double wall_s;
 	struct sample *samples;
@@ -449,7 +493,9 @@ void tier_fini(struct tier *t);
 void tier_demote(struct tier *t, uint64_t key);
 int tier_level(const struct tier *t, uint64_t key);
 void tier_touch(struct tier *t, uint64_t key);
-void tier_promote(struct tier *t, uint32_t n, uint32_t disk);
+void tier_promote(struct tier *t, uint32_t n, uint32_t disk,
+		  uint32_t remote);
+void tier_store(struct tier *t, uint64_t key);
 bool tier_swap_out(struct tier *t, uint32_t frames);
 void tier_swap_in(struct tier *t, uint32_t frames);
 
@@ -457,7 +503,8 @@ void tier_swap_in(struct tier *t, uint32_t frames);
 double cost_prefill_flops(const struct config *cfg, uint64_t from,
 			  uint64_t to);
 int64_t cost_step_us(const struct config *cfg, double flops,
-		     uint64_t copy_bytes, uint64_t disk_bytes);
+		     uint64_t copy_bytes, uint64_t disk_bytes,
+		     uint64_t net_bytes, uint64_t round_trips);
 
 /* arena.c */
 int arena_pool_init(struct pool *p, const struct config *cfg,

@@ -36,15 +36,23 @@ static void help(FILE *f)
 "                          (default: all five, paged:16); kvarena+host,\n"
 "                          kvarena+swap, kvarena+host+swap: kvarena over a\n"
 "                          lower tier of host memory that keeps reclaimed\n"
-"                          cached frames (+host) and preempted sequences (+swap)\n"
+"                          cached frames (+host) and preempted sequences (+swap);\n"
+"                          kvarena+host+remote, kvarena+host+swap+remote: and\n"
+"                          a remote tier below that every node shares\n"
 "      --host-gib X        the lower tier's size, GiB, or\n"
 "      --host-bytes S      the same in bytes (all engines together)\n"
 "      --disk-gib X        a disk below the host tier of kvarena+host, GiB, or\n"
 "      --disk-bytes S      the same in bytes: what the host tier drops goes there\n"
+"      --remote-gib X      kvarena+host+remote: a remote tier every node shares\n"
+"      --remote-bytes S    (a Redis cluster's), GiB or bytes\n"
+"      --remote-write W    demote (default: blocks reach it when host memory\n"
+"                          takes them, as below a GPU arena) or publish\n"
 "      --gpu-tflops R      timing model: a step takes --step-ms plus its prefill\n"
 "                          at R TFLOP/s plus its copies between the tiers\n"
 "      --copy-gbs G        arena <-> host copies' rate, GB/s (default 50)\n"
 "      --disk-gbs G        host <-> disk copies' rate, GB/s (default 6)\n"
+"      --remote-gbs G      a node's fetches from the remote tier, GB/s (default 10)\n"
+"      --remote-ms MS      one fetch's round trip (default 1)\n"
 "      --params N          the model's parameter count (default: the model's)\n"
 "      --step-ms MS        time of one step (default 20)\n"
 "      --prefill-budget T  prompt tokens prefilled per step (default: any)\n"
@@ -53,6 +61,9 @@ static void help(FILE *f)
 "                          one trace is cut into N slices of its time span\n"
 "      --round-robin       or dealt out request by request, as a load\n"
 "                          balancer in front of the engines does\n"
+"      --nodes N           N nodes, each one engine with --kv-gib and\n"
+"                          --host-gib of its own and a clock of its own,\n"
+"                          the trace dealt out round-robin\n"
 "      --engine-min-gib X  shared arena: guaranteed to each engine (default 0)\n"
 "      --engine-max-gib X  shared arena: limit of each engine (default: all)\n"
 "      --tp LIST           each engine's tensor parallelism, 1 or G (G GPUs,\n"
@@ -76,7 +87,8 @@ enum {
 	OPT_STEP, OPT_PREFILL, OPT_MAXSEQS, OPT_ENGINES, OPT_EMIN, OPT_EMAX,
 	OPT_REQUESTS, OPT_JSON, OPT_SVG, OPT_RR, OPT_HOST, OPT_HOST_BYTES,
 	OPT_TFLOPS, OPT_COPY, OPT_PARAMS, OPT_TSCALE, OPT_DISK, OPT_DISK_BYTES,
-	OPT_DISK_GBS, OPT_TP,
+	OPT_DISK_GBS, OPT_TP, OPT_NODES, OPT_REMOTE, OPT_REMOTE_BYTES,
+	OPT_REMOTE_GBS, OPT_REMOTE_MS, OPT_REMOTE_WRITE,
 };
 
 static const struct option options[] = {
@@ -107,6 +119,12 @@ static const struct option options[] = {
 	{ "disk-bytes",     required_argument, NULL, OPT_DISK_BYTES },
 	{ "disk-gbs",       required_argument, NULL, OPT_DISK_GBS },
 	{ "tp",             required_argument, NULL, OPT_TP },
+	{ "nodes",          required_argument, NULL, OPT_NODES },
+	{ "remote-gib",     required_argument, NULL, OPT_REMOTE },
+	{ "remote-bytes",   required_argument, NULL, OPT_REMOTE_BYTES },
+	{ "remote-gbs",     required_argument, NULL, OPT_REMOTE_GBS },
+	{ "remote-ms",      required_argument, NULL, OPT_REMOTE_MS },
+	{ "remote-write",   required_argument, NULL, OPT_REMOTE_WRITE },
 	{ "help",           no_argument,       NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -136,6 +154,9 @@ struct args {
 	uint32_t tp[KVSIM_MAX_ENGINES];	/* --tp, @nr_tp of them */
 	int nr_tp;
 	uint32_t gpus;			/* the largest of them */
+	uint64_t nodes;			/* --nodes; 0: none */
+	uint64_t remote_fx, remote_bytes, remote_gbs_fx, remote_ms_fx;
+	int remote_set, remote_ms_set, remote_write, remote_write_set;
 };
 
 static int usage_err(const char *msg);
@@ -237,6 +258,15 @@ static int parse_policies(struct args *a, const char *arg)
 		} else if (!strcmp(tok, "kvarena+host+swap")) {
 			p->kind = POL_KVARENA;
 			p->flags = POL_HOST | POL_SWAP;
+		} else if (!strcmp(tok, "kvarena+host+remote")) {
+			p->kind = POL_KVARENA;
+			p->flags = POL_HOST | POL_REMOTE;
+		} else if (!strcmp(tok, "kvarena+host+swap+remote")) {
+			p->kind = POL_KVARENA;
+			p->flags = POL_HOST | POL_SWAP | POL_REMOTE;
+		} else if (!strncmp(tok, "kvarena+", 8) &&
+			   strstr(tok, "+remote") && !strstr(tok, "+host")) {
+			return usage_err("a remote tier needs a host tier (kvarena+host+remote): its blocks come and go through host memory");
 		} else if (!strncmp(tok, "paged:", 6) &&
 			   !kvt_parse_u64(tok + 6, &B) && B && B <= 65536) {
 			p->kind = POL_PAGED;
@@ -251,7 +281,7 @@ static int parse_policies(struct args *a, const char *arg)
 		return 0;
 bad:
 	return kvt_bad("--policy",
-		       "a list of contiguous-max, contiguous-oracle, pow2, paged:B (B from 1 to 65536) and kvarena (kvarena+host, kvarena+swap, kvarena+host+swap)",
+		       "a list of contiguous-max, contiguous-oracle, pow2, paged:B (B from 1 to 65536) and kvarena (kvarena+host, kvarena+swap, kvarena+host+swap, kvarena+host+remote, kvarena+host+swap+remote)",
 		       arg);
 }
 
@@ -443,6 +473,38 @@ static int parse_args(struct args *a, int argc, char **argv)
 			err = get_rate("--disk-gbs", optarg, &a->disk_gbs_fx,
 				       "GB/s");
 			break;
+		case OPT_NODES:
+			err = get_count("--nodes", optarg, 1, KVSIM_MAX_ENGINES,
+					&a->nodes, "a count from 1 to 16");
+			break;
+		case OPT_REMOTE:
+		case OPT_REMOTE_BYTES:
+			err = get_tier_size(c == OPT_REMOTE ? "--remote-gib" :
+					    "--remote-bytes", optarg,
+					    &a->remote_fx, &a->remote_bytes);
+			a->remote_set = 1;
+			break;
+		case OPT_REMOTE_GBS:
+			err = get_rate("--remote-gbs", optarg, &a->remote_gbs_fx,
+				       "GB/s");
+			break;
+		case OPT_REMOTE_MS:
+			if (kvt_parse_fixed(optarg, &a->remote_ms_fx) ||
+			    a->remote_ms_fx > 60000 * KVT_FIX_SCALE)
+				err = kvt_bad("--remote-ms",
+					      "a time from 0 to 60000 ms", optarg);
+			a->remote_ms_set = 1;
+			break;
+		case OPT_REMOTE_WRITE:
+			if (!strcmp(optarg, "demote"))
+				a->remote_write = REMOTE_ON_DEMOTE;
+			else if (!strcmp(optarg, "publish"))
+				a->remote_write = REMOTE_ON_PUBLISH;
+			else
+				err = kvt_bad("--remote-write",
+					      "demote or publish", optarg);
+			a->remote_write_set = 1;
+			break;
 		case OPT_TP:
 			err = parse_tp(a, optarg);
 			break;
@@ -483,6 +545,12 @@ static int parse_args(struct args *a, int argc, char **argv)
 	err = check_tp(a);
 	if (err)
 		return err;
+	if (a->nodes) {
+		if (a->engines || a->round_robin || a->nr_tp || a->emin_fx ||
+		    a->emax_set || a->nr_traces > 1)
+			return usage_err("--nodes takes one trace and deals it out itself: not with --engines, --round-robin, --tp, --engine-min-gib or --engine-max-gib");
+		a->engines = a->nodes;
+	}
 	if (!a->engines)
 		a->engines = (uint64_t)a->nr_traces;
 	if (a->nr_traces != 1 && (uint64_t)a->nr_traces != a->engines) {
@@ -504,6 +572,16 @@ static int parse_args(struct args *a, int argc, char **argv)
 	for (c = 0; c < a->nr_pol; c++)
 		if (a->pol[c].flags && !a->host_set)
 			return usage_err("kvarena+host and kvarena+swap need --host-gib or --host-bytes");
+	for (c = 0; c < a->nr_pol; c++)
+		if (a->pol[c].flags & POL_REMOTE)
+			break;
+	if (c < a->nr_pol && !a->remote_set)
+		return usage_err("kvarena+host+remote needs --remote-gib or --remote-bytes");
+	if (c == a->nr_pol && (a->remote_set || a->remote_gbs_fx ||
+			       a->remote_ms_set || a->remote_write_set))
+		return usage_err("--remote-gib, --remote-bytes, --remote-gbs, --remote-ms and --remote-write need kvarena+host+remote");
+	if ((a->remote_gbs_fx || a->remote_ms_set) && !a->tflops_fx)
+		return usage_err("--remote-gbs and --remote-ms need --gpu-tflops (the timing model)");
 	if (a->disk_set) {
 		for (c = 0; c < a->nr_pol; c++)
 			if (a->pol[c].flags & POL_HOST)
@@ -658,7 +736,15 @@ static void place_engines(struct run *r, enum layout lay, int n,
 	}
 	/* One GPU's bytes of one engine. */
 	share = cfg->kv_bytes / g / (ntp + one / g);
-	if (lay != LAYOUT_SHARED) {
+	if (lay == LAYOUT_NODES) {
+		/* A node is a GPU of --kv-gib. */
+		r->nr_pools = n;
+		for (i = 0; i < n; i++) {
+			pool_of[i] = i;
+			r->pools[i].width = 1;
+			r->pools[i].bytes = cfg->kv_bytes;
+		}
+	} else if (lay != LAYOUT_SHARED) {
 		r->nr_pools = n;
 		for (i = 0; i < n; i++) {
 			pool_of[i] = i;
@@ -715,14 +801,31 @@ static int setup_run(struct run *r, const struct policy *pol,
 		for (j = 0; j < n; j++)
 			if (pool_of[j] == i)
 				pw[m++] = w[j];
-		r->pools[i].host_bytes = cfg->host_bytes /
-					 (uint64_t)r->nr_pools;
-		r->pools[i].disk_bytes = cfg->disk_bytes /
-					 (uint64_t)r->nr_pools;
+		/* A node's host memory and disk are its own. */
+		r->pools[i].host_bytes = lay == LAYOUT_NODES ? cfg->host_bytes :
+					 cfg->host_bytes / (uint64_t)r->nr_pools;
+		r->pools[i].disk_bytes = lay == LAYOUT_NODES ? cfg->disk_bytes :
+					 cfg->disk_bytes / (uint64_t)r->nr_pools;
 		err = pool_init(&r->pools[i], pol, cfg, m, min_frames,
 				max_frames, pw);
 		if (err)
 			return err;
+	}
+	if (pol->flags & POL_REMOTE) {
+		uint64_t keyed;
+
+		/* One tier for all; its keys: every engine's prompts'. */
+		pool_reach(w, n, cfg->g.tokens_per_frame, &keyed);
+		r->has_remote = true;
+		err = tier_init(&r->remote, cfg->remote_bytes, cfg->g.frame_size,
+				keyed ? keyed : 1);
+		if (err)
+			return err;
+		for (i = 0; i < r->nr_pools; i++) {
+			r->pools[i].tier->remote = &r->remote;
+			r->pools[i].tier->store_on_demote =
+				cfg->remote_write == REMOTE_ON_DEMOTE;
+		}
 	}
 	for (i = 0; i < n; i++) {
 		struct engine *e = &r->eng[i];
@@ -908,6 +1011,13 @@ int main(int argc, char **argv)
 	cfg.disk_bytes = a.disk_bytes ? a.disk_bytes : gib_bytes(a.disk_fx);
 	cfg.disk_bytes_per_s = a.disk_gbs_fx ?
 			       (double)a.disk_gbs_fx / KVT_FIX_SCALE * 1e9 : 6e9;
+	cfg.remote_bytes = a.remote_bytes ? a.remote_bytes :
+			   gib_bytes(a.remote_fx);
+	cfg.remote_bytes_per_s = a.remote_gbs_fx ?
+			(double)a.remote_gbs_fx / KVT_FIX_SCALE * 1e9 : 10e9;
+	cfg.remote_rtt_us = a.remote_ms_set ?
+			(int64_t)(a.remote_ms_fx * 1000 / KVT_FIX_SCALE) : 1000;
+	cfg.remote_write = (enum remote_write)a.remote_write;
 	cfg.params = a.params ? (double)a.params :
 		     a.geo.model ? (double)a.geo.model->params : 0;
 	cfg.q_heads = a.geo.model ? a.geo.model->q_heads : cfg.g.kv_heads;
@@ -959,7 +1069,7 @@ int main(int argc, char **argv)
 		int64_t from = INT64_MIN, to = INT64_MAX;
 		size_t first = 0, stride = 1;
 
-		if (a.round_robin) {
+		if (a.round_robin || a.nodes) {
 			first = (size_t)i;
 			stride = (size_t)a.engines;
 		} else if (a.nr_traces == 1 && a.engines > 1) {
@@ -1008,7 +1118,9 @@ int main(int argc, char **argv)
 		enum layout lays[2];
 		int nl = 0, l;
 
-		if (a.engines == 1) {
+		if (a.nodes) {
+			lays[nl++] = LAYOUT_NODES;
+		} else if (a.engines == 1) {
 			lays[nl++] = LAYOUT_SINGLE;
 		} else {
 			lays[nl++] = LAYOUT_STATIC;

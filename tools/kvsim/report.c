@@ -12,7 +12,8 @@
 
 static const char *layout_word(enum layout l)
 {
-	return l == LAYOUT_SHARED ? "shared-arena" : "static-split";
+	return l == LAYOUT_SHARED ? "shared-arena" :
+	       l == LAYOUT_NODES ? "nodes" : "static-split";
 }
 
 static double steps_per_s(const struct run *r)
@@ -37,12 +38,21 @@ static void rows(const struct run *runs, int nr, int per_engine, row_fn *fn)
 			continue;
 		}
 		for (k = 0; k < r->nr_engines; k++) {
-			snprintf(label, sizeof(label), "%s %s e%d",
-				 r->pol->name, layout_word(r->layout), k);
+			if (r->layout == LAYOUT_NODES)
+				snprintf(label, sizeof(label), "%s node %d",
+					 r->pol->name, k);
+			else
+				snprintf(label, sizeof(label), "%s %s e%d",
+					 r->pol->name, layout_word(r->layout),
+					 k);
 			fn(label, &r->eng[k].st, 0);
 		}
-		snprintf(label, sizeof(label), "%s %s all", r->pol->name,
-			 layout_word(r->layout));
+		if (r->layout == LAYOUT_NODES)
+			snprintf(label, sizeof(label), "%s all nodes",
+				 r->pol->name);
+		else
+			snprintf(label, sizeof(label), "%s %s all",
+				 r->pol->name, layout_word(r->layout));
 		fn(label, &r->total, steps_per_s(r));
 	}
 }
@@ -93,14 +103,30 @@ static void tier_row(const char *label, const struct stats *st, double sps)
 
 	printf("%-30s %6.4f %6.4f %6.4f %6.4f %11llu %6llu %9llu %10llu %8.1f %8.1f %9.1f %9.1f\n",
 	       label, st->prefix_hit_share - st->host_hit_share -
-	       st->disk_hit_share, st->host_hit_share, st->disk_hit_share,
-	       st->prefix_hit_share,
+	       st->disk_hit_share - st->remote_hit_share, st->host_hit_share,
+	       st->disk_hit_share, st->prefix_hit_share,
 	       (unsigned long long)st->computed_tokens,
 	       (unsigned long long)st->swaps,
 	       (unsigned long long)st->swapped_tokens,
 	       (unsigned long long)st->recomputed_tokens,
 	       (double)st->copy_bytes / gib, (double)st->disk_bytes / gib,
 	       st->ttft_p50_ms, st->ttft_p99_ms);
+}
+
+/* ...with the remote tier's share and the bytes fetched from it. */
+static void remote_row(const char *label, const struct stats *st, double sps)
+{
+	const double gib = 1024.0 * 1024.0 * 1024.0;
+
+	printf("%-30s %6.4f %6.4f %6.4f %6.4f %6.4f %11llu %10llu %8.1f %8.1f %8.1f %9.1f %9.1f\n",
+	       label, st->prefix_hit_share - st->host_hit_share -
+	       st->disk_hit_share - st->remote_hit_share, st->host_hit_share,
+	       st->disk_hit_share, st->remote_hit_share, st->prefix_hit_share,
+	       (unsigned long long)st->computed_tokens,
+	       (unsigned long long)st->recomputed_tokens,
+	       (double)st->copy_bytes / gib, (double)st->disk_bytes / gib,
+	       (double)st->remote_bytes / gib, st->ttft_p50_ms,
+	       st->ttft_p99_ms);
 }
 
 /*
@@ -110,6 +136,31 @@ static void tier_row(const char *label, const struct stats *st, double sps)
  */
 void report_tiers(const struct run *runs, int nr, int per_engine)
 {
+	const double gib = 1024.0 * 1024.0 * 1024.0;
+	int i;
+
+	for (i = 0; i < nr && !runs[i].has_remote; i++)
+		;
+	if (i < nr) {
+		/* With a remote tier: its share and traffic; swaps aside. */
+		printf("\n%-30s %34s %11s %10s %26s %19s\n", "",
+		       "prefix hit share", "prefill", "", "copied GiB",
+		       "first token ms");
+		printf("%-30s %6s %6s %6s %6s %6s %11s %10s %8s %8s %8s %9s %9s\n",
+		       "policy", "arena", "host", "disk", "remote", "all",
+		       "computed", "recomputed", "host", "disk", "fetched",
+		       "p50", "p99");
+		rows(runs, nr, per_engine, remote_row);
+		for (i = 0; i < nr; i++)
+			if (runs[i].has_remote)
+				printf("%-30s the remote tier: %.1f GiB written into it, %.1f GiB fetched in %llu round trips\n",
+				       runs[i].pol->name,
+				       (double)runs[i].remote.written / gib,
+				       (double)runs[i].remote.promoted *
+				       (double)runs[i].remote.frame_bytes / gib,
+				       (unsigned long long)runs[i].remote.fetches);
+		return;
+	}
 	printf("\n%-30s %27s %11s %30s %17s %19s\n", "", "prefix hit share",
 	       "prefill", "preempted: swaps, tokens", "copied GiB",
 	       "first token ms");
@@ -155,6 +206,16 @@ static void json_obj(const struct run *r, const struct stats *st, int engine,
 	       (unsigned long long)st->swapped_tokens,
 	       (unsigned long long)st->copy_bytes);
 	printf(",\"disk_bytes\":%llu", (unsigned long long)st->disk_bytes);
+	if (r->has_remote) {
+		printf(",\"hit_remote_tokens\":%llu,\"remote_hit_share\":%.6f,\"remote_bytes\":%llu",
+		       (unsigned long long)st->hit_remote_tokens,
+		       st->remote_hit_share,
+		       (unsigned long long)st->remote_bytes);
+		if (engine < 0)
+			printf(",\"remote_written_bytes\":%llu,\"remote_fetches\":%llu",
+			       (unsigned long long)r->remote.written,
+			       (unsigned long long)r->remote.fetches);
+	}
 	printf(",\"ttft_p50_ms\":%.3f,\"ttft_p99_ms\":%.3f,\"busy_s\":%.3f",
 	       st->ttft_p50_ms, st->ttft_p99_ms, st->busy_s);
 	printf(",\"steps\":%llu,\"simulated_s\":%.3f",

@@ -35,6 +35,12 @@
  * When no engine has anything running or waiting, time jumps to the next
  * arrival.  The engines take turns going first in each phase, so that
  * none is favoured in a shared arena.
+ *
+ * Nodes (--nodes, LAYOUT_NODES) are engines on GPUs of their own: each
+ * has its own clock and steps at its own pace, its step's time its own
+ * prefill and copies.  The node whose clock is earliest takes the next
+ * step, so that what one node stores into the remote tier is there for
+ * the others from that time on.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -164,6 +170,7 @@ static void admit(struct engine *e, const struct config *cfg, int64_t t,
 			e->st.hit_tokens += a.hit;
 			e->st.hit_host_tokens += a.hit_host;
 			e->st.hit_disk_tokens += a.hit_disk;
+			e->st.hit_remote_tokens += a.hit_remote;
 		} else {
 			e->st.recomputed_tokens += a.compute_to -
 						   a.compute_from;
@@ -316,6 +323,8 @@ void stats_finish(struct stats *st, double span_s)
 		(double)st->hit_host_tokens / (double)st->prompt_tokens : 0;
 	st->disk_hit_share = st->prompt_tokens ?
 		(double)st->hit_disk_tokens / (double)st->prompt_tokens : 0;
+	st->remote_hit_share = st->prompt_tokens ?
+		(double)st->hit_remote_tokens / (double)st->prompt_tokens : 0;
 }
 
 static int engine_init(struct engine *e, const struct workload *w)
@@ -362,18 +371,70 @@ static void engine_fini(struct engine *e)
 	e->refs = NULL;
 }
 
-/* Bytes the tier below @e's pool has copied in this step so far. */
-static uint64_t tier_bytes(const struct engine *e)
-{
-	return e->pool->tier ? e->pool->tier->copy_bytes : 0;
-}
+/*
+ * What the tiers below @e's pool have moved so far: bytes between the
+ * arena and host memory, host memory and the disk, fetched from the
+ * remote tier, and the remote tier's round trips.  The step loop charges
+ * an engine what they move while it decodes and admits.
+ */
+struct meter {
+	uint64_t copy, disk, net, rtt;
+};
 
-/* ...and the disk below that. */
-static uint64_t disk_bytes(const struct engine *e)
+static struct meter meter_read(const struct engine *e)
 {
 	const struct tier *t = e->pool->tier;
+	struct meter m = { 0 };
 
-	return t && t->below ? t->below->copy_bytes : 0;
+	if (!t)
+		return m;
+	m.copy = t->copy_bytes;
+	if (t->below)
+		m.disk = t->below->copy_bytes;
+	if (t->remote) {
+		m.net = t->remote->copy_bytes;
+		m.rtt = t->remote->fetches;
+	}
+	return m;
+}
+
+static void meter_charge(struct engine *e, const struct meter *m0)
+{
+	struct meter m = meter_read(e);
+
+	e->step_copy += m.copy - m0->copy;
+	e->step_disk += m.disk - m0->disk;
+	e->step_net += m.net - m0->net;
+	e->step_rtt += m.rtt - m0->rtt;
+}
+
+/* @e's own step time: its prefill and what its tiers moved. */
+static int64_t engine_step_us(const struct config *cfg,
+			      const struct engine *e)
+{
+	return cost_step_us(cfg, e->step_flops, e->step_copy, e->step_disk,
+			    e->step_net, e->step_rtt);
+}
+
+/* @e's step, which took @dur, is done: its figures; a new step begins. */
+static void engine_step_done(struct engine *e, const struct config *cfg,
+			     int64_t dur)
+{
+	uint32_t j;
+
+	for (j = 0; j < e->nr_first; j++)
+		e->st.ttft_us[e->first[j]] += dur;
+	e->nr_first = 0;
+	e->st.copy_bytes += e->step_copy;
+	e->st.disk_bytes += e->step_disk;
+	e->st.remote_bytes += e->step_net;
+	e->st.busy_s += (double)(engine_step_us(cfg, e) - cfg->step_us) /
+			1e6;
+	e->step_flops = 0;
+	e->step_copy = 0;
+	e->step_disk = 0;
+	e->step_net = 0;
+	e->step_rtt = 0;
 }
 
 /*
@@ -384,43 +445,108 @@ static int64_t step_end(struct run *r, int64_t t)
 {
 	const struct config *cfg = r->cfg;
 	double flops = 0;
-	uint64_t copy = 0, disk = 0;
+	uint64_t copy = 0, disk = 0, net = 0, rtt = 0;
 	int64_t dur;
-	uint32_t j;
 	int i;
 
 	for (i = 0; i < r->nr_engines; i++) {
 		flops += r->eng[i].step_flops;
 		copy += r->eng[i].step_copy;
 		disk += r->eng[i].step_disk;
+		net += r->eng[i].step_net;
+		rtt += r->eng[i].step_rtt;
 	}
-	dur = cost_step_us(cfg, flops, copy, disk);
-	for (i = 0; i < r->nr_pools; i++) {
-		struct tier *tr = r->pools[i].tier;
-
-		if (tr)
-			tr->copy_bytes = 0;
-		if (tr && tr->below)
-			tr->below->copy_bytes = 0;
-	}
-	for (i = 0; i < r->nr_engines; i++) {
-		struct engine *e = &r->eng[i];
-
-		for (j = 0; j < e->nr_first; j++)
-			e->st.ttft_us[e->first[j]] += dur;
-		e->nr_first = 0;
-		e->st.copy_bytes += e->step_copy;
-		e->st.disk_bytes += e->step_disk;
-		e->st.busy_s += (double)(cost_step_us(cfg, e->step_flops,
-						      e->step_copy,
-						      e->step_disk) -
-					 cfg->step_us) / 1e6;
-		e->step_flops = 0;
-		e->step_copy = 0;
-		e->step_disk = 0;
-	}
+	dur = cost_step_us(cfg, flops, copy, disk, net, rtt);
+	for (i = 0; i < r->nr_engines; i++)
+		engine_step_done(&r->eng[i], cfg, dur);
 	r->total.busy_s += (double)(dur - cfg->step_us) / 1e6;
 	return dur;
+}
+
+/*
+ * The figures of node @e's step at @t, which took @dur: the node's own,
+ * added to the run's (its samples weighted by the step's time, as
+ * account() does for engines that share a step).
+ */
+static int account_node(struct run *r, struct engine *e, int64_t t,
+			int64_t dur)
+{
+	double w = (double)dur / (double)r->cfg->step_us;
+	double held = (double)engine_held_bytes(e);
+	double filled = (double)engine_filled_bytes(e, r->cfg);
+	uint32_t now = 0;
+	int i;
+
+	/* The nodes' running sequences as of their latest steps. */
+	for (i = 0; i < r->nr_engines; i++)
+		now += r->eng[i].nr_running;
+	if (now > r->total.peak_running)
+		r->total.peak_running = now;
+	e->st.steps++;
+	e->st.sum_running += e->nr_running * w;
+	e->st.sum_held += held * w;
+	e->st.sum_filled += filled * w;
+	if (e->nr_running > e->st.peak_running)
+		e->st.peak_running = e->nr_running;
+	r->total.steps++;
+	r->total.sum_running += e->nr_running * w;
+	r->total.sum_held += held * w;
+	r->total.sum_filled += filled * w;
+	return sample_add(r, t, dur, e->nr_running, held, filled);
+}
+
+/*
+ * The nodes' loop: the node with the earliest clock steps next.  Returns
+ * the time the last request completed, or -ENOMEM.
+ */
+static int64_t run_nodes(struct run *r)
+{
+	const struct config *cfg = r->cfg;
+	int64_t clock[KVSIM_MAX_ENGINES], last_done = 0;
+	uint32_t left[KVSIM_MAX_ENGINES];
+	int i, n = r->nr_engines;
+
+	for (i = 0; i < n; i++) {
+		left[i] = r->eng[i].w->nr;
+		clock[i] = left[i] ? r->eng[i].w->req[0].arrival_us : 0;
+	}
+	for (;;) {
+		struct engine *e;
+		struct meter m0;
+		uint32_t before;
+		int64_t t, dur;
+		int k = -1;
+
+		for (i = 0; i < n; i++)
+			if (left[i] && (k < 0 || clock[i] < clock[k]))
+				k = i;
+		if (k < 0)
+			break;
+		e = &r->eng[k];
+		t = clock[k];
+		before = left[k];
+		arrivals(e, t, &left[k]);
+		m0 = meter_read(e);
+		e->preempted = decode(e, &left[k]);
+		if (!e->preempted)
+			admit(e, cfg, t, &left[k]);
+		meter_charge(e, &m0);
+		dur = engine_step_us(cfg, e);
+		r->total.busy_s += (double)(dur - cfg->step_us) / 1e6;
+		engine_step_done(e, cfg, dur);
+		if (left[k] != before && t + dur > last_done)
+			last_done = t + dur;
+		if (e->nr_running || e->nr_waiting) {
+			if (account_node(r, e, t, dur))
+				return -ENOMEM;
+			clock[k] = t + dur;
+		} else if (left[k]) {
+			int64_t next = e->w->req[e->next_arrival].arrival_us;
+
+			clock[k] = next > t ? next : t + cfg->step_us;
+		}
+	}
+	return last_done;
 }
 
 /*
@@ -443,6 +569,12 @@ int sim_run(struct run *r, const struct workload *w)
 			return err;
 		left += w[i].nr;
 	}
+	if (r->layout == LAYOUT_NODES) {
+		last_done = run_nodes(r);
+		if (last_done < 0)
+			return (int)last_done;
+		left = 0;
+	}
 
 	while (left) {
 		bool busy = false;
@@ -455,20 +587,18 @@ int sim_run(struct run *r, const struct workload *w)
 			arrivals(&r->eng[(nstep + k) % n], t, &left);
 		for (k = 0; k < n; k++) {
 			struct engine *e = &r->eng[(nstep + k) % n];
-			uint64_t c0 = tier_bytes(e), d0 = disk_bytes(e);
+			struct meter m0 = meter_read(e);
 
 			e->preempted = decode(e, &left);
-			e->step_copy += tier_bytes(e) - c0;
-			e->step_disk += disk_bytes(e) - d0;
+			meter_charge(e, &m0);
 		}
 		for (k = 0; k < n; k++) {
 			struct engine *e = &r->eng[(nstep + k) % n];
-			uint64_t c0 = tier_bytes(e), d0 = disk_bytes(e);
+			struct meter m0 = meter_read(e);
 
 			if (!e->preempted)
 				admit(e, r->cfg, t, &left);
-			e->step_copy += tier_bytes(e) - c0;
-			e->step_disk += disk_bytes(e) - d0;
+			meter_charge(e, &m0);
 		}
 		dur = step_end(r, t);
 		for (i = 0; i < n; i++) {
@@ -509,11 +639,13 @@ int sim_run(struct run *r, const struct workload *w)
 		tot->hit_tokens += st->hit_tokens;
 		tot->hit_host_tokens += st->hit_host_tokens;
 		tot->hit_disk_tokens += st->hit_disk_tokens;
+		tot->hit_remote_tokens += st->hit_remote_tokens;
 		tot->computed_tokens += st->computed_tokens;
 		tot->swaps += st->swaps;
 		tot->swapped_tokens += st->swapped_tokens;
 		tot->copy_bytes += st->copy_bytes;
 		tot->disk_bytes += st->disk_bytes;
+		tot->remote_bytes += st->remote_bytes;
 		tot->nr_delay += st->nr_delay;
 	}
 	r->total.delay_us = malloc((r->total.nr_delay ? r->total.nr_delay : 1) *
@@ -561,6 +693,9 @@ void sim_free(struct run *r)
 			p->ops->fini(p);
 		bpool_common_fini(p);
 	}
+	if (r->has_remote)
+		tier_fini(&r->remote);
+	r->has_remote = false;
 	free(r->total.delay_us);
 	free(r->total.ttft_us);
 	free(r->samples);
