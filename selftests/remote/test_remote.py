@@ -22,7 +22,12 @@ engine.py run as tenants' uids.
  - a store that failed (its master's port closed) is tried again once,
    and the block is in the cluster after it;
  - a domain's budget keeps its newest blocks, and evicts the oldest from
-   the cluster.
+   the cluster;
+ - node A's agent tells (--zmq) what it stored and what its budget
+   evicted, as vLLM's KV events with the medium REMOTE, read by the
+   routers' own decoders (llm-d's Go one, Dynamo's Rust one - carried
+   from selftests/events - and vLLM's rules, vllm_rules.py): hashes,
+   parents, token ids and tier are those of the engine's prefix.
 """
 
 import atexit
@@ -53,9 +58,19 @@ TENANT, OTHER, STRANGER, KVGROUP = 1000, 1002, 1003, 990
 GEO = dict(frame_size=FS, layers=2, kv_heads=2, head_dim=16,
            dtype=spec.DTYPES["fp16"], tokens=FS // (2 * 2 * 2 * 16 * 2))
 TIMEOUT_MS = 300
+TOPIC = "kv@node-a-remote@model"
+LLMD = os.path.join(HERE, "kvev-llmd")
+DYNAMO = os.path.join(HERE, "kvev-dynamo")
 SLACK_MS = 3000         # TCG: the engine's own work on top of the timeout
 
 work = tempfile.mkdtemp(prefix="kva-remote-")
+
+
+def free_port():
+    import socket
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
 state = {"agents": {}, "cluster": None}
 
 
@@ -68,12 +83,13 @@ def secret(name):
         return path, f.read()
 
 
-def start_agent(node, conf_lines):
+def start_agent(node, conf_lines, extra=()):
     conf = os.path.join(work, node + ".conf")
     with open(conf, "w") as f:
         f.write("\n".join(conf_lines) + "\n")
     err = open(os.path.join(work, node + ".err"), "w+")
-    p = subprocess.Popen([KVARENACTL, "remote", node, "--config", conf],
+    p = subprocess.Popen([KVARENACTL, "remote", node, "--config", conf] +
+                         list(extra),
                          stdout=subprocess.PIPE, stderr=err, text=True)
     line = p.stdout.readline()
     if not line.startswith("remote: %s:" % node):
@@ -151,7 +167,10 @@ def setup():
     state["cluster"] = c
     path_t, state["sec_t"] = secret("tenant")
     path_o, state["sec_o"] = secret("other")
+    state["zmq"] = "tcp://127.0.0.1:%d" % free_port()
     for node in ("node-a", "node-b"):
+        extra = ["--zmq", "tcp://*:%s" % state["zmq"].rsplit(":", 1)[1],
+                 "--topic", TOPIC] if node == "node-a" else []
         start_agent(node, [
             "redis " + c.seeds(),
             "timeout %dms" % TIMEOUT_MS,
@@ -160,7 +179,7 @@ def setup():
             "domain uid:%d secret=%s ttl=1h" % (TENANT, path_t),
             "domain uid:%d secret=%s ttl=1h budget=%d" %
             (OTHER, path_o, 3 * (spec.HEADER_SIZE + FS)),
-        ])
+        ], extra)
 
 
 @suite.test
@@ -347,6 +366,164 @@ def a_domain_keeps_its_budget_newest_first():
     eq(there, [0, 0, 0, 1, 1, 1], "the oldest three evicted")
 
 
+class Lines:
+    """A router's decoder (kvev-llmd, kvev-dynamo) subscribed to node A's
+    stream: its JSON lines as they come."""
+
+    def __init__(self, argv):
+        import threading
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        self.lines = []
+        self.t = threading.Thread(target=self._read, daemon=True)
+        self.t.start()
+
+    def _read(self):
+        for x in self.p.stdout:
+            self.lines.append(json.loads(x))
+
+    def seen(self):
+        return bool(self.lines)
+
+    def finish(self, last):
+        """Told the last sequence number, it exits: its lines."""
+        self.p.stdin.write("%d\n" % last)
+        self.p.stdin.flush()
+        eq(self.p.wait(timeout=60), 0, "%s exit status" % self.p.args[0])
+        self.t.join(timeout=60)
+        eq([x.get("error") for x in self.lines], [None] * len(self.lines),
+           "%s's errors" % self.p.args[0])
+        return [ev for x in self.lines for ev in x["events"]]
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+class VllmSub:
+    """vLLM's subscriber's rules (vllm_rules.py) over a SUB socket."""
+
+    def __init__(self, endpoint):
+        import zmq
+        self.sock = zmq.Context.instance().socket(zmq.SUB)
+        self.sock.setsockopt(zmq.SUBSCRIBE, b"")
+        self.sock.connect(endpoint)
+        self.batches = []
+
+    def poll(self, ms):
+        import vllm_rules
+        while self.sock.poll(ms):
+            topic, seq, payload = self.sock.recv_multipart()
+            eq(topic, TOPIC.encode(), "topic")
+            self.batches.append((int.from_bytes(seq, "big"),) +
+                                vllm_rules.decode("vllm", payload))
+            ms = 0
+
+    def seen(self):
+        self.poll(0)
+        return bool(self.batches)
+
+
+def told_blocks(events, tier_key, tier):
+    """Stored and removed blocks in the events a decoder reported:
+    ("stored", hash, parent, tokens) and ("removed", hash), in order; the
+    tier each reported checked."""
+    out = []
+    for ev in events:
+        t = ev.get("type")
+        if t == "BlockStored":
+            eq(ev[tier_key], tier, "BlockStored's %s" % tier_key)
+            bs = ev["block_size"]
+            toks = ev["token_ids"] if "token_ids" in ev else \
+                [x for b in ev["blocks"] for x in b]
+            for i, h in enumerate(ev["block_hashes"]):
+                parent = ev["parent_block_hash"] if i == 0 else \
+                    ev["block_hashes"][i - 1]
+                out.append(("stored", h, parent or None,
+                            tuple(toks[i * bs:(i + 1) * bs])))
+        elif t == "BlockRemoved":
+            if tier_key in ev:
+                eq(ev[tier_key], tier, "BlockRemoved's %s" % tier_key)
+            out.extend(("removed", h) for h in ev["block_hashes"])
+    return out
+
+
+def prefix_truth(ns, frames, uid):
+    """What a router must be told of prefix @ns's blocks, stored."""
+    import engine as eng
+    import kvev_hash
+    dom = (1 << 56) | uid
+    keys = [bytes(k) for k in prefix_keys(ns, frames)]
+    toks = eng.tokens(ns.encode(), frames * GEO["tokens"])
+    T = GEO["tokens"]
+    return [("stored", kvev_hash.block_hash(k, dom),
+             kvev_hash.block_hash(keys[i - 1], dom) if i else None,
+             tuple(toks[i * T:(i + 1) * T]))
+            for i, k in enumerate(keys)]
+
+
+@suite.test
+def the_agent_tells_routers_what_it_stored_and_evicted():
+    subs = {"vllm": VllmSub(state["zmq"]),
+            "llmd": Lines([LLMD, "-sub", state["zmq"]]),
+            "dynamo": Lines([DYNAMO, "--sub", state["zmq"], "--block-size",
+                             str(GEO["tokens"])])}
+    try:
+        # Subscribers join a PUB late (ZeroMQ's slow joiner): one-frame
+        # prefixes until each has had a batch.
+        for i in range(30):
+            engine("publish", "node-a", "warm%d" % i, 1)
+            deadline = time.time() + 3
+            while time.time() < deadline and \
+                    not all(x.seen() for x in subs.values()):
+                subs["vllm"].poll(100)
+            if all(x.seen() for x in subs.values()):
+                break
+        else:
+            raise AssertionError("the subscribers saw nothing in 30 tries")
+        # The tenant's three blocks, stored; the other tenant's six (a
+        # budget of three): its three newest of before (p7's last) and
+        # the six's first three evicted, oldest first.
+        engine("publish", "node-a", "p10", 3)
+        engine("publish", "node-a", "p11", 6, uid=OTHER)
+        import kvev_hash
+        dom_o = (1 << 56) | OTHER
+        p7 = [bytes(k) for k in prefix_keys("p7", 6)]
+        p11 = prefix_truth("p11", 6, OTHER)
+        want = prefix_truth("p10", 3, TENANT) + p11 + \
+            [("removed", kvev_hash.block_hash(k, dom_o)) for k in p7[3:]] + \
+            [("removed", b[1]) for b in p11[:3]]
+        hashes = {w[1] for w in want}
+
+        def mine(blocks):
+            return [b for b in blocks if b[1] in hashes]
+
+        def vllm_blocks():
+            return mine(told_blocks([e for b in subs["vllm"].batches
+                                     for e in b[3]], "medium", "REMOTE"))
+        deadline = time.time() + 60
+        while time.time() < deadline and len(vllm_blocks()) < len(want):
+            subs["vllm"].poll(200)
+        got = vllm_blocks()
+        # Stores and evictions interleave batch by batch: each in order.
+        kinds = lambda bl, k: [b for b in bl if b[0] == k]
+        eq(kinds(got, "stored"), kinds(want, "stored"), "vLLM's rules: stored")
+        eq(kinds(got, "removed"), kinds(want, "removed"),
+           "vLLM's rules: removed")
+        last = subs["vllm"].batches[-1][0]
+        for name, key, tier in (("llmd", "tier", "remote"),
+                                ("dynamo", "medium", "REMOTE")):
+            got = mine(told_blocks(subs[name].finish(last), key, tier))
+            eq(kinds(got, "stored"), kinds(want, "stored"), name + ": stored")
+            eq(kinds(got, "removed"), kinds(want, "removed"),
+               name + ": removed")
+    finally:
+        for x in subs.values():
+            if isinstance(x, Lines):
+                x.kill()
+
+
 def ask_agent(req, uid):
     """Send @req to node-b's agent as @uid; its status (or None)."""
     code = ("import socket, struct, sys\n"
@@ -397,6 +574,7 @@ def the_agents_count_what_they_did():
     a, b = out["node-a"], out["node-b"]
     assert "stored 0 " not in a, a
     assert "stores retried 0," not in a, a
+    assert "; told 0," not in a and "batches not sent 0" in a, a
     assert "fetched 0 " not in b, b
     assert " checksum 1" in b and " geometry 1" in b, b
 

@@ -325,6 +325,29 @@ static bool mac_equal(const uint8_t *a, const uint8_t *b)
 	return !d;
 }
 
+enum kvb_miss kvb_header_read(const uint8_t *val, size_t len,
+			      const struct kvb_secret *s,
+			      struct kvb_header *hdr)
+{
+	uint8_t mac[32];
+
+	if (!val)
+		return KVB_MISS_ABSENT;
+	if (len < 12)
+		return KVB_MISS_SIZE;
+	if (memcmp(val, kvb_magic, sizeof(kvb_magic)))
+		return KVB_MISS_MAGIC;
+	if (get16(val + 8) != KVB_VERSION || get16(val + 10) != KVB_HEADER_SIZE)
+		return KVB_MISS_VERSION;
+	if (len < KVB_HEADER_SIZE)
+		return KVB_MISS_SIZE;
+	kvb_hmac_sha256(s->bytes, s->len, val, KVB_MAC_OFFSET, mac);
+	if (!mac_equal(mac, val + KVB_MAC_OFFSET))
+		return KVB_MISS_MAC;
+	decode(val, hdr);
+	return KVB_OK;
+}
+
 enum kvb_miss kvb_check(const uint8_t *val, size_t len,
 			const struct kvb_secret *s,
 			const struct kvb_geometry *g,

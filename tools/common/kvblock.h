@@ -143,6 +143,16 @@ enum kvb_miss kvb_check(const uint8_t *val, size_t len,
 			const uint8_t chain[KVB_CHAIN_LEN],
 			struct kvb_header *hdr);
 
+/*
+ * A value's header alone (its first KVB_HEADER_SIZE bytes at least, as
+ * GETRANGE reads them): KVB_OK and *@hdr when its magic, version and MAC
+ * (under @s) hold - the chain key in it is then the writer's -, else why
+ * not.  The payload is not checked.
+ */
+enum kvb_miss kvb_header_read(const uint8_t *val, size_t len,
+			      const struct kvb_secret *s,
+			      struct kvb_header *hdr);
+
 /* HMAC-SHA256 (RFC 2104), and CRC32C (Castagnoli, reflected, as iSCSI). */
 void kvb_hmac_sha256(const void *key, size_t key_len, const void *msg,
 		     size_t msg_len, uint8_t out[32]);

@@ -64,6 +64,7 @@ static int check_limit(struct kvactl_opts *o);
 static int check_kill(struct kvactl_opts *o);
 static int check_evict(struct kvactl_opts *o);
 static int check_events(struct kvactl_opts *o);
+static int check_remote(struct kvactl_opts *o);
 static int check_resize(struct kvactl_opts *o);
 static int check_tier(struct kvactl_opts *o);
 static const struct command *find_command(const char *name);
@@ -174,15 +175,17 @@ static const struct command commands[NR_CMDS] = {
 		"with O_DIRECT where the filesystem takes it; a CUDA arena's by\n"
 		"libkvarena, which the statically linked build cannot load.\n" },
 	[C_REMOTE] = { "remote", kvactl_cmd_remote, 1, 1,
-		"NAME [--config FILE] [-n COUNT]",
+		"NAME [--config FILE] [-n COUNT] [--zmq ENDPOINT [options]]",
 		"Share an arena's published prefixes with every node, on a Redis cluster",
-		NULL,
+		check_remote,
 		"Stores each frame published in NAME's host memory (NAME, or its lower\n"
 		"tier) in a cache domain that FILE (" KVACTL_REMOTE_CONF ") gives a\n"
 		"secret for, and fetches blocks back for the engines whose LOOKUP missed\n"
 		"(libkvarena asks it on " KVA_REMOTE_SOCKET_DIR "/NAME.sock).  A value\n"
-		"that fails its checks is a miss, never KV.  Until SIGINT or SIGTERM, or\n"
-		"-n COUNT blocks stored and fetched.  Documentation/remote.rst.\n" },
+		"that fails its checks is a miss, never KV.  With --zmq, the blocks it\n"
+		"stored and its budget evicted are published as events --zmq publishes\n"
+		"an arena's, medium REMOTE.  Until SIGINT or SIGTERM, or -n COUNT blocks\n"
+		"stored and fetched.  Documentation/remote.rst.\n" },
 	[C_APPLY] = { "apply", kvactl_cmd_apply, 0, 1, "[FILE] [--check]",
 		"Make the arenas and tiers a file lists (" KVACTL_ARENAS_CONF "), all or none",
 		NULL,
@@ -368,43 +371,45 @@ static const struct option_row opts[KVACTL_NR_OPTS] = {
 		"a name (TERM, SIGKILL, hup) or a number from 1 to 64",
 		CB(C_KILL), "the signal to send; default SIGTERM" },
 	[OPT_ZMQ] = { "zmq", 0, V_WORD, "ENDPOINT", 0, 0, 0, parse_zmq,
-		ENDPOINT_WANT, CB(C_EVENTS),
+		ENDPOINT_WANT, CB(C_EVENTS) | CB(C_REMOTE),
 		"publish on ZeroMQ (PUB) in vLLM's wire format" },
 	[OPT_REPLAY] = { "replay", 0, V_WORD, "ENDPOINT", 0, 0, 0,
-		parse_replay, ENDPOINT_WANT, CB(C_EVENTS),
+		parse_replay, ENDPOINT_WANT, CB(C_EVENTS) | CB(C_REMOTE),
 		"bind a ROUTER socket resending kept batches" },
 	[OPT_TOPIC] = { "topic", 0, V_WORD, "TOPIC", 0, 0, 0, parse_topic,
-		"0 to 255 bytes", CB(C_EVENTS),
+		"0 to 255 bytes", CB(C_EVENTS) | CB(C_REMOTE),
 		"the messages' first part; default empty" },
 	[OPT_MEDIUM] = { "medium", 0, V_WORD, "MEDIUM", 0, 0, 0, parse_medium,
-		"1 to 31 characters of A-Z a-z 0-9 _ . -", CB(C_EVENTS),
-		"the events' medium; default GPU, CPU or DISK, the arena's" },
+		"1 to 31 characters of A-Z a-z 0-9 _ . -",
+		CB(C_EVENTS) | CB(C_REMOTE),
+		"the events' medium; default the arena's (GPU, CPU, DISK), REMOTE" },
 	[OPT_HASHES] = { "hashes", 0, V_WORD, "FORM", 0, 0, 0, parse_hashes,
-		"int or bytes", CB(C_EVENTS),
+		"int or bytes", CB(C_EVENTS) | CB(C_REMOTE),
 		"block hashes as int (the key's last 8 bytes) or bytes" },
 	[OPT_OLDEST] = { "oldest", 0, V_FLAG, NULL, OFF(events_oldest),
 		.cmds = CB(C_EVENTS),
 		.help = "from the oldest event kept, not the next" },
 	[OPT_LAYOUT] = { "layout", 0, V_WORD, "FORM", 0, 0, 0, parse_layout,
-		"vllm, vllm-array, vllm-medium or vllm-first", CB(C_EVENTS),
+		"vllm, vllm-array, vllm-medium or vllm-first",
+		CB(C_EVENTS) | CB(C_REMOTE),
 		"which vLLM's messages; default vllm, the current" },
 	[OPT_LINGER] = { "linger", 0, V_SECONDS, "SECONDS", OFF(linger_ms), 0,
 		MAX_SECONDS * 1000ull, .cmds = CB(C_EVENTS),
 		.help = "serve --replay this long after the end; default 5" },
 	[OPT_DP_RANK] = { "dp-rank", 0, V_U32, "N", OFF(dp_rank), 0, INT32_MAX,
-		.cmds = CB(C_EVENTS),
+		.cmds = CB(C_EVENTS) | CB(C_REMOTE),
 		.help = "the batches' data_parallel_rank; default 0" },
 	[OPT_BIND] = { "bind", 0, V_FLAG, NULL, OFF(zmq_bind),
-		.cmds = CB(C_EVENTS),
+		.cmds = CB(C_EVENTS) | CB(C_REMOTE),
 		.help = "bind the --zmq endpoint, whatever it is" },
 	[OPT_CONNECT] = { "connect", 0, V_FLAG, NULL, OFF(zmq_connect),
-		.cmds = CB(C_EVENTS),
+		.cmds = CB(C_EVENTS) | CB(C_REMOTE),
 		.help = "connect to the --zmq endpoint (a router's bound SUB)" },
 	[OPT_WAIT_SUBSCRIBERS] = { "wait-subscribers", 0, V_U32, "N",
 		OFF(wait_subscribers), 0, 1000, .cmds = CB(C_EVENTS),
 		.help = "publish nothing until N subscriptions arrived" },
 	[OPT_SALT] = { "salt", 0, V_WORD, "FROM", 0, 0, 0, parse_salt,
-		"domain or none", CB(C_EVENTS),
+		"domain or none", CB(C_EVENTS) | CB(C_REMOTE),
 		"blocks' salt and hash: with their cache domain (default) or not" },
 	[OPT_MAX_FRAMES] = { "max-frames", 0, V_FRAMES, "N", OFF(max_frames),
 		1, KVARENA_MAX_FRAMES, .want = "at least --frames",
@@ -1169,22 +1174,34 @@ static int check_evict(struct kvactl_opts *o)
 	return check_client(o, &commands[C_EVICT]);
 }
 
-static int check_events(struct kvactl_opts *o)
+/* The options of a --zmq stream (events, remote): only with --zmq. */
+static int check_zmq(struct kvactl_opts *o, const struct command *cmd)
 {
 	static const enum kvactl_opt zmq_only[] = {
 		OPT_REPLAY, OPT_TOPIC, OPT_HASHES, OPT_LAYOUT, OPT_LINGER,
 		OPT_DP_RANK, OPT_BIND, OPT_CONNECT, OPT_WAIT_SUBSCRIBERS,
-		OPT_SALT,
+		OPT_SALT, OPT_MEDIUM,
 	};
 
 	for (size_t i = 0; !o->zmq && i < sizeof(zmq_only) / sizeof(zmq_only[0]); i++)
-		if (kvactl_given(o, zmq_only[i]))
-			return usage_err(&commands[C_EVENTS], "--%s goes with --zmq",
+		/* events' JSON lines say the medium too */
+		if (kvactl_given(o, zmq_only[i]) &&
+		    !(zmq_only[i] == OPT_MEDIUM && cmd == &commands[C_EVENTS]))
+			return usage_err(cmd, "--%s goes with --zmq",
 					 opts[zmq_only[i]].name);
 	if (o->zmq_bind && o->zmq_connect)
-		return usage_err(&commands[C_EVENTS],
-				 "--bind and --connect: one or the other");
+		return usage_err(cmd, "--bind and --connect: one or the other");
 	return 0;
+}
+
+static int check_events(struct kvactl_opts *o)
+{
+	return check_zmq(o, &commands[C_EVENTS]);
+}
+
+static int check_remote(struct kvactl_opts *o)
+{
+	return check_zmq(o, &commands[C_REMOTE]);
 }
 
 static int check_resize(struct kvactl_opts *o)

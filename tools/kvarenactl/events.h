@@ -86,6 +86,24 @@ uint32_t kvactl_ev_block_size(const struct kvactl_ev_ctx *c,
 /* zmq.c: the loop of --zmq. */
 int kvactl_events_zmq(const struct kvactl_opts *o, struct kvactl_ev_ctx *c);
 
+/*
+ * zmq.c: a publisher of batches of records for another command (the
+ * remote agent's stream): the sockets of --zmq and --replay as events
+ * makes them, each kvactl_zpub_send() one batch of @ev[0..@n) told with
+ * @c, as events --zmq makes of one read.  Open says why not (messages
+ * start with @who) and returns NULL.  kvactl_zpub_fds() gives the
+ * sockets' ZMQ_FDs to poll(); kvactl_zpub_service() takes what they have
+ * (subscriptions, replay requests) whenever the caller wakes.
+ */
+struct kvactl_zpub;
+struct kvactl_zpub *kvactl_zpub_open(const struct kvactl_opts *o,
+				     const char *who);
+int kvactl_zpub_send(struct kvactl_zpub *z, const struct kvactl_ev_ctx *c,
+		     const struct kvarena_event **ev, size_t n);
+int kvactl_zpub_fds(struct kvactl_zpub *z, int fds[2]);
+void kvactl_zpub_service(struct kvactl_zpub *z);
+void kvactl_zpub_close(struct kvactl_zpub *z);
+
 /* ---- msgpack (msgpack.c) --------------------------------------------------- */
 
 /* A growing buffer of msgpack; @oom is set (and sticks) when it could not

@@ -28,8 +28,13 @@
  *    one the asking process (SO_PEERCRED) attached, and its domain is the
  *    one served.
  *
+ *  - tells (--zmq): the blocks it stored and the ones its budget evicted
+ *    are published as vLLM's KV events are (zmq.c, the medium REMOTE),
+ *    for a router to know what the cluster holds.
+ *
  * A cluster that does not answer costs a fetch its timeout and a miss; a
- * store that fails is counted and dropped (the block stays in the arena).
+ * store that fails is tried once more, then counted and dropped (the
+ * block stays in the arena).
  * Runs until SIGINT or SIGTERM, or -n COUNT blocks stored and fetched,
  * then prints what it did on one line.
  */
@@ -112,6 +117,7 @@ struct rconf {
 struct store_job {
 	uint64_t domain;
 	uint64_t at;			/* a retry: not before (monotonic ms) */
+	struct kvarena_event *ev;	/* --zmq: its STORED record, to tell */
 	uint8_t key[KVARENA_KEY_LEN];
 	uint8_t parent[KVARENA_KEY_LEN];
 	bool has_parent;
@@ -134,7 +140,29 @@ struct ragent {
 	uint64_t done, limit;		/* blocks stored + fetched; -n */
 	uint64_t last_score;		/* the index's latest: scores only grow */
 	uint8_t *vals;			/* STORE_BATCH values */
+	struct kvactl_zpub *zpub;	/* --zmq: the stream, or NULL */
+	struct kvactl_ev_ctx evc;	/* how its events are told */
+	uint64_t told, tell_failed;	/* events published; batches not */
 };
+
+/* ---- telling (--zmq) ------------------------------------------------------ */
+
+/* Publish @n records as one batch of the stream. */
+static void tell(struct ragent *ag, const struct kvarena_event **ev, size_t n)
+{
+	if (!ag->zpub || !n)
+		return;
+	if (kvactl_zpub_send(ag->zpub, &ag->evc, ev, n))
+		ag->tell_failed++;
+	else
+		ag->told += n;
+}
+
+static void job_free(struct store_job *j)
+{
+	free(j->ev);
+	j->ev = NULL;
+}
 
 static volatile sig_atomic_t stopped;
 
@@ -567,6 +595,64 @@ static bool store_read(struct ragent *ag, struct rdomain *d,
 }
 
 /*
+ * The @n keys a ZPOPMIN reply @r took out of domain @d's index, about to
+ * be unlinked: told as removed.  Their chain keys are in their values'
+ * headers (GETRANGE, one batch), MAC-checked with the domain's secret and
+ * against the store key; a value gone already (its TTL) or not the
+ * domain's is not told.
+ */
+static void tell_evicted(struct ragent *ag, struct rdomain *d,
+			 const redisReply *r, size_t n)
+{
+	struct rc_cmd *cmds = calloc(n, sizeof(*cmds));
+	const char **argv = calloc(4 * n, sizeof(*argv));
+	struct kvarena_event *evs = calloc(n, sizeof(*evs));
+	const struct kvarena_event **ev = calloc(n, sizeof(*ev));
+	char end[16];
+	size_t k = 0;
+
+	snprintf(end, sizeof(end), "%d", KVB_HEADER_SIZE - 1);
+	for (size_t i = 0; cmds && argv && evs && ev && i < n; i++) {
+		argv[4 * i] = "GETRANGE";
+		argv[4 * i + 1] = r->element[2 * i]->str;
+		argv[4 * i + 2] = "0";
+		argv[4 * i + 3] = end;
+		cmds[i] = (struct rc_cmd){ .argc = 4, .argv = argv + 4 * i,
+					   .key_arg = 1 };
+	}
+	if (cmds && argv && evs && ev) {
+		rc_exec(ag->rc, cmds, (unsigned int)n);
+		for (size_t i = 0; i < n; i++) {
+			const redisReply *v = cmds[i].reply;
+			struct kvb_header h;
+			char key[KVB_KEY_LEN];
+
+			if (v && v->type == REDIS_REPLY_STRING &&
+			    kvb_header_read((const uint8_t *)v->str, v->len,
+					    &d->secret, &h) == KVB_OK) {
+				kvb_key(&d->secret, &ag->geo, h.chain, key);
+				if (!strcmp(key, r->element[2 * i]->str)) {
+					evs[k].type = KVARENA_EVENT_REMOVED;
+					evs[k].size = sizeof(evs[k]);
+					evs[k].time_ns = wall_ms() * 1000000;
+					evs[k].domain = d->domain;
+					memcpy(evs[k].key, h.chain,
+					       KVARENA_KEY_LEN);
+					ev[k] = &evs[k];
+					k++;
+				}
+			}
+			freeReplyObject(cmds[i].reply);
+		}
+		tell(ag, ev, k);
+	}
+	free(cmds);
+	free(argv);
+	free(evs);
+	free(ev);
+}
+
+/*
  * Keep domain @d within its budget: its index holds its keys by last
  * use; the oldest beyond the budget go, from the index and the cluster.
  */
@@ -602,6 +688,8 @@ static void budget_trim(struct ragent *ag, struct rdomain *d)
 		struct rc_cmd *dels = calloc(n ? n : 1, sizeof(*dels));
 		const char **dargv = calloc(2 * (n ? n : 1), sizeof(*dargv));
 
+		if (ag->zpub && dels && dargv)
+			tell_evicted(ag, d, r, n);
 		for (size_t i = 0; dels && dargv && i < n; i++) {
 			dargv[2 * i] = "UNLINK";
 			dargv[2 * i + 1] = r->element[2 * i]->str;
@@ -667,7 +755,7 @@ static void index_touch(struct ragent *ag, struct rdomain *d,
  * dropped if it had its retry.  Said on standard error once a second.
  */
 static void store_retry(struct ragent *ag, const struct rdomain *d,
-			 const struct store_job *j, const char *why)
+			 struct store_job *j, const char *why)
 {
 	time_t now = time(NULL);
 	bool again = !j->retry && ag->r_len < RETRY_QUEUE;
@@ -682,6 +770,7 @@ static void store_retry(struct ragent *ag, const struct rdomain *d,
 		ag->store_retried++;
 	} else {
 		ag->store_failed++;
+		free(j->ev);
 	}
 	if (ag->store_said == now)
 		return;
@@ -720,15 +809,18 @@ static void store_some(struct ragent *ag)
 	char keys[STORE_BATCH][KVB_KEY_LEN], ttl[STORE_BATCH][24];
 	struct store_job jobs[STORE_BATCH];
 	struct rdomain *doms[STORE_BATCH];
-	unsigned int n = 0;
+	const struct kvarena_event *told[STORE_BATCH];
+	unsigned int n = 0, nt = 0;
 
 	while (n < STORE_BATCH && store_next(ag, now, &jobs[n])) {
-		const struct store_job *j = &jobs[n];
+		struct store_job *j = &jobs[n];
 		struct rdomain *d = dom_of(ag, j->domain);
 		uint8_t *val = ag->vals + n * vsize;
 
-		if (!d || !store_read(ag, d, j, val))
+		if (!d || !store_read(ag, d, j, val)) {
+			job_free(j);
 			continue;
+		}
 		kvb_key(&d->secret, &ag->geo, j->key, keys[n]);
 		argv[n][0] = "SET";
 		argv[n][1] = keys[n];
@@ -759,6 +851,8 @@ static void store_some(struct ragent *ag)
 			doms[i]->stored++;
 			ag->done++;
 			index_touch(ag, doms[i], &keys[i], 1);
+			if (jobs[i].ev)
+				told[nt++] = jobs[i].ev;
 		} else {
 			store_retry(ag, doms[i], &jobs[i],
 				    r && r->type == REDIS_REPLY_ERROR ? r->str :
@@ -766,6 +860,10 @@ static void store_some(struct ragent *ag)
 		}
 		freeReplyObject(r);
 	}
+	/* Stored, so told: one batch, in the order of the arena's events. */
+	tell(ag, told, nt);
+	for (unsigned int i = 0; i < nt; i++)
+		free((void *)told[i]);
 	for (unsigned int i = 0; i < ag->conf->nr_dom; i++)
 		budget_trim(ag, &ag->conf->dom[i]);
 }
@@ -799,6 +897,7 @@ static void queue_event(struct ragent *ag, const struct kvarena_event *ev)
 		return;
 	}
 	if (ag->q_len == STORE_QUEUE) {	/* the oldest waiting goes */
+		job_free(&ag->queue[ag->q_head]);
 		ag->q_head = (ag->q_head + 1) % STORE_QUEUE;
 		ag->q_len--;
 		ag->dropped++;
@@ -810,6 +909,12 @@ static void queue_event(struct ragent *ag, const struct kvarena_event *ev)
 	j->has_parent = ev->flags & KVARENA_EVENT_PARENT;
 	if (j->has_parent)
 		memcpy(j->parent, ev->parent, KVARENA_KEY_LEN);
+	/* The record as read, token ids and all (a failed copy: untold). */
+	if (ag->zpub) {
+		j->ev = malloc(ev->size);
+		if (j->ev)
+			memcpy(j->ev, ev, ev->size);
+	}
 }
 
 static int read_events(struct ragent *ag, uint8_t *buf)
@@ -1142,11 +1247,16 @@ static void report(struct ragent *ag)
 	       (unsigned long long)fetched, (unsigned long long)requests);
 	for (int m = KVB_MISS_ABSENT; m < KVB_MISS_COUNT; m++)
 		printf(" %s %llu", kvb_miss_name(m), (unsigned long long)miss[m]);
-	printf("; stores retried %llu, failed %llu, dropped %llu; events lost %llu\n",
+	printf("; stores retried %llu, failed %llu, dropped %llu; events lost %llu",
 	       (unsigned long long)ag->store_retried,
 	       (unsigned long long)ag->store_failed,
 	       (unsigned long long)ag->dropped,
 	       (unsigned long long)ag->lost_events);
+	if (ag->zpub)
+		printf("; told %llu, batches not sent %llu",
+		       (unsigned long long)ag->told,
+		       (unsigned long long)ag->tell_failed);
+	putchar('\n');
 	fflush(stdout);
 }
 
@@ -1156,8 +1266,8 @@ int kvactl_cmd_remote(const struct kvactl_opts *o)
 	struct ragent ag = { .name = o->args[0], .conf = conf, .ctl = -1,
 			     .evfd = -1, .lsock = -1, .limit = o->iterations };
 	const char *file = o->config ? o->config : KVACTL_REMOTE_CONF;
-	struct pollfd pfd[2 + MAX_CONNS];
-	int conns[MAX_CONNS], nconn = 0, ret = KVACTL_FAIL;
+	struct pollfd pfd[4 + MAX_CONNS];
+	int conns[MAX_CONNS], nconn = 0, ret = KVACTL_FAIL, zfd[2], nz = 0;
 	struct sigaction sa = { .sa_handler = on_stop };
 	uint8_t *evbuf = malloc(EV_BUF);
 
@@ -1179,6 +1289,21 @@ int kvactl_cmd_remote(const struct kvactl_opts *o)
 	mallopt(M_TRIM_THRESHOLD, 512 << 20);
 	if (setup(&ag))
 		goto out;
+	if (o->zmq) {
+		ag.evc = (struct kvactl_ev_ctx){
+			.arena = ag.local,
+			.medium = o->medium ? o->medium : "REMOTE",
+			.tokens_per_frame = ag.geo.tokens,
+			.hash_bytes = o->hash_bytes,
+			.layout = (enum kvactl_layout)o->layout,
+			.no_salt = o->no_salt,
+			.dp_rank = o->dp_rank,
+		};
+		ag.zpub = kvactl_zpub_open(o, "remote");
+		if (!ag.zpub)
+			goto out;
+		nz = kvactl_zpub_fds(ag.zpub, zfd);
+	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
@@ -1195,9 +1320,13 @@ int kvactl_cmd_remote(const struct kvactl_opts *o)
 		pfd[np++] = (struct pollfd){ .fd = ag.lsock, .events = POLLIN };
 		for (int i = 0; i < nconn; i++)
 			pfd[np++] = (struct pollfd){ .fd = conns[i], .events = POLLIN };
+		for (int i = 0; i < nz; i++)
+			pfd[np++] = (struct pollfd){ .fd = zfd[i], .events = POLLIN };
 		if (poll(pfd, (nfds_t)np, store_wait_ms(&ag)) < 0 &&
 		    errno != EINTR)
 			break;
+		if (ag.zpub)		/* subscriptions, replay requests */
+			kvactl_zpub_service(ag.zpub);
 		if ((pfd[0].revents & POLLIN) && read_events(&ag, evbuf)) {
 			ret = KVACTL_FAIL;
 			break;
@@ -1240,6 +1369,11 @@ out:
 	if (ag.ctl >= 0)
 		close(ag.ctl);
 	rc_close(ag.rc);
+	for (unsigned int i = 0; ag.queue && i < ag.q_len; i++)
+		job_free(&ag.queue[(ag.q_head + i) % STORE_QUEUE]);
+	for (unsigned int i = 0; ag.retry && i < ag.r_len; i++)
+		job_free(&ag.retry[(ag.r_head + i) % RETRY_QUEUE]);
+	kvactl_zpub_close(ag.zpub);
 	free(ag.queue);
 	free(ag.retry);
 	free(ag.vals);

@@ -75,6 +75,42 @@ int kvactl_events_zmq(const struct kvactl_opts *o, struct kvactl_ev_ctx *c)
 	return KVACTL_FAIL;
 }
 
+struct kvactl_zpub *kvactl_zpub_open(const struct kvactl_opts *o,
+				     const char *who)
+{
+	(void)o;
+	kvactl_err("%s: --zmq: this kvarenactl was built without ZeroMQ (build it with libzmq3-dev installed)",
+		   who);
+	return NULL;
+}
+
+int kvactl_zpub_send(struct kvactl_zpub *z, const struct kvactl_ev_ctx *c,
+		     const struct kvarena_event **ev, size_t n)
+{
+	(void)z;
+	(void)c;
+	(void)ev;
+	(void)n;
+	return -1;
+}
+
+int kvactl_zpub_fds(struct kvactl_zpub *z, int fds[2])
+{
+	(void)z;
+	(void)fds;
+	return 0;
+}
+
+void kvactl_zpub_service(struct kvactl_zpub *z)
+{
+	(void)z;
+}
+
+void kvactl_zpub_close(struct kvactl_zpub *z)
+{
+	(void)z;
+}
+
 #else
 
 #include <time.h>
@@ -93,6 +129,7 @@ struct kept {
 };
 
 struct zpub {
+	const char *who;		/* the command, in messages */
 	void *ctx, *pub, *replay;
 	const char *topic;
 	bool topic_replay;		/* replies carry the topic (vllm) */
@@ -128,12 +165,14 @@ static int zopen(struct zpub *z, const struct kvactl_opts *o)
 	int hwm = PUB_HWM, linger = LINGER_MS, verbose = 1;
 	bool bind = o->zmq_bind || (!o->zmq_connect && binds(o->zmq));
 
+	if (!z->who)
+		z->who = "events";
 	z->topic = o->topic ? o->topic : "";
 	z->topic_replay = o->layout == KVACTL_LAYOUT_VLLM;
 	z->ctx = zmq_ctx_new();
 	z->keep = calloc(REPLAY_KEEP, sizeof(*z->keep));
 	if (!z->ctx || !z->keep) {
-		kvactl_err("events: out of memory");
+		kvactl_err("%s: out of memory", z->who);
 		return -1;
 	}
 	/* Every subscription passed up, for --wait-subscribers to count. */
@@ -143,7 +182,8 @@ static int zopen(struct zpub *z, const struct kvactl_opts *o)
 	    zmq_setsockopt(z->pub, ZMQ_LINGER, &linger, sizeof(linger)) ||
 	    zmq_setsockopt(z->pub, ZMQ_XPUB_VERBOSE, &verbose, sizeof(verbose)) ||
 	    (bind ? zmq_bind(z->pub, o->zmq) : zmq_connect(z->pub, o->zmq))) {
-		kvactl_err("events: --zmq %s: %s", o->zmq, zmq_strerror(zmq_errno()));
+		kvactl_err("%s: --zmq %s: %s", z->who, o->zmq,
+			   zmq_strerror(zmq_errno()));
 		return -1;
 	}
 	if (!o->replay)
@@ -156,7 +196,7 @@ static int zopen(struct zpub *z, const struct kvactl_opts *o)
 	    zmq_setsockopt(z->replay, ZMQ_LINGER, &linger, sizeof(linger)) ||
 	    zmq_setsockopt(z->replay, ZMQ_SNDHWM, &hwm, sizeof(hwm)) ||
 	    zmq_bind(z->replay, o->replay)) {
-		kvactl_err("events: --replay %s: %s", o->replay,
+		kvactl_err("%s: --replay %s: %s", z->who, o->replay,
 			   zmq_strerror(zmq_errno()));
 		return -1;
 	}
@@ -212,7 +252,8 @@ static int zsend(struct zpub *z, const struct kvactl_mp *m)
 
 	be64(seq, z->seq);
 	if (send3(z->pub, z->topic, strlen(z->topic), seq, 8, m->buf, m->len)) {
-		kvactl_err("events: publishing: %s", zmq_strerror(zmq_errno()));
+		kvactl_err("%s: publishing: %s", z->who,
+			   zmq_strerror(zmq_errno()));
 		return -1;
 	}
 	free(k->buf);
@@ -270,8 +311,8 @@ static void zreplay(struct zpub *z)
 			zmq_getsockopt(z->replay, ZMQ_RCVMORE, &more, &sz);
 		}
 		if (n != 3 || zmq_msg_size(&part[2]) != 8) {
-			kvactl_err("events: --replay: a request of %d frames, not [identity, \"\", 8-byte start]; ignored",
-				   n);
+			kvactl_err("%s: --replay: a request of %d frames, not [identity, \"\", 8-byte start]; ignored",
+				   z->who, n);
 			for (i = 0; i < 3; i++)
 				zmq_msg_close(&part[i]);
 			continue;
@@ -634,6 +675,79 @@ out:
 	free(ev);
 	free(buf);
 	return ret;
+}
+
+/* ---- a publisher of batches for another command (kvarenactl remote) ----- */
+
+struct kvactl_zpub {
+	struct zpub z;
+};
+
+struct kvactl_zpub *kvactl_zpub_open(const struct kvactl_opts *o,
+				     const char *who)
+{
+	struct kvactl_zpub *p = calloc(1, sizeof(*p));
+
+	if (!p) {
+		kvactl_err("%s: out of memory", who);
+		return NULL;
+	}
+	p->z.who = who;
+	if (zopen(&p->z, o)) {
+		zclose(&p->z);
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+int kvactl_zpub_send(struct kvactl_zpub *p, const struct kvactl_ev_ctx *c,
+		     const struct kvarena_event **ev, size_t n)
+{
+	struct kvactl_mp m;
+	bool end = false;
+	int ret;
+
+	if (!n)
+		return 0;
+	kvactl_mp_init(&m);
+	batch(&m, c, ev, n, &end);
+	ret = m.oom ? -1 : zsend(&p->z, &m);
+	if (m.oom)
+		kvactl_err("%s: out of memory", p->z.who);
+	kvactl_mp_free(&m);
+	return ret;
+}
+
+/* The sockets' ZMQ_FDs, to poll() beside the caller's own: how many. */
+int kvactl_zpub_fds(struct kvactl_zpub *p, int fds[2])
+{
+	void *socks[2] = { p->z.pub, p->z.replay };
+	int n = 0;
+
+	for (int i = 0; i < 2; i++) {
+		size_t sz = sizeof(fds[n]);
+
+		if (socks[i] && !zmq_getsockopt(socks[i], ZMQ_FD, &fds[n], &sz))
+			n++;
+	}
+	return n;
+}
+
+/* Subscriptions and replay requests waiting: taken, answered. */
+void kvactl_zpub_service(struct kvactl_zpub *p)
+{
+	zsubscriptions(&p->z);
+	if (p->z.replay)
+		zreplay(&p->z);
+}
+
+void kvactl_zpub_close(struct kvactl_zpub *p)
+{
+	if (!p)
+		return;
+	zclose(&p->z);
+	free(p);
 }
 
 #endif /* KVACTL_ZMQ */
