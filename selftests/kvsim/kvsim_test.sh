@@ -763,6 +763,28 @@ if real_trace mooncake_synthetic_trace.jsonl; then
 	else
 		fail mooncake_kv_gib_1000000_runs_in_2_gb_with_the_figures_of_8_tib
 	fi
+
+	# Four nodes behind a round-robin balancer (kvsim.rst, "Nodes and the
+	# remote tier"): alone each serves under 15% of the prompts' tokens
+	# from its caches; sharing a remote tier, over 60% - near the one
+	# unbounded cache's 64.6% (above) - and the first token comes sooner
+	# at p99.
+	run -t "$TRACES/mooncake_synthetic_trace.jsonl" --model llama-3-8b \
+		--kv-gib 54 --max-model-len 131072 --host-gib 64 \
+		--remote-gib 2048 --remote-write publish --gpu-tflops 400 \
+		--nodes 4 --policy kvarena+host,kvarena+host+remote --json
+	total
+	alone=$(json_of kvarena+host prefix_hit_share)
+	shared=$(json_of kvarena+host+remote prefix_hit_share)
+	p99a=$(json_of kvarena+host ttft_p99_ms)
+	p99s=$(json_of kvarena+host+remote ttft_p99_ms)
+	if [ $rc = 0 ] && [ -n "$alone" ] && [ -n "$shared" ] &&
+	   awk -v a="$alone" -v s="$shared" -v pa="$p99a" -v ps="$p99s" \
+		'BEGIN { exit !(a < 0.15 && s > 0.6 && ps < pa) }'; then
+		pass "mooncake_4_nodes_share_a_remote_tier_${alone}_${shared}"
+	else
+		fail "mooncake_4_nodes_share_a_remote_tier_${alone}_${shared}"
+	fi
 fi
 
 tap_done
