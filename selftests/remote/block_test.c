@@ -174,6 +174,30 @@ TEST(a_block_reads_back_whole)
 	free(f.val);
 }
 
+/* A header alone (the agent's GETRANGE before an eviction) names its block. */
+TEST(a_header_alone_names_its_block)
+{
+	struct kvb_header h;
+	struct fix f;
+
+	fix_init(&f);
+	memset(&h, 0, sizeof(h));
+	ASSERT_EQ(KVB_OK, kvb_header_read(f.val, KVB_HEADER_SIZE, &f.a, &h));
+	EXPECT_EQ(0, memcmp(h.chain, f.chain, 32));
+	EXPECT_EQ(0, memcmp(h.parent, f.parent, 32));
+	EXPECT_EQ(KVB_MISS_MAC, kvb_header_read(f.val, KVB_HEADER_SIZE, &f.b, &h));
+	EXPECT_EQ(KVB_MISS_SIZE, kvb_header_read(f.val, KVB_HEADER_SIZE - 1,
+						 &f.a, &h));
+	EXPECT_EQ(KVB_MISS_ABSENT, kvb_header_read(NULL, 0, &f.a, &h));
+	f.val[60] ^= 1;		/* the chain key: the MAC no longer holds */
+	EXPECT_EQ(KVB_MISS_MAC, kvb_header_read(f.val, KVB_HEADER_SIZE, &f.a, &h));
+	f.val[60] ^= 1;
+	f.val[8] = 9;		/* another version */
+	EXPECT_EQ(KVB_MISS_VERSION, kvb_header_read(f.val, KVB_HEADER_SIZE,
+						    &f.a, &h));
+	free(f.val);
+}
+
 TEST(every_bad_value_is_a_miss_of_its_own)
 {
 	size_t len = KVB_HEADER_SIZE + FS;
