@@ -333,6 +333,7 @@ enum kvb_miss kvb_header_read(const uint8_t *val, size_t len,
 
 	if (!val)
 		return KVB_MISS_ABSENT;
+	/* The version first: a later format may have another header. */
 	if (len < 12)
 		return KVB_MISS_SIZE;
 	if (memcmp(val, kvb_magic, sizeof(kvb_magic)))
@@ -355,25 +356,12 @@ enum kvb_miss kvb_check(const uint8_t *val, size_t len,
 			struct kvb_header *hdr)
 {
 	struct kvb_header h;
-	uint8_t mac[32];
+	enum kvb_miss m = kvb_header_read(val, len, s, &h);
 
-	if (!val)
-		return KVB_MISS_ABSENT;
-	/* The version first: a later format may have another header. */
-	if (len < 12)
-		return KVB_MISS_SIZE;
-	if (memcmp(val, kvb_magic, sizeof(kvb_magic)))
-		return KVB_MISS_MAGIC;
-	if (get16(val + 8) != KVB_VERSION || get16(val + 10) != KVB_HEADER_SIZE)
-		return KVB_MISS_VERSION;
-	if (len < KVB_HEADER_SIZE)
-		return KVB_MISS_SIZE;
-	decode(val, &h);
+	if (m != KVB_OK)
+		return m;
 	if (hdr)
 		*hdr = h;
-	kvb_hmac_sha256(s->bytes, s->len, val, KVB_MAC_OFFSET, mac);
-	if (!mac_equal(mac, val + KVB_MAC_OFFSET))
-		return KVB_MISS_MAC;
 	if (h.payload_size != g->frame_size || h.layers != g->layers ||
 	    h.kv_heads != g->kv_heads || h.head_dim != g->head_dim ||
 	    h.dtype != g->dtype || h.tokens != g->tokens)

@@ -135,7 +135,7 @@ void kvb_encode(uint8_t *hdr, const struct kvb_secret *s,
 /*
  * Check a value read under @chain's key: KVB_OK when it is that block,
  * whole (its payload at @val + KVB_HEADER_SIZE), else why not.  With
- * @hdr non-NULL, the header decoded (when the checks got that far).
+ * @hdr non-NULL, the header decoded once its MAC held.
  */
 enum kvb_miss kvb_check(const uint8_t *val, size_t len,
 			const struct kvb_secret *s,
