@@ -734,12 +734,25 @@ int kvactl_zpub_fds(struct kvactl_zpub *p, int fds[2])
 	return n;
 }
 
-/* Subscriptions and replay requests waiting: taken, answered. */
+/*
+ * Subscriptions and replay requests waiting: taken, answered.  Asking
+ * for ZMQ_EVENTS last lets each socket's ZMQ_FD (edge-triggered: it
+ * says "look again", not "readable") quiet down until something new.
+ */
 void kvactl_zpub_service(struct kvactl_zpub *p)
 {
+	void *socks[2] = { p->z.pub, p->z.replay };
+
 	zsubscriptions(&p->z);
 	if (p->z.replay)
 		zreplay(&p->z);
+	for (int i = 0; i < 2; i++) {
+		int ev;
+		size_t sz = sizeof(ev);
+
+		if (socks[i])
+			zmq_getsockopt(socks[i], ZMQ_EVENTS, &ev, &sz);
+	}
 }
 
 void kvactl_zpub_close(struct kvactl_zpub *p)
