@@ -2388,9 +2388,9 @@ static void check_stat(struct proc *p, const struct call *c,
 	if (gang_by_name(p, s->name) >= 0 &&
 	    ((!s->domain && !s->nr_clients && (s->nr_held || s->nr_reserved)) ||
 	     s->tier))
-		fail(p, c, "gang %.32s: clients %u held %u reserved %u, tier %u",
+		fail(p, c, "gang %.32s: clients %u held %u reserved %u, tier %u (the viewer's domain %#llx)",
 		     s->name, s->nr_clients, s->nr_held, s->nr_reserved,
-		     s->tier);
+		     s->tier, (unsigned long long)s->domain);
 }
 
 /*
