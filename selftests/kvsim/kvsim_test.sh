@@ -382,6 +382,23 @@ check nodes_step_on_their_own_clocks rc 0 quiet key ttft_p50_ms 52.004 \
 	key ttft_p99_ms 52.004 key steps 40 key simulated_s 0.452 \
 	key preemptions 0
 
+# One node is one engine: its own clock is the only clock, so the
+# figures are the single engine's, preemption, swap and timing included.
+one_engine()
+{
+	# shellcheck disable=SC2086
+	run -t "$TMP/two.csv" $G --kv-bytes 2K --policy kvarena,kvarena+swap \
+		--host-bytes 1K --params 1000000 --gpu-tflops 0.001 \
+		--copy-gbs 0.000001 --json "$@"
+	sed 's/,"wall_s".*//; s/"arena":"nodes","engine":null,//' "$TMP/out"
+}
+if [ "$(one_engine)" = "$(one_engine --nodes 1)" ] && [ $rc = 0 ] &&
+   [ "$(one_engine | wc -l)" = 2 ]; then
+	pass one_node_is_one_engine
+else
+	fail one_node_is_one_engine
+fi
+
 # The fetch's round trip is in the step that admits: node 1's request
 # (--requests 2) computes tokens 512..699, 2 * 10^6 * 188 + 32 * (513 +
 # ... + 700) = 379,648,704 FLOPs; 16384 bytes at 50 GB/s up and at 10
