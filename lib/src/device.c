@@ -32,8 +32,6 @@
 #include "internal.h"
 
 #define RING_ENTRIES	8
-/* PROMOTE asked again after an interrupted wait, at most this often. */
-#define PROMOTE_TRIES	4
 
 struct kva_device {
 	int fd;
@@ -278,55 +276,78 @@ static int dev_publish(struct kva_arena *a, struct kvarena_prefix_entry *e,
  * found there right after the run found above: those come back held, as
  * LOOKUP's would.  A promotion that cannot be had (no agent, no room, too
  * slow) leaves the run as LOOKUP found it: the caller computes the rest.
+ * How many of @e[0..n) are held now, or a negative errno.  A PROMOTE
+ * whose wait was interrupted - by a signal, or by io_uring's task
+ * work for this thread (TIF_NOTIFY_SIGNAL makes it look like one) - left
+ * its copies to the agent: they land above later, and a PROMOTE of the
+ * same keys meanwhile returns at once with none done.  So after an
+ * interrupted wait it looks again (over ioctl: no io_uring completion of
+ * its own to interrupt the next wait), and asks again, pausing while
+ * nothing moves, until the run is whole or promote_ms has passed.
  */
-static int lookup_promote_try(struct kva_arena *a,
-			      struct kvarena_prefix_entry *e, uint32_t n,
-			      int tries)
+static uint64_t mono_ns(void)
 {
-	struct kvarena_prefix p = {
-		.entries = (__u64)(uintptr_t)e, .count = n,
-		.flags = KVARENA_LOOKUP_LOWER,
-	};
-	struct kvarena_promote pr = { .timeout_ms = dev(a)->promote_ms };
-	struct dev_cmd c = { KVARENA_IOC_LOOKUP, &p, 0 };
-	int ret, more;
+	struct timespec ts;
 
-	KVA_PASS("dev.lookup");
-	if (!dev(a)->promote_ms)
-		return dev_prefix(a, KVARENA_IOC_LOOKUP, e, n, NULL, 0);
-	ret = dev_submit(a, &c, 1, false);
-	if (!ret)
-		ret = c.res;
-	if (ret)
-		return ret;
-	if (!p.nr_lower || p.nr_done + p.nr_lower > n)
-		return (int)p.nr_done;
-	/* One promotion, however often an interrupted wait asks again. */
-	if (tries == PROMOTE_TRIES)
-		KVA_PASS("dev.promote");
-	pr.entries = (__u64)(uintptr_t)(e + p.nr_done);
-	pr.count = p.nr_lower;
-	ret = dev_ioctl(dev(a)->fd, KVARENA_IOC_PROMOTE, &pr);
-	if (ret == -EINTR && tries > 1) {
-		/*
-		 * The wait was interrupted - by a signal, or by io_uring's
-		 * task work for this thread (TIF_NOTIFY_SIGNAL makes it look
-		 * like one): the copies the agent made meanwhile are cached
-		 * above now, the rest still below.  Look again past the run.
-		 */
-		more = lookup_promote_try(a, e + p.nr_done, n - p.nr_done,
-					  tries - 1);
-		return (int)p.nr_done + (more > 0 ? more : 0);
-	}
-	if (ret)
-		return (int)p.nr_done;
-	return (int)(p.nr_done + pr.nr_done);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static int lookup_promote(struct kva_arena *a, struct kvarena_prefix_entry *e,
 			  uint32_t n)
 {
-	return lookup_promote_try(a, e, n, PROMOTE_TRIES);
+	uint64_t deadline = mono_ns() + (uint64_t)dev(a)->promote_ms * 1000000;
+	bool interrupted = false;
+	uint32_t done = 0, pause_ms = 1;
+	int ret;
+
+	KVA_PASS("dev.lookup");
+	if (!dev(a)->promote_ms)
+		return dev_prefix(a, KVARENA_IOC_LOOKUP, e, n, NULL, 0);
+	for (;;) {
+		uint32_t left = n - done;
+		struct kvarena_prefix p = {
+			.entries = (__u64)(uintptr_t)(e + done),
+			.count = left, .flags = KVARENA_LOOKUP_LOWER,
+		};
+		struct kvarena_promote pr = { .timeout_ms = dev(a)->promote_ms };
+		struct dev_cmd c = { KVARENA_IOC_LOOKUP, &p, 0 };
+
+		if (interrupted) {
+			ret = dev_ioctl(dev(a)->fd, KVARENA_IOC_LOOKUP, &p);
+		} else {
+			ret = dev_submit(a, &c, 1, false);
+			if (!ret)
+				ret = c.res;
+		}
+		if (ret)
+			return done ? (int)done : ret;
+		done += p.nr_done;
+		if (!p.nr_lower || p.nr_done + p.nr_lower > left)
+			return (int)done;
+		/* One promotion, however often an interrupted wait asks again. */
+		if (!interrupted)
+			KVA_PASS("dev.promote");
+		pr.entries = (__u64)(uintptr_t)(e + done);
+		pr.count = p.nr_lower;
+		ret = dev_ioctl(dev(a)->fd, KVARENA_IOC_PROMOTE, &pr);
+		if (!ret) {
+			done += pr.nr_done;
+			if (!interrupted || pr.nr_done == pr.count)
+				return (int)done;
+		} else if (ret == -EINTR) {
+			interrupted = true;
+		} else {
+			return (int)done;
+		}
+		if (mono_ns() >= deadline)
+			return (int)done;
+		if (!ret && !pr.nr_done) {
+			/* The agent's copies still in flight: wait a little. */
+			usleep(pause_ms * 1000);
+			pause_ms = pause_ms < 32 ? 2 * pause_ms : 64;
+		}
+	}
 }
 
 /*
