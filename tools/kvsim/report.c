@@ -97,13 +97,19 @@ void report_table(const struct run *runs, int nr, int per_engine)
 	}
 }
 
+/* The hit share the arena itself served: the rest came from below. */
+static double arena_share(const struct stats *st)
+{
+	return st->prefix_hit_share - st->host_hit_share -
+	       st->disk_hit_share - st->remote_hit_share;
+}
+
 static void tier_row(const char *label, const struct stats *st, double sps)
 {
 	const double gib = 1024.0 * 1024.0 * 1024.0;
 
 	printf("%-30s %6.4f %6.4f %6.4f %6.4f %11llu %6llu %9llu %10llu %8.1f %8.1f %9.1f %9.1f\n",
-	       label, st->prefix_hit_share - st->host_hit_share -
-	       st->disk_hit_share - st->remote_hit_share, st->host_hit_share,
+	       label, arena_share(st), st->host_hit_share,
 	       st->disk_hit_share, st->prefix_hit_share,
 	       (unsigned long long)st->computed_tokens,
 	       (unsigned long long)st->swaps,
@@ -119,8 +125,7 @@ static void remote_row(const char *label, const struct stats *st, double sps)
 	const double gib = 1024.0 * 1024.0 * 1024.0;
 
 	printf("%-30s %6.4f %6.4f %6.4f %6.4f %6.4f %11llu %10llu %8.1f %8.1f %8.1f %9.1f %9.1f\n",
-	       label, st->prefix_hit_share - st->host_hit_share -
-	       st->disk_hit_share - st->remote_hit_share, st->host_hit_share,
+	       label, arena_share(st), st->host_hit_share,
 	       st->disk_hit_share, st->remote_hit_share, st->prefix_hit_share,
 	       (unsigned long long)st->computed_tokens,
 	       (unsigned long long)st->recomputed_tokens,
