@@ -33,8 +33,9 @@
  *                    its frames to the dmem cgroup controller (the
  *                    benchmark in a cgroup of its own), against an arena
  *                    made with the module's dmem parameter off, in turn
- *                    in the same run (kernels with the controller only;
- *                    --dmem runs this alone)
+ *                    in the same run, and a second uncharged arena
+ *                    against the first as the control (kernels with the
+ *                    controller only; --dmem runs this alone)
  *
  * The device paths need /dev/kvarena and CAP_SYS_ADMIN (the benchmark makes
  * its own accounting-only arena, kvbench-<pid>, and destroys it); without
@@ -114,6 +115,7 @@ struct frames_result {
 	double plain_ioctl1_ns;		/* the one that does not */
 	double plain_uring_ns;
 	double plain_batch_ns;
+	double control[3];		/* two uncharged arenas: x1, uring, batch */
 };
 
 static const int gang_sizes[3] = { 2, 4, 8 };
@@ -492,7 +494,9 @@ static double uring_rounds(struct io_uring *ring, int fd, long rounds,
 
 /*
  * Solo client @solo and gang client @gang, measured in turn within each
- * repetition (best of @reps each), so that the machine's drift hits both.
+ * repetition (best of @reps each), so that the machine's drift hits both,
+ * and each first in every other repetition, so that going first or second
+ * does not favour one.
  */
 static int bench_pair(int solo, int gang, long iters, int reps, double *ns)
 {
@@ -503,16 +507,20 @@ static int bench_pair(int solo, int gang, long iters, int reps, double *ns)
 	if (io_uring_queue_init(2 * BATCH, &ring, 0))
 		return -1;
 	for (int r = 0; r < reps; r++) {
+		/* Every other repetition the second goes first. */
+		int fd[2] = { solo, gang }, o = r & 1;
 		double t;
 
-		t = one_run(solo, iters, &bad);
-		ns[0] = t < ns[0] ? t : ns[0];
-		t = one_run(gang, iters, &bad);
-		ns[1] = t < ns[1] ? t : ns[1];
-		t = uring_rounds(&ring, solo, iters / BATCH + 1, &bad);
-		ns[2] = t < ns[2] ? t : ns[2];
-		t = uring_rounds(&ring, gang, iters / BATCH + 1, &bad);
-		ns[3] = t < ns[3] ? t : ns[3];
+		for (int i = 0; i < 2; i++) {
+			t = one_run(fd[i ^ o], iters, &bad);
+			ns[i ^ o] = t < ns[i ^ o] ? t : ns[i ^ o];
+		}
+		for (int i = 0; i < 2; i++) {
+			t = uring_rounds(&ring, fd[i ^ o], iters / BATCH + 1,
+					 &bad);
+			ns[2 + (i ^ o)] = t < ns[2 + (i ^ o)] ?
+					  t : ns[2 + (i ^ o)];
+		}
 	}
 	io_uring_queue_exit(&ring);
 	return bad ? -1 : 0;
@@ -725,18 +733,22 @@ static int put_file(const char *path, const char *text)
 /*
  * dmem: the same frame operations on an arena that charges the dmem
  * cgroup controller and on one that does not (made with the module's
- * parameter off, which is put back as it was), in turn.  The benchmark
- * runs in a cgroup of its own under the root, as a tenant would.
+ * parameter off, which is put back as it was), in turn.  A second
+ * uncharged arena measured the same way against the first is the
+ * control: its ratios are the benchmark's own spread, what the charging
+ * ratios must be read against.  The benchmark runs in a cgroup of its own
+ * under the root, as a tenant would.
  */
 static int bench_dmem(long iters, int reps, struct frames_result *r,
 		      const char **why)
 {
 	struct kvarena_version v = { 0 };
 	char on_name[KVARENA_NAME_LEN], off_name[KVARENA_NAME_LEN];
+	char ctl_name[KVARENA_NAME_LEN];
 	char cg[128], procs[160], pid[32], prev[8] = "Y";
-	int admin, on = -1, off = -1, bad = 0, fd;
+	int admin, on = -1, off = -1, ctl = -1, bad = 0, fd;
 	bool in_cg = false;
-	double ns[4];
+	double ns[4], cns[4], batch[3];
 	ssize_t n;
 
 	admin = open(KVARENA_DEVICE, O_RDWR | O_CLOEXEC);
@@ -762,13 +774,15 @@ static int bench_dmem(long iters, int reps, struct frames_result *r,
 	prev[1] = '\0';
 	snprintf(on_name, sizeof(on_name), "kvbench-dm-%d", getpid());
 	snprintf(off_name, sizeof(off_name), "kvbench-nodm-%d", getpid());
+	snprintf(ctl_name, sizeof(ctl_name), "kvbench-ctl-%d", getpid());
 	bad |= put_file(DMEM_PARAM, "Y");
 	bad |= make_arena(admin, on_name, ARENA_FRAMES, 64 << 10, -1);
 	bad |= put_file(DMEM_PARAM, "N");
 	bad |= make_arena(admin, off_name, ARENA_FRAMES, 64 << 10, -1);
+	bad |= make_arena(admin, ctl_name, ARENA_FRAMES, 64 << 10, -1);
 	put_file(DMEM_PARAM, prev);
 	if (bad) {
-		*why = "the two arenas could not be made (root, and the module's dmem parameter)";
+		*why = "the three arenas could not be made (root, and the module's dmem parameter)";
 		goto out;
 	}
 	snprintf(cg, sizeof(cg), CGROUP_ROOT "/kvbench-%d", getpid());
@@ -780,19 +794,33 @@ static int bench_dmem(long iters, int reps, struct frames_result *r,
 	in_cg = !mkdir(cg, 0755) && !put_file(procs, pid);
 	on = attach_fd(on_name);
 	off = attach_fd(off_name);
-	/* Batches of 64 each way, in turn: one charge per ALLOC command. */
-	r->dmem_batch_ns = r->plain_batch_ns = 1e300;
-	for (int k = 0; on >= 0 && off >= 0 && k < reps; k++) {
-		double t = batch_run(off, iters / BATCH + 1, &bad);
+	ctl = attach_fd(ctl_name);
+	/*
+	 * Batches of 64 each way, in turn, each arena first in one
+	 * repetition of three: one charge per ALLOC command.
+	 */
+	batch[0] = batch[1] = batch[2] = 1e300;
+	for (int k = 0; on >= 0 && off >= 0 && ctl >= 0 && k < reps; k++) {
+		const int fds[3] = { off, on, ctl };
 
-		r->plain_batch_ns = t < r->plain_batch_ns ? t : r->plain_batch_ns;
-		t = batch_run(on, iters / BATCH + 1, &bad);
-		r->dmem_batch_ns = t < r->dmem_batch_ns ? t : r->dmem_batch_ns;
+		for (int i = 0; i < 3; i++) {
+			int j = (i + k) % 3;
+			double t = batch_run(fds[j], iters / BATCH + 1, &bad);
+
+			batch[j] = t < batch[j] ? t : batch[j];
+		}
 	}
-	if (on < 0 || off < 0 || bad || bench_pair(off, on, iters, reps, ns)) {
+	if (on < 0 || off < 0 || ctl < 0 || bad ||
+	    bench_pair(off, on, iters, reps, ns) ||
+	    bench_pair(off, ctl, iters, reps, cns)) {
 		*why = "a frame operation failed";
 		bad = 1;
 	} else {
+		r->plain_batch_ns = batch[0];
+		r->dmem_batch_ns = batch[1];
+		r->control[2] = batch[2] / batch[0];
+		r->control[0] = cns[1] / cns[0];
+		r->control[1] = cns[3] / cns[2];
 		r->plain_ioctl1_ns = ns[0];
 		r->dmem_ioctl1_ns = ns[1];
 		r->plain_uring_ns = ns[2];
@@ -805,11 +833,14 @@ static int bench_dmem(long iters, int reps, struct frames_result *r,
 		close(on);
 	if (off >= 0)
 		close(off);
+	if (ctl >= 0)
+		close(ctl);
 	if (in_cg)
 		put_file(CGROUP_ROOT "/cgroup.procs", pid);
 out:
 	destroy_arena(admin, on_name);
 	destroy_arena(admin, off_name);
+	destroy_arena(admin, ctl_name);
 	rmdir(cg);
 	close(admin);
 	return r->have_dmem ? 0 : -1;
@@ -827,6 +858,9 @@ static void print_dmem(const struct frames_result *r)
 	printf("  %-22s %10.1f ns   %5.2fx without dmem (%.1f ns), per frame\n",
 	       "dmem, ioctl x64 batch", r->dmem_batch_ns,
 	       r->dmem_batch_ns / r->plain_batch_ns, r->plain_batch_ns);
+	printf("  %-22s %5.2fx x1, %5.2fx io_uring, %5.2fx batch: a second\n"
+	       "  %-22s uncharged arena against the first, the same way\n",
+	       "control", r->control[0], r->control[1], r->control[2], "");
 }
 
 static void json_dmem(const struct frames_result *r)
@@ -839,6 +873,9 @@ static void json_dmem(const struct frames_result *r)
 	       r->dmem_ioctl1_ns, r->dmem_ioctl1_ns / r->plain_ioctl1_ns, BATCH,
 	       r->dmem_uring_ns, r->dmem_uring_ns / r->plain_uring_ns, BATCH,
 	       r->dmem_batch_ns, r->dmem_batch_ns / r->plain_batch_ns);
+	printf(",\"dmem_control_ioctl1\":%.3f,\"dmem_control_uring\":%.3f,"
+	       "\"dmem_control_batch\":%.3f",
+	       r->control[0], r->control[1], r->control[2]);
 }
 
 static void usage(FILE *f)
