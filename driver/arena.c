@@ -317,7 +317,7 @@ int kva_arena_make(const struct kvarena_arena_create *c,
 	ret = kva_core_init_max(&a->core, c->nr_frames, table);
 	if (ret)
 		goto err_free_arena;
-	ret = kva_dmem_init(a, table);
+	ret = kva_dmem_init(a);
 	if (ret)
 		goto err_fini_core;
 	kva_domains_init(a);

@@ -578,8 +578,12 @@ static void free_push(struct kva_core *c, u32 idx)
 {
 	struct kva_frame *f = &c->frames[idx];
 
-	if (c->returned)
-		kva_shim_returned(c, idx);
+	if (f->tag) {
+		/* The end of a tagged tenure, counted once for the owner. */
+		c->tag_ended[f->tag]++;
+		c->tags_ended++;
+		f->tag = 0;
+	}
 	f->flags = 0;
 	f->prev = KVA_NIL;
 	/* A handle names one tenure of a frame: the next one gets a new gen. */
@@ -1048,6 +1052,26 @@ u32 kva_core_reclaim(struct kva_core *c, u32 n)
 u32 kva_core_drop_cache(struct kva_core *c)
 {
 	return reclaim(c, c->nr_cached, false);
+}
+
+/**
+ * kva_core_tag() - mark the tenures of frames a client just took.
+ * @c:		the core.
+ * @handles:	handles kva_core_alloc() gave (or another command that took
+ *		frames off the free list).
+ * @n:		how many.
+ * @tag:	1 to @c->nr_tags - 1: the owner's name for whatever it
+ *		accounts these tenures to (the dmem cgroup's pool), counted
+ *		in @c->tag_ended when each ends.
+ */
+void kva_core_tag(struct kva_core *c, const u64 *handles, u32 n, u32 tag)
+{
+	u32 i;
+
+	if (KVA_WARN_ON(!tag || tag >= c->nr_tags))
+		return;
+	for (i = 0; i < n; i++)
+		c->frames[KVA_HANDLE_IDX(handles[i])].tag = tag;
 }
 
 /**
@@ -1870,7 +1894,8 @@ static int check_free_frame(const struct kva_core *c, u32 idx, u32 *n,
 	if (KVA_WARN_ON(idx >= c->nr_frames || ++*n > c->nr_frames))
 		return -EUCLEAN;
 	f = &c->frames[idx];
-	if (KVA_WARN_ON(f->flags || f->charge || f->refs || f->dom != dom) ||
+	if (KVA_WARN_ON(f->flags || f->charge || f->refs || f->tag ||
+			f->dom != dom) ||
 	    KVA_WARN_ON(f->holds != KVA_NIL || f->hnext != KVA_NIL))
 		return -EUCLEAN;
 	return 0;

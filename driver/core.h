@@ -182,6 +182,9 @@ enum kva_clear {
  * @holds:	first hold record of a holder other than the charged client
  *		(struct kva_hold.fnext links the rest), KVA_NIL if none.
  * @hnext:	next frame in the key index's bucket, while published.
+ * @tag:	the owner's mark on the frame's tenure (kva_core_tag()), 0
+ *		for none: counted in struct kva_core.tag_ended and cleared
+ *		when the tenure ends.
  * @charge:	the client charged for the frame, NULL while free or cached.
  * @dom:	the domain whose data the frame may carry: its holders' (set
  *		when a client takes it from the free lists), kept while it is
@@ -198,6 +201,7 @@ struct kva_frame {
 	u32 refs;
 	u32 holds;
 	u32 hnext;
+	u32 tag;
 	struct kva_core_client *charge;
 	struct kva_core_domain *dom;
 	u32 dnext;
@@ -371,13 +375,19 @@ struct kva_core_events {
  *			moves with each reclaim, so the owner may keep an
  *			answer for the rest of it.  Under the caller's lock.
  * @reclaim_seq:	the last @seq given.
- * @returned:		NULL, or told of each frame that goes back to the
- *			free list (or out of the arena through it): the end
- *			of the tenure that kva_core_alloc() began, whatever
- *			ended it - FREE, release, reclaim of a cached frame,
- *			a shrink (under the caller's lock: nothing may
- *			sleep).  The owner's per-tenure accounting (the dmem
- *			cgroup's charge) ends here.
+ * @tag_ended:		NULL, or the owner's counters, one per tag
+ *			(kva_core_tag()): a tagged frame that goes back to
+ *			the free list (or out of the arena through it) - the
+ *			end of the tenure that kva_core_alloc() began,
+ *			whatever ended it: FREE, release, reclaim of a cached
+ *			frame, a shrink - adds one to its tag's counter and
+ *			loses its tag, so each tenure is counted once.  The
+ *			owner's per-tenure accounting (the dmem cgroup's
+ *			charge) reads and zeroes them under the caller's lock
+ *			when it likes: no call per frame.
+ * @nr_tags:		entries of @tag_ended.
+ * @tags_ended:		tenures counted in @tag_ended since the owner last
+ *			zeroed it.
  */
 struct kva_core {
 	struct kva_frame *frames;
@@ -424,7 +434,9 @@ struct kva_core {
 	void (*retired)(struct kva_core *c, u32 idx);
 	u32 (*reclaim_rank)(struct kva_core *c, u32 idx, u64 seq);
 	u64 reclaim_seq;
-	void (*returned)(struct kva_core *c, u32 idx);
+	u32 *tag_ended;
+	u32 nr_tags;
+	u32 tags_ended;
 };
 
 int kva_core_init(struct kva_core *c, u32 nr_frames);
@@ -444,6 +456,7 @@ u32 kva_core_available(const struct kva_core *c,
 		       const struct kva_core_client *cl);
 u32 kva_core_usable(const struct kva_core *c,
 		    const struct kva_core_client *cl);
+void kva_core_tag(struct kva_core *c, const u64 *handles, u32 n, u32 tag);
 int kva_core_alloc(struct kva_core *c, struct kva_core_client *cl,
 		   u64 *handles, u32 n, bool partial);
 int kva_core_free(struct kva_core *c, struct kva_core_client *cl,

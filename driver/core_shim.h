@@ -33,16 +33,6 @@
 /* Long walks (a client of millions of frames) let others run. */
 #define kva_shim_cond_resched()	cond_resched()
 
-/*
- * The owner's hook on every frame's return to the free list (struct
- * kva_core.returned) is the module's dmem accounting: a direct call, not
- * a retpoline, on the FREE path.
- */
-struct kva_core;
-void kva_dmem_returned(struct kva_core *c, u32 idx);
-#define kva_shim_returned(c, idx) \
-	INDIRECT_CALL_1((c)->returned, kva_dmem_returned, c, idx)
-
 #else /* userspace */
 
 #include <errno.h>
@@ -63,7 +53,6 @@ typedef int64_t s64;
 #define kva_shim_calloc(n, size) calloc(n, size)
 #define kva_shim_free(p)	free(p)
 #define kva_shim_cond_resched()	do { } while (0)
-#define kva_shim_returned(c, idx) ((c)->returned(c, idx))
 
 /* A seed for the key index's hash; the clock if getrandom() fails. */
 static inline u64 kva_shim_random_u64(void)

@@ -41,15 +41,17 @@
  * charged per ALLOC and come back one by one, in any order, by any task.
  * So each arena keeps one record per pool it charged (struct
  * kva_dmem_rec: the frames charged there, and the references it holds),
- * each frame points at its record, and a frame's return is noted in the
- * record (@pending) and given back to the controller at the next
+ * numbered from 1; the core carries a frame's record number as its tenure
+ * tag (kva_core_tag()) and counts, per number, the tenures that ended
+ * (struct kva_core.tag_ended) - no call per frame.  The next
  * kva_dmem_flush() - called with every pressure update, i.e. after every
- * command that let frames go - in one uncharge per record.  A record
- * that would give back bytes with its last reference while it still has
- * frames takes another reference first (dmem_cgroup_get_common_ancestor()
- * of the pool with itself).  Everything is under the arena's lock.
+ * command that let frames go - takes those counts into the records and
+ * gives the bytes back to the controller in one uncharge per record.  A
+ * record that would give back bytes with its last reference while it
+ * still has frames takes another reference first
+ * (dmem_cgroup_get_common_ancestor() of the pool with itself).
+ * Everything is under the arena's lock.
  */
-#include <linux/list.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 
@@ -72,7 +74,8 @@ bool kva_dmem_enabled(void)
 
 /**
  * struct kva_dmem_rec - the frames of one arena charged to one pool.
- * @pool:	the pool (a cgroup's share of the region).
+ * @pool:	the pool (a cgroup's share of the region); NULL while the
+ *		record is unused.
  * @frames:	frames of the arena charged there and not returned.
  * @pending:	frames returned (or charged and not taken) whose bytes
  *		the next flush gives back.
@@ -82,7 +85,6 @@ bool kva_dmem_enabled(void)
  *		only compared).
  * @rank:	its frames' rank in the reclaim numbered @rank_seq.
  * @rank_seq:	struct kva_core.reclaim_seq when @rank was found.
- * @node:	on struct kva_dmem.recs.
  */
 struct kva_dmem_rec {
 	struct dmem_cgroup_pool_state *pool;
@@ -91,45 +93,61 @@ struct kva_dmem_rec {
 	u32 refs;
 	u32 rank;
 	u64 rank_seq;
-	struct list_head node;
 };
 
 /**
  * struct kva_dmem - an arena's region and records.
  * @region:	the registered region; NULL once the arena is destroyed
  *		(no charges after that: its frames are uncharged).
- * @frame:	the record of each frame of the table, NULL while free or
- *		uncharged.
- * @recs:	the records.
+ * @recs:	the records, by number (the frames' tenure tag); [0] unused.
+ *		The core's tag_ended has as many counters (nr_tags).
  * @nr_pending:	records with frames to give back.
  * @nr_empty:	records kept with no frames and no reference.
  */
 struct kva_dmem {
 	struct dmem_cgroup_region *region;
-	struct kva_dmem_rec **frame;
-	struct list_head recs;
+	struct kva_dmem_rec *recs;
 	u32 nr_pending;
 	u32 nr_empty;
 };
 
 /* Empty records kept for the next charge of their pool. */
 #define KVA_DMEM_EMPTY_KEPT	8
+/* Records made room for at first (the number 0 is never one). */
+#define KVA_DMEM_RECS	8
 
-/* struct kva_core.returned: frame @idx is free again (core_shim.h). */
-void kva_dmem_returned(struct kva_core *c, u32 idx)
+/* The record frame @idx's tenure is charged to, or NULL. */
+static struct kva_dmem_rec *frame_rec(struct kva_arena *a, u32 idx)
 {
-	struct kva_arena *a = container_of(c, struct kva_arena, core);
-	struct kva_dmem *d = a->dmem;
-	struct kva_dmem_rec *rec = d->frame[idx];
+	u32 tag = a->core.frames[idx].tag;
 
-	if (!rec)
-		return;
-	d->frame[idx] = NULL;
-	if (KVA_WARN_ON(!rec->frames))
-		return;
-	rec->frames--;
-	if (!rec->pending++)
-		d->nr_pending++;
+	return tag ? &a->dmem->recs[tag] : NULL;
+}
+
+/* Take the core's counts of tenures ended into the records. */
+static void collect(struct kva_arena *a)
+{
+	struct kva_core *c = &a->core;
+	struct kva_dmem *d = a->dmem;
+	u32 t, n;
+
+	for (t = 1; c->tags_ended && t < c->nr_tags; t++) {
+		struct kva_dmem_rec *rec = &d->recs[t];
+
+		n = c->tag_ended[t];
+		if (!n)
+			continue;
+		c->tag_ended[t] = 0;
+		c->tags_ended -= n;
+		if (KVA_WARN_ON(n > rec->frames))
+			n = rec->frames;
+		rec->frames -= n;
+		if (!rec->pending)
+			d->nr_pending++;
+		rec->pending += n;
+	}
+	KVA_WARN_ON(c->tags_ended);
+	c->tags_ended = 0;
 }
 
 /*
@@ -142,7 +160,7 @@ void kva_dmem_returned(struct kva_core *c, u32 idx)
 static u32 kva_dmem_rank(struct kva_core *c, u32 idx, u64 seq)
 {
 	struct kva_arena *a = container_of(c, struct kva_arena, core);
-	struct kva_dmem_rec *rec = a->dmem->frame[idx];
+	struct kva_dmem_rec *rec = frame_rec(a, idx);
 	bool low = false;
 
 	if (!rec)
@@ -204,12 +222,18 @@ static void rec_flush(struct kva_arena *a, struct kva_dmem_rec *rec)
 void kva_dmem_flush(struct kva_arena *a)
 {
 	struct kva_dmem *d = a->dmem;
-	struct kva_dmem_rec *rec, *tmp;
+	u32 t;
 
 	lockdep_assert_held(&a->lock);
-	if (!d || !d->nr_pending)
+	if (!d)
 		return;
-	list_for_each_entry_safe(rec, tmp, &d->recs, node) {
+	if (a->core.tags_ended)
+		collect(a);
+	for (t = 1; d->nr_pending && t < a->core.nr_tags; t++) {
+		struct kva_dmem_rec *rec = &d->recs[t];
+
+		if (!rec->pool)
+			continue;
 		rec_flush(a, rec);
 		/*
 		 * A few empty records stay, with no reference (their pool is
@@ -217,8 +241,7 @@ void kva_dmem_flush(struct kva_arena *a)
 		 * and goes.
 		 */
 		if (!rec->refs && d->nr_empty > KVA_DMEM_EMPTY_KEPT) {
-			list_del(&rec->node);
-			kfree(rec);
+			rec->pool = NULL;
 			d->nr_empty--;
 		}
 	}
@@ -233,13 +256,12 @@ static u32 reclaim_within(struct kva_arena *a,
 			  struct dmem_cgroup_pool_state *limit, u32 want)
 {
 	struct kva_core *c = &a->core;
-	struct kva_dmem *d = a->dmem;
 	bool ignore_low = false, hit_low = false;
 	u32 done = 0, idx, next;
 
 again:
 	for (idx = c->lru_head; idx != KVA_NIL && done < want; idx = next) {
-		struct kva_dmem_rec *rec = d->frame[idx];
+		struct kva_dmem_rec *rec = frame_rec(a, idx);
 
 		next = c->frames[idx].next;
 		if (!rec || !dmem_cgroup_state_evict_valuable(limit, rec->pool,
@@ -283,13 +305,12 @@ static const struct dmem_cgroup_ops kva_dmem_ops = {
 /**
  * kva_dmem_init() - register @a's region, if the module charges to dmem.
  * @a:		an arena being made (its core set up, nothing else).
- * @table:	frames of its table.
  *
  * Return: 0 (also when there is nothing to do) or -ENOMEM.  A kernel
  * whose controller is off (cgroup_disable=dmem) registers nothing and
  * charges nothing.
  */
-int kva_dmem_init(struct kva_arena *a, u32 table)
+int kva_dmem_init(struct kva_arena *a)
 {
 	const struct dmem_cgroup_init init = {
 		.size = (u64)a->core.nr_frames * a->frame_size,
@@ -304,57 +325,97 @@ int kva_dmem_init(struct kva_arena *a, u32 table)
 	d = kzalloc(sizeof(*d), GFP_KERNEL_ACCOUNT);
 	if (!d)
 		return -ENOMEM;
-	d->frame = kvcalloc(table, sizeof(*d->frame), KVA_GFP_TABLE);
-	if (!d->frame)
+	d->recs = kcalloc(KVA_DMEM_RECS, sizeof(*d->recs), GFP_KERNEL_ACCOUNT);
+	a->core.tag_ended = kcalloc(KVA_DMEM_RECS, sizeof(u32),
+				    GFP_KERNEL_ACCOUNT);
+	if (!d->recs || !a->core.tag_ended)
 		goto err_free;
 	region = dmem_cgroup_register_region(&init, "kvarena/%s", a->name);
 	if (IS_ERR_OR_NULL(region))
-		goto err_free_table;
+		goto err_free;
 	d->region = region;
-	INIT_LIST_HEAD(&d->recs);
 	a->dmem = d;
-	a->core.returned = kva_dmem_returned;
+	a->core.nr_tags = KVA_DMEM_RECS;
 	a->core.reclaim_rank = kva_dmem_rank;
 	return 0;
 
-err_free_table:
-	kvfree(d->frame);
 err_free:
+	kfree(a->core.tag_ended);
+	a->core.tag_ended = NULL;
+	kfree(d->recs);
 	kfree(d);
 	return -ENOMEM;
 }
 
-/* The record of @pool, or a new one (taking the reference given). */
-static struct kva_dmem_rec *rec_get(struct kva_arena *a,
-				    struct dmem_cgroup_pool_state *pool,
-				    unsigned int how)
+/*
+ * Room for twice the records: the records and the core's counters move
+ * to arrays twice the size (under the arena's lock, as every use).
+ */
+static int recs_grow(struct kva_arena *a, gfp_t gfp)
+{
+	struct kva_core *c = &a->core;
+	struct kva_dmem *d = a->dmem;
+	u32 nr = c->nr_tags * 2;
+	struct kva_dmem_rec *recs;
+	u32 *ended;
+
+	if (nr > U16_MAX + 1)
+		return -ENOSPC;
+	recs = kcalloc(nr, sizeof(*recs), gfp);
+	ended = kcalloc(nr, sizeof(*ended), gfp);
+	if (!recs || !ended) {
+		kfree(recs);
+		kfree(ended);
+		return -ENOMEM;
+	}
+	memcpy(recs, d->recs, c->nr_tags * sizeof(*recs));
+	memcpy(ended, c->tag_ended, c->nr_tags * sizeof(*ended));
+	kfree(d->recs);
+	kfree(c->tag_ended);
+	d->recs = recs;
+	c->tag_ended = ended;
+	c->nr_tags = nr;
+	return 0;
+}
+
+/*
+ * The number of @pool's record, or of a new one (taking the reference
+ * given); 0 when there is no room and none could be made.
+ */
+static u32 rec_get(struct kva_arena *a, struct dmem_cgroup_pool_state *pool,
+		   unsigned int how)
 {
 	struct kva_dmem *d = a->dmem;
 	struct kva_dmem_rec *rec;
+	u32 t, unused = 0;
 
 	/*
 	 * Each charge's reference is kept: the uncharge of a later return
 	 * uses it, so that a steady ALLOC and FREE costs one call each way.
 	 */
-	list_for_each_entry(rec, &d->recs, node) {
-		if (rec->pool != pool)
+	for (t = 1; t < a->core.nr_tags; t++) {
+		rec = &d->recs[t];
+		if (rec->pool != pool) {
+			if (!rec->pool && !unused)
+				unused = t;
 			continue;
+		}
 		if (!rec->refs++) {
 			/* An empty one: the pool may be another at that address. */
 			d->nr_empty--;
 			rec->rank_seq = 0;
 		}
-		return rec;
+		return t;
 	}
-	rec = kzalloc(sizeof(*rec), (how & KVA_HOW_NONBLOCK) ?
-		      GFP_NOWAIT | __GFP_NOWARN | __GFP_ACCOUNT :
-		      GFP_KERNEL_ACCOUNT);
-	if (!rec)
-		return NULL;
-	rec->pool = pool;
-	rec->refs = 1;
-	list_add_tail(&rec->node, &d->recs);
-	return rec;
+	if (!unused) {
+		unused = a->core.nr_tags;
+		if (recs_grow(a, (how & KVA_HOW_NONBLOCK) ?
+			      GFP_NOWAIT | __GFP_NOWARN | __GFP_ACCOUNT :
+			      GFP_KERNEL_ACCOUNT))
+			return 0;
+	}
+	d->recs[unused] = (struct kva_dmem_rec){ .pool = pool, .refs = 1 };
+	return unused;
 }
 
 /**
@@ -377,7 +438,7 @@ int kva_dmem_alloc(struct kva_arena *a, struct kva_core_client *cl,
 	struct kva_dmem *d = a->dmem;
 	struct dmem_cgroup_pool_state *pool, *limit;
 	struct kva_dmem_rec *rec;
-	u32 avail, i;
+	u32 avail, tag;
 	int ret, got;
 
 	lockdep_assert_held(&a->lock);
@@ -406,16 +467,18 @@ int kva_dmem_alloc(struct kva_arena *a, struct kva_core_client *cl,
 		return ret == -ENOMEM ? ret : kva_core_alloc(&a->core, cl,
 							     handles, n,
 							     partial);
-	rec = rec_get(a, pool, how);
-	if (!rec) {
+	tag = rec_get(a, pool, how);
+	if (!tag) {
 		dmem_cgroup_uncharge(pool, (u64)n * a->frame_size);
 		return (how & KVA_HOW_NONBLOCK) ? -EAGAIN : -ENOMEM;
 	}
 
 	got = kva_core_alloc(&a->core, cl, handles, n, partial);
-	for (i = 0; got > 0 && i < got; i++)
-		d->frame[KVA_HANDLE_IDX(handles[i])] = rec;
-	rec->frames += got > 0 ? got : 0;
+	rec = &d->recs[tag];
+	if (got > 0) {
+		kva_core_tag(&a->core, handles, got, tag);
+		rec->frames += got;
+	}
 	/* Charged and not taken: given back now, with the returns. */
 	if (got < (int)n) {
 		if (!rec->pending)
@@ -468,17 +531,27 @@ void kva_dmem_kill(struct kva_arena *a)
  */
 void kva_dmem_fini(struct kva_arena *a)
 {
+	struct kva_core *c = &a->core;
 	struct kva_dmem *d = a->dmem;
-	struct kva_dmem_rec *rec, *tmp;
 	u32 i;
 
 	if (!d)
 		return;
-	/* No client is left: what is still charged can only be cached. */
-	for (i = 0; i < a->core.nr_frames; i++)
-		WARN_ON_ONCE(d->frame[i] &&
-			     !(a->core.frames[i].flags & KVA_FRAME_CACHED));
-	list_for_each_entry_safe(rec, tmp, &d->recs, node) {
+	collect(a);
+	/*
+	 * No client is left: what is still charged can only be cached, and
+	 * the core counts no tenure after this.
+	 */
+	for (i = 0; i < c->nr_frames; i++) {
+		WARN_ON_ONCE(c->frames[i].tag &&
+			     !(c->frames[i].flags & KVA_FRAME_CACHED));
+		c->frames[i].tag = 0;
+	}
+	for (i = 1; i < c->nr_tags; i++) {
+		struct kva_dmem_rec *rec = &d->recs[i];
+
+		if (!rec->pool)
+			continue;
 		if (rec->frames) {
 			if (!rec->pending)
 				d->nr_pending++;
@@ -487,21 +560,15 @@ void kva_dmem_fini(struct kva_arena *a)
 		}
 		rec_flush(a, rec);
 		WARN_ON(rec->refs);
-		list_del(&rec->node);
-		kfree(rec);
 	}
 	WARN_ON(d->nr_pending);
 	dmem_cgroup_unregister_region(d->region);
-	kvfree(d->frame);
+	kfree(c->tag_ended);
+	c->tag_ended = NULL;
+	c->nr_tags = 0;
+	kfree(d->recs);
 	kfree(d);
 	a->dmem = NULL;
-}
-
-#else /* !KVA_DMEM */
-
-/* Never a core's hook without the controller; core_shim.h names it. */
-void kva_dmem_returned(struct kva_core *c, u32 idx)
-{
 }
 
 #endif /* KVA_DMEM */

@@ -439,7 +439,7 @@ int kva_evict_client(struct kva_arena *a, u32 id, u32 *held);
 /* dmem.c */
 struct kva_dmem;
 #ifdef KVA_DMEM
-int kva_dmem_init(struct kva_arena *a, u32 table);
+int kva_dmem_init(struct kva_arena *a);
 void kva_dmem_flush(struct kva_arena *a);
 int kva_dmem_alloc(struct kva_arena *a, struct kva_core_client *cl,
 		   u64 *handles, u32 n, bool partial, unsigned int how);
@@ -448,7 +448,7 @@ void kva_dmem_kill(struct kva_arena *a);
 void kva_dmem_fini(struct kva_arena *a);
 bool kva_dmem_enabled(void);
 #else
-static inline int kva_dmem_init(struct kva_arena *a, u32 table)
+static inline int kva_dmem_init(struct kva_arena *a)
 {
 	return 0;
 }

@@ -1763,22 +1763,16 @@ struct model {
 static u64 rng_state = 0x9e3779b97f4a7c15ull;
 
 /*
- * Tenures, as the owner sees them through struct kva_core.returned: one
- * begins with each frame kva_core_alloc() hands out and must end exactly
- * once, when the frame is free again (the module's dmem charge).
+ * Tenures, as the owner sees them through their tags (kva_core_tag(),
+ * struct kva_core.tag_ended): one begins with each frame
+ * kva_core_alloc() hands out, tagged with its client's number + 1, and
+ * must end exactly once, when the frame is free again (the module's dmem
+ * charge).  m_tenure[] is the tag the model expects a frame to carry,
+ * m_ended[] the ends it expects counted.
  */
+#define M_TAGS (NCL + 1)
 static u8 m_tenure[NR];
-static u32 m_bad_returns, m_returns;
-
-static void m_returned(struct kva_core *c, u32 idx)
-{
-	(void)c;
-	if (idx >= NR || !m_tenure[idx])
-		m_bad_returns++;
-	else
-		m_tenure[idx] = 0;
-	m_returns++;
-}
+static u32 m_tag_ended[M_TAGS], m_ended[M_TAGS], m_returns;
 
 static u32 rnd(u32 n)
 {
@@ -1888,6 +1882,7 @@ static void m_alloc(struct __test_metadata *_metadata, struct model *m,
 		return;
 	}
 	ASSERT_EQ((int)(k <= avail ? k : avail), ret);
+	kva_core_tag(&m->c, buf, ret, x + 1);
 	/* What the free list lacked came from the oldest cached frames. */
 	while (m_free(m) < (u32)ret) {
 		u32 f = m->lru[0];
@@ -1895,6 +1890,10 @@ static void m_alloc(struct __test_metadata *_metadata, struct model *m,
 		m_lru_del(m, f);
 		m->frame_of[m->key[f]] = -1;
 		m->key[f] = -1;
+		/* Its tenure ended there, before the new ones began. */
+		m_ended[m_tenure[f]]++;
+		m_returns++;
+		m_tenure[f] = 0;
 	}
 	for (j = 0; j < (u32)ret; j++) {
 		u32 f = KVA_HANDLE_IDX(buf[j]);
@@ -1903,7 +1902,7 @@ static void m_alloc(struct __test_metadata *_metadata, struct model *m,
 		ASSERT_EQ(0, m->holders[f]);
 		ASSERT_EQ(-1, m->key[f]);
 		ASSERT_EQ(0, m_tenure[f]);
-		m_tenure[f] = 1;
+		m_tenure[f] = x + 1;
 		m->holders[f] = 1u << x;
 		m->charge[f] = x;
 	}
@@ -2143,10 +2142,22 @@ static void m_compare(struct __test_metadata *_metadata, struct model *m)
 	ASSERT_EQ(published, m->c.nr_published);
 	ASSERT_EQ(m_free(m), m->c.nr_free);
 	ASSERT_EQ(m_unmet_sum(m), m->c.unmet_min);
-	/* A frame is in a tenure while held or published, and only then. */
-	ASSERT_EQ(0, m_bad_returns);
-	for (f = 0; f < NR; f++)
-		ASSERT_EQ(m->holders[f] || m->key[f] >= 0, m_tenure[f]);
+	/*
+	 * A frame is in a tenure while held or published, and only then:
+	 * those that left one since the last step are counted once each,
+	 * under the tag they had.
+	 */
+	for (f = 0; f < NR; f++) {
+		if (m_tenure[f] && !(m->holders[f] || m->key[f] >= 0)) {
+			m_ended[m_tenure[f]]++;
+			m_returns++;
+			m_tenure[f] = 0;
+		}
+		ASSERT_EQ(m_tenure[f], m->c.frames[f].tag);
+	}
+	for (f = 0; f < M_TAGS; f++)
+		ASSERT_EQ(m_ended[f], m_tag_ended[f]);
+	ASSERT_EQ(m_returns, m->c.tags_ended);
 	m->seen_shared += shared_now;
 }
 
@@ -2159,7 +2170,8 @@ TEST(random_walk_matches_model)
 
 	ASSERT_NE(NULL, m);
 	ASSERT_EQ(0, kva_core_init(&m->c, NR));
-	m->c.returned = m_returned;
+	m->c.tag_ended = m_tag_ended;
+	m->c.nr_tags = M_TAGS;
 	for (x = 0; x < NCL; x++)
 		ASSERT_EQ(0, kva_core_attach(&m->c, &m->cl[x], mins[x],
 					     maxs[x]));
@@ -2211,10 +2223,9 @@ TEST(random_walk_matches_model)
 	ASSERT_EQ(0, kva_core_check(&m->c));
 	kva_core_drop_cache(&m->c);
 	/* Every tenure ended, once: as many ends as frames handed out. */
-	EXPECT_EQ(0, m_bad_returns);
 	for (f = 0; f < NR; f++)
-		EXPECT_EQ(0, m_tenure[f]);
-	EXPECT_EQ(m->c.frames_allocated, m_returns);
+		EXPECT_EQ(0, m->c.frames[f].tag);
+	EXPECT_EQ(m->c.frames_allocated, m->c.tags_ended);
 	kva_core_fini(&m->c);
 	free(m);
 }
