@@ -19,6 +19,8 @@
 
 #define FSIZE	(64u << 10)
 #define NR	32
+/* Cgroups charging one arena at once in many_cgroups_... */
+#define NCG	20
 
 /* Why this kernel's kvarena charges no dmem cgroup, or NULL. */
 static const char *dmem_missing(void)
@@ -86,12 +88,17 @@ static int cg_enter(const char *path, pid_t pid)
 static void cg_cleanup(void)
 {
 	static const char *const leaves[] = { "a", "b", "p/a", "p/b", "p" };
-	char path[256];
+	char path[256], leaf[16];
 	unsigned int i;
 
 	cg_enter(KVA_CGROUP_ROOT, 0);
 	for (i = 0; i < sizeof(leaves) / sizeof(leaves[0]); i++) {
 		cg_path(path, sizeof(path), leaves[i]);
+		rmdir(path);
+	}
+	for (i = 0; i < NCG; i++) {
+		snprintf(leaf, sizeof(leaf), "m%u", i);
+		cg_path(path, sizeof(path), leaf);
 		rmdir(path);
 	}
 	cg_path(path, sizeof(path), NULL);
@@ -426,6 +433,56 @@ TEST_F(dm, moved_process_keeps_its_charges_where_they_were_made)
 	EXPECT_EQ(0, kva_free(self->cl, h + 3, 3));
 	EXPECT_EQ(0, cg_get(a, "dmem.current", self->name));
 	EXPECT_EQ(0, cg_get(b, "dmem.current", self->name));
+}
+
+/*
+ * Twenty cgroups charge one arena through one client: each pays for the
+ * frames taken while the process was in it, and one FREE of frames of
+ * all of them gives each its own bytes back (the arena keeps a record per
+ * cgroup's pool, more than it first makes room for).
+ */
+TEST_F(dm, many_cgroups_each_pay_for_their_own_frames)
+{
+	__u64 h[2 * NCG], first[NCG], second[NCG];
+	char leaf[16], cg[NCG][256];
+	int i, n2 = 0;
+
+	NEED_DMEM();
+	for (i = 0; i < NCG; i++) {
+		snprintf(leaf, sizeof(leaf), "m%d", i);
+		ASSERT_EQ(0, cg_make(leaf, cg[i], sizeof(cg[i])));
+	}
+	self->cl = attach(self->name);
+	ASSERT_LE(0, self->cl);
+	/* Cgroup i takes 1 + i % 2 frames. */
+	for (i = 0; i < NCG; i++) {
+		ASSERT_EQ(0, cg_enter(cg[i], 0));
+		ASSERT_EQ(1 + i % 2, kva_alloc(self->cl, h + 2 * i, 1 + i % 2, 0));
+		first[i] = h[2 * i];
+		if (i % 2)
+			second[n2++] = h[2 * i + 1];
+	}
+	ASSERT_EQ(0, cg_enter(KVA_CGROUP_ROOT, 0));
+	for (i = 0; i < NCG; i++)
+		EXPECT_EQ(FRAMES(1 + i % 2),
+			  cg_get(cg[i], "dmem.current", self->name));
+	ASSERT_EQ(0, kva_free(self->cl, first, NCG));
+	for (i = 0; i < NCG; i++)
+		EXPECT_EQ(FRAMES(i % 2), cg_get(cg[i], "dmem.current", self->name));
+	ASSERT_EQ(0, kva_free(self->cl, second, n2));
+	for (i = 0; i < NCG; i++)
+		EXPECT_EQ(0, cg_get(cg[i], "dmem.current", self->name));
+	/* Again, now that the records are there. */
+	for (i = 0; i < NCG; i++) {
+		ASSERT_EQ(0, cg_enter(cg[NCG - 1 - i], 0));
+		ASSERT_EQ(1, kva_alloc(self->cl, h + i, 1, 0));
+	}
+	ASSERT_EQ(0, cg_enter(KVA_CGROUP_ROOT, 0));
+	for (i = 0; i < NCG; i++)
+		EXPECT_EQ(FRAMES(1), cg_get(cg[i], "dmem.current", self->name));
+	ASSERT_EQ(0, kva_free(self->cl, h, NCG));
+	for (i = 0; i < NCG; i++)
+		EXPECT_EQ(0, cg_get(cg[i], "dmem.current", self->name));
 }
 
 /*
