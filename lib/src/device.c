@@ -285,18 +285,10 @@ static int dev_publish(struct kva_arena *a, struct kvarena_prefix_entry *e,
  * its own to interrupt the next wait), and asks again, pausing while
  * nothing moves, until the run is whole or promote_ms has passed.
  */
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static int lookup_promote(struct kva_arena *a, struct kvarena_prefix_entry *e,
 			  uint32_t n)
 {
-	uint64_t deadline = mono_ns() + (uint64_t)dev(a)->promote_ms * 1000000;
+	uint64_t deadline = kva_mono_ns() + (uint64_t)dev(a)->promote_ms * 1000000;
 	bool interrupted = false;
 	uint32_t done = 0, pause_ms = 1;
 	int ret;
@@ -340,7 +332,7 @@ static int lookup_promote(struct kva_arena *a, struct kvarena_prefix_entry *e,
 		} else {
 			return (int)done;
 		}
-		if (mono_ns() >= deadline)
+		if (kva_mono_ns() >= deadline)
 			return (int)done;
 		if (!ret && !pr.nr_done) {
 			/* The agent's copies still in flight: wait a little. */
@@ -372,14 +364,12 @@ static int remote_fetch(struct kva_arena *a,
 			      .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
 	const char *path = getenv("KVA_REMOTE_SOCKET");
 	struct kva_remote_rep rep;
-	struct timespec now;
+	uint64_t now = kva_mono_ns();
 	ssize_t got;
 	int fd, ret;
 
 	/* No agent a moment ago: none now (a miss costs no connect()). */
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if ((uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec <
-	    dev(a)->remote_after)
+	if (now < dev(a)->remote_after)
 		return 0;
 	if (n > KVA_REMOTE_MAX_KEYS)
 		n = KVA_REMOTE_MAX_KEYS;
@@ -396,8 +386,7 @@ static int remote_fetch(struct kva_arena *a,
 	    connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		close(fd);
 		/* No agent: do not look again for a second. */
-		dev(a)->remote_after = (uint64_t)now.tv_sec * 1000000000u +
-				       (uint64_t)now.tv_nsec + 1000000000u;
+		dev(a)->remote_after = now + 1000000000u;
 		return 0;
 	}
 	KVA_PASS("dev.remote");

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <linux/kvarena.h>
 
@@ -43,6 +44,15 @@ static inline uint64_t min_u64(uint64_t a, uint64_t b)
 static inline uint32_t handle_idx(uint64_t h)
 {
 	return (uint32_t)h;
+}
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+static inline uint64_t kva_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static inline bool kva_all_zero(const uint64_t *p, size_t n)

@@ -152,14 +152,6 @@ static void copy_batch(struct kva_arena *a, struct kva_arena *lower,
 		let_go(a, lower, ui[i], li[i]);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 int kva_tier_agent(struct kva_arena *a, struct kva_arena *lower,
 		   unsigned int max, int timeout_ms,
 		   struct kva_tier_counts *counts)
@@ -188,14 +180,14 @@ int kva_tier_agent(struct kva_arena *a, struct kva_arena *lower,
 			ret = n;
 			break;
 		}
-		t0 = now_ns();
+		t0 = kva_mono_ns();
 		kva_lock(a);
 		kva_lock(lower);
 		copy_batch(a, lower, j, (uint32_t)n);
 		kva_unlock(lower);
 		kva_unlock(a);
 		if (counts)
-			counts->copy_ns += now_ns() - t0;
+			counts->copy_ns += kva_mono_ns() - t0;
 		for (i = 0; i < (uint32_t)n; i++) {
 			made += !j[i].result;
 			down += !j[i].result && j[i].op == KVARENA_TIER_DEMOTE;
